@@ -1,0 +1,95 @@
+"""The recurrent models of the paper behind one constructor, :func:`create`."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from ..parametrizations import MatrixExpOrthogonal, SchurForm
+from .base import RecurrentModel
+from .eurnn import EURNN
+from .exprnn import ExpRNN
+from .lstm import LSTM
+from .nnrnn import NonNormalRNN
+from .rnn import OrthogonalInitRNN, VanillaRNN
+
+MODELS: dict[str, type[nn.Module]] = {
+    "rnn": VanillaRNN,
+    "rnn-orth": OrthogonalInitRNN,
+    "eurnn": EURNN,
+    "exprnn": ExpRNN,
+    "nnrnn": NonNormalRNN,
+    "lstm": LSTM,
+}
+
+
+def model_class(name: str) -> type[nn.Module]:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def create(name: str, input_size: int, hidden_size: int, **options) -> nn.Module:
+    """Build model ``name`` (one of :data:`MODELS`) with torch.nn.RNN's forward contract."""
+    return model_class(name)(input_size, hidden_size, **options)
+
+
+def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The skew-symmetric generators of every orthogonal factor (expRNN's A, nnRNN's P)."""
+    found = []
+    for module in model.modules():
+        if not parametrize.is_parametrized(module):
+            continue
+        for plist in module.parametrizations.values():
+            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm)):
+                found.append(plist.original)
+    return found
+
+
+def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
+    """Optimizer groups: orthogonal generators under ``lr_orth``, all else under ``lr``.
+
+    Each parameter appears exactly once; an empty orthogonal group is left out.
+    """
+    for name, value in (("lr", lr), ("lr_orth", lr_orth)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number; got {value!r}")
+    orth = orthogonal_parameters(model)
+    orth_ids = {id(p) for p in orth}
+    rest = [p for p in model.parameters() if id(p) not in orth_ids]
+    groups = [{"params": rest, "lr": lr, "name": "default"}]
+    if orth:
+        groups.append({"params": orth, "lr": lr_orth, "name": "orthogonal"})
+    return groups
+
+
+def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0, **options) -> int:
+    """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size).
+
+    Constrained matrices count their degrees of freedom: n(n-1)/2 for an
+    orthogonal generator, the free entries of T for nnRNN.
+    """
+    count = model_class(name).parameter_count(input_size, hidden_size, **options)
+    return count + (hidden_size * output_size + output_size if output_size else 0)
+
+
+def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int, **options) -> int:
+    """The hidden size whose :func:`parameter_count` (read-out included) is closest to ``n_params``."""
+    if not isinstance(n_params, int) or n_params <= 0:
+        raise ValueError(f"n_params must be a positive int; got {n_params!r}")
+
+    def count(n):
+        return parameter_count(name, input_size, n, output_size, **options)
+
+    low, high = 1, 2
+    while count(high) <= n_params:
+        low, high = high, high * 2
+    while high - low > 1:  # invariant: count(low) <= n_params < count(high), or low == 1
+        mid = (low + high) // 2
+        low, high = (mid, high) if count(mid) <= n_params else (low, mid)
+    return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
+
+
+__all__ = ["EURNN", "ExpRNN", "LSTM", "MODELS", "NonNormalRNN", "OrthogonalInitRNN", "RecurrentModel",
+           "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
+           "parameter_count"]

@@ -1,0 +1,49 @@
+"""LSTM baseline: ``torch.nn.LSTM`` (one layer, fused kernels) behind nnrnn's interface."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import check_size
+
+GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
+
+
+class LSTM(nn.LSTM):
+    """``torch.nn.LSTM(input_size, hidden_size, num_layers=1)`` with Glorot-normal weights
+    (each gate's block separately, as in the paper) and zero biases.
+
+    The state is torch's tuple ``(h, c)``: ``forward(input, hx=None)`` returns
+    ``(output, (h_n, c_n))``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False):
+        check_size("input_size", input_size)
+        check_size("hidden_size", hidden_size)
+        super().__init__(input_size, hidden_size, num_layers=1, bias=bias, batch_first=batch_first)
+        with torch.no_grad():
+            for weight in (self.weight_ih_l0, self.weight_hh_l0):
+                for block in weight.chunk(4, 0):
+                    nn.init.xavier_normal_(block)
+            if bias:
+                self.bias_ih_l0.zero_()
+                self.bias_hh_l0.zero_()
+
+    def forward(self, input, hx=None):
+        if isinstance(input, torch.Tensor) and input.dim() in (2, 3) and input.shape[-1] != self.input_size:
+            raise ValueError(f"input.size(-1) must be equal to input_size: expected {self.input_size}, "
+                             f"got {input.shape[-1]}")
+        return super().forward(input, hx)
+
+    def recurrent_matrix(self, gate: str = "cell") -> torch.Tensor:
+        """The hidden-to-hidden block of one gate ('input', 'forget', 'cell' or 'output')."""
+        if gate not in GATES:
+            raise ValueError(f"gate must be one of {', '.join(GATES)}; got {gate!r}")
+        return self.weight_hh_l0.chunk(4, 0)[GATES.index(gate)]
+
+    def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
+        return self.weight_hh_l0.new_zeros(())
+
+    @classmethod
+    def parameter_count(cls, input_size, hidden_size, bias=True, **_) -> int:
+        return 4 * (hidden_size * input_size + hidden_size ** 2 + 2 * hidden_size * bool(bias))

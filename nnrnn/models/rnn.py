@@ -1,0 +1,35 @@
+"""Unconstrained RNNs: vanilla ("rnn", Glorot normal V) and "rnn-orth" (V initialised
+orthogonal, then trained freely; Henaff et al. 2016)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import RecurrentModel
+
+
+class VanillaRNN(RecurrentModel):
+    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = ``weight_hh`` free, Glorot normal."""
+
+    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
+                 batch_first: bool = False):
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+        self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))
+        self.reset_recurrent()
+
+    def reset_recurrent(self) -> None:
+        nn.init.xavier_normal_(self.weight_hh)
+
+    def recurrent_matrix(self) -> torch.Tensor:
+        return self.weight_hh
+
+    @classmethod
+    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", **_) -> int:
+        return cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity) + hidden_size ** 2
+
+
+class OrthogonalInitRNN(VanillaRNN):
+    """As :class:`VanillaRNN`, with V drawn Haar-orthogonal at initialisation only."""
+
+    def reset_recurrent(self) -> None:
+        nn.init.orthogonal_(self.weight_hh)

@@ -1,0 +1,127 @@
+"""The nnRNN's Schur-form constraint on a square weight (Kerg et al. 2019, Eq. nnRNN).
+
+    V = P (Λ + T) Pᵀ
+
+* P = exp(A) orthogonal, A skew-symmetric (see :mod:`.orthogonal`); the free
+  parameter is the parametrization's ``original`` (its strict lower triangle).
+* Λ = blockdiag(γ_1 R(θ_1), …, γ_m R(θ_m)),  R(θ) = [[cos θ, -sin θ], [sin θ, cos θ]],
+  m = n // 2.  The eigenvalues of V are exactly γ_i e^{±iθ_i}.
+* T strictly lower *block* triangular: every entry below the diagonal except
+  the n/2 entries (2i+1, 2i) inside the 2×2 blocks.  Those are left out on
+  purpose: a non-zero t there would make a block [[γc, -γs], [γs + t, γc]],
+  whose eigenvalues are no longer γ e^{±iθ}, and the spectral control that
+  motivates nnRNN would be lost.  Free entries: n(n-1)/2 - n//2.
+* Odd n: the last unit is a 1×1 block +γ_{m+1} (a real eigenvalue +γ), so
+  ``gamma`` has ceil(n/2) entries and ``theta`` has n//2.
+
+Freshly applied (paper's initialisation): P from the Henaff, Cayley or random
+scheme, θ_i ~ U(0, 2π), γ_i = 1, T = 0, so every eigenvalue has modulus 1.
+The weight's previous value is discarded.  No Schur decomposition is ever
+computed: V is composed from its factors on every access.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from .orthogonal import INITS, init_skew_, skew
+
+
+def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor:
+    """1 where T may be non-zero: strictly lower triangle minus the (2i+1, 2i) entries."""
+    mask = torch.ones(n, n, dtype=torch.bool, device=device).tril(-1)
+    idx = torch.arange(0, n - 1, 2, device=device)
+    mask[idx + 1, idx] = False
+    return mask.to(dtype)
+
+
+def rotation_blocks(theta: torch.Tensor, gamma: torch.Tensor, n: int) -> torch.Tensor:
+    """Λ = blockdiag(γ_i R(θ_i)) (n × n), with a trailing 1×1 block γ_last when n is odd."""
+    m = n // 2
+    c = gamma[:m] * torch.cos(theta)
+    s = gamma[:m] * torch.sin(theta)
+    diag = torch.stack([c, c], -1).reshape(-1)
+    sub = torch.stack([s, torch.zeros_like(s)], -1).reshape(-1)[: max(2 * m - 1, 0)]
+    if n % 2:
+        diag = torch.cat([diag, gamma[m:]])
+        sub = torch.cat([sub, gamma.new_zeros(1)]) if m else gamma.new_zeros(0)
+    return torch.diag_embed(diag) + torch.diag_embed(sub, -1) - torch.diag_embed(sub, 1)
+
+
+class SchurForm(nn.Module):
+    """Parametrization ``X -> P (Λ + T) Pᵀ`` with P = exp(skew(X)).
+
+    The parametrization owns θ (``theta``, n//2), γ (``gamma``, ceil(n/2)) and
+    the unconstrained storage of T (``lower``, n × n, masked on use).
+    """
+
+    def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
+                 generator: torch.Generator | None = None):
+        super().__init__()
+        if init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        self.n = n
+        self.init = init
+        self._generator = generator
+        factory = {"dtype": dtype, "device": device}
+        theta = torch.rand(n // 2, generator=generator, dtype=torch.float64) * (2 * math.pi)
+        self.theta = nn.Parameter(theta.to(**factory))
+        self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
+        self.lower = nn.Parameter(torch.zeros(n, n, **factory))
+        self.register_buffer("mask", block_triangular_mask(n, dtype=dtype or torch.get_default_dtype(), device=device))
+        self._applied = False
+
+    def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.matrix_exp(skew(x))
+
+    def triangular_factor(self) -> torch.Tensor:
+        return self.lower * self.mask
+
+    def normal_factor(self) -> torch.Tensor:
+        return rotation_blocks(self.theta, self.gamma, self.n)
+
+    def factors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(P, Λ, T) with V = P (Λ + T) Pᵀ."""
+        return self.orthogonal_factor(x), self.normal_factor(), self.triangular_factor()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p, lam, t = self.factors(x)
+        return p @ (lam + t) @ p.transpose(-2, -1)
+
+    @torch.no_grad()
+    def right_inverse(self, weight: torch.Tensor) -> torch.Tensor:
+        if self._applied:
+            raise ValueError(
+                "a Schur-form weight cannot be assigned directly (not every matrix has this form); "
+                "set its factors instead: parametrizations.<name>.original (the generator of P), "
+                "theta, gamma and lower")
+        self._applied = True
+        if weight.shape != (self.n, self.n):
+            raise ValueError(f"SchurForm({self.n}) needs a {self.n}×{self.n} weight; got {tuple(weight.shape)}")
+        generator = self._generator
+        self._generator = None  # not picklable and only needed once
+        return init_skew_(torch.empty_like(weight), self.init, generator)
+
+    def regularization(self, delta: float, t_decay: float) -> torch.Tensor:
+        """δ Σ_i (1 - γ_i)² + t_decay ‖T‖²_F (the paper's penalty)."""
+        return delta * (1 - self.gamma).pow(2).sum() + t_decay * self.triangular_factor().pow(2).sum()
+
+
+def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
+          generator: torch.Generator | None = None) -> nn.Module:
+    """Put the Schur-form constraint on the square weight ``module.<name>``.
+
+    Works on any module, e.g. ``schur(torch.nn.RNN(8, 64), "weight_hh_l0")``
+    keeps PyTorch's fused RNN kernels while training V = P (Λ + T) Pᵀ.
+    Returns ``module``; the factors are reached through
+    ``module.parametrizations.<name>[0]`` (a :class:`SchurForm`).
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != weight.shape[1]:
+        raise ValueError(f"schur() needs a square 2-d weight at {name!r}; got {getattr(weight, 'shape', None)}")
+    form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator)
+    parametrize.register_parametrization(module, name, form)
+    return module
