@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..parametrizations.orthogonal import INITS, init_skew_, skew
 from .base import RecurrentModel
 
 
@@ -15,9 +16,6 @@ class VanillaRNN(RecurrentModel):
                  batch_first: bool = False):
         super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
         self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))
-        self.reset_recurrent()
-
-    def reset_recurrent(self) -> None:
         nn.init.xavier_normal_(self.weight_hh)
 
     def recurrent_matrix(self) -> torch.Tensor:
@@ -29,7 +27,21 @@ class VanillaRNN(RecurrentModel):
 
 
 class OrthogonalInitRNN(VanillaRNN):
-    """As :class:`VanillaRNN`, with V drawn Haar-orthogonal at initialisation only."""
+    """As :class:`VanillaRNN`, with V orthogonal at initialisation only.
 
-    def reset_recurrent(self) -> None:
-        nn.init.orthogonal_(self.weight_hh)
+    ``init="random"``: Haar-random (``torch.nn.init.orthogonal_``); ``"cayley"``
+    or ``"henaff"``: exp of that scheme's skew-symmetric matrix (the paper's
+    PTB-300 setting uses Cayley).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
+                 batch_first: bool = False, init: str = "random"):
+        if init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+        with torch.no_grad():
+            if init == "random":
+                nn.init.orthogonal_(self.weight_hh)
+            else:
+                generator = init_skew_(torch.empty_like(self.weight_hh), init)
+                self.weight_hh.copy_(torch.linalg.matrix_exp(skew(generator)))

@@ -1,0 +1,58 @@
+"""Atomic checkpoints: write a temporary file, fsync, rename.  A reader never sees a
+half-written checkpoint, whenever the writer is killed."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from .errors import UserError
+
+FORMAT = "nnrnn-checkpoint"
+VERSION = 1
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+def save(path: Path, payload: dict) -> None:
+    atomic_write(path, lambda f: torch.save({"format": FORMAT, "version": VERSION, **payload}, f))
+
+
+def load(path: Path, map_location="cpu") -> dict:
+    """Load a checkpoint written by :func:`save`; UserError if it is missing or not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no checkpoint at {path}; train a model first with `nnrnn train`")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for truncated or foreign files
+        raise UserError(f"{path} is not a readable nnrnn checkpoint ({type(exc).__name__}); "
+                        f"it is truncated or was not written by nnrnn") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise UserError(f"{path} is not an nnrnn checkpoint (it was saved by another program)")
+    if payload.get("version") != VERSION:
+        raise UserError(f"{path} has checkpoint version {payload.get('version')}; "
+                        f"this nnrnn reads version {VERSION}")
+    return payload

@@ -1,0 +1,152 @@
+"""The ``nnrnn`` command line: train, eval, presets, data, theory, analyze.
+
+User errors print one line on stderr and exit with code 2 (set NNRNN_DEBUG=1
+for the traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .errors import UserError
+
+EXIT_USAGE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's usage block is noise; one line says it
+        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def add_train_parser(sub) -> None:
+    p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
+                       "Options left out come from --preset, then from the defaults in nnrnn/train.py.")
+    p.add_argument("task", help="copy, adding, psmnist or ptb")
+    p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
+    p.add_argument("--preset", help="paper (fixed hidden units) or paper-params (fixed parameter count)")
+    p.add_argument("--out", help="run folder (default runs/TASK-MODEL)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt")
+    g = p.add_argument_group("model")
+    g.add_argument("--hidden", type=int)
+    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
+    g.add_argument("--init", choices=["henaff", "cayley", "random"], help="orthogonal initialisation scheme")
+    g.add_argument("--capacity", type=int, help="EURNN layers")
+    g = p.add_argument_group("optimisation")
+    g.add_argument("--optimizer", choices=["rmsprop", "adam"])
+    g.add_argument("--lr", type=float)
+    g.add_argument("--lr-orth", dest="lr_orth", type=float, help="learning rate of the orthogonal factor")
+    g.add_argument("--alpha", type=float, help="RMSprop smoothing")
+    g.add_argument("--betas", type=float, nargs=2, help="Adam betas")
+    g.add_argument("--delta", type=float, help="nnRNN: weight of the penalty on (1 - gamma)^2")
+    g.add_argument("--t-decay", dest="t_decay", type=float, help="nnRNN: weight of the L2 penalty on T")
+    g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
+    g.add_argument("--seed", type=int)
+    g.add_argument("--steps", type=int, help="total updates")
+    g.add_argument("--epochs", type=int, help="total epochs (psmnist, ptb)")
+    g = p.add_argument_group("data")
+    g.add_argument("--batch-size", dest="batch_size", type=int)
+    g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
+    g.add_argument("--bptt", type=int, help="PTB truncation length (150 or 300 in the paper)")
+    g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
+                   help="psmnist: sequential MNIST, no permutation")
+    g.add_argument("--data-dir", dest="data_dir")
+    g.add_argument("--check-inputs", dest="check_inputs", action="store_const", const=True,
+                   help="stop with an error on NaN or Inf inputs")
+    g = p.add_argument_group("logging")
+    g.add_argument("--log-every", dest="log_every", type=int)
+    g.add_argument("--eval-every", dest="eval_every", type=int)
+    g.add_argument("--checkpoint-every", dest="checkpoint_every", type=int)
+    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int)
+    g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
+    g.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+    p.set_defaults(func=run_train)
+
+
+def run_train(args) -> int:
+    from .train import resolve_config, train
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("command", "func", "resume", "preset") and v is not None}
+    if options.get("nonlinearity") == "none":
+        options["nonlinearity"] = "none"
+    out = Path(options.get("out") or f"runs/{args.task}-{options.get('model', 'nnrnn')}")
+    options["out"] = str(out)
+    if args.resume and (out / "config.json").is_file():
+        saved = json.loads((out / "config.json").read_text())
+        options = {**{k: v for k, v in saved.items() if k != "preset"}, **options}
+        preset = args.preset
+    else:
+        preset = args.preset
+    config = resolve_config(options, preset)
+    result = train(config, resume=args.resume)
+    print(json.dumps(result))
+    return 0
+
+
+def run_eval(args) -> int:
+    from .train import evaluate_checkpoint
+    folder = Path(args.run)
+    path = folder / "checkpoints" / "best.pt" if folder.is_dir() else folder
+    print(json.dumps(evaluate_checkpoint(path, split=args.split)))
+    return 0
+
+
+def run_presets(args) -> int:
+    from . import presets
+    names = [args.name] if args.name else presets.preset_names()
+    for name in names:
+        preset = presets.load(name)
+        print(f"{name}: {preset.get('_description', '')}")
+        for table, models in preset.items():
+            if table.startswith("_"):
+                continue
+            for model, options in models.items():
+                print(f"  {table:8s} {model:9s} " + " ".join(f"{k}={v}" for k, v in options.items()))
+    return 0
+
+
+def make_parser() -> Parser:
+    parser = Parser(prog="nnrnn", description="Non-normal RNNs and their baselines: train, evaluate, analyse.")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"nnrnn {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    add_train_parser(sub)
+    p = sub.add_parser("eval", help="evaluate a run's best checkpoint")
+    p.add_argument("run", help="run folder or checkpoint file")
+    p.add_argument("--split", default="test", choices=["valid", "test"])
+    p.set_defaults(func=run_eval)
+    p = sub.add_parser("presets", help="list the hyperparameter presets")
+    p.add_argument("name", nargs="?")
+    p.set_defaults(func=run_presets)
+    from .analysis.cli import add_analyze_parser, add_theory_parser
+    from .data.cli import add_data_parser
+    from .train import load_model
+    add_data_parser(sub)
+    add_theory_parser(sub)
+    add_analyze_parser(sub, load_model)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .train import Interrupted
+    try:
+        args = make_parser().parse_args(argv)
+        return args.func(args)
+    except Interrupted as exc:
+        print(f"nnrnn: {exc}; continue with --resume", file=sys.stderr)
+        return exc.exit_code
+    except (UserError, ValueError, TypeError) as exc:
+        if os.environ.get("NNRNN_DEBUG"):
+            raise
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"nnrnn: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("nnrnn: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

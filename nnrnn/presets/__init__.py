@@ -1,0 +1,38 @@
+"""Hyperparameter presets: JSON files beside this module, keyed by preset, task and model.
+
+A preset maps (task, model) to training options.  The PTB tables differ by
+truncation length, so their keys are ``ptb-150`` and ``ptb-300``.
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".json"))
+
+
+@cache
+def load(name: str) -> dict:
+    if name not in preset_names():
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(preset_names())}")
+    return json.loads(resources.files(__package__).joinpath(f"{name}.json").read_text())
+
+
+def table_key(task: str, bptt: int | None = None) -> str:
+    return f"ptb-{bptt or 150}" if task == "ptb" else task
+
+
+def lookup(name: str, task: str, model: str, bptt: int | None = None) -> dict:
+    """The options preset ``name`` gives for (task, model); ValueError if it has none."""
+    preset = load(name)
+    key = table_key(task, bptt)
+    if key not in preset:
+        tables = ", ".join(k for k in preset if not k.startswith("_"))
+        raise ValueError(f"preset {name!r} has no settings for task {key!r}; it covers {tables}")
+    if model not in preset[key]:
+        raise ValueError(f"preset {name!r} has no settings for model {model!r} on {key}; "
+                         f"it covers {', '.join(preset[key])}")
+    return dict(preset[key][model])

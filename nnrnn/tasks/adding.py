@@ -1,0 +1,59 @@
+"""The adding problem (Hochreiter & Schmidhuber 1997; in the paper's released code).
+
+Input (T, B, 2): channel 0 values uniform in [0, 1); channel 1 marks two
+positions, one in the first half and one in the second.  Target: the sum of
+the two marked values, predicted after the last step.  Loss: mean squared
+error.  Always predicting 1 scores the baseline Var(u1 + u2) = 1/6 ≈ 0.167.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .base import Batch, Task, generator
+
+BASELINE = 1.0 / 6.0
+TRAIN, VALID, TEST = 0, 1, 2
+
+
+def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    values = torch.rand(batch_size, T, generator=gen)
+    half = T // 2
+    first = torch.randint(0, half, (batch_size,), generator=gen)
+    second = torch.randint(half, T, (batch_size,), generator=gen)
+    marks = torch.zeros(batch_size, T)
+    rows = torch.arange(batch_size)
+    marks[rows, first] = 1.0
+    marks[rows, second] = 1.0
+    target = values[rows, first] + values[rows, second]
+    inputs = torch.stack([values, marks], -1).transpose(0, 1).contiguous()
+    return inputs, target.unsqueeze(-1)
+
+
+class AddingTask(Task):
+    name = "adding"
+    input_size = 2
+    output_size = 1
+    readout = "last"
+
+    def __init__(self, seed: int = 0, batch_size: int = 50, T: int = 200, eval_batches: int = 10, **_):
+        if T < 2:
+            raise ValueError(f"T must be at least 2 for the adding problem; got {T}")
+        self.seed, self.batch_size, self.T, self.n_eval = seed, batch_size, T, eval_batches
+        self.baseline = BASELINE
+
+    def describe(self) -> str:
+        return f"adding problem: T={self.T}, batch {self.batch_size}; baseline MSE {BASELINE:.3f}"
+
+    def train_batch(self, step: int) -> Batch:
+        return Batch(*make_batch(self.T, self.batch_size, generator(self.seed, TRAIN, step)))
+
+    def eval_batches(self, split: str):
+        stream = VALID if split == "valid" else TEST
+        for i in range(self.n_eval):
+            yield Batch(*make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))
+
+    def loss(self, outputs, targets):
+        loss = F.mse_loss(outputs, targets)
+        n = targets.numel()
+        return loss, {"loss": (loss.item() * n, n)}

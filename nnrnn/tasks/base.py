@@ -1,0 +1,67 @@
+"""What every task provides to the trainer.
+
+A task owns its data, its loss and its metrics.  Training batches are a pure
+function of (seed, step), so a resumed run sees exactly the batches an
+uninterrupted run would have seen, and no data-loader state needs saving.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Batch:
+    inputs: torch.Tensor   # (T, B, input_size), float
+    targets: torch.Tensor  # task-specific
+    carry: bool = False    # continue from the previous batch's final state (truncated BPTT)
+
+
+def generator(*key: int) -> torch.Generator:
+    """A torch generator seeded from a tuple of ints (e.g. (seed, stream, step))."""
+    seed = np.random.SeedSequence([int(k) for k in key]).generate_state(2, dtype=np.uint64)[0]
+    return torch.Generator().manual_seed(int(seed) & ((1 << 63) - 1))
+
+
+class Task:
+    """Base class.  Subclasses set the attributes and implement the methods below."""
+
+    name: str
+    input_size: int
+    output_size: int
+    readout: str = "all"          # "all": a prediction at every step; "last": at the last step only
+    steps_per_epoch: int | None = None  # None: fresh random batches, no epochs
+    monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
+    splits: tuple[str, ...] = ("valid", "test")
+
+    def train_batch(self, step: int) -> Batch:
+        raise NotImplementedError
+
+    def eval_batches(self, split: str) -> Iterator[Batch]:
+        raise NotImplementedError
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Mean loss to minimise, and metric sums ``{name: (total, count)}`` for logging."""
+        raise NotImplementedError
+
+    def summarize(self, sums: dict) -> dict:
+        """Turn accumulated ``{name: (total, count)}`` into metric values."""
+        return {name: total / count for name, (total, count) in sums.items() if count}
+
+    def describe(self) -> str:
+        """One line for the log: what data this task trains on."""
+        return self.name
+
+
+def accumulate(into: dict, stats: dict) -> dict:
+    for name, (total, count) in stats.items():
+        t, c = into.get(name, (0.0, 0))
+        into[name] = (t + float(total), c + count)
+    return into
+
+
+LN2 = math.log(2.0)

@@ -1,0 +1,71 @@
+"""The copy task (Hochreiter & Schmidhuber 1997; paper's supplementary "Copy task").
+
+Input (length T + 20, one-hot over 10 symbols): 10 symbols drawn uniformly
+from 8, then T - 1 blanks, a cue, then 10 blanks.  Target: T + 10 blanks,
+then the 10 symbols.  Loss: cross entropy averaged over all T + 20 steps and
+the batch.  Predicting blanks and then a uniform guess over the 8 symbols
+scores :func:`baseline_loss` = 10 log 8 / (T + 20).  Accuracy is measured on
+the 10 recall steps.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .base import Batch, Task, generator
+
+N_SYMBOLS = 8
+COPY_LENGTH = 10
+BLANK, CUE = 8, 9
+TRAIN, VALID, TEST = 0, 1, 2
+
+
+def baseline_loss(T: int) -> float:
+    return COPY_LENGTH * math.log(N_SYMBOLS) / (T + 2 * COPY_LENGTH)
+
+
+def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """inputs (T+20, B, 10) one-hot float, targets (T+20, B) long."""
+    symbols = torch.randint(0, N_SYMBOLS, (batch_size, COPY_LENGTH), generator=gen)
+    length = T + 2 * COPY_LENGTH
+    x = torch.full((batch_size, length), BLANK, dtype=torch.long)
+    x[:, :COPY_LENGTH] = symbols
+    x[:, COPY_LENGTH + T - 1] = CUE
+    y = torch.full((batch_size, length), BLANK, dtype=torch.long)
+    y[:, -COPY_LENGTH:] = symbols
+    inputs = F.one_hot(x.t(), N_SYMBOLS + 2).float()
+    return inputs, y.t().contiguous()
+
+
+class CopyTask(Task):
+    name = "copy"
+    input_size = N_SYMBOLS + 2
+    output_size = N_SYMBOLS + 1
+    readout = "all"
+
+    def __init__(self, seed: int = 0, batch_size: int = 10, T: int = 200, eval_batches: int = 10, **_):
+        if T < 1:
+            raise ValueError(f"T must be a positive int; got {T}")
+        self.seed, self.batch_size, self.T, self.n_eval = seed, batch_size, T, eval_batches
+        self.baseline = baseline_loss(T)
+
+    def describe(self) -> str:
+        return (f"copy task: T={self.T}, batch {self.batch_size}, fresh random batches each update; "
+                f"baseline loss {self.baseline:.4f}")
+
+    def train_batch(self, step: int) -> Batch:
+        return Batch(*make_batch(self.T, self.batch_size, generator(self.seed, TRAIN, step)))
+
+    def eval_batches(self, split: str):
+        stream = VALID if split == "valid" else TEST
+        for i in range(self.n_eval):
+            yield Batch(*make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))
+
+    def loss(self, outputs, targets):
+        logits = outputs.reshape(-1, outputs.shape[-1])
+        loss = F.cross_entropy(logits, targets.reshape(-1))
+        recall = outputs[-COPY_LENGTH:].argmax(-1) == targets[-COPY_LENGTH:]
+        n = targets.numel()
+        return loss, {"loss": (loss.item() * n, n), "accuracy": (recall.sum().item(), recall.numel())}

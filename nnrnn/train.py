@@ -1,0 +1,434 @@
+"""Training: one readable loop, configured by a plain dict (see :data:`DEFAULTS`).
+
+A run folder holds
+
+* ``config.json``   every resolved option;
+* ``metrics.jsonl`` one JSON object per logged point: step, split, loss, and
+  the task's metrics (accuracy, bpc), plus grad_norm for training points;
+* ``checkpoints/last.pt`` (for ``--resume``) and ``checkpoints/best.pt`` (best
+  validation score);
+* ``tensorboard/`` event files and ``curves.png``.
+
+Batches are a pure function of (seed, step) and every state that changes
+during training (parameters, optimizer, carried hidden state, step) is in the
+checkpoint, so a resumed run continues exactly as if uninterrupted.
+"""
+from __future__ import annotations
+
+import json
+import math
+import signal
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import checkpoint, presets
+from .errors import UserError
+from .models import create, model_class, param_groups
+from .tasks import make_task, task_class
+from .tasks.base import accumulate
+
+DEFAULTS = {
+    "task": "copy",
+    "model": "nnrnn",
+    "out": "runs/copy-nnrnn",
+    "seed": 0,
+    "hidden": 128,
+    "nonlinearity": None,      # None: the model's default (modReLU for the non-gated models)
+    "init": None,              # None: the model's default orthogonal scheme
+    "capacity": None,          # EURNN layers; None: hidden // 2
+    "optimizer": "rmsprop",
+    "lr": 1e-3,
+    "lr_orth": 1e-4,
+    "alpha": 0.99,             # RMSprop smoothing
+    "betas": [0.9, 0.999],     # Adam
+    "delta": 0.0,              # nnRNN: weight of Σ(1 - γ_i)²
+    "t_decay": 0.0,            # nnRNN: weight of ‖T‖²_F
+    "clip": 0.0,               # max gradient norm; 0: no clipping
+    "batch_size": None,        # None: the task's default
+    "T": None,                 # copy / adding sequence length; None: the task's default
+    "bptt": 150,               # PTB truncation length
+    "permute": True,           # psMNIST: False for sequential MNIST
+    "data_dir": None,
+    "steps": None,             # total updates; None: from epochs, else the task's default
+    "epochs": None,
+    "log_every": 50,
+    "eval_every": None,        # None: once per epoch, or every 250 updates for synthetic tasks
+    "checkpoint_every": None,  # None: at every evaluation
+    "max_bad_steps": 20,       # stop after this many non-finite losses or gradients in a row
+    "check_inputs": False,     # raise on NaN/Inf in input batches
+    "device": "auto",
+    "progress": True,
+}
+DEFAULT_STEPS = {"copy": 3000, "adding": 3000}
+# Options that may change between an interrupted run and its --resume.
+RESUMABLE = {"steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
+             "max_bad_steps", "data_dir", "check_inputs"}
+
+
+def resolve_config(options: dict, preset: str | None = None) -> dict:
+    """Defaults, then the preset's values for (task, model), then explicit ``options``."""
+    config = dict(DEFAULTS)
+    config.update({k: v for k, v in options.items() if k in ("task", "model", "bptt") and v is not None})
+    task_class(config["task"])   # unknown names fail here with the list of valid ones
+    model_class(config["model"])
+    if preset:
+        config.update(presets.lookup(preset, config["task"], config["model"], config["bptt"]))
+        config["preset"] = preset
+    unknown = set(options) - set(DEFAULTS) - {"preset"}
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
+    config.update({k: v for k, v in options.items() if v is not None})
+    validate(config)
+    return config
+
+
+def validate(config: dict) -> None:
+    for key in ("hidden", "batch_size", "T", "bptt", "steps", "epochs", "log_every", "eval_every",
+                "checkpoint_every", "max_bad_steps", "capacity"):
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"{key} must be a positive integer; got {value!r}")
+    for key in ("lr", "lr_orth"):
+        if not config[key] > 0:
+            raise ValueError(f"{key} must be a positive number; got {config[key]!r}")
+    for key in ("delta", "t_decay", "clip"):
+        if not config[key] >= 0:
+            raise ValueError(f"{key} must be zero or positive; got {config[key]!r}")
+    if config["optimizer"] not in ("rmsprop", "adam"):
+        raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {config['optimizer']!r}")
+    if not 0 <= config["alpha"] < 1:
+        raise ValueError(f"alpha must be in [0, 1); got {config['alpha']!r}")
+
+
+class SequenceModel(nn.Module):
+    """A recurrent layer and a linear read-out at every step ("all") or the last ("last")."""
+
+    def __init__(self, rnn: nn.Module, output_size: int, readout: str):
+        super().__init__()
+        self.rnn = rnn
+        self.readout_mode = readout
+        self.readout = nn.Linear(rnn.hidden_size, output_size)
+        nn.init.xavier_normal_(self.readout.weight)
+        nn.init.zeros_(self.readout.bias)
+
+    def forward(self, inputs: torch.Tensor, state=None):
+        hidden, state = self.rnn(inputs, state)
+        if self.readout_mode == "last":
+            hidden = hidden[-1]
+        return self.readout(hidden), state
+
+
+def detach_state(state):
+    if state is None:
+        return None
+    if isinstance(state, tuple):
+        return tuple(s.detach() for s in state)
+    return state.detach()
+
+
+def model_options(config: dict) -> dict:
+    """The options of ``config`` that the chosen model's constructor takes."""
+    accepted = {"lstm": (), "rnn": ("nonlinearity",), "eurnn": ("nonlinearity", "capacity")}
+    names = accepted.get(config["model"], ("nonlinearity", "init"))
+    return {k: config[k] for k in names if config.get(k) is not None}
+
+
+def build(config: dict):
+    """Task, network and optimizer for a resolved config."""
+    task_options = {k: config[k] for k in ("seed", "batch_size", "T", "bptt", "permute", "data_dir")
+                    if config[k] is not None}
+    task = make_task(config["task"], **task_options)
+    torch.manual_seed(config["seed"])
+    rnn = create(config["model"], task.input_size, config["hidden"], **model_options(config))
+    net = SequenceModel(rnn, task.output_size, task.readout)
+    return task, net
+
+
+def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
+    groups = param_groups(net, config["lr"], config["lr_orth"])
+    if config["optimizer"] == "adam":
+        return torch.optim.Adam(groups, betas=tuple(config["betas"]))
+    return torch.optim.RMSprop(groups, alpha=config["alpha"])
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def total_steps(config: dict, task) -> int:
+    if config["steps"]:
+        return config["steps"]
+    if config["epochs"]:
+        if task.steps_per_epoch is None:
+            raise ValueError(f"--epochs needs a task with a fixed training set; {task.name} draws fresh "
+                             f"batches each update, so give --steps")
+        return config["epochs"] * task.steps_per_epoch
+    if task.steps_per_epoch is not None:
+        return task.steps_per_epoch  # one epoch
+    return DEFAULT_STEPS.get(task.name, 1000)
+
+
+@torch.no_grad()
+def evaluate(net: nn.Module, task, split: str, device) -> dict:
+    was_training = net.training
+    net.eval()
+    sums, state = {}, None
+    for batch in task.eval_batches(split):
+        state = state if batch.carry else None
+        outputs, state = net(batch.inputs.to(device), state)
+        accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
+    net.train(was_training)
+    return task.summarize(sums)
+
+
+class MetricsLog:
+    """Appends JSON lines to metrics.jsonl and mirrors scalars to TensorBoard."""
+
+    def __init__(self, folder: Path, resume_step: int | None):
+        self.path = folder / "metrics.jsonl"
+        if resume_step is None:
+            self.path.write_text("")
+        else:  # drop points logged after the checkpoint: the resumed run logs them again
+            kept = [line for line in self._lines() if json.loads(line)["step"] <= resume_step]
+            checkpoint.atomic_write(self.path, lambda f: f.write("".join(kept).encode()))
+        self.file = self.path.open("a")
+        self.writer = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+            self.writer = SummaryWriter(str(folder / "tensorboard"), purge_step=resume_step)
+        except ImportError:  # TensorBoard is optional for library users
+            pass
+
+    def _lines(self):
+        return [line for line in self.path.read_text().splitlines(keepends=True) if line.strip()] \
+            if self.path.exists() else []
+
+    def log(self, record: dict) -> None:
+        self.file.write(json.dumps(record) + "\n")
+        self.file.flush()
+        if self.writer is not None:
+            for key, value in record.items():
+                if key not in ("step", "split") and isinstance(value, (int, float)):
+                    self.writer.add_scalar(f"{record['split']}/{key}", value, record["step"])
+
+    def close(self) -> None:
+        self.file.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def read_metrics(folder: Path) -> list[dict]:
+    path = Path(folder) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
+    """curves.png: each metric against updates, train and validation."""
+    records = read_metrics(folder)
+    if not records:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    metrics = [m for m in ("loss", "accuracy", "bpc") if any(m in r for r in records)]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for split, style in (("train", "-"), ("valid", "o-")):
+            points = [(r["step"], r[metric]) for r in records if r.get("split") == split and metric in r]
+            if points:
+                ax.plot(*zip(*points), style, label=split, markersize=3)
+        if metric == "loss" and baseline is not None:
+            ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
+        ax.set_xlabel("update")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    path = Path(folder) / "curves.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+class StopRequested:
+    """Turns SIGINT/SIGTERM into a flag the loop checks, so it can checkpoint before exiting."""
+
+    def __init__(self):
+        self.signal = None
+        self.previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        self.signal = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int, path: Path):
+        super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint saved to {path}")
+        self.exit_code = 128 + signum
+
+
+def check_resume(folder: Path, config: dict) -> dict:
+    saved_path = folder / "config.json"
+    if not saved_path.is_file():
+        raise UserError(f"cannot resume: {folder} has no config.json; start a new run without --resume")
+    saved = json.loads(saved_path.read_text())
+    for key in sorted(set(saved) | set(config)):
+        if key in RESUMABLE or key == "out":
+            continue
+        if saved.get(key) != config.get(key):
+            raise UserError(f"cannot resume {folder}: option {key} was {saved.get(key)!r} and is now "
+                            f"{config.get(key)!r}; use the original value or start a new run")
+    return saved
+
+
+def train(config: dict, resume: bool = False) -> dict:
+    """Train as configured; returns the final metrics ({"valid": ..., "test": ...})."""
+    folder = Path(config["out"])
+    last_path, best_path = folder / "checkpoints" / "last.pt", folder / "checkpoints" / "best.pt"
+    if resume:
+        if not last_path.is_file():
+            raise UserError(f"cannot resume: no checkpoint at {last_path}; start the run without --resume")
+        check_resume(folder, config)
+    elif last_path.exists():
+        raise UserError(f"{folder} already holds a run; pass --resume to continue it or choose another --out")
+
+    device = pick_device(config["device"])
+    task, net = build(config)
+    net.to(device)
+    optimizer = make_optimizer(config, net)
+    steps = total_steps(config, task)
+    eval_every = config["eval_every"] or task.steps_per_epoch or 250
+    checkpoint_every = config["checkpoint_every"] or eval_every
+    monitor, mode = task.monitor
+    better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
+
+    start, state, best, window, bad = 0, None, None, {}, 0
+    if resume:
+        saved = checkpoint.load(last_path, map_location=device)
+        net.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]
+        state = saved["state"]
+        torch.set_rng_state(saved["rng"])
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
+    log = MetricsLog(folder, start if resume else None)
+
+    def save_last(step):
+        checkpoint.save(last_path, {"config": config, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                                    "step": step, "state": state, "best": best, "window": window,
+                                    "bad_steps": bad, "rng": torch.get_rng_state()})
+
+    from tqdm import tqdm
+    print(f"[nnrnn] {task.describe()}", flush=True)
+    print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
+          f"{sum(p.numel() for p in net.parameters())} parameter entries, {steps} updates on {device}", flush=True)
+    bar = tqdm(total=steps, initial=start, disable=not config["progress"], unit="upd", dynamic_ncols=True)
+    clip = config["clip"] or math.inf
+    net.train()
+    try:
+        with StopRequested() as stop:
+            for step in range(start, steps):
+                batch = task.train_batch(step)
+                inputs = batch.inputs.to(device)
+                if config["check_inputs"] and not torch.isfinite(inputs).all():
+                    raise UserError(f"the input batch of update {step} holds NaN or Inf values; check the data files")
+                state = detach_state(state) if batch.carry else None
+                outputs, new_state = net(inputs, state)
+                loss, stats = task.loss(outputs, batch.targets.to(device))
+                penalty = net.rnn.regularization(config["delta"], config["t_decay"])
+                optimizer.zero_grad(set_to_none=True)
+                (loss + penalty).backward()
+                grad_norm = float(nn.utils.clip_grad_norm_(net.parameters(), clip))
+                if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
+                    bad += 1
+                    log.log({"step": step + 1, "split": "train", "event": "skipped update",
+                             "reason": "non-finite loss or gradient"})
+                    if bad >= config["max_bad_steps"]:
+                        raise UserError(f"training diverged: {bad} non-finite losses or gradients in a row at "
+                                        f"update {step + 1}; the last good checkpoint is {last_path}; "
+                                        f"lower --lr or set --clip")
+                    continue  # state stays as it was before this batch
+                bad = 0
+                optimizer.step()
+                state = new_state
+                accumulate(window, {**stats, "grad_norm": (grad_norm, 1)})
+                bar.update(1)
+                done = step + 1
+                if done % config["log_every"] == 0 or done == steps:
+                    record = {"step": done, "split": "train", **task.summarize(window)}
+                    log.log(record)
+                    bar.set_postfix(loss=f"{record['loss']:.4f}")
+                    window = {}
+                if done % eval_every == 0 or done == steps:
+                    record = {"step": done, "split": "valid", **evaluate(net, task, "valid", device)}
+                    log.log(record)
+                    if best is None or better(record[monitor], best):
+                        best = record[monitor]
+                        checkpoint.save(best_path, {"config": config, "model": net.state_dict(), "step": done,
+                                                    "valid": record})
+                if done % checkpoint_every == 0 or done == steps:
+                    save_last(done)
+                if stop.signal is not None:
+                    save_last(done)
+                    raise Interrupted(stop.signal, last_path)
+    finally:
+        bar.close()
+        log.close()
+        plot_curves(folder, getattr(task, "baseline", None))
+
+    result = {"valid": next((r for r in reversed(read_metrics(folder)) if r["split"] == "valid"), None)}
+    if "test" in task.splits and best_path.exists():
+        result["test"] = evaluate_checkpoint(best_path, task=task, device=device)
+        log = MetricsLog(folder, steps)
+        log.log({"step": steps, "split": "test", **result["test"]})
+        log.close()
+    return result
+
+
+def evaluate_checkpoint(path: Path, task=None, device="cpu", split: str = "test") -> dict:
+    """Metrics of a saved model on ``split``."""
+    saved = checkpoint.load(path, map_location=device)
+    config = saved["config"]
+    built_task, net = build(config)
+    try:
+        net.load_state_dict(saved["model"])
+    except RuntimeError:
+        raise UserError(f"{path} does not match the model its config describes "
+                        f"({config['model']}, hidden {config['hidden']}); the file was altered") from None
+    net.to(device)
+    return evaluate(net, task or built_task, split, device)
+
+
+def load_model(path) -> tuple[nn.Module, dict]:
+    """(recurrent layer, config) from a run folder (its best checkpoint) or a checkpoint file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "checkpoints" / "best.pt" if (path / "checkpoints" / "best.pt").exists() \
+            else path / "checkpoints" / "last.pt"
+    saved = checkpoint.load(path)
+    config = saved["config"]
+    input_size = saved["model"]["rnn.weight_ih" if config["model"] != "lstm" else "rnn.weight_ih_l0"].shape[1]
+    output_size = saved["model"]["readout.weight"].shape[0]
+    rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
+    net = SequenceModel(rnn, output_size, task_class(config["task"]).readout)
+    net.load_state_dict(saved["model"])
+    return net, config
