@@ -298,8 +298,13 @@ def check_resume(folder: Path, config: dict) -> dict:
     return saved
 
 
-def train(config: dict, resume: bool = False) -> dict:
-    """Train as configured; returns the final metrics ({"valid": ..., "test": ...})."""
+def train(config: dict, resume: bool = False, on_eval=None) -> dict:
+    """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
+
+    ``on_eval(step, record)``, if given, is called after every validation; an
+    exception it raises (e.g. ``optuna.TrialPruned``) ends training after the
+    last checkpoint has been written.
+    """
     folder = Path(config["out"])
     last_path, best_path = folder / "checkpoints" / "last.pt", folder / "checkpoints" / "best.pt"
     if resume:
@@ -387,6 +392,8 @@ def train(config: dict, resume: bool = False) -> dict:
                                                     "valid": record})
                 if done % checkpoint_every == 0 or done == steps:
                     save_last(done)
+                if on_eval is not None and (done % eval_every == 0 or done == steps):
+                    on_eval(done, record)
                 if stop.signal is not None:
                     save_last(done)
                     raise Interrupted(stop.signal, last_path)
