@@ -66,6 +66,7 @@ def add_train_parser(sub) -> None:
 
 
 def run_train(args) -> int:
+    from . import distributed
     from .train import resolve_config, train
     options = {k: v for k, v in vars(args).items()
                if k not in ("command", "func", "resume", "preset") and v is not None}
@@ -80,8 +81,12 @@ def run_train(args) -> int:
     else:
         preset = args.preset
     config = resolve_config(options, preset)
-    result = train(config, resume=args.resume)
-    print(json.dumps(result))
+    try:
+        result = train(config, resume=args.resume)
+    finally:
+        distributed.cleanup()
+    if result:  # rank 0 only
+        print(json.dumps(result))
     return 0
 
 

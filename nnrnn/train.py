@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint, presets
+from . import checkpoint, distributed, presets
 from .errors import UserError
 from .models import create, model_class, param_groups
 from .tasks import make_task, task_class
@@ -315,8 +315,13 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         raise UserError(f"{folder} already holds a run; pass --resume to continue it or choose another --out")
 
     device = pick_device(config["device"])
+    rank, world = distributed.setup(device)
+    device, main = distributed.local_device(device), rank == 0
     task, net = build(config)
     net.to(device)
+    model = net
+    if world > 1:  # averages gradients over processes; broadcasts rank 0's parameters at start
+        model = torch.nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(config, net)
     steps = total_steps(config, task)
     eval_every = config["eval_every"] or task.steps_per_epoch or 250
@@ -330,43 +335,53 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         net.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]
-        state = saved["state"]
+        state = distributed.shard_state(saved["state"], rank, world)
         torch.set_rng_state(saved["rng"])
-    else:
+    elif main:
         folder.mkdir(parents=True, exist_ok=True)
         checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
-    log = MetricsLog(folder, start if resume else None)
+    log = MetricsLog(folder, start if resume else None) if main else None
 
     def save_last(step):
-        checkpoint.save(last_path, {"config": config, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
-                                    "step": step, "state": state, "best": best, "window": window,
-                                    "bad_steps": bad, "rng": torch.get_rng_state()})
+        full_state = distributed.gather_batch(state, world)  # every rank takes part
+        if main:
+            checkpoint.save(last_path, {"config": config, "model": net.state_dict(),
+                                        "optimizer": optimizer.state_dict(), "step": step, "state": full_state,
+                                        "best": best, "window": window, "bad_steps": bad,
+                                        "rng": torch.get_rng_state()})
 
     from tqdm import tqdm
     print(f"[nnrnn] {task.describe()}", flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in net.parameters())} parameter entries, {steps} updates on {device}", flush=True)
-    bar = tqdm(total=steps, initial=start, disable=not config["progress"], unit="upd", dynamic_ncols=True)
+    bar = tqdm(total=steps, initial=start, disable=not (config["progress"] and main), unit="upd",
+               dynamic_ncols=True)
+    target_dim = 1 if task.readout == "all" else 0
     clip = config["clip"] or math.inf
     net.train()
     try:
         with StopRequested() as stop:
             for step in range(start, steps):
                 batch = task.train_batch(step)
-                inputs = batch.inputs.to(device)
+                inputs = distributed.shard(batch.inputs, rank, world).to(device)
+                targets = distributed.shard(batch.targets, rank, world, target_dim).to(device)
                 if config["check_inputs"] and not torch.isfinite(inputs).all():
                     raise UserError(f"the input batch of update {step} holds NaN or Inf values; check the data files")
                 state = detach_state(state) if batch.carry else None
-                outputs, new_state = net(inputs, state)
-                loss, stats = task.loss(outputs, batch.targets.to(device))
+                outputs, new_state = model(inputs, state)
+                loss, stats = task.loss(outputs, targets)
                 penalty = net.rnn.regularization(config["delta"], config["t_decay"])
                 optimizer.zero_grad(set_to_none=True)
                 (loss + penalty).backward()
                 grad_norm = float(nn.utils.clip_grad_norm_(net.parameters(), clip))
-                if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
+                finite = math.isfinite(loss.item()) and math.isfinite(grad_norm)
+                if world > 1:  # every rank must take the same branch
+                    finite = distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
+                if not finite:
                     bad += 1
-                    log.log({"step": step + 1, "split": "train", "event": "skipped update",
-                             "reason": "non-finite loss or gradient"})
+                    if main:
+                        log.log({"step": step + 1, "split": "train", "event": "skipped update",
+                                 "reason": "non-finite loss or gradient"})
                     if bad >= config["max_bad_steps"]:
                         raise UserError(f"training diverged: {bad} non-finite losses or gradients in a row at "
                                         f"update {step + 1}; the last good checkpoint is {last_path}; "
@@ -379,11 +394,12 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                 bar.update(1)
                 done = step + 1
                 if done % config["log_every"] == 0 or done == steps:
-                    record = {"step": done, "split": "train", **task.summarize(window)}
-                    log.log(record)
+                    record = {"step": done, "split": "train", **task.summarize(distributed.sum_stats(window, world))}
+                    if main:
+                        log.log(record)
                     bar.set_postfix(loss=f"{record['loss']:.4f}")
                     window = {}
-                if done % eval_every == 0 or done == steps:
+                if main and (done % eval_every == 0 or done == steps):
                     record = {"step": done, "split": "valid", **evaluate(net, task, "valid", device)}
                     log.log(record)
                     if best is None or better(record[monitor], best):
@@ -392,15 +408,18 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                                                     "valid": record})
                 if done % checkpoint_every == 0 or done == steps:
                     save_last(done)
-                if on_eval is not None and (done % eval_every == 0 or done == steps):
+                if main and on_eval is not None and (done % eval_every == 0 or done == steps):
                     on_eval(done, record)
                 if stop.signal is not None:
                     save_last(done)
                     raise Interrupted(stop.signal, last_path)
     finally:
         bar.close()
-        log.close()
-        plot_curves(folder, getattr(task, "baseline", None))
+        if main:
+            log.close()
+            plot_curves(folder, getattr(task, "baseline", None))
+    if not main:
+        return {}
 
     result = {"valid": next((r for r in reversed(read_metrics(folder)) if r["split"] == "valid"), None)}
     if "test" in task.splits and best_path.exists():

@@ -1,0 +1,74 @@
+"""Data parallelism under ``torchrun``: each process takes an equal slice of every batch,
+DistributedDataParallel averages the gradients, and rank 0 alone writes files.
+
+Started without torchrun (no WORLD_SIZE in the environment) everything here is a no-op.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from .errors import UserError
+
+
+def setup(device: torch.device) -> tuple[int, int]:
+    """(rank, world size); initialises the process group when launched by torchrun."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return dist.get_rank(), world
+
+
+def local_device(device: torch.device) -> torch.device:
+    if device.type == "cuda" and "LOCAL_RANK" in os.environ and device.index is None:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return device
+
+
+def shard(tensor: torch.Tensor, rank: int, world: int, dim: int = 1) -> torch.Tensor:
+    """This rank's equal slice of the batch dimension."""
+    if world == 1:
+        return tensor
+    size = tensor.shape[dim]
+    if size % world:
+        raise UserError(f"the batch size {size} does not split evenly over {world} processes; "
+                        f"choose a --batch-size divisible by {world}")
+    return tensor.narrow(dim, rank * (size // world), size // world)
+
+
+def sum_stats(stats: dict, world: int) -> dict:
+    """Sum metric totals and counts over all processes (every rank must call it)."""
+    if world == 1 or not stats:
+        return stats
+    names = sorted(stats)
+    values = torch.tensor([[float(stats[n][0]), float(stats[n][1])] for n in names], dtype=torch.float64)
+    dist.all_reduce(values)
+    return {n: (values[i, 0].item(), values[i, 1].item()) for i, n in enumerate(names)}
+
+
+def gather_batch(state, world: int):
+    """Reassemble a carried hidden state (or (h, c) tuple) split over ranks along dim 1."""
+    if world == 1 or state is None:
+        return state
+    if isinstance(state, tuple):
+        return tuple(gather_batch(s, world) for s in state)
+    parts = [torch.empty_like(state) for _ in range(world)]
+    dist.all_gather(parts, state.contiguous())
+    return torch.cat(parts, 1)
+
+
+def shard_state(state, rank: int, world: int):
+    if world == 1 or state is None:
+        return state
+    if isinstance(state, tuple):
+        return tuple(shard_state(s, rank, world) for s in state)
+    return shard(state, rank, world, dim=1)
+
+
+def cleanup() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
