@@ -1,0 +1,45 @@
+"""``nnrnn data fetch {mnist,ptb} [--dest DIR] [--mirror URL ...]``: wired into the main CLI
+by :func:`add_data_parser`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .fetch import DATASETS, fetch
+from .paths import default_dir
+
+
+def add_data_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``data`` command (with its ``fetch`` sub-command) to ``subparsers``."""
+    data = subparsers.add_parser("data", help="download the data sets (MNIST, Penn Treebank characters)",
+                                 description="Download the official data files; see docs/data.md.")
+    commands = data.add_subparsers(dest="data_command", metavar="COMMAND")
+    commands.required = True
+    names = sorted(n for n in DATASETS if not n.startswith("_"))
+    f = commands.add_parser(
+        "fetch", help="download and verify a data set's official files",
+        description="Download a data set's official files from a list of mirrors, verify each "
+                    "(md5, or format for ptb.char.train.txt) and put it where the tasks look for it.")
+    f.add_argument("name", choices=names, help="data set")
+    f.add_argument("--dest", metavar="DIR", default=None,
+                   help="folder to put the files in (default: $NNRNN_DATA/NAME, else "
+                        "${XDG_CACHE_HOME:-~/.cache}/nnrnn/NAME)")
+    f.add_argument("--mirror", metavar="URL", nargs="+", action="extend", default=None,
+                   help="mirror(s) to try, in order, instead of the defaults: a base URL the file names are "
+                        "appended to, or the URL of a .tgz/.tar.gz/.tar archive holding the files "
+                        "(file:// URLs work)")
+    f.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
+                   help="network timeout per request (default 60)")
+    f.set_defaults(func=run_fetch)
+    return data
+
+
+def run_fetch(args) -> int:
+    dest = fetch(args.name, dest=args.dest, mirrors=args.mirror, timeout=args.timeout,
+                 log=lambda message: print(message, file=sys.stderr, flush=True))
+    hint = ""
+    if dest.resolve() != default_dir(args.name).expanduser().resolve():
+        hint = " (the tasks look there when given it as their data folder"
+        hint += f", or with NNRNN_DATA={dest.parent})" if dest.name == args.name else ")"
+    print(f"{args.name}: all files in {dest}{hint}")
+    return 0

@@ -1,0 +1,140 @@
+"""Penn Treebank characters from Mikolov's ``ptb.char.{train,valid,test}.txt``.
+
+Format: one sentence per line, symbols separated by single spaces, ``_`` marks a
+word boundary and ``<unk>`` is spelled out as ``< u n k >``.  Tokens are the
+space-separated symbols (so ``<unk>`` is five tokens), and every line ends with
+one more token, the newline :data:`EOS` (``"\\n"``), as the paper's code appends
+``<eos>`` to each line: one token per newline in the file.  (The files end with a
+newline followed by a single space; the paper's code counts that whitespace-only
+remainder as one more, empty line with its own ``<eos>``; we do not.)  The 49
+printable symbols plus the newline give a vocabulary of 50.
+
+The vocabulary is the sorted set of symbols in all files present (the same for
+every split, deterministic) and is kept in :attr:`PTBCorpus.vocab` so a checkpoint
+can store and verify it.
+
+Splits: with ``ptb.char.train.txt`` present, the official train / valid / test.
+Without it (valid and test present), training uses the first 90% of the lines of
+``ptb.char.valid.txt``, validation its last 10%, and test ``ptb.char.test.txt``;
+:attr:`PTBCorpus.note` says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+from .paths import resolve_dir
+
+EOS = "\n"
+FETCH_HINT = "run `nnrnn data fetch ptb`"
+FILES = {split: f"ptb.char.{split}.txt" for split in ("train", "valid", "test")}
+TRAIN_FRACTION = 0.9
+
+
+def read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> list[str]:
+    """The lines of a ptb.char file, each as a string of its symbols with spaces removed
+    (one character per token); raises :class:`UserError` if it is not in that format."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror}); check the file or {hint}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path} is not a text file (byte {e.start} is not UTF-8); "
+                        f"replace it with Mikolov's ptb.char file or {hint}") from None
+    pieces = text.split("\n")
+    if pieces and not pieces[-1].strip():
+        pieces.pop()   # the final newline ends the last line; what follows it (the files have one space) is no line
+    lines, n_tokens = [], 0
+    for piece in pieces:
+        tokens = piece.split()
+        lines.append("".join(tokens))
+        n_tokens += len(tokens)
+    if sum(map(len, lines)) != n_tokens:  # some token is longer than one character
+        bad = next(t for p in pieces for t in p.split() if len(t) != 1)
+        raise UserError(f"{path} is not in the ptb.char format (it has the multi-character token {bad[:20]!r}, "
+                        f"so it may be the word-level file); use Mikolov's ptb.char.*.txt or {hint}")
+    if not n_tokens:
+        raise UserError(f"{path} holds no characters; replace it with Mikolov's ptb.char file or {hint}")
+    return lines
+
+
+def encode(lines: list[str], vocab: list[str]) -> np.ndarray:
+    """int64 token ids of the lines, each line followed by EOS."""
+    text = EOS.join(lines) + EOS
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    table = np.array([ord(s) for s in vocab], dtype=np.uint32)   # sorted, as vocab is
+    ids = np.searchsorted(table, codes)
+    assert np.array_equal(table[np.minimum(ids, len(table) - 1)], codes), "symbol outside the vocabulary"
+    return ids.astype(np.int64)
+
+
+def vocab_digest(vocab: list[str]) -> str:
+    """A short fingerprint of a vocabulary (md5 of its JSON), for logs and checkpoint checks."""
+    return hashlib.md5(json.dumps(vocab).encode()).hexdigest()[:12]
+
+
+@dataclass
+class PTBCorpus:
+    vocab: list[str]                 # sorted symbols; index = token id; "\n" is the end-of-line symbol
+    train: np.ndarray                # int64 token ids
+    valid: np.ndarray
+    test: np.ndarray
+    folder: Path
+    split: str                       # "official" or "valid-as-train"
+    note: str | None = None          # set when the splits differ from the paper's
+    files: dict = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        return vocab_digest(self.vocab)
+
+    def describe(self) -> str:
+        sizes = f"{len(self.train):,} train / {len(self.valid):,} valid / {len(self.test):,} test tokens"
+        where = "official splits" if self.split == "official" else "train/valid carved from ptb.char.valid.txt"
+        return (f"PTB characters from {self.folder}: {sizes} ({where}), vocabulary {len(self.vocab)} "
+                f"symbols incl. newline [{self.digest}]")
+
+
+def _has_eval_files(folder: Path) -> bool:
+    return (folder / FILES["valid"]).is_file() and (folder / FILES["test"]).is_file()
+
+
+def missing_message(folder: Path) -> str:
+    return (f"Penn Treebank characters not found: expected {FILES['valid']} and {FILES['test']} (and for the full "
+            f"training set {FILES['train']}) in {folder}; {FETCH_HINT}, or pass --data-dir (or set NNRNN_DATA to) a "
+            f"folder that has them")
+
+
+def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
+    """Read the ptb.char files and split them (see the module docstring)."""
+    folder = resolve_dir("ptb", data_dir, _has_eval_files)
+    if not _has_eval_files(folder):
+        if (folder / FILES["train"]).is_file():
+            lack = FILES["valid"] if not (folder / FILES["valid"]).is_file() else FILES["test"]
+            raise UserError(f"found {FILES['train']} but not {lack} in {folder}; {FETCH_HINT} to complete it")
+        raise UserError(missing_message(folder))
+    paths = {s: folder / f for s, f in FILES.items() if (folder / f).is_file()}
+    lines = {s: read_ptb(p) for s, p in paths.items()}
+    vocab = sorted(set(EOS).union(*(set("".join(ls)) for ls in lines.values())))
+    if "train" in lines:
+        ids = {s: encode(ls, vocab) for s, ls in lines.items()}
+        return PTBCorpus(vocab, ids["train"], ids["valid"], ids["test"], folder, "official", None,
+                         {s: str(p) for s, p in paths.items()})
+    valid_lines = lines["valid"]
+    cut = int(round(TRAIN_FRACTION * len(valid_lines)))
+    if cut < 1 or cut >= len(valid_lines):
+        raise UserError(f"{paths['valid']} has only {len(valid_lines)} lines, too few to carve out a training "
+                        f"set; {FETCH_HINT} to get {FILES['train']}")
+    note = (f"{FILES['train']} was not found in {folder}, so training uses the first {cut:,} lines (90%) of "
+            f"{FILES['valid']}, validation its last {len(valid_lines) - cut:,} lines, and test {FILES['test']}; "
+            f"bits per character are not comparable with the paper's (`nnrnn data fetch ptb` gets the training file)")
+    return PTBCorpus(vocab, encode(valid_lines[:cut], vocab), encode(valid_lines[cut:], vocab),
+                     encode(lines["test"], vocab), folder, "valid-as-train", note,
+                     {s: str(p) for s, p in paths.items()})

@@ -1,0 +1,542 @@
+"""Hyperparameter search with Optuna over the space of the paper's supplement.
+
+The supplement ("Hyperparameter search") searched
+
+* the learning rate between 0.005 and 1e-5 (steps of 1e-4 and 2e-4, or 5x / 10x);
+* the learning rate of the orthogonal factor between 1e-5 and 1e-4 (nnRNN, expRNN);
+* RMSprop's smoothing alpha in {0.5, 0.9, 0.99};
+* nnRNN's delta in {0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1, 10} and the L2 decay on T
+  in {0, 1e-6, 1e-5, 1e-4};
+* the orthogonal initialisation in {random, cayley, henaff} (nnRNN, expRNN, RNN-orth).
+
+:func:`search_space` turns that into Optuna distributions for one model.  The
+two learning rates are drawn log-uniformly from those ranges rather than from a
+hand-made grid: every value of the paper's grid (and of its tables) lies in the
+range, and TPE models a continuous log-scale better than a long categorical.
+The other parameters keep the paper's discrete sets.
+
+Each trial is an ordinary training run in ``OUT/trial-NNNN`` (config.json,
+metrics.jsonl, checkpoints), made by :func:`nnrnn.train.train`.  Its value is
+the best validation value of the task's monitored metric (``task.monitor``);
+the validation points are reported to Optuna as they come, and a median
+pruner stops trials that do worse than the median of earlier trials at the
+same update.  A run that diverges is recorded as PRUNED with the reason in
+its ``stopped``/``reason`` user attributes, and the search goes on.
+
+Every process that calls :func:`run_sweep` with the same storage and study
+name joins the same study: Optuna hands out distinct trial numbers, so any
+number of processes, on one machine or many, can search together.  See
+docs/sweep.md.
+"""
+from __future__ import annotations
+
+import math
+import os
+import socket
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from .errors import UserError
+
+LR_RANGE = (1e-5, 5e-3)           # log-uniform
+LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
+ALPHAS = (0.5, 0.9, 0.99)
+DELTAS = (0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1.0, 10.0)
+T_DECAYS = (0.0, 1e-6, 1e-5, 1e-4)
+INITS = ("random", "cayley", "henaff")
+ORTHOGONAL_FACTOR = ("nnrnn", "exprnn")          # models trained with lr_orth
+ORTHOGONAL_INIT = ("nnrnn", "exprnn", "rnn-orth")  # models with an orthogonal initialisation scheme
+SEARCHED = ("lr", "lr_orth", "alpha", "delta", "t_decay", "init")
+
+PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trials have finished
+PRUNE_WARMUP_FRACTION = 0.25  # ... nor before this fraction of a trial's updates
+HEARTBEAT_S = 60             # SQL storages: a trial whose process stops beating for
+GRACE_S = 300                # GRACE_S seconds is marked FAIL by the next trial started
+SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
+
+
+# --------------------------------------------------------------------------- search space
+
+def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
+    """The Optuna distributions searched for ``model``, by option name.
+
+    Options named in ``fixed`` (given explicitly by the user) are left out, and
+    so is ``alpha`` unless the optimizer is RMSprop.
+    """
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    from .models import model_class
+    model_class(model)  # unknown names fail here with the list of valid ones
+    space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
+    if model in ORTHOGONAL_FACTOR:
+        space["lr_orth"] = FloatDistribution(*LR_ORTH_RANGE, log=True)
+    if optimizer == "rmsprop":
+        space["alpha"] = CategoricalDistribution(ALPHAS)
+    if model == "nnrnn":
+        space["delta"] = CategoricalDistribution(DELTAS)
+        space["t_decay"] = CategoricalDistribution(T_DECAYS)
+    if model in ORTHOGONAL_INIT:
+        space["init"] = CategoricalDistribution(INITS)
+    return {name: dist for name, dist in space.items() if name not in set(fixed)}
+
+
+def suggest(trial, space: dict) -> dict:
+    """One value per distribution of ``space``, drawn through ``trial``'s public API."""
+    from optuna.distributions import CategoricalDistribution
+    params = {}
+    for name, dist in space.items():
+        if isinstance(dist, CategoricalDistribution):
+            params[name] = trial.suggest_categorical(name, list(dist.choices))
+        else:
+            params[name] = trial.suggest_float(name, dist.low, dist.high, log=dist.log)
+    return params
+
+
+# --------------------------------------------------------------------------- storage
+
+def default_storage(out) -> str:
+    return f"sqlite:///{Path(out).resolve() / 'study.db'}"
+
+
+def _shown(url: str) -> str:
+    """``url`` with any password masked, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
+def open_storage(url: str, must_exist: bool = False):
+    """An Optuna storage for ``url``.
+
+    ``sqlite:///PATH``, ``postgresql://...``, ``mysql://...`` (any SQLAlchemy
+    URL): :class:`optuna.storages.RDBStorage`, with heartbeats so that the
+    trials of a process that died are marked FAIL.  ``journal:PATH``: a
+    :class:`optuna.storages.JournalStorage` on an append-only file (safe for
+    many processes, also over NFS).  ``redis://...``: a journal in Redis.
+    """
+    import optuna
+    if not isinstance(url, str) or not url.strip():
+        raise UserError(f"the storage must be a URL such as sqlite:///study.db or journal:study.log; got {url!r}")
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme == "journal":
+        if not url.split(":", 1)[1].strip():
+            raise UserError("a journal storage needs a file, as in journal:runs/sweep/journal.log")
+        path = Path(url.split(":", 1)[1]).expanduser()
+        if must_exist and not path.is_file():
+            raise UserError(f"no study journal at {path}; check --storage")
+        try:
+            from optuna.storages.journal import JournalFileBackend
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+        except OSError as exc:
+            raise UserError(f"cannot open the journal file {path}: {exc.strerror or exc}") from None
+    if scheme in ("redis", "rediss", "unix"):
+        try:
+            from optuna.storages.journal import JournalRedisBackend
+            return optuna.storages.JournalStorage(JournalRedisBackend(url))
+        except Exception as exc:
+            raise UserError(f"cannot open the storage {_shown(url)}: {_first_line(exc)}") from None
+    engine_kwargs = {"pool_pre_ping": True}
+    if scheme == "sqlite":
+        path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
+        if path and path != ":memory:":
+            if must_exist and not Path(path).is_file():
+                raise UserError(f"no study database at {path}; run the sweep first or give --storage")
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(f"cannot create the folder of {path}: {exc.strerror or exc}") from None
+        engine_kwargs["connect_args"] = {"timeout": 60}  # wait for other processes' locks
+    elif scheme in ("postgresql", "postgres", "mysql", "mariadb"):
+        engine_kwargs["connect_args"] = {"connect_timeout": 15}
+    last = None
+    for attempt in range(4):  # concurrent first use of a fresh SQLite file can race on the schema
+        try:
+            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna; they work
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_S,
+                                                  grace_period=GRACE_S)
+        except Exception as exc:
+            last = exc
+            if scheme != "sqlite":
+                break
+            time.sleep(0.3 * (attempt + 1))
+    raise UserError(f"cannot open the storage {_shown(url)}: {_first_line(last)}; check the URL, "
+                    f"the database driver and that the server is reachable") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(exc).__name__
+
+
+def _study_names(storage) -> list[str]:
+    import optuna
+    return [s.study_name for s in optuna.study.get_all_study_summaries(storage, include_best_trial=False)]
+
+
+# --------------------------------------------------------------------------- the search
+
+def planned_steps(config: dict) -> int:
+    """The number of updates a run of ``config`` will make (builds the task if it must)."""
+    if config.get("steps"):
+        return config["steps"]
+    from .train import DEFAULT_STEPS, build, total_steps
+    if config.get("epochs") is None and config["task"] in DEFAULT_STEPS:
+        return DEFAULT_STEPS[config["task"]]
+    task, _ = build(config)
+    return total_steps(config, task)
+
+
+def make_pruner(steps: int, startup_trials: int = PRUNE_STARTUP_TRIALS,
+                warmup_fraction: float = PRUNE_WARMUP_FRACTION, warmup_steps: int | None = None):
+    """A MedianPruner: a trial is stopped at a validation point when its best value so far
+    is worse than the median of the earlier trials' values at that update, but never
+    while fewer than ``startup_trials`` trials have finished, nor before update
+    ``warmup_steps`` (default: ``warmup_fraction`` of the ``steps`` updates)."""
+    import optuna
+    if warmup_steps is None:
+        warmup_steps = int(steps * warmup_fraction)
+    return optuna.pruners.MedianPruner(n_startup_trials=startup_trials, n_warmup_steps=warmup_steps,
+                                       interval_steps=1)
+
+
+class _Objective:
+    def __init__(self, task, model, out, options, preset, space, monitor, mode):
+        self.task, self.model, self.out, self.options, self.preset = task, model, Path(out), options, preset
+        self.space, self.monitor, self.mode = space, monitor, mode
+        self.host = socket.gethostname()
+        self.interrupted = None
+
+    def __call__(self, trial):
+        import optuna
+
+        from .train import Interrupted, resolve_config, train
+        params = suggest(trial, self.space)
+        run = self.out / f"trial-{trial.number:04d}"
+        trial.set_user_attr("run", str(run.resolve()))
+        trial.set_user_attr("host", self.host)
+        if (run / "config.json").exists() or (run / "checkpoints").exists():
+            raise UserError(f"{run} already holds a run that is not trial {trial.number} of study "
+                            f"{trial.study.study_name!r}; choose another --out or --study")
+        config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(run),
+                                 "progress": False, **params}, self.preset)
+        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {run}", flush=True)
+        better = (lambda a, b: a < b) if self.mode == "min" else (lambda a, b: a > b)
+        best = {"value": None, "step": None}
+
+        def on_eval(step, record):
+            value = record.get(self.monitor)
+            if value is None or not math.isfinite(value):
+                trial.set_user_attr("stopped", "diverged")
+                trial.set_user_attr("reason", f"validation {self.monitor} is {value} at update {step}")
+                raise optuna.TrialPruned(f"validation {self.monitor} is {value} at update {step}")
+            if best["value"] is None or better(value, best["value"]):
+                best["value"], best["step"] = value, step
+            trial.report(value, step)
+            if trial.should_prune():
+                trial.set_user_attr("stopped", "pruned")
+                trial.set_user_attr("reason", f"below the median of earlier trials at update {step}")
+                raise optuna.TrialPruned(f"pruned at update {step}")
+
+        try:
+            result = train(config, on_eval=on_eval)
+        except UserError as exc:
+            if not str(exc).startswith("training diverged"):
+                raise
+            trial.set_user_attr("stopped", "diverged")
+            trial.set_user_attr("reason", str(exc))
+            raise optuna.TrialPruned(str(exc)) from None
+        except Interrupted as exc:  # the run is checkpointed: mark the trial FAIL (a NaN value does,
+            trial.set_user_attr("stopped", "interrupted")  # without a traceback in the log), start no
+            trial.set_user_attr("reason", str(exc))  # other trial, and let run_sweep re-raise
+            self.interrupted = exc
+            trial.study.stop()
+            return float("nan")
+        finally:
+            if best["step"] is not None:
+                trial.set_user_attr("best_step", best["step"])
+        if best["value"] is None:
+            trial.set_user_attr("stopped", "no validation")
+            raise optuna.TrialPruned("the run made no validation point")
+        if result.get("test"):
+            trial.set_user_attr("test", {k: v for k, v in result["test"].items()
+                                         if isinstance(v, (int, float))})
+        return best["value"]
+
+
+def _report_trial(study, trial) -> None:
+    state = trial.state.name
+    if state == "COMPLETE":
+        print(f"[sweep] trial {trial.number} complete: best valid {study.user_attrs.get('monitor', 'value')} "
+              f"{trial.value:.6g} at update {trial.user_attrs.get('best_step')}", flush=True)
+    else:
+        reason = trial.user_attrs.get("reason", "")
+        state = {"FAIL": "failed"}.get(state, state.lower())
+        print(f"[sweep] trial {trial.number} {state}{': ' + reason if reason else ''}", flush=True)
+
+
+def run_sweep(task: str, model: str, trials: int, storage: str | None = None, study: str | None = None,
+              out: str | None = None, train_options: dict | None = None, *, pruner=None, sampler=None,
+              prune_startup: int = PRUNE_STARTUP_TRIALS, prune_warmup: int | None = None,
+              total_trials: int | None = None, timeout: float | None = None):
+    """Run ``trials`` trials of a search over :func:`search_space` for (``task``, ``model``).
+
+    ``storage``: an Optuna storage URL (see :func:`open_storage`), by default
+    ``sqlite:///OUT/study.db``.  ``study``: the study name, by default
+    ``TASK-MODEL``; an existing study of that name is joined.  ``out``: the
+    folder of the trial runs (default ``runs/sweep-TASK-MODEL``).
+    ``train_options``: fixed training options (``steps``, ``hidden``,
+    ``preset``, ...); a searched option given here is held fixed.
+    ``pruner``/``sampler``: Optuna objects; by default a TPE sampler with the
+    constant liar (for parallel workers) and :func:`make_pruner` with
+    ``prune_startup`` trials and ``prune_warmup`` updates (default: a quarter
+    of each trial's updates); ``optuna.pruners.NopPruner()`` prunes nothing.
+    ``total_trials``: stop once the study holds that many trials, whoever ran
+    them.  ``timeout``: seconds after which this process starts no new trial.
+    Returns the :class:`optuna.Study`.
+    """
+    import optuna
+
+    from .models import model_class
+    from .tasks import task_class
+    from .train import resolve_config
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
+        raise ValueError(f"trials must be a positive integer; got {trials!r}")
+    if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
+                                     or total_trials <= 0):
+        raise ValueError(f"total_trials must be a positive integer; got {total_trials!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    monitor, mode = task_class(task).monitor
+    model_class(model)
+    options = dict(train_options or {})
+    preset = options.pop("preset", None)
+    for key in ("task", "model", "out"):
+        if options.get(key) is not None:
+            raise ValueError(f"train_options must not set {key!r}; give it to run_sweep directly")
+        options.pop(key, None)
+    options = {k: v for k, v in options.items() if v is not None}
+    out = Path(out or f"runs/sweep-{task}-{model}")
+    base = resolve_config({**options, "task": task, "model": model, "out": str(out), "progress": False}, preset)
+    space = search_space(model, fixed=[k for k in SEARCHED if k in options], optimizer=base["optimizer"])
+    for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{key} must be zero or a positive integer; got {value!r}")
+    if pruner is None:
+        pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
+                             warmup_steps=prune_warmup)
+    if sampler is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(constant_liar=True)
+
+    out.mkdir(parents=True, exist_ok=True)
+    url = storage or default_storage(out)
+    name = study or f"{task}-{model}"
+    the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
+    attrs = the_study.user_attrs
+    for key, value in (("task", task), ("model", model)):
+        if key in attrs and attrs[key] != value:
+            raise UserError(f"study {name!r} in {_shown(url)} searches {attrs.get('task')}/{attrs.get('model')}, "
+                            f"not {task}/{model}; choose another --study")
+    for key, value in (("task", task), ("model", model), ("monitor", monitor), ("mode", mode)):
+        if key not in attrs:
+            the_study.set_user_attr(key, value)
+
+    objective = _Objective(task, model, out, options, preset, space, monitor, mode)
+    callbacks = [_report_trial]
+    if total_trials is not None:
+        callbacks.append(optuna.study.MaxTrialsCallback(total_trials, states=None))
+        if len(the_study.trials) >= total_trials:
+            print(f"[sweep] study {name!r} already holds {len(the_study.trials)} trials; nothing to do", flush=True)
+            return the_study
+    print(f"[sweep] study {name!r} in {_shown(url)}: {len(the_study.trials)} trials so far; running {trials} "
+          f"more here, searching {', '.join(space) or 'nothing'}", flush=True)
+    the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
+    if objective.interrupted is not None:
+        raise objective.interrupted
+    return the_study
+
+
+def _create_study(url, name, direction, sampler, pruner):
+    import optuna
+    storage = open_storage(url)
+    last = None
+    for attempt in range(4):
+        try:
+            return optuna.create_study(study_name=name, storage=storage, direction=direction, sampler=sampler,
+                                       pruner=pruner, load_if_exists=True)
+        except Exception as exc:  # a concurrent creator may hold the lock briefly
+            last = exc
+            time.sleep(0.3 * (attempt + 1))
+    raise UserError(f"cannot create or load study {name!r} in {_shown(url)}: {_first_line(last)}")
+
+
+# --------------------------------------------------------------------------- reporting
+
+def format_params(params: dict) -> str:
+    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def _trial_value(trial, minimize: bool):
+    """A COMPLETE trial's value; a PRUNED trial's best reported value (None if it reported none)."""
+    if trial.state.name == "COMPLETE":
+        return trial.value
+    values = [v for v in trial.intermediate_values.values() if v is not None and math.isfinite(v)]
+    if not values:
+        return None
+    return min(values) if minimize else max(values)
+
+
+def _where(path: str | None) -> str:
+    if not path:
+        return "-"
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def summary(out=None, storage: str | None = None, study: str | None = None, top: int = 10, file=None) -> list:
+    """Print the ``top`` best trials of a study and return them (FrozenTrials, best first).
+
+    The study is found in ``storage``, or in ``sqlite:///OUT/study.db``; with
+    no ``study`` name, the storage must hold exactly one study.  Completed
+    trials rank first by value, then pruned ones by their best reported value.
+    """
+    import optuna
+    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
+        raise ValueError(f"top must be a positive integer; got {top!r}")
+    if storage is None and out is None:
+        raise ValueError("summary needs the sweep folder (out) or a storage URL")
+    file = file or sys.stdout
+    url = storage or default_storage(out)
+    store = open_storage(url, must_exist=True)
+    names = _study_names(store)
+    if study is None:
+        if len(names) != 1:
+            raise UserError(f"{_shown(url)} holds {len(names)} studies ({', '.join(names) or 'none'}); "
+                            f"name one with --study")
+        study = names[0]
+    elif study not in names:
+        raise UserError(f"{_shown(url)} has no study {study!r}; it holds {', '.join(names) or 'none'}")
+    the_study = optuna.load_study(study_name=study, storage=store)
+    minimize = the_study.direction == optuna.study.StudyDirection.MINIMIZE
+    trials = the_study.get_trials(deepcopy=False)
+    counts = {}
+    for t in trials:
+        counts[t.state.name.lower()] = counts.get(t.state.name.lower(), 0) + 1
+    ranked = []
+    for rank_state in ("COMPLETE", "PRUNED"):
+        group = [(t, _trial_value(t, minimize)) for t in trials if t.state.name == rank_state]
+        scored = sorted([g for g in group if g[1] is not None], key=lambda g: g[1] if minimize else -g[1])
+        ranked += scored + [g for g in group if g[1] is None]
+    shown = ranked[:top]
+    attrs = the_study.user_attrs
+    metric = f"valid {attrs['monitor']}" if "monitor" in attrs else "value"
+    what = f" ({attrs['task']}, {attrs['model']})" if "task" in attrs else ""
+    tally = f" ({', '.join(f'{n} {s}' for s, n in counts.items())})" if counts else ""
+    print(f"study {study!r}{what} in {_shown(url)}: {'minimize' if minimize else 'maximize'} {metric}; "
+          f"{len(trials)} trial{'s' if len(trials) != 1 else ''}{tally}", file=file)
+    if not shown:
+        print("no completed or pruned trials yet", file=file)
+        return []
+    hosts = {t.user_attrs.get("host") for t, _ in shown}
+    rows = [("rank", "trial", "state", metric, "params", "run")]
+    for rank, (t, value) in enumerate(shown, 1):
+        state = t.state.name
+        if t.user_attrs.get("stopped") in ("diverged", "interrupted"):
+            state += f" ({t.user_attrs['stopped']})"
+        run = _where(t.user_attrs.get("run"))
+        if len(hosts) > 1:
+            run = f"{t.user_attrs.get('host', '?')}:{run}"
+        rows.append((str(rank), str(t.number), state, "-" if value is None else f"{value:.6g}",
+                     format_params(t.params), run))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1], file=file)
+    return [t for t, _ in shown]
+
+
+# --------------------------------------------------------------------------- command line
+
+TRAIN_PASS_THROUGH = ("steps", "epochs", "hidden", "batch_size", "T", "bptt", "permute", "seed", "clip",
+                      "nonlinearity", "eval_every", "log_every", "max_bad_steps", "data_dir", "device", "preset")
+
+
+def add_sweep_parser(sub) -> None:
+    """``nnrnn sweep TASK --model NAME --trials N ...`` on the subparsers ``sub``."""
+    p = sub.add_parser("sweep", help="search hyperparameters with Optuna",
+                       description="Search the hyperparameters of the paper's supplement for MODEL on TASK. "
+                       "Each trial is a run folder OUT/trial-NNNN; processes given the same --storage and "
+                       "--study share one search. See docs/sweep.md.")
+    p.add_argument("task", help="copy, adding, psmnist or ptb")
+    p.add_argument("--model", default="nnrnn", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
+    p.add_argument("--trials", type=int, help="trials this process runs (each process sharing a study runs its own)")
+    p.add_argument("--total-trials", dest="total_trials", type=int,
+                   help="stop once the study holds this many trials, whichever process ran them")
+    p.add_argument("--timeout", type=float, help="start no new trial after this many seconds")
+    p.add_argument("--storage", help="Optuna storage: sqlite:///PATH, postgresql://..., mysql://..., "
+                   "journal:PATH (default sqlite:///OUT/study.db)")
+    p.add_argument("--study", help="study name (default TASK-MODEL)")
+    p.add_argument("--out", help="folder of the trial runs (default runs/sweep-TASK-MODEL)")
+    p.add_argument("--summary", action="store_true", help="print the best trials of the study and exit")
+    p.add_argument("--top", type=int, default=10, help="trials the summary lists (default 10)")
+    g = p.add_argument_group("pruning")
+    g.add_argument("--prune-startup", dest="prune_startup", type=int, default=PRUNE_STARTUP_TRIALS,
+                   help=f"finished trials before any pruning (default {PRUNE_STARTUP_TRIALS})")
+    g.add_argument("--prune-warmup", dest="prune_warmup", type=int,
+                   help=f"updates of a trial before it may be pruned (default {PRUNE_WARMUP_FRACTION:g} of --steps)")
+    g.add_argument("--no-prune", dest="prune", action="store_false", help="run every trial to the end")
+    g = p.add_argument_group("training options held fixed in every trial")
+    g.add_argument("--preset", help="paper or paper-params: sizes and defaults; searched options override it")
+    g.add_argument("--steps", type=int, help="updates per trial")
+    g.add_argument("--epochs", type=int, help="epochs per trial (psmnist, ptb)")
+    g.add_argument("--hidden", type=int)
+    g.add_argument("--batch-size", dest="batch_size", type=int)
+    g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
+    g.add_argument("--bptt", type=int, help="PTB truncation length")
+    g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
+                   help="psmnist: sequential MNIST")
+    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
+    g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
+    g.add_argument("--seed", type=int, help="training seed, the same in every trial")
+    g.add_argument("--eval-every", dest="eval_every", type=int, help="updates between validations (pruning points)")
+    g.add_argument("--log-every", dest="log_every", type=int)
+    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int)
+    g.add_argument("--data-dir", dest="data_dir")
+    g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
+    p.set_defaults(func=run_sweep_command)
+
+
+def run_sweep_command(args) -> int:
+    from .train import Interrupted
+    import optuna
+    out = args.out or f"runs/sweep-{args.task}-{args.model}"
+    study = args.study or f"{args.task}-{args.model}"
+    if args.summary:
+        summary(out=out, storage=args.storage, study=study, top=args.top)
+        return 0
+    if args.trials is None:
+        raise UserError("nnrnn sweep: give --trials N, the number of trials this process runs (or --summary)")
+    if args.trials <= 0:
+        raise UserError(f"nnrnn sweep: --trials must be a positive integer; got {args.trials}")
+    if args.prune_startup < 0 or (args.prune_warmup is not None and args.prune_warmup < 0):
+        raise UserError("nnrnn sweep: --prune-startup and --prune-warmup must be zero or positive")
+    options = {k: getattr(args, k) for k in TRAIN_PASS_THROUGH if getattr(args, k) is not None}
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the [sweep] lines say it more briefly
+    try:
+        run_sweep(args.task, args.model, args.trials, storage=args.storage, study=args.study, out=out,
+                  train_options=options, pruner=None if args.prune else optuna.pruners.NopPruner(),
+                  prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
+                  total_trials=args.total_trials, timeout=args.timeout)
+    except Interrupted as exc:
+        print(f"nnrnn: {exc}; that trial is marked failed; run the same command again to go on with the search",
+              file=sys.stderr)
+        return exc.exit_code
+    print()
+    summary(out=out, storage=args.storage, study=study, top=args.top)
+    return 0

@@ -1,0 +1,130 @@
+"""Permuted (or plain) sequential MNIST (Le et al. 2015; paper's supplementary
+"Sequential MNIST classification task").
+
+Each 28x28 image is read one pixel per step (T = 784, input size 1, pixel values
+scaled to [0, 1] as torchvision's ToTensor does in the paper's code, no other
+normalisation), after a fixed permutation of the pixel order; the class (10) is
+predicted after the last step.  The permutation is
+``np.random.RandomState(permutation_seed).permutation(784)``, with the paper code's
+seed 1234 by default, and does not depend on the run's seed; ``permute=False`` gives
+sequential MNIST.  Data and splits: :mod:`nnrnn.data.mnist` (when only the official
+test set is present it is split 8,000 / 1,000 / 1,000 and :attr:`data_note` says so).
+
+Training batches: epoch ``e = step // steps_per_epoch`` visits the training set in a
+random order drawn from ``(seed, e)``; step ``step % steps_per_epoch`` takes that
+order's slice (the last slice of an epoch may be smaller).  So a batch is a pure
+function of (seed, step).  Loss: cross entropy; metrics: loss and accuracy.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..data.mnist import load_mnist
+from ..errors import UserError
+from .base import Batch, Task, generator
+
+PIXELS = 784
+PAPER_PERMUTATION_SEED = 1234
+TRAIN_STREAM = 0
+
+
+def pixel_order(permute: bool = True, permutation_seed: int = PAPER_PERMUTATION_SEED) -> np.ndarray:
+    """The order in which pixels are fed: a fixed permutation of 0..783, or the identity."""
+    if not permute:
+        return np.arange(PIXELS)
+    return np.random.RandomState(permutation_seed).permutation(PIXELS)
+
+
+def to_inputs(pixels: torch.Tensor) -> torch.Tensor:
+    """uint8 (B, 784) in feeding order -> float (784, B, 1) in [0, 1]."""
+    return (pixels.float() / 255.0).t().unsqueeze(-1).contiguous()
+
+
+class PermutedMNISTTask(Task):
+    name = "psmnist"
+    input_size = 1
+    output_size = 10
+    readout = "last"
+    monitor = ("accuracy", "max")
+    T = PIXELS
+
+    def __init__(self, seed: int = 0, batch_size: int = 128, data_dir=None, permute: bool = True,
+                 permutation_seed: int = PAPER_PERMUTATION_SEED, eval_batch_size: int = 1000, **_):
+        if batch_size < 1 or eval_batch_size < 1:
+            raise ValueError(f"batch sizes must be positive; got {batch_size} and {eval_batch_size}")
+        self.seed, self.batch_size, self.eval_batch_size = seed, batch_size, eval_batch_size
+        self.permute, self.permutation_seed = bool(permute), permutation_seed
+        self.order = pixel_order(self.permute, permutation_seed)
+        data = load_mnist(data_dir)
+        self.data = data
+        self.data_note = data.note
+        index = torch.from_numpy(self.order)
+
+        def pixels(images: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(images.reshape(len(images), PIXELS))[:, index].contiguous()
+
+        self._pixels = {"train": pixels(data.train_images), "valid": pixels(data.valid_images),
+                        "test": pixels(data.test_images)}
+        self._labels = {"train": torch.from_numpy(data.train_labels), "valid": torch.from_numpy(data.valid_labels),
+                        "test": torch.from_numpy(data.test_labels)}
+        self.n_train = len(data.train_labels)
+        self.steps_per_epoch = math.ceil(self.n_train / batch_size)
+        self._epoch, self._epoch_order = None, None
+
+    # ---- data -------------------------------------------------------------------------
+    def epoch_order(self, epoch: int) -> torch.Tensor:
+        """The order in which epoch ``epoch`` visits the training set."""
+        if self._epoch != epoch:
+            self._epoch_order = torch.randperm(self.n_train, generator=generator(self.seed, TRAIN_STREAM, epoch))
+            self._epoch = epoch
+        return self._epoch_order
+
+    def train_batch(self, step: int) -> Batch:
+        epoch, i = divmod(int(step), self.steps_per_epoch)
+        idx = self.epoch_order(epoch)[i * self.batch_size:(i + 1) * self.batch_size]
+        return Batch(to_inputs(self._pixels["train"][idx]), self._labels["train"][idx])
+
+    def eval_batches(self, split: str):
+        if split not in self._pixels:
+            raise ValueError(f"unknown split {split!r}; choose train, valid or test")
+        pixels, labels = self._pixels[split], self._labels[split]
+        for start in range(0, len(labels), self.eval_batch_size):
+            stop = start + self.eval_batch_size
+            yield Batch(to_inputs(pixels[start:stop]), labels[start:stop])
+
+    # ---- loss and metrics -------------------------------------------------------------
+    def loss(self, outputs, targets):
+        if outputs.dim() == 3:            # (T, B, 10): the prediction is read at the last step
+            outputs = outputs[-1]
+        loss = F.cross_entropy(outputs, targets)
+        n = targets.numel()
+        correct = (outputs.argmax(-1) == targets).sum().item()
+        return loss, {"loss": (loss.item() * n, n), "accuracy": (correct, n)}
+
+    # ---- description and checkpoint checks --------------------------------------------
+    def describe(self) -> str:
+        kind = (f"permuted sequential MNIST (pixel permutation from RandomState({self.permutation_seed}))"
+                if self.permute else "sequential MNIST (no permutation)")
+        text = (f"{kind}: 784 steps of 1 pixel scaled to [0,1], 10 classes read at the last step, batch "
+                f"{self.batch_size}, {self.steps_per_epoch} updates per epoch; {self.data.describe()}")
+        return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
+
+    def data_state(self) -> dict:
+        """What a checkpoint should record to check that a resumed run sees the same data."""
+        return {"dataset": "mnist", "split": self.data.split,
+                "sizes": [len(self._labels[s]) for s in ("train", "valid", "test")],
+                "permute": self.permute, "permutation_md5": hashlib.md5(self.order.astype(np.int64).tobytes()).hexdigest()}
+
+    def check_data_state(self, state: dict) -> None:
+        """Raise :class:`UserError` if ``state`` (from :meth:`data_state`) differs from the data now loaded."""
+        now = self.data_state()
+        diff = [k for k in now if k in state and state[k] != now[k]]
+        if diff:
+            raise UserError(f"the checkpoint was trained on different MNIST data ({', '.join(diff)}: "
+                            f"{[state[k] for k in diff]} then, {[now[k] for k in diff]} now, from {self.data.folder}); "
+                            f"use the same data folder and permutation options as the original run")

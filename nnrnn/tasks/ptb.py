@@ -1,0 +1,138 @@
+"""Penn Treebank character-level language modelling (paper's supplementary "Penn Tree
+Bank character prediction task").
+
+Inputs are one-hot characters (input_size = output_size = vocabulary size, 50 with
+the newline, which is counted as a symbol as in the paper's code); the next
+character is predicted at every step.  Data, vocabulary and splits:
+:mod:`nnrnn.data.ptb` (without ``ptb.char.train.txt``, training uses the first 90%
+of ``ptb.char.valid.txt`` and validation its last 10%, and :attr:`data_note` says so).
+
+Each split's token stream is cut into ``batch_size`` contiguous parallel streams
+(the standard ``batchify``: the remainder that does not fill a row is dropped), and
+those into segments of ``bptt`` steps for truncated backpropagation through time;
+the target is the input shifted by one character.  ``train_batch(step)`` is segment
+``step % steps_per_epoch`` of the training streams, with ``carry=False`` on the first
+segment of each epoch and ``True`` otherwise: the hidden state is carried over from
+the previous segment, as in the paper ("the initial hidden state for a sequence is
+the last hidden state produced from its preceding sequence").  The last segment of
+an epoch may be shorter than ``bptt``.  The order is fixed, so ``seed`` plays no role
+in the data.  ``eval_batches(split)`` walks the split the same way, with
+``eval_batch_size`` streams (10, as in the paper's code).
+
+Loss: cross entropy averaged over all predicted characters; metrics: loss (nats),
+bpc = loss / ln 2 (derived in :meth:`summarize` from the summed loss) and accuracy.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..data.ptb import load_ptb, vocab_digest
+from ..errors import UserError
+from .base import LN2, Batch, Task
+
+PAPER_EVAL_BATCH_SIZE = 10
+
+
+def batchify(ids: torch.Tensor, streams: int) -> torch.Tensor:
+    """(N,) token ids -> (N // streams, streams): column b is the b-th contiguous slice."""
+    rows = ids.numel() // streams
+    return ids[:rows * streams].view(streams, rows).t().contiguous()
+
+
+def n_segments(data: torch.Tensor, bptt: int) -> int:
+    return math.ceil((data.shape[0] - 1) / bptt)
+
+
+def segment(data: torch.Tensor, i: int, bptt: int, vocab_size: int) -> Batch:
+    start = i * bptt
+    length = min(bptt, data.shape[0] - 1 - start)
+    x = data[start:start + length]
+    y = data[start + 1:start + 1 + length]
+    return Batch(F.one_hot(x, vocab_size).float(), y.contiguous(), carry=i > 0)
+
+
+class PTBTask(Task):
+    name = "ptb"
+    readout = "all"
+    monitor = ("bpc", "min")
+
+    def __init__(self, seed: int = 0, batch_size: int = 128, bptt: int = 150, data_dir=None,
+                 eval_batch_size: int = PAPER_EVAL_BATCH_SIZE, **_):
+        if batch_size < 1 or eval_batch_size < 1 or bptt < 1:
+            raise ValueError(f"batch_size, eval_batch_size and bptt must be positive; "
+                             f"got {batch_size}, {eval_batch_size}, {bptt}")
+        self.seed, self.batch_size, self.bptt, self.eval_batch_size = seed, batch_size, bptt, eval_batch_size
+        corpus = load_ptb(data_dir)
+        self.corpus = corpus
+        self.data_note = corpus.note
+        self.vocab = list(corpus.vocab)
+        self.input_size = self.output_size = len(self.vocab)
+        self._ids = {s: torch.from_numpy(getattr(corpus, s)) for s in ("train", "valid", "test")}
+        self.train_data = batchify(self._ids["train"], batch_size)
+        if self.train_data.shape[0] < 2:
+            raise UserError(f"batch_size {batch_size} is too large for the {self._ids['train'].numel():,} training "
+                            f"characters (each of the {batch_size} streams needs at least 2); use a smaller batch_size")
+        self.steps_per_epoch = n_segments(self.train_data, bptt)
+        self._eval = {}
+
+    def train_batch(self, step: int) -> Batch:
+        return segment(self.train_data, int(step) % self.steps_per_epoch, self.bptt, len(self.vocab))
+
+    def eval_data(self, split: str) -> torch.Tensor:
+        if split not in self._ids:
+            raise ValueError(f"unknown split {split!r}; choose train, valid or test")
+        if split not in self._eval:
+            data = batchify(self._ids[split], self.eval_batch_size)
+            if data.shape[0] < 2:
+                raise UserError(f"eval_batch_size {self.eval_batch_size} is too large for the "
+                                f"{self._ids[split].numel():,} {split} characters; use a smaller eval_batch_size")
+            self._eval[split] = data
+        return self._eval[split]
+
+    def eval_batches(self, split: str):
+        data = self.eval_data(split)
+        for i in range(n_segments(data, self.bptt)):
+            yield segment(data, i, self.bptt, len(self.vocab))
+
+    def loss(self, outputs, targets):
+        logits = outputs.reshape(-1, outputs.shape[-1])
+        flat = targets.reshape(-1)
+        loss = F.cross_entropy(logits, flat)
+        n = flat.numel()
+        correct = (logits.argmax(-1) == flat).sum().item()
+        return loss, {"loss": (loss.item() * n, n), "accuracy": (correct, n)}
+
+    def summarize(self, sums: dict) -> dict:
+        values = super().summarize(sums)
+        if "loss" in values:
+            values["bpc"] = values["loss"] / LN2
+        return values
+
+    def describe(self) -> str:
+        text = (f"Penn Treebank characters: vocabulary {len(self.vocab)} (newline counted as a symbol), "
+                f"{self.batch_size} streams x {self.bptt}-step segments, {self.steps_per_epoch} updates per epoch, "
+                f"hidden state carried across segments, evaluation with {self.eval_batch_size} streams; "
+                f"{self.corpus.describe()}")
+        return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
+
+    def data_state(self) -> dict:
+        """What a checkpoint should record (the vocabulary above all) to check a resumed run's data."""
+        return {"dataset": "ptb", "split": self.corpus.split, "vocab": list(self.vocab),
+                "sizes": [self._ids[s].numel() for s in ("train", "valid", "test")]}
+
+    def check_data_state(self, state: dict) -> None:
+        """Raise :class:`UserError` if ``state`` (from :meth:`data_state`) differs from the data now loaded."""
+        now = self.data_state()
+        if "vocab" in state and list(state["vocab"]) != now["vocab"]:
+            raise UserError(f"the checkpoint was trained with a different PTB vocabulary ({len(state['vocab'])} "
+                            f"symbols [{vocab_digest(list(state['vocab']))}]) than the files in {self.corpus.folder} "
+                            f"give ({len(now['vocab'])} symbols [{vocab_digest(now['vocab'])}]); "
+                            f"use the same ptb.char files as the original run")
+        diff = [k for k in ("split", "sizes") if k in state and state[k] != now[k]]
+        if diff:
+            raise UserError(f"the checkpoint was trained on different PTB data ({', '.join(diff)}: "
+                            f"{[state[k] for k in diff]} then, {[now[k] for k in diff]} now, from "
+                            f"{self.corpus.folder}); use the same data folder as the original run")

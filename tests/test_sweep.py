@@ -1,0 +1,265 @@
+"""nnrnn.sweep: Optuna searches whose trials are ordinary run folders.
+
+Tiny runs (copy task, hidden 8, T 5, a few dozen updates) keep the whole file
+to well under a minute on two cores.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from nnrnn.errors import UserError
+from nnrnn.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser, open_storage,
+                         run_sweep, search_space, summary)
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
+TINIER = {"hidden": 8, "T": 5, "steps": 10, "eval_every": 5}
+
+
+def states(study) -> list[str]:
+    return [t.state.name for t in study.get_trials(deepcopy=False)]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A 3-trial nnRNN sweep on the copy task in the default SQLite storage."""
+    out = tmp_path_factory.mktemp("sweep") / "copy-nnrnn"
+    study = run_sweep("copy", "nnrnn", 3, out=str(out), train_options=TINY)
+    return out, study
+
+
+# --------------------------------------------------------------------------- search space
+
+def test_search_space_follows_the_paper_per_model():
+    space = search_space("nnrnn")
+    assert list(space) == ["lr", "lr_orth", "alpha", "delta", "t_decay", "init"]
+    assert (space["lr"].low, space["lr"].high, space["lr"].log) == (1e-5, 5e-3, True) == (*LR_RANGE, True)
+    assert (space["lr_orth"].low, space["lr_orth"].high) == LR_ORTH_RANGE == (1e-5, 1e-4)
+    assert tuple(space["alpha"].choices) == ALPHAS == (0.5, 0.9, 0.99)
+    assert tuple(space["delta"].choices) == DELTAS == (0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1, 10)
+    assert tuple(space["t_decay"].choices) == T_DECAYS == (0, 1e-6, 1e-5, 1e-4)
+    assert tuple(space["init"].choices) == INITS
+    assert list(search_space("exprnn")) == ["lr", "lr_orth", "alpha", "init"]
+    assert list(search_space("rnn-orth")) == ["lr", "alpha", "init"]
+    for model in ("rnn", "eurnn", "lstm"):
+        assert list(search_space(model)) == ["lr", "alpha"]
+    assert list(search_space("nnrnn", fixed=["lr", "init"], optimizer="adam")) == ["lr_orth", "delta", "t_decay"]
+    with pytest.raises(ValueError, match="choose one of"):
+        search_space("gru")
+
+
+# --------------------------------------------------------------------------- one process
+
+def test_sweep_makes_run_folders_and_a_sqlite_study(sweep):
+    out, study = sweep
+    assert (out / "study.db").is_file()
+    loaded = optuna.load_study(study_name="copy-nnrnn", storage=f"sqlite:///{out / 'study.db'}")
+    trials = loaded.get_trials()[:3]  # a later test adds trials to this study
+    assert [t.number for t in trials] == [0, 1, 2]
+    assert loaded.direction == optuna.study.StudyDirection.MINIMIZE  # copy monitors the validation loss
+    assert sorted(p.name for p in out.glob("trial-*"))[:3] == ["trial-0000", "trial-0001", "trial-0002"]
+    for t in trials:
+        run = out / f"trial-{t.number:04d}"
+        assert Path(t.user_attrs["run"]) == run.resolve()
+        config = json.loads((run / "config.json").read_text())
+        assert (config["task"], config["model"], config["hidden"], config["progress"]) == ("copy", "nnrnn", 8, False)
+        for name, value in t.params.items():
+            assert config[name] == value
+        assert (run / "checkpoints" / "last.pt").is_file()
+        valid = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        valid = [r for r in valid if r["split"] == "valid"]
+        assert [r["step"] for r in valid] == [5, 10, 15, 20]
+        if t.state.name == "COMPLETE":  # the value is the best validation loss of the run
+            assert t.value == pytest.approx(min(r["loss"] for r in valid))
+            assert t.intermediate_values == {r["step"]: pytest.approx(r["loss"]) for r in valid}
+    assert set(states(loaded)) <= {"COMPLETE", "PRUNED"}
+
+
+def test_summary_lists_the_best_first(sweep):
+    out, study = sweep
+    text = io.StringIO()
+    shown = summary(out=str(out), top=2, file=text)
+    complete = sorted((t for t in study.get_trials() if t.state.name == "COMPLETE"), key=lambda t: t.value)
+    assert len(shown) == 2 and shown[0].number == complete[0].number
+    lines = text.getvalue().splitlines()
+    assert "copy-nnrnn" in lines[0] and "minimize valid loss" in lines[0]
+    assert lines[1].split()[:4] == ["rank", "trial", "state", "valid"]
+    best = lines[2].split()
+    assert best[:3] == ["1", str(complete[0].number), "COMPLETE"]
+    assert float(best[3]) == pytest.approx(complete[0].value, rel=1e-5)
+    assert best[-1].endswith(f"trial-{complete[0].number:04d}")
+    assert len(lines) == 4  # header, column names, top 2
+
+
+def test_a_second_run_joins_the_same_study(sweep, tmp_path):
+    out, _ = sweep
+    storage = f"sqlite:///{out / 'study.db'}"
+    study = run_sweep("copy", "nnrnn", 1, storage=storage, study="copy-nnrnn", out=str(out),
+                      train_options=TINIER)
+    assert [t.number for t in study.get_trials()] == [0, 1, 2, 3]
+    assert sorted(p.name for p in out.glob("trial-*"))[-1] == "trial-0003"
+    # a study is tied to its task and model
+    with pytest.raises(UserError, match="searches copy/nnrnn"):
+        run_sweep("copy", "rnn", 1, storage=storage, study="copy-nnrnn", out=str(tmp_path), train_options=TINIER)
+
+
+# --------------------------------------------------------------------------- several processes
+
+WORKER = """
+import sys
+from nnrnn.sweep import run_sweep
+for storage, out in zip(sys.argv[1::2], sys.argv[2::2]):
+    run_sweep("copy", "rnn", 2, storage=storage, study="shared", out=out,
+              train_options=dict(hidden=8, T=5, steps=5, eval_every=5))
+"""
+
+
+def test_concurrent_processes_share_one_study(tmp_path):
+    """Two processes, started together, each run 2 trials on a shared journal file, then on a
+    shared SQLite file: each study ends with 4 distinct trials and 4 run folders."""
+    storages = {"journal": f"journal:{tmp_path / 'study.log'}", "sqlite": f"sqlite:///{tmp_path / 'study.db'}"}
+    argv = [a for kind, url in storages.items() for a in (url, str(tmp_path / kind))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, *argv], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    logs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), logs
+    for kind, storage in storages.items():
+        study = optuna.load_study(study_name="shared", storage=open_storage(storage))
+        numbers = [t.number for t in study.get_trials()]
+        assert sorted(numbers) == [0, 1, 2, 3], kind  # 2 + 2 trials, none lost, none repeated
+        assert set(states(study)) <= {"COMPLETE", "PRUNED"}
+        assert sorted(p.name for p in (tmp_path / kind).glob("trial-*")) == [f"trial-{i:04d}" for i in range(4)]
+        assert len({t.user_attrs["run"] for t in study.get_trials()}) == 4
+        text = io.StringIO()
+        assert len(summary(storage=storage, study="shared", file=text)) == 4
+        assert "4 trials" in text.getvalue()
+
+
+# --------------------------------------------------------------------------- pruning and failures
+
+class AlwaysPrune(optuna.pruners.BasePruner):
+    def prune(self, study, trial) -> bool:
+        return True
+
+
+def test_pruned_trials_stop_at_the_first_validation(tmp_path):
+    study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY, pruner=AlwaysPrune())
+    assert states(study) == ["PRUNED", "PRUNED"]
+    for t in study.get_trials():
+        assert t.user_attrs["stopped"] == "pruned"
+        assert list(t.intermediate_values) == [5]
+        run = Path(t.user_attrs["run"])
+        steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert max(steps) == 5  # training ended at the pruning point ...
+        assert (run / "checkpoints" / "last.pt").is_file()  # ... after writing its checkpoint
+    text = io.StringIO()
+    assert len(summary(out=str(tmp_path), file=text)) == 2
+    assert "PRUNED" in text.getvalue()
+
+
+def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    import nnrnn.train
+    calls = []
+
+    def diverging_train(config, resume=False, on_eval=None):
+        calls.append(config["out"])
+        if len(calls) == 1:
+            raise UserError("training diverged: 20 non-finite losses or gradients in a row at update 7; lower --lr")
+        on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
+        return {"valid": {"loss": 0.5}}
+
+    monkeypatch.setattr(nnrnn.train, "train", diverging_train)
+    study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
+    first, second = study.get_trials()
+    assert first.state.name == "PRUNED" and first.user_attrs["stopped"] == "diverged"
+    assert first.user_attrs["reason"].startswith("training diverged")
+    assert second.state.name == "COMPLETE" and second.value == 0.5
+    text = io.StringIO()
+    summary(out=str(tmp_path), file=text)
+    assert "PRUNED (diverged)" in text.getvalue()
+
+    # any other user error stops the sweep: it would recur in every trial
+    monkeypatch.setattr(nnrnn.train, "train", lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
+    with pytest.raises(UserError, match="no data files"):
+        run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
+    assert states(optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}")) == \
+        ["PRUNED", "COMPLETE", "FAIL"]
+
+
+def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
+    import signal
+
+    import nnrnn.train
+
+    def interrupted(config, resume=False, on_eval=None):
+        raise nnrnn.train.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
+
+    monkeypatch.setattr(nnrnn.train, "train", interrupted)
+    with pytest.raises(nnrnn.train.Interrupted):
+        run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
+    (trial,) = optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()
+    assert trial.state.name == "FAIL" and trial.user_attrs["stopped"] == "interrupted"
+
+
+# --------------------------------------------------------------------------- bad inputs and the CLI
+
+@pytest.mark.parametrize("trials", [0, -3, True, 2.5])
+def test_trials_must_be_positive(tmp_path, trials):
+    with pytest.raises(ValueError, match="trials must be a positive integer"):
+        run_sweep("copy", "nnrnn", trials, out=str(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()
+
+
+def test_bad_names_and_storages_fail_in_one_sentence(tmp_path):
+    with pytest.raises(ValueError, match="unknown model 'gru'; choose one of"):
+        run_sweep("copy", "gru", 1, out=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="unknown task 'cifar'; choose one of"):
+        run_sweep("cifar", "nnrnn", 1, out=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="unknown option"):
+        run_sweep("copy", "nnrnn", 1, out=str(tmp_path / "a"), train_options={"hiden": 8})
+    assert not (tmp_path / "a").exists()
+    for url in ("postgresql://nobody:secret@127.0.0.1:1/none", "nosuchdb://x/y"):
+        with pytest.raises(UserError, match="cannot open the storage") as info:
+            run_sweep("copy", "nnrnn", 1, storage=url, out=str(tmp_path / "b"), train_options=TINY)
+        assert "secret" not in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(UserError, match="no study database"):
+        summary(out=str(tmp_path / "nothing"))
+    with pytest.raises(UserError, match="no study journal"):
+        summary(storage=f"journal:{tmp_path / 'none.log'}")
+
+
+def parser():
+    from nnrnn.cli import Parser
+    p = Parser(prog="nnrnn")
+    add_sweep_parser(p.add_subparsers(dest="command", required=True, parser_class=Parser))
+    return p
+
+
+def test_cli(sweep, capsys, tmp_path):
+    out, _ = sweep
+    args = parser().parse_args(["sweep", "copy", "--model", "nnrnn", "--out", str(out), "--summary", "--top", "1"])
+    assert args.func(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].split()[0] == "1"
+    for argv, message in ((["--trials", "0"], "--trials must be a positive integer"),
+                          ([], "give --trials N")):
+        args = parser().parse_args(["sweep", "copy", "--out", str(tmp_path / "x")] + argv)
+        with pytest.raises(UserError, match=message):
+            args.func(args)
+    with pytest.raises(UserError, match="invalid int value"):
+        parser().parse_args(["sweep", "copy", "--trials", "many"])
+    args = parser().parse_args("sweep copy --model rnn --trials 1 --no-prune --hidden 8 --T 5 --steps 5 "
+                               f"--eval-every 5 --seed 3 --out {tmp_path / 'cli'}".split())
+    assert args.func(args) == 0
+    config = json.loads((tmp_path / "cli" / "trial-0000" / "config.json").read_text())
+    assert (config["model"], config["hidden"], config["T"], config["steps"], config["seed"]) == ("rnn", 8, 5, 5, 3)
+    assert "rank" in capsys.readouterr().out

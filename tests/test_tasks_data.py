@@ -1,0 +1,163 @@
+"""The psMNIST and PTB tasks on the real data in the shared folder (../shared/data
+relative to the repository, or $NNRNN_SHARED_DATA); skipped when it is absent."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from nnrnn.data.ptb import EOS
+from nnrnn.errors import UserError
+from nnrnn.tasks import make_task
+from nnrnn.tasks.base import accumulate
+from nnrnn.tasks.psmnist import pixel_order
+
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+HAS_MNIST = (SHARED / "mnist" / "t10k-images-idx3-ubyte.gz").is_file()
+HAS_PTB = (SHARED / "ptb" / "ptb.char.valid.txt").is_file() and (SHARED / "ptb" / "ptb.char.test.txt").is_file()
+needs_mnist = pytest.mark.skipif(not HAS_MNIST, reason=f"MNIST test files not found in {SHARED}/mnist "
+                                                       f"(set NNRNN_SHARED_DATA to the shared data folder)")
+needs_ptb = pytest.mark.skipif(not HAS_PTB, reason=f"ptb.char.valid/test.txt not found in {SHARED}/ptb "
+                                                   f"(set NNRNN_SHARED_DATA to the shared data folder)")
+
+
+@pytest.fixture(scope="module")
+def psmnist():
+    return make_task("psmnist", seed=3, batch_size=128, data_dir=SHARED)
+
+
+@pytest.fixture(scope="module")
+def ptb():
+    return make_task("ptb", seed=0, batch_size=128, bptt=150, data_dir=SHARED)
+
+
+# ---------------------------------------------------------------------------- psMNIST
+@needs_mnist
+def test_psmnist_shapes_and_split(psmnist):
+    assert (psmnist.input_size, psmnist.output_size, psmnist.readout) == (1, 10, "last")
+    assert psmnist.monitor == ("accuracy", "max")
+    assert psmnist.n_train == 8000 and psmnist.steps_per_epoch == math.ceil(8000 / 128)
+    batch = psmnist.train_batch(0)
+    assert batch.inputs.shape == (784, 128, 1) and batch.inputs.dtype == torch.float32
+    assert batch.targets.shape == (128,) and batch.targets.dtype == torch.int64
+    assert 0.0 <= batch.inputs.min() and batch.inputs.max() <= 1.0 and batch.inputs.max() > 0.99
+    assert psmnist.train_batch(psmnist.steps_per_epoch - 1).targets.shape == (8000 - 62 * 128,)
+    assert "8,000 train / 1,000 valid / 1,000 test" in psmnist.data_note
+    assert psmnist.data_note in psmnist.describe()
+    for split in ("valid", "test"):
+        batches = list(psmnist.eval_batches(split))
+        assert sum(len(b.targets) for b in batches) == 1000 and not any(b.carry for b in batches)
+
+
+@needs_mnist
+def test_psmnist_batches_are_a_pure_function_of_seed_and_step(psmnist):
+    other = make_task("psmnist", seed=3, batch_size=128, data_dir=SHARED)
+    for step in (0, 5, 200, 7):                       # any order, across epochs
+        a, b = psmnist.train_batch(step), other.train_batch(step)
+        assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    different = make_task("psmnist", seed=4, batch_size=128, data_dir=SHARED)
+    assert not torch.equal(different.train_batch(0).targets, psmnist.train_batch(0).targets)
+    # each epoch visits every training image once, in an order that changes with the epoch
+    counts = torch.bincount(torch.cat([psmnist.train_batch(s).targets for s in range(psmnist.steps_per_epoch)]), minlength=10)
+    assert torch.equal(counts, torch.bincount(psmnist._labels["train"], minlength=10))
+    assert not torch.equal(psmnist.epoch_order(0), psmnist.epoch_order(1))
+
+
+@needs_mnist
+def test_psmnist_permutation(psmnist):
+    order = pixel_order(True, 1234)
+    assert sorted(order.tolist()) == list(range(784)) and not np.array_equal(order, np.arange(784))
+    np.testing.assert_array_equal(order, np.random.RandomState(1234).permutation(784))   # the paper code's
+    np.testing.assert_array_equal(psmnist.order, order)                                  # fixed, not from the run seed
+    assert not np.array_equal(pixel_order(True, 1), order)
+    np.testing.assert_array_equal(pixel_order(False), np.arange(784))
+    plain = make_task("psmnist", seed=3, batch_size=128, data_dir=SHARED, permute=False)
+    a, b = psmnist.train_batch(2), plain.train_batch(2)
+    assert torch.equal(a.targets, b.targets)
+    assert torch.equal(a.inputs, b.inputs[torch.from_numpy(order)])      # same images, pixels reordered
+
+
+@needs_mnist
+def test_psmnist_loss_and_state(psmnist):
+    targets = torch.tensor([0, 1, 2, 3])
+    logits = torch.zeros(4, 10)
+    logits[0, 0] = logits[1, 5] = 10.0
+    loss, stats = psmnist.loss(logits, targets)
+    assert stats["accuracy"] == (1, 4) and stats["loss"][1] == 4
+    loss3, _ = psmnist.loss(torch.stack([torch.randn(4, 10), logits]), targets)   # (T, B, 10): last step
+    assert torch.allclose(loss, loss3)
+    state = psmnist.data_state()
+    psmnist.check_data_state(state)
+    with pytest.raises(UserError, match="different MNIST data"):
+        psmnist.check_data_state({**state, "permutation_md5": "0" * 32})
+
+
+# ---------------------------------------------------------------------------- PTB
+@needs_ptb
+def test_ptb_shapes_vocab_and_split(ptb):
+    assert len(ptb.vocab) == 50 and ptb.vocab == sorted(ptb.vocab) and EOS in ptb.vocab
+    assert ptb.input_size == ptb.output_size == 50 and ptb.readout == "all" and ptb.monitor == ("bpc", "min")
+    n_valid_file = 389_672 + 3_370                   # characters + one newline per line
+    assert ptb.corpus.train.size + ptb.corpus.valid.size == n_valid_file
+    assert ptb.corpus.test.size == 438_662 + 3_761
+    assert "first 3,033 lines (90%)" in ptb.data_note and ptb.data_note in ptb.describe()
+    rows = ptb.corpus.train.size // 128
+    assert ptb.steps_per_epoch == math.ceil((rows - 1) / 150)
+    batch = ptb.train_batch(0)
+    assert batch.inputs.shape == (150, 128, 50) and batch.targets.shape == (150, 128)
+    assert torch.equal(batch.inputs.sum(-1), torch.ones(150, 128))                        # one-hot
+    assert torch.equal(batch.inputs[1:].argmax(-1), batch.targets[:-1])                   # next character
+    last = ptb.train_batch(ptb.steps_per_epoch - 1)
+    assert last.inputs.shape[0] == (rows - 1) - 150 * (ptb.steps_per_epoch - 1)
+    decoded = "".join(ptb.vocab[i] for i in ptb.train_data[:, 0][:40])
+    assert decoded.startswith("consumers_may_want_to_move_their_telepho")
+
+
+@needs_ptb
+def test_ptb_carry_and_determinism(ptb):
+    spe = ptb.steps_per_epoch
+    assert [ptb.train_batch(s).carry for s in (0, 1, spe - 1, spe, spe + 1)] == [False, True, True, False, True]
+    a, b = ptb.train_batch(1), ptb.train_batch(1 + 3 * spe)        # same segment in a later epoch
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    # consecutive segments continue each stream
+    assert torch.equal(ptb.train_batch(1).inputs[0].argmax(-1), ptb.train_batch(0).targets[-1])
+    batches = list(ptb.eval_batches("valid"))
+    assert [x.carry for x in batches] == [False] + [True] * (len(batches) - 1)
+    assert all(x.inputs.shape[1] == 10 for x in batches)                                   # paper's eval batch
+    assert sum(x.targets.numel() for x in batches) == (ptb.corpus.valid.size // 10 - 1) * 10
+
+
+@needs_ptb
+def test_ptb_bpc_is_loss_over_ln2(ptb):
+    sums = {}
+    for step in range(2):
+        batch = ptb.train_batch(step)
+        outputs = torch.randn(*batch.targets.shape, 50, generator=torch.Generator().manual_seed(step))
+        loss, stats = ptb.loss(outputs, batch.targets)
+        assert math.isclose(stats["loss"][0] / stats["loss"][1], loss.item(), rel_tol=1e-6)
+        accumulate(sums, stats)
+    values = ptb.summarize(sums)
+    assert math.isclose(values["bpc"], values["loss"] / math.log(2), rel_tol=1e-12)
+    assert 0.0 <= values["accuracy"] <= 1.0
+    uniform, _ = ptb.loss(torch.zeros(3, 2, 50), torch.zeros(3, 2, dtype=torch.long))
+    assert math.isclose(uniform.item() / math.log(2), math.log2(50), rel_tol=1e-6)
+
+
+@needs_ptb
+def test_ptb_checkpoint_vocab_check(ptb):
+    state = ptb.data_state()
+    ptb.check_data_state(state)
+    with pytest.raises(UserError, match="different PTB vocabulary"):
+        ptb.check_data_state({**state, "vocab": state["vocab"][:-1]})
+
+
+# ---------------------------------------------------------------------------- missing data
+@pytest.mark.parametrize("task, command", [("psmnist", "nnrnn data fetch mnist"), ("ptb", "nnrnn data fetch ptb")])
+def test_missing_data_folder(tmp_path, task, command):
+    with pytest.raises(UserError, match=command) as info:
+        make_task(task, data_dir=tmp_path / "empty")
+    assert str(tmp_path / "empty") in str(info.value)
