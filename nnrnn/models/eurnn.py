@@ -24,7 +24,8 @@ from .base import RecurrentModel
 
 
 def layer_pairs(n: int, odd: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    first = torch.arange(1 if odd else 0, n - 1, 2)
+    start = 1 if odd else 0
+    first = torch.arange(start, max(n - 1, start), 2)  # empty, not an error, for n = 1
     return first, first + 1
 
 

@@ -30,10 +30,30 @@ class LSTM(nn.LSTM):
                 self.bias_hh_l0.zero_()
 
     def forward(self, input, hx=None):
-        if isinstance(input, torch.Tensor) and input.dim() in (2, 3) and input.shape[-1] != self.input_size:
+        if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
+            self._check(input, hx)
+        return super().forward(input, hx)
+
+    def _check(self, input: torch.Tensor, hx) -> None:
+        """The same TypeError / ValueError as the other models, before torch's RuntimeError."""
+        if not input.is_floating_point():
+            raise TypeError(f"input must be a floating-point tensor; got dtype {input.dtype}")
+        if input.dim() not in (2, 3):
+            raise ValueError(f"input must be 2-d (T, input_size) or 3-d (T, B, input_size); got shape {tuple(input.shape)}")
+        if input.shape[-1] != self.input_size:
             raise ValueError(f"input.size(-1) must be equal to input_size: expected {self.input_size}, "
                              f"got {input.shape[-1]}")
-        return super().forward(input, hx)
+        if hx is None:
+            return
+        if not (isinstance(hx, (tuple, list)) and len(hx) == 2 and all(isinstance(h, torch.Tensor) for h in hx)):
+            raise TypeError(f"hx must be a tuple (h_0, c_0) of tensors or None; got {type(hx).__name__}")
+        if input.dim() == 2:
+            expected = (1, self.hidden_size)
+        else:
+            expected = (1, input.shape[0 if self.batch_first else 1], self.hidden_size)
+        for name, h in zip(("h_0", "c_0"), hx):
+            if tuple(h.shape) != expected:
+                raise ValueError(f"{name} must have shape {expected}; got {tuple(h.shape)}")
 
     def recurrent_matrix(self, gate: str = "cell") -> torch.Tensor:
         """The hidden-to-hidden block of one gate ('input', 'forget', 'cell' or 'output')."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..parametrizations.orthogonal import INITS, init_skew_, skew
+from ..parametrizations.orthogonal import INITS, init_skew_, matrix_exp, skew
 from .base import RecurrentModel
 
 
@@ -44,4 +44,4 @@ class OrthogonalInitRNN(VanillaRNN):
                 nn.init.orthogonal_(self.weight_hh)
             else:
                 generator = init_skew_(torch.empty_like(self.weight_hh), init)
-                self.weight_hh.copy_(torch.linalg.matrix_exp(skew(generator)))
+                self.weight_hh.copy_(matrix_exp(skew(generator)))

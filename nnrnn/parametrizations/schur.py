@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from .orthogonal import INITS, init_skew_, skew
+from .orthogonal import INITS, init_skew_, matrix_exp, skew
 
 
 def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor:
@@ -75,7 +75,7 @@ class SchurForm(nn.Module):
         self._applied = False
 
     def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.linalg.matrix_exp(skew(x))
+        return matrix_exp(skew(x))
 
     def triangular_factor(self) -> torch.Tensor:
         return self.lower * self.mask

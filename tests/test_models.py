@@ -1,0 +1,700 @@
+"""The recurrent models behind nnrnn.create, param_groups and the parameter matching.
+
+Every non-gated model computes h_t = φ(V h_{t-1} + W_ih x_t + b) with V from
+``recurrent_matrix()``; the checks below compare against that formula written
+out as a Python loop, and against the documented structure of V (nnRNN's
+Schur form, expRNN's exponential, EURNN's Givens layers).
+
+Set NNRNN_TEST_DEVICE (e.g. "cuda") to run the same checks on another device.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import linear_sum_assignment
+from torch import nn
+from torch.func import functional_call
+
+import nnrnn
+from nnrnn.parametrizations import block_triangular_mask, schur, skew
+
+DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"]
+NON_GATED = [n for n in NAMES if n != "lstm"]
+
+
+def make(name: str, input_size: int = 3, hidden_size: int = 5, **options) -> nn.Module:
+    return nnrnn.create(name, input_size, hidden_size, **options).to(DEVICE)
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+
+def modrelu(z, b):
+    return torch.sign(z) * torch.relu(z.abs() + b)
+
+
+def manual_loop(model, x, h0):
+    """x (T, B, I), h0 (B, N) -> outputs (T, B, N): h_t = φ(V h_{t-1} + W_ih x_t + b), one step at a time."""
+    v = model.recurrent_matrix()
+    h = h0
+    outs = []
+    for x_t in x:
+        z = h @ v.T + x_t @ model.weight_ih.T
+        if model.bias is not None:
+            z = z + model.bias
+        if model.nonlinearity == "modrelu":
+            h = modrelu(z, model.modrelu_bias)
+        elif model.nonlinearity == "tanh":
+            h = torch.tanh(z)
+        elif model.nonlinearity == "relu":
+            h = torch.relu(z)
+        else:
+            h = z
+        outs.append(h)
+    return torch.stack(outs)
+
+
+def assert_same_spectrum(actual, expected, atol):
+    a = np.asarray(torch.as_tensor(actual).detach().cpu().to(torch.complex128))
+    b = np.asarray(torch.as_tensor(expected).detach().cpu().to(torch.complex128))
+    a, b = np.sort_complex(a), np.sort_complex(b)
+    assert a.shape == b.shape
+    rows, cols = linear_sum_assignment(np.abs(a[:, None] - b[None, :]))
+    err = np.abs(a[rows] - b[cols]).max()
+    assert err < atol, f"spectra differ by {err}:\n{a}\n{b}"
+
+
+def documented_spectrum(model):
+    """γ_i e^{±iθ_i} for i < n // 2, and +γ_last for odd n."""
+    form = model.schur_form
+    n = model.hidden_size
+    theta = form.theta.detach().cpu().double()
+    gamma = form.gamma.detach().cpu().double()
+    z = gamma[: n // 2] * torch.exp(1j * theta)
+    eig = torch.cat([z, z.conj()])
+    if n % 2:
+        eig = torch.cat([eig, gamma[n // 2:].to(torch.complex128)])
+    return eig
+
+
+def eigvals(v):
+    return torch.linalg.eigvals(v.detach().cpu().double())
+
+
+def orth_error(v):
+    eye = torch.eye(v.shape[-1], dtype=v.dtype, device=v.device)
+    return (v.T @ v - eye).norm().item()
+
+
+def assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-4):
+    """V = P (Λ + T) Pᵀ, P orthogonal, T strictly lower with zero in-block entries, spectrum γ e^{±iθ}."""
+    n = model.hidden_size
+    p, lam, t = model.schur_factors()
+    v = model.recurrent_matrix()
+    torch.testing.assert_close(v, p @ (lam + t) @ p.T, atol=atol, rtol=0)
+    assert orth_error(p) < 10 * atol
+    assert torch.linalg.det(p.detach().double()).item() == pytest.approx(1.0, abs=1e-4)
+    assert torch.equal(t, t.tril(-1)), "T is not strictly lower triangular"
+    idx = torch.arange(0, n - 1, 2)
+    assert torch.all(t[idx + 1, idx] == 0), "T is non-zero inside a 2×2 block"
+    form = model.schur_form
+    for i in range(n // 2):
+        g, th = form.gamma[i].item(), form.theta[i].item()
+        expected = torch.tensor([[g * math.cos(th), -g * math.sin(th)], [g * math.sin(th), g * math.cos(th)]],
+                                dtype=lam.dtype, device=lam.device)
+        torch.testing.assert_close(lam[2 * i:2 * i + 2, 2 * i:2 * i + 2], expected, atol=1e-6, rtol=1e-6)
+    blocks = torch.block_diag(*[lam[2 * i:2 * i + 2, 2 * i:2 * i + 2] for i in range(n // 2)],
+                              *([lam[-1:, -1:]] if n % 2 else []))
+    assert torch.equal(lam, blocks), "Λ is not block diagonal"
+    if n % 2:
+        assert lam[-1, -1] == form.gamma[-1]
+    assert_same_spectrum(eigvals(v), documented_spectrum(model), atol=eig_atol)
+
+
+def params(model):
+    return {k: p.detach().clone() for k, p in model.named_parameters()}
+
+
+# --------------------------------------------------------------------------- registry
+
+def test_registry_and_create():
+    assert list(nnrnn.MODELS) == NAMES
+    for name in NAMES:
+        model = nnrnn.create(name, 3, 4)
+        assert isinstance(model, nnrnn.MODELS[name])
+        assert model.input_size == 3 and model.hidden_size == 4
+
+
+def test_unknown_model_name_lists_valid_names():
+    with pytest.raises(ValueError) as info:
+        nnrnn.create("gru", 3, 4)
+    for name in NAMES:
+        assert name in str(info.value)
+    assert "gru" in str(info.value)
+
+
+# --------------------------------------------------------------------------- shapes
+
+T, B, I, N = 4, 3, 2, 5
+
+
+def initial_state(name, batch, unbatched=False):
+    shape = (1, N) if unbatched else (1, batch, N)
+    if name == "lstm":
+        return (randn(*shape), randn(*shape))
+    return randn(*shape)
+
+
+@pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
+@pytest.mark.parametrize("mode", ["time_first", "batch_first", "unbatched"])
+@pytest.mark.parametrize("name", NAMES)
+def test_forward_shapes(name, mode, with_hx):
+    torch.manual_seed(0)
+    model = make(name, I, N, batch_first=(mode == "batch_first"))
+    if mode == "time_first":
+        x, out_shape, h_shape = randn(T, B, I), (T, B, N), (1, B, N)
+    elif mode == "batch_first":
+        x, out_shape, h_shape = randn(B, T, I), (B, T, N), (1, B, N)
+    else:
+        x, out_shape, h_shape = randn(T, I), (T, N), (1, N)
+    hx = initial_state(name, B, mode == "unbatched") if with_hx else None
+    out, h_n = model(x, hx)
+    assert out.shape == out_shape and out.dtype == x.dtype and out.device == x.device
+    states = h_n if name == "lstm" else (h_n,)
+    if name == "lstm":
+        assert isinstance(h_n, tuple) and len(h_n) == 2
+    for s in states:
+        assert s.shape == h_shape
+    # h_n is the last output
+    last = out[:, -1] if mode == "batch_first" else out[-1]
+    torch.testing.assert_close(states[0].reshape(last.shape), last)
+    if with_hx:  # hx is used: a zero state gives a different result
+        out0, _ = model(x)
+        assert not torch.allclose(out, out0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_batch_first_and_unbatched_agree_with_time_first(name):
+    torch.manual_seed(0)
+    model = make(name, I, N)
+    x = randn(T, B, I)
+    hx = initial_state(name, B)
+    out, h_n = model(x, hx)
+    model.batch_first = True
+    out_bf, h_bf = model(x.transpose(0, 1), hx)
+    torch.testing.assert_close(out_bf, out.transpose(0, 1))
+    torch.testing.assert_close(h_bf, h_n)
+    model.batch_first = False
+    h1 = tuple(h[:, 1] for h in hx) if name == "lstm" else hx[:, 1]
+    out_u, h_u = model(x[:, 1], h1)
+    torch.testing.assert_close(out_u, out[:, 1], atol=1e-6, rtol=1e-5)
+    h_u = h_u[0] if name == "lstm" else h_u
+    torch.testing.assert_close(h_u, (h_n[0] if name == "lstm" else h_n)[:, 1], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_output_is_the_documented_recurrence(name):
+    torch.manual_seed(1)
+    model = make(name, I, N)
+    with torch.no_grad():  # make every term matter
+        model.bias.normal_()
+    x, h0 = randn(T, B, I), randn(1, B, N)
+    out, h_n = model(x, h0)
+    ref = manual_loop(model, x, h0[0])
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(h_n[0], ref[-1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("nonlinearity", ["modrelu", "tanh", "relu", None])
+def test_nnrnn_matches_a_manual_loop(nonlinearity):
+    torch.manual_seed(2)
+    model = make("nnrnn", 3, 6, nonlinearity=nonlinearity)
+    with torch.no_grad():  # a non-normal V with |γ| ≠ 1
+        model.schur_form.lower.normal_(0, 0.3)
+        model.schur_form.gamma.uniform_(0.8, 1.1)
+        model.bias.normal_()
+    x, h0 = randn(7, 2, 3), randn(1, 2, 6)
+    out, h_n = model(x, h0)
+    # the loop uses V = P (Λ + T) Pᵀ composed here, not the model's own weight_hh
+    p, lam, t = model.schur_factors()
+    v = p @ (lam + t) @ p.T
+    h = h0[0]
+    for step, x_t in enumerate(x):
+        z = h @ v.T + x_t @ model.weight_ih.T + model.bias
+        h = {"modrelu": lambda z: modrelu(z, model.modrelu_bias), "tanh": torch.tanh, "relu": torch.relu,
+             None: lambda z: z}[nonlinearity](z)
+        torch.testing.assert_close(out[step], h, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(h_n[0], h, atol=1e-5, rtol=1e-5)
+
+
+def test_linear_nnrnn_is_exactly_linear():
+    torch.manual_seed(3)
+    model = make("nnrnn", 3, 6, nonlinearity=None, bias=False).double()
+    assert model.bias is None and model.modrelu_bias is None
+    assert {k for k, _ in model.named_parameters()} == {
+        "weight_ih", "parametrizations.weight_hh.original", "parametrizations.weight_hh.0.theta",
+        "parametrizations.weight_hh.0.gamma", "parametrizations.weight_hh.0.lower"}
+    with torch.no_grad():
+        model.schur_form.lower.normal_(0, 0.5)
+        model.schur_form.gamma.uniform_(0.5, 1.2)
+    x, h0 = randn(5, 2, 3, dtype=torch.float64), randn(1, 2, 6, dtype=torch.float64)
+    out, h_n = model(x, h0)
+    v, w = model.recurrent_matrix(), model.weight_ih
+    h = h0[0]
+    for step, x_t in enumerate(x):
+        h = h @ v.T + x_t @ w.T
+        torch.testing.assert_close(out[step], h, atol=1e-12, rtol=1e-12)
+    # closed form: h_T = V^T h_0 + Σ_t V^{T-t} W x_t
+    closed = h0[0] @ torch.linalg.matrix_power(v, 5).T
+    for step, x_t in enumerate(x):
+        closed = closed + x_t @ w.T @ torch.linalg.matrix_power(v, 4 - step).T
+    torch.testing.assert_close(h_n[0], closed, atol=1e-10, rtol=1e-10)
+    # linear in the input: f(2x, 2h0) = 2 f(x, h0)
+    out2, _ = model(2 * x, 2 * h0)
+    torch.testing.assert_close(out2, 2 * out, atol=1e-12, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- nnRNN structure
+
+@pytest.mark.parametrize("init", ["henaff", "cayley", "random"])
+@pytest.mark.parametrize("n", [6, 7])
+def test_nnrnn_fresh_structure(init, n):
+    torch.manual_seed(4)
+    model = make("nnrnn", 3, n, init=init)
+    form = model.schur_form
+    assert form.theta.shape == (n // 2,) and form.gamma.shape == ((n + 1) // 2,)
+    assert torch.all(form.gamma == 1)
+    assert torch.all(form.lower == 0)
+    assert torch.all((form.theta >= 0) & (form.theta <= 2 * math.pi))
+    assert_nnrnn_structure(model)
+    # γ = 1 and T = 0: V is orthogonal and every eigenvalue has modulus 1
+    assert orth_error(model.recurrent_matrix()) < 1e-5
+    torch.testing.assert_close(eigvals(model.recurrent_matrix()).abs(), torch.ones(n, dtype=torch.float64),
+                               atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["nnrnn", "exprnn"])
+@pytest.mark.parametrize("init", ["henaff", "cayley", "random"])
+def test_initial_eigenvalues_have_modulus_one_and_generators_their_structure(name, init):
+    torch.manual_seed(5)
+    n = 8
+    model = make(name, 3, n, init=init)
+    eig = eigvals(model.recurrent_matrix())
+    torch.testing.assert_close(eig.abs(), torch.ones(n, dtype=torch.float64), atol=1e-5, rtol=0)
+    a = skew(model.parametrizations.weight_hh.original.detach())
+    torch.testing.assert_close(a, -a.T)
+    block_mask = torch.block_diag(*[torch.ones(2, 2, device=a.device)] * (n // 2)).bool()
+    if init in ("henaff", "cayley"):
+        assert torch.all(a[~block_mask] == 0), "generator is not 2×2 block diagonal"
+        s = a[torch.arange(0, n, 2), torch.arange(1, n, 2)]
+        assert torch.all(s != 0)
+        if init == "henaff":
+            assert torch.all(s.abs() <= math.pi)
+        else:
+            assert torch.all((s < 0) & (s > -1))
+    else:
+        assert (a[~block_mask].abs() > 1e-6).any(), "random init should give a dense generator"
+    if name == "exprnn":  # V = exp(A), so its eigenvalues are e^{±i s_i}
+        if init != "random":
+            z = torch.exp(1j * s.cpu().double())
+            assert_same_spectrum(eig, torch.cat([z, z.conj()]), atol=1e-5)
+
+
+@pytest.mark.parametrize("name,options", [("rnn-orth", {}), ("rnn-orth", {"init": "henaff"}),
+                                          ("rnn-orth", {"init": "cayley"}), ("eurnn", {})])
+def test_other_orthogonal_models_start_with_unit_modulus_eigenvalues(name, options):
+    torch.manual_seed(6)
+    model = make(name, 3, 7, **options)
+    v = model.recurrent_matrix()
+    assert orth_error(v) < 1e-5
+    torch.testing.assert_close(eigvals(v).abs(), torch.ones(7, dtype=torch.float64), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("n", [8, 7])
+def test_nnrnn_keeps_its_schur_form_through_training(n):
+    torch.manual_seed(7)
+    model = make("nnrnn", 3, n, init="henaff")
+    opt = torch.optim.RMSprop(nnrnn.param_groups(model, lr=1e-2, lr_orth=1e-3))
+    before = params(model)
+    x, target = randn(6, 4, 3), randn(6, 4, n)
+    for _ in range(5):
+        opt.zero_grad()
+        out, _ = model(x)
+        loss = (out - target).pow(2).mean() + model.regularization(delta=0.5, t_decay=1e-3)
+        loss.backward()
+        for name, p in model.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient for {name}"
+        opt.step()
+    after = params(model)
+    for name in before:
+        assert not torch.equal(before[name], after[name]), f"{name} did not change"
+    form = model.schur_form
+    mask = block_triangular_mask(n, device=DEVICE)
+    assert torch.all(form.triangular_factor()[mask] != 0), "every free entry of T should have moved"
+    assert torch.all(form.gamma != 1)
+    # the generator of P moved off its block-diagonal initialisation
+    a = skew(model.parametrizations.weight_hh.original.detach())
+    assert torch.all(a.tril(-1)[mask] != 0)
+
+    assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-3)
+    # the same factors composed in float64: the spectrum is exactly γ e^{±iθ} (+γ_last)
+    model64 = copy.deepcopy(model).double()
+    assert_nnrnn_structure(model64, atol=1e-12, eig_atol=1e-8)
+    assert not torch.allclose(model64.recurrent_matrix() @ model64.recurrent_matrix().T,
+                              torch.eye(n, dtype=torch.float64, device=DEVICE), atol=1e-3), "V should be non-normal now"
+
+
+def test_nnrnn_odd_size_last_block():
+    torch.manual_seed(8)
+    model = make("nnrnn", 2, 7).double()
+    form = model.schur_form
+    with torch.no_grad():
+        form.gamma.copy_(torch.tensor([0.9, 1.1, 0.95, 0.7], dtype=torch.float64))
+        form.lower.normal_(0, 0.3)
+    p, lam, t = model.schur_factors()
+    assert lam[6, 6].item() == pytest.approx(0.7)
+    assert torch.all(lam[6, :6] == 0) and torch.all(lam[:6, 6] == 0)
+    assert torch.all(t[6, :6] != 0)  # the last row of T is free (no in-block entry)
+    assert torch.all(t[:, 6] == 0)
+    eig = eigvals(model.recurrent_matrix())
+    assert (eig - 0.7).abs().min() < 1e-8, f"+γ_last = 0.7 missing from {eig}"
+    assert_nnrnn_structure(model, atol=1e-12, eig_atol=1e-8)
+
+
+def test_nnrnn_regularization_by_hand():
+    torch.manual_seed(9)
+    model = make("nnrnn", 3, 6)
+    assert model.regularization(2.0, 3.0).item() == 0.0
+    with torch.no_grad():
+        model.schur_form.gamma.copy_(torch.tensor([0.5, 1.5, 1.1]))
+        model.schur_form.lower.normal_()  # masked entries too; they are not part of T
+    lower = model.schur_form.lower.detach()
+    t_sq = sum(lower[i, j].item() ** 2 for i in range(6) for j in range(i) if not (i % 2 == 1 and j == i - 1))
+    expected = 2.0 * (0.25 + 0.25 + 0.01) + 3.0 * t_sq
+    reg = model.regularization(delta=2.0, t_decay=3.0)
+    assert reg.item() == pytest.approx(expected, rel=1e-5)
+    assert model.regularization(2.0, 0.0).item() == pytest.approx(2.0 * 0.51, rel=1e-5)
+    reg.backward()
+    torch.testing.assert_close(model.schur_form.gamma.grad,
+                               -2 * 2.0 * (1 - model.schur_form.gamma.detach()))
+
+
+@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "lstm"])
+def test_regularization_is_zero_for_the_other_models(name):
+    reg = make(name).regularization(1.0, 1.0)
+    assert reg.shape == () and reg.item() == 0.0
+
+
+def test_nnrnn_generator_argument_is_reproducible():
+    a = make("nnrnn", 2, 6, generator=torch.Generator().manual_seed(11), init="random")
+    b = make("nnrnn", 2, 6, generator=torch.Generator().manual_seed(11), init="random")
+    torch.testing.assert_close(a.recurrent_matrix(), b.recurrent_matrix())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_dict_round_trip_and_deepcopy(name):
+    torch.manual_seed(12)
+    model = make(name)
+    if name == "nnrnn":
+        with torch.no_grad():
+            model.schur_form.lower.normal_()
+    x = randn(4, 2, 3)
+    out, _ = model(x)
+    fresh = make(name)
+    fresh.load_state_dict(model.state_dict())
+    torch.testing.assert_close(fresh(x)[0], out)
+    torch.testing.assert_close(copy.deepcopy(model)(x)[0], out)
+
+
+# --------------------------------------------------------------------------- gradients
+
+@pytest.mark.parametrize("name,n", [("nnrnn", 5), ("exprnn", 4), ("eurnn", 6)])
+def test_gradcheck_wrt_input_state_and_parameters(name, n):
+    torch.manual_seed(13)
+    model = make(name, 3, n).double()
+    if name == "nnrnn":
+        with torch.no_grad():
+            model.schur_form.lower.normal_(0, 0.3)
+            model.schur_form.gamma.uniform_(0.8, 1.1)
+    names = [k for k, _ in model.named_parameters()]
+    values = tuple(p.detach().clone().requires_grad_() for _, p in model.named_parameters())
+    x = randn(3, 2, 3, dtype=torch.float64).requires_grad_()
+    h0 = randn(1, 2, n, dtype=torch.float64).requires_grad_()
+
+    def f(x, h0, *values):
+        return functional_call(model, dict(zip(names, values)), (x, h0))
+
+    # every input really reaches the output (else gradcheck would pass vacuously)
+    out, h_n = f(x, h0, *values)
+    grads = torch.autograd.grad(out.sum() + h_n.pow(2).sum(), (x, h0) + values)
+    for k, g in zip(["input", "hx"] + names, grads):
+        assert g.abs().sum() > 0, f"no gradient reaches {k}"
+    assert torch.autograd.gradcheck(f, (x, h0) + values)
+
+
+def test_exprnn_stays_orthogonal_through_training():
+    torch.manual_seed(14)
+    n = 16
+    model = make("exprnn", 3, n, init="cayley")
+    v0 = model.recurrent_matrix().detach().clone()
+    opt = torch.optim.RMSprop(nnrnn.param_groups(model, lr=1e-2, lr_orth=1e-2))
+    x, target = randn(5, 4, 3), randn(5, 4, n)
+    worst = 0.0
+    for _ in range(50):
+        opt.zero_grad()
+        out, _ = model(x)
+        (out - target).pow(2).mean().backward()
+        opt.step()
+        worst = max(worst, orth_error(model.recurrent_matrix().detach()))
+    assert worst < 1e-5
+    v = model.recurrent_matrix().detach()
+    assert (v - v0).norm() > 0.5, "the learning rate should be large enough to move V"
+    assert torch.linalg.det(v.double()).item() == pytest.approx(1.0, abs=1e-5)
+
+
+def givens_product(model):
+    """V built by hand from the EURNN docstring: layer ℓ rotates (0,1),(2,3),… (ℓ even) or (1,2),(3,4),… (ℓ odd)."""
+    n = model.hidden_size
+    v = torch.eye(n, dtype=torch.float64)
+    for layer in range(model.capacity):
+        odd = layer % 2 == 1
+        angles = (model.odd_angles if odd else model.even_angles)[layer // 2].detach().cpu().double()
+        g = torch.eye(n, dtype=torch.float64)
+        for k, a in enumerate(range(1 if odd else 0, n - 1, 2)):
+            c, s = torch.cos(angles[k]), torch.sin(angles[k])
+            g[a, a], g[a, a + 1], g[a + 1, a], g[a + 1, a + 1] = c, -s, s, c
+        v = g @ v
+    return v
+
+
+@pytest.mark.parametrize("n", [5, 6])
+@pytest.mark.parametrize("capacity", [1, 2, 3, 4, None, "n"])
+def test_eurnn_is_a_rotation_for_any_angles(n, capacity):
+    torch.manual_seed(15)
+    capacity = n if capacity == "n" else capacity
+    model = make("eurnn", 2, n, capacity=capacity)
+    expected_capacity = max(2, n // 2) if capacity is None else capacity
+    assert model.capacity == expected_capacity
+    n_angles = (expected_capacity + 1) // 2 * (n // 2) + expected_capacity // 2 * ((n - 1) // 2)
+    assert model.even_angles.numel() + model.odd_angles.numel() == n_angles
+    for scale in (1.0, 10.0):
+        with torch.no_grad():
+            model.even_angles.uniform_(-scale, scale)
+            model.odd_angles.uniform_(-scale, scale)
+        v = model.recurrent_matrix()
+        assert orth_error(v) < 1e-5
+        assert torch.linalg.det(v.detach().double()).item() == pytest.approx(1.0, abs=1e-5)
+        torch.testing.assert_close(v.detach().cpu().double(), givens_product(model), atol=1e-5, rtol=0)
+
+
+def test_eurnn_full_capacity_is_not_block_diagonal():
+    torch.manual_seed(16)
+    v = make("eurnn", 2, 6, capacity=6).recurrent_matrix().detach()
+    assert (v.abs() > 1e-6).sum() > 6 * 4  # mixes every unit with every other
+
+
+def test_eurnn_bad_capacity():
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError):
+            nnrnn.create("eurnn", 2, 4, capacity=bad)
+
+
+# --------------------------------------------------------------------------- param_groups
+
+def group_ids(groups):
+    return [id(p) for g in groups for p in g["params"]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_param_groups_cover_every_parameter_once(name):
+    model = make(name)
+    groups = nnrnn.param_groups(model, lr=1e-3, lr_orth=1e-4)
+    ids = group_ids(groups)
+    assert len(ids) == len(set(ids))
+    assert set(ids) == {id(p) for p in model.parameters()}
+    assert len(ids) == len(list(model.parameters()))
+    orth = [g for g in groups if g["lr"] == 1e-4]
+    default = [g for g in groups if g["lr"] == 1e-3]
+    assert len(default) == 1
+    if name in ("nnrnn", "exprnn"):
+        assert len(groups) == 2 and len(orth) == 1
+        assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh.original)]
+    else:
+        assert len(groups) == 1 and not orth
+    opt = torch.optim.RMSprop(groups)  # usable as is
+    assert [g["lr"] for g in opt.param_groups] == [g["lr"] for g in groups]
+
+
+def test_param_groups_find_a_schur_generator_on_torch_rnn():
+    rnn = schur(nn.RNN(3, 6), "weight_hh_l0")
+    groups = nnrnn.param_groups(rnn, lr=1e-3, lr_orth=1e-5)
+    orth = [g for g in groups if g["lr"] == 1e-5]
+    assert [id(p) for p in orth[0]["params"]] == [id(rnn.parametrizations.weight_hh_l0.original)]
+    assert set(group_ids(groups)) == {id(p) for p in rnn.parameters()}
+
+
+@pytest.mark.parametrize("bad", [0, -1e-3, float("nan"), "0.1", None, True])
+def test_param_groups_invalid_lr(bad):
+    model = make("nnrnn")
+    with pytest.raises(ValueError):
+        nnrnn.param_groups(model, lr=bad, lr_orth=1e-3)
+    with pytest.raises(ValueError):
+        nnrnn.param_groups(model, lr=1e-3, lr_orth=bad)
+
+
+# --------------------------------------------------------------------------- parameter matching
+
+def test_hidden_size_for_reproduces_the_paper():
+    assert nnrnn.hidden_size_for("nnrnn", 18900, 10, 9) == 128  # copy task, 18.9K
+    assert nnrnn.hidden_size_for("exprnn", 18900, 10, 9) in (175, 176)
+    assert nnrnn.hidden_size_for("nnrnn", 269000, 1, 10) == 512  # psMNIST, 269K
+    assert nnrnn.hidden_size_for("lstm", 269000, 1, 10) == 257
+
+
+@pytest.mark.parametrize("name,target,i,o", [("nnrnn", 18900, 10, 9), ("rnn", 18900, 10, 9),
+                                             ("lstm", 269000, 1, 10), ("eurnn", 5000, 3, 4)])
+def test_hidden_size_for_is_the_closest(name, target, i, o):
+    n = nnrnn.hidden_size_for(name, target, i, o)
+    best = abs(nnrnn.parameter_count(name, i, n, o) - target)
+    for m in (n - 1, n + 1):
+        assert abs(nnrnn.parameter_count(name, i, m, o) - target) >= best
+
+
+def test_hidden_size_for_invalid():
+    for bad in (0, -5, 1.5, "100"):
+        with pytest.raises(ValueError):
+            nnrnn.hidden_size_for("rnn", bad, 1, 1)
+    with pytest.raises(ValueError):
+        nnrnn.hidden_size_for("gru", 1000, 1, 1)
+
+
+def trainable(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("name,options", [
+    ("rnn", {}), ("rnn", {"bias": False}), ("rnn", {"nonlinearity": "tanh"}),
+    ("rnn-orth", {"nonlinearity": None, "bias": False}),
+    ("lstm", {}), ("lstm", {"bias": False}),
+    ("eurnn", {}), ("eurnn", {"capacity": 3}), ("eurnn", {"capacity": 7, "nonlinearity": "relu"}),
+])
+def test_parameter_count_is_the_number_of_trainable_entries(name, options):
+    for n in (1, 6, 7):
+        model = nnrnn.create(name, 3, n, **options)
+        assert nnrnn.parameter_count(name, 3, n, **options) == trainable(model)
+        readout = nn.Linear(n, 4)
+        assert nnrnn.parameter_count(name, 3, n, 4, **options) == trainable(model) + trainable(readout)
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 7])
+def test_parameter_count_of_constrained_models_counts_degrees_of_freedom(n):
+    # expRNN: only the strict lower triangle of the generator is free
+    model = nnrnn.create("exprnn", 3, n)
+    unused = n * (n + 1) // 2
+    assert nnrnn.parameter_count("exprnn", 3, n) == trainable(model) - unused
+    # nnRNN: generator's strict lower triangle, T's free entries, θ, γ
+    model = nnrnn.create("nnrnn", 3, n)
+    free_t = int(block_triangular_mask(n).sum())
+    unused = n * (n + 1) // 2 + (n * n - free_t)
+    assert nnrnn.parameter_count("nnrnn", 3, n) == trainable(model) - unused
+
+
+# --------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_input_size(name):
+    model = make(name, 3, 7)
+    for x in (randn(4, 2, 5), randn(4, 5)):
+        with pytest.raises(ValueError) as info:
+            model(x)
+        msg = str(info.value)
+        assert re.search(r"expected\D*\b3\b", msg) and re.search(r"got\D*\b5\b", msg), msg
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_hx_shape(name):
+    model = make(name, 3, 5)
+    x = randn(4, 2, 3)
+    bad_shapes = [(1, 3, 5), (1, 2, 6), (2, 5), (2, 1, 2, 5)]
+    for shape in bad_shapes:
+        hx = (randn(*shape), randn(*shape)) if name == "lstm" else randn(*shape)
+        with pytest.raises(ValueError):
+            model(x, hx)
+    # unbatched input takes a (1, N) state, not a batched one
+    hx = (randn(1, 1, 5), randn(1, 1, 5)) if name == "lstm" else randn(1, 1, 5)
+    with pytest.raises(ValueError):
+        model(randn(4, 3), hx)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_non_float_input(name):
+    model = make(name, 3, 5)
+    for dtype in (torch.long, torch.int32, torch.bool):
+        with pytest.raises(TypeError):
+            model(torch.zeros(4, 2, 3, dtype=dtype, device=DEVICE))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_sizes(name):
+    for bad in (0, -3):
+        with pytest.raises(ValueError):
+            nnrnn.create(name, 3, bad)
+        with pytest.raises(ValueError):
+            nnrnn.create(name, bad, 4)
+    for bad in ("a", 2.5, True, None):
+        with pytest.raises(TypeError):
+            nnrnn.create(name, 3, bad)
+
+
+@pytest.mark.parametrize("name", ["nnrnn", "exprnn", "rnn-orth"])
+def test_bad_init(name):
+    with pytest.raises(ValueError, match="henaff"):
+        nnrnn.create(name, 3, 4, init="glorot")
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_nonlinearity_option(name):
+    with pytest.raises(ValueError):
+        nnrnn.create(name, 3, 4, nonlinearity="sigmoid")
+    assert nnrnn.create(name, 3, 4, nonlinearity="none").nonlinearity is None
+
+
+def test_lstm_gate_blocks():
+    model = make("lstm", 3, 4)
+    for k, gate in enumerate(["input", "forget", "cell", "output"]):
+        torch.testing.assert_close(model.recurrent_matrix(gate), model.weight_hh_l0[4 * k:4 * k + 4])
+    with pytest.raises(ValueError):
+        model.recurrent_matrix("update")
+    assert torch.all(model.bias_ih_l0 == 0) and torch.all(model.bias_hh_l0 == 0)
+
+
+# --------------------------------------------------------------------------- dtype / device
+
+@pytest.mark.parametrize("name", NAMES)
+def test_double_precision(name):
+    torch.manual_seed(17)
+    model = make(name)
+    x = randn(4, 2, 3)
+    out32, _ = model(x)
+    model.double()
+    for p in model.parameters():
+        assert p.dtype == torch.float64
+    out64, h_n = model(x.double())
+    assert out64.dtype == torch.float64
+    torch.testing.assert_close(out64.float(), out32, atol=1e-5, rtol=1e-4)
+    out64.sum().backward()
+    if name != "lstm":
+        assert model.recurrent_matrix().dtype == torch.float64
+    if name == "nnrnn":
+        assert model.schur_form.mask.dtype == torch.float64
+        assert_nnrnn_structure(model, atol=1e-12, eig_atol=1e-8)
+    if name == "exprnn":
+        assert orth_error(model.recurrent_matrix()) < 1e-12

@@ -1,0 +1,407 @@
+"""nnrnn.parametrizations: the orthogonal (expRNN) and Schur-form (nnRNN) constraints.
+
+Everything is checked against the formulas in the module docstrings:
+
+    Q = exp(A),  A = L - Lᵀ,  L = tril(X, -1)
+    V = P (Λ + T) Pᵀ,  P = exp(skew(X)),  Λ = blockdiag(γ_i R(θ_i)) [+ γ_last],  T masked lower
+
+Set NNRNN_TEST_DEVICE (e.g. "cuda") to run the same checks on another device.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import linear_sum_assignment
+from torch import nn
+from torch.func import functional_call
+
+from nnrnn.parametrizations import (INITS, MatrixExpOrthogonal, SchurForm, block_triangular_mask, init_skew_,
+                                    orthogonal, rotation_blocks, schur, skew)
+
+DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
+
+
+# --------------------------------------------------------------------------- helpers
+
+def assert_orthogonal(q: torch.Tensor, atol: float = 1e-5) -> None:
+    eye = torch.eye(q.shape[-1], dtype=q.dtype, device=q.device)
+    err = (q.transpose(-2, -1) @ q - eye).abs().max().item()
+    assert err < atol, f"QᵀQ - I has max entry {err}"
+
+
+def assert_same_spectrum(actual, expected, atol: float = 1e-4) -> None:
+    """The two complex multisets are equal: pair them off (optimal matching) and compare."""
+    a = np.sort_complex(np.asarray(torch.as_tensor(actual).detach().cpu().to(torch.complex128)))
+    b = np.sort_complex(np.asarray(torch.as_tensor(expected).detach().cpu().to(torch.complex128)))
+    assert a.shape == b.shape, f"{a.shape} eigenvalues, expected {b.shape}"
+    rows, cols = linear_sum_assignment(np.abs(a[:, None] - b[None, :]))
+    err = np.abs(a[rows] - b[cols]).max() if len(a) else 0.0
+    assert err < atol, f"spectra differ by {err}:\n{a}\n{b}"
+
+
+def expected_spectrum(theta: torch.Tensor, gamma: torch.Tensor, n: int) -> torch.Tensor:
+    """γ_i e^{±iθ_i} for the n // 2 blocks, and +γ_last when n is odd."""
+    theta = theta.detach().cpu().double()
+    gamma = gamma.detach().cpu().double()
+    m = n // 2
+    z = gamma[:m] * torch.exp(1j * theta)
+    eig = torch.cat([z, z.conj()])
+    if n % 2:
+        eig = torch.cat([eig, gamma[m:].to(torch.complex128)])
+    return eig
+
+
+def eigvals(v: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.eigvals(v.detach().cpu().double())
+
+
+def assert_schur_form(module: nn.Module, name: str, atol: float = 1e-5) -> None:
+    """module.<name> = P (Λ + T) Pᵀ with every factor of the documented shape, and the right spectrum."""
+    form = module.parametrizations[name][0]
+    x = module.parametrizations[name].original
+    n = form.n
+    p, lam, t = form.factors(x)
+    v = getattr(module, name)
+    assert v.shape == (n, n)
+    torch.testing.assert_close(v, p @ (lam + t) @ p.T, atol=atol, rtol=0)
+    # P orthogonal, P = exp(skew(X)) with det +1
+    assert_orthogonal(p, atol)
+    torch.testing.assert_close(p, torch.linalg.matrix_exp(skew(x).double()).to(x.dtype), atol=atol, rtol=0)
+    assert torch.linalg.det(p.double()).item() == pytest.approx(1.0, abs=1e-4)
+    # T strictly lower triangular, zero inside the 2×2 blocks
+    assert torch.equal(t, t.tril(-1))
+    idx = torch.arange(0, n - 1, 2)
+    assert torch.all(t[idx + 1, idx] == 0)
+    # Λ block diagonal: γ_i R(θ_i)
+    m = n // 2
+    for i in range(m):
+        g, th = form.gamma[i], form.theta[i]
+        block = torch.stack([torch.stack([g * torch.cos(th), -g * torch.sin(th)]),
+                             torch.stack([g * torch.sin(th), g * torch.cos(th)])])
+        torch.testing.assert_close(lam[2 * i:2 * i + 2, 2 * i:2 * i + 2], block, atol=1e-6, rtol=0)
+    if n % 2:
+        assert lam[-1, -1] == form.gamma[-1]
+    off = lam.clone()
+    for i in range(m):
+        off[2 * i:2 * i + 2, 2 * i:2 * i + 2] = 0
+    if n % 2:
+        off[-1, -1] = 0
+    assert torch.all(off == 0), "Λ has entries outside its diagonal blocks"
+    # the spectrum of V is exactly γ_i e^{±iθ_i} (+γ_last)
+    assert_same_spectrum(eigvals(v), expected_spectrum(form.theta, form.gamma, n), atol=1e-4)
+
+
+def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: p.detach().clone() for k, p in module.named_parameters()}
+
+
+# --------------------------------------------------------------------------- skew / orthogonal
+
+def test_skew_uses_only_the_strict_lower_triangle():
+    x = torch.randn(5, 5, device=DEVICE)
+    a = skew(x)
+    torch.testing.assert_close(a, -a.T)
+    assert torch.all(a.diagonal() == 0)
+    torch.testing.assert_close(a.tril(-1), x.tril(-1))
+    y = x.tril(-1) + (x + 3.0).triu()  # changing the upper triangle and diagonal does not change A
+    assert not torch.equal(y, x)
+    torch.testing.assert_close(skew(y), a)
+
+
+@pytest.mark.parametrize("init", INITS)
+@pytest.mark.parametrize("n", [5, 6])
+def test_orthogonal_on_linear_is_a_rotation(init, n):
+    torch.manual_seed(0)
+    layer = orthogonal(nn.Linear(n, n, bias=False).to(DEVICE), init=init)
+    w = layer.weight
+    assert_orthogonal(w)
+    assert torch.linalg.det(w.detach().double()).item() == pytest.approx(1.0, abs=1e-5)
+    x = layer.parametrizations.weight.original
+    torch.testing.assert_close(w, torch.linalg.matrix_exp(skew(x).double()).to(x.dtype))
+    y = layer(torch.randn(3, n, device=DEVICE))
+    assert y.shape == (3, n)
+
+
+@pytest.mark.parametrize("init", ["henaff", "cayley"])
+@pytest.mark.parametrize("n", [6, 7])
+def test_block_inits_give_a_2x2_block_diagonal_skew_generator(init, n):
+    torch.manual_seed(1)
+    x = torch.randn(n, n, device=DEVICE)  # garbage everywhere; init must overwrite all of it
+    init_skew_(x, init)
+    a = skew(x)
+    m = n // 2
+    s = torch.stack([a[2 * i, 2 * i + 1] for i in range(m)])
+    expected = torch.zeros_like(a)
+    for i in range(m):
+        expected[2 * i, 2 * i + 1] = s[i]
+        expected[2 * i + 1, 2 * i] = -s[i]
+    assert torch.equal(a, expected), "generator is not blockdiag(s_i J)"
+    assert torch.all(s != 0)
+    if init == "henaff":
+        assert torch.all(s.abs() <= math.pi)
+    else:  # s = -tan(u/2), u ~ U(0, π/2)
+        assert torch.all((s <= 0) & (s >= -1))
+    if n % 2:
+        assert torch.all(a[-1] == 0) and torch.all(a[:, -1] == 0)  # last unit not rotated
+    # only the strict lower triangle is stored
+    assert torch.all(x.triu() == 0)
+    # eigenvalues of exp(A) are e^{±i s_i} (and 1 for odd n)
+    q = torch.linalg.matrix_exp(a.double())
+    z = torch.exp(1j * s.cpu().double())
+    expected_eigs = torch.cat([z, z.conj()] + ([torch.ones(1, dtype=torch.complex128)] if n % 2 else []))
+    assert_same_spectrum(eigvals(q), expected_eigs, atol=1e-5)
+
+
+def test_random_init_is_a_haar_rotation_logarithm():
+    g = torch.Generator().manual_seed(3)
+    x = torch.empty(6, 6)
+    init_skew_(x, "random", generator=g)
+    q = torch.linalg.matrix_exp(skew(x.double()))
+    assert_orthogonal(q, 1e-10)
+    assert torch.linalg.det(q).item() == pytest.approx(1.0)
+    a = skew(x)
+    assert not torch.allclose(a, torch.zeros_like(a))
+    # not block diagonal: a dense generator
+    assert (a.abs() > 1e-6).sum() > 2 * 3
+    # reproducible through the generator
+    x2 = torch.empty(6, 6)
+    init_skew_(x2, "random", generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(x, x2)
+
+
+def test_orthogonal_init_none_keeps_a_rotation_and_rejects_others():
+    torch.manual_seed(0)
+    q = torch.linalg.matrix_exp(skew(torch.randn(5, 5, dtype=torch.float64) * 0.5))
+    layer = nn.Linear(5, 5, bias=False).double()
+    with torch.no_grad():
+        layer.weight.copy_(q)
+    orthogonal(layer, init=None)
+    torch.testing.assert_close(layer.weight, q, atol=1e-8, rtol=0)
+
+    bad = nn.Linear(5, 5, bias=False)
+    with torch.no_grad():
+        bad.weight.copy_(torch.randn(5, 5) * 3)
+    with pytest.raises(ValueError):
+        orthogonal(bad, init=None)
+
+
+def test_orthogonal_assignment_of_a_rotation_round_trips_and_of_others_raises():
+    torch.manual_seed(0)
+    layer = orthogonal(nn.Linear(4, 4, bias=False).double())
+    q = torch.linalg.matrix_exp(skew(torch.randn(4, 4, dtype=torch.float64) * 0.3))
+    layer.weight = q
+    torch.testing.assert_close(layer.weight, q, atol=1e-8, rtol=0)
+    reflection = torch.diag(torch.tensor([-1.0, 1.0, 1.0, 1.0], dtype=torch.float64))
+    with pytest.raises(ValueError):
+        layer.weight = reflection
+    with pytest.raises(ValueError):
+        layer.weight = 2 * q
+
+
+def test_orthogonal_errors():
+    with pytest.raises(ValueError):
+        orthogonal(nn.Linear(3, 4))  # weight 4×3
+    with pytest.raises(ValueError):
+        orthogonal(nn.Linear(4, 4), name="bias")
+    with pytest.raises(ValueError):
+        orthogonal(nn.Linear(4, 4), init="glorot")
+    with pytest.raises(ValueError, match="henaff"):
+        init_skew_(torch.empty(4, 4), "nope")
+
+
+@pytest.mark.parametrize("s", [0.06, 0.3, 0.45, 0.5, 0.55, 0.58, 0.7, 1.2, 2.0, 3.1])
+def test_orthogonal_weight_is_orthogonal_to_float32_rounding_for_block_generators(s):
+    # exp(blockdiag(s J)) is a rotation by s; torch 2.13's float32 matrix_exp is off by ~3e-5
+    # for |s| ≈ 0.5 (pytorch/pytorch#196592), nnrnn's matrix_exp must not be.
+    layer = orthogonal(nn.Linear(4, 4, bias=False).to(DEVICE))
+    x = torch.zeros(4, 4, device=DEVICE)
+    x[1, 0], x[3, 2] = -s, -0.5 * s
+    with torch.no_grad():
+        layer.parametrizations.weight.original.copy_(x)
+    w = layer.weight
+    assert_orthogonal(w, atol=1e-6)
+    c, sn = math.cos(s), math.sin(s)
+    torch.testing.assert_close(w[:2, :2].double().cpu(), torch.tensor([[c, sn], [-sn, c]], dtype=torch.float64),
+                               atol=1e-6, rtol=0)
+    # the same in the Schur form's P
+    lin = schur(nn.Linear(4, 4).to(DEVICE))
+    p = lin.parametrizations.weight[0].orthogonal_factor(x)
+    assert_orthogonal(p, atol=1e-6)
+
+
+def test_matrix_exp_orthogonal_gradcheck():
+    x = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(MatrixExpOrthogonal(), (x,))
+
+
+# --------------------------------------------------------------------------- Schur form pieces
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
+def test_block_triangular_mask(n):
+    mask = block_triangular_mask(n)
+    assert mask.dtype == torch.bool and mask.shape == (n, n)
+    assert torch.equal(mask, mask.tril(-1))
+    for i in range(n // 2):
+        assert not mask[2 * i + 1, 2 * i]
+    assert int(mask.sum()) == n * (n - 1) // 2 - n // 2
+    # every other strictly-lower entry is free
+    expected = torch.ones(n, n, dtype=torch.bool).tril(-1)
+    for i in range(n // 2):
+        expected[2 * i + 1, 2 * i] = False
+    assert torch.equal(mask, expected)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 7])
+def test_rotation_blocks(n):
+    torch.manual_seed(n)
+    theta = torch.rand(n // 2, dtype=torch.float64) * 2 * math.pi
+    gamma = 0.5 + torch.rand((n + 1) // 2, dtype=torch.float64)
+    lam = rotation_blocks(theta, gamma, n)
+    assert lam.shape == (n, n)
+    expected = torch.zeros(n, n, dtype=torch.float64)
+    for i in range(n // 2):
+        c, s = torch.cos(theta[i]), torch.sin(theta[i])
+        expected[2 * i:2 * i + 2, 2 * i:2 * i + 2] = gamma[i] * torch.tensor([[c, -s], [s, c]])
+    if n % 2:
+        expected[-1, -1] = gamma[-1]
+    torch.testing.assert_close(lam, expected)
+    assert_same_spectrum(eigvals(lam), expected_spectrum(theta, gamma, n), atol=1e-10)
+
+
+def test_schur_form_gradcheck_wrt_every_factor():
+    torch.manual_seed(0)
+    form = SchurForm(5, dtype=torch.float64)
+    x = init_skew_(torch.empty(5, 5, dtype=torch.float64), "random").requires_grad_()
+    theta = form.theta.detach().clone().requires_grad_()
+    gamma = (form.gamma.detach() + 0.1 * torch.randn(3, dtype=torch.float64)).requires_grad_()
+    lower = torch.randn(5, 5, dtype=torch.float64).requires_grad_()
+
+    def f(x, theta, gamma, lower):
+        return functional_call(form, {"theta": theta, "gamma": gamma, "lower": lower}, (x,))
+
+    assert torch.autograd.gradcheck(f, (x, theta, gamma, lower))
+    # the masked entries of `lower` do not reach V, the free ones do
+    (g_lower,) = torch.autograd.grad(f(x, theta, gamma, lower).pow(2).sum(), lower)
+    mask = block_triangular_mask(5)
+    assert torch.all(g_lower[~mask] == 0)
+    assert torch.all(g_lower[mask] != 0)
+
+
+# --------------------------------------------------------------------------- schur() on plain modules
+
+@pytest.mark.parametrize("init", INITS)
+@pytest.mark.parametrize("n", [6, 7])
+def test_schur_on_linear_fresh(init, n):
+    torch.manual_seed(0)
+    layer = schur(nn.Linear(n, n).to(DEVICE), init=init)
+    form = layer.parametrizations.weight[0]
+    assert isinstance(form, SchurForm)
+    assert form.theta.shape == (n // 2,) and form.gamma.shape == ((n + 1) // 2,)
+    assert torch.all(form.gamma == 1)
+    assert torch.all((form.theta >= 0) & (form.theta < 2 * math.pi))
+    assert torch.all(form.triangular_factor() == 0)
+    assert_schur_form(layer, "weight")
+    eig = eigvals(layer.weight)
+    torch.testing.assert_close(eig.abs(), torch.ones(n, dtype=torch.float64), atol=1e-5, rtol=0)
+    # the forward uses V
+    x = torch.randn(3, n, device=DEVICE)
+    torch.testing.assert_close(layer(x), x @ layer.weight.T + layer.bias)
+
+
+def test_schur_generator_makes_it_reproducible():
+    a = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")
+    b = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")
+    c = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(6), init="random")
+    torch.testing.assert_close(a.weight, b.weight)
+    assert not torch.allclose(a.weight, c.weight)
+
+
+def test_schur_errors():
+    with pytest.raises(ValueError):
+        schur(nn.Linear(4, 5))  # weight 5×4
+    with pytest.raises(ValueError):
+        schur(nn.Linear(4, 4), name="bias")
+    with pytest.raises(ValueError):
+        schur(nn.Linear(4, 4), name="no_such_weight")
+    with pytest.raises(ValueError, match="cayley"):
+        schur(nn.Linear(4, 4), init="glorot")
+
+
+def test_assigning_a_schur_weight_raises():
+    layer = schur(nn.Linear(4, 4))
+    before = layer.weight.detach().clone()
+    with pytest.raises(ValueError):
+        layer.weight = torch.eye(4)
+    with pytest.raises(ValueError):
+        layer.weight = torch.randn(4, 4)
+    torch.testing.assert_close(layer.weight, before)  # unchanged
+
+
+def rnn_reference(rnn: nn.RNN, x: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.nn.RNN's tanh recurrence written out, with the module's current weights."""
+    w_ih, w_hh = rnn.weight_ih_l0, rnn.weight_hh_l0
+    h = h0[0]
+    outs = []
+    for x_t in x:
+        h = torch.tanh(x_t @ w_ih.T + rnn.bias_ih_l0 + h @ w_hh.T + rnn.bias_hh_l0)
+        outs.append(h)
+    return torch.stack(outs), h.unsqueeze(0)
+
+
+def test_schur_on_torch_rnn_trains_and_keeps_its_form():
+    torch.manual_seed(0)
+    n = 6
+    rnn = schur(nn.RNN(3, n).to(DEVICE), "weight_hh_l0", init="henaff")
+    form = rnn.parametrizations.weight_hh_l0[0]
+    torch.testing.assert_close(eigvals(rnn.weight_hh_l0).abs(), torch.ones(n, dtype=torch.float64),
+                               atol=1e-5, rtol=0)
+    assert_schur_form(rnn, "weight_hh_l0")
+
+    x = torch.randn(5, 2, 3, device=DEVICE)
+    h0 = torch.randn(1, 2, n, device=DEVICE)
+    out, h_n = rnn(x, h0)
+    ref_out, ref_h = rnn_reference(rnn, x, h0)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(h_n, ref_h, atol=1e-5, rtol=1e-5)
+
+    # gradients reach every factor of V
+    out.pow(2).sum().backward()
+    factors = {"original": rnn.parametrizations.weight_hh_l0.original, "theta": form.theta,
+               "gamma": form.gamma, "lower": form.lower}
+    for name, p in factors.items():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
+
+    before = snapshot(rnn)
+    opt = torch.optim.RMSprop(rnn.parameters(), lr=1e-2)
+    for _ in range(5):
+        opt.zero_grad()
+        out, _ = rnn(x, h0)
+        (out.pow(2).mean() + form.regularization(0.1, 1e-3)).backward()
+        opt.step()
+    after = snapshot(rnn)
+    for key in before:
+        assert not torch.equal(before[key], after[key]), f"{key} did not change"
+    assert form.triangular_factor().abs().sum() > 0 and torch.any(form.gamma != 1)
+    assert_schur_form(rnn, "weight_hh_l0")
+    # the fused module runs on the *current* V (not a stale copy taken at registration)
+    out, h_n = rnn(x, h0)
+    ref_out, ref_h = rnn_reference(rnn, x, h0)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(h_n, ref_h, atol=1e-5, rtol=1e-5)
+
+
+def test_schur_regularization():
+    torch.manual_seed(0)
+    layer = schur(nn.Linear(5, 5))
+    form = layer.parametrizations.weight[0]
+    assert form.regularization(3.0, 2.0).item() == 0.0  # γ = 1, T = 0 at init
+    with torch.no_grad():
+        form.gamma.copy_(torch.tensor([0.5, 1.25, 0.9]))
+        form.lower.copy_(torch.randn(5, 5))  # also fills masked entries, which must not count
+    mask = block_triangular_mask(5)
+    expected = 3.0 * (0.25 + 0.0625 + 0.01) + 2.0 * form.lower.detach()[mask].pow(2).sum()
+    assert form.regularization(3.0, 2.0).item() == pytest.approx(expected.item(), rel=1e-6)
