@@ -1,4 +1,4 @@
-"""The ``nnrnn`` command line: train, eval, presets, data, theory, analyze.
+"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze.
 
 User errors print one line on stderr and exit with code 2 (set NNRNN_DEBUG=1
 for the traceback).
@@ -48,6 +48,8 @@ def add_train_parser(sub) -> None:
     g.add_argument("--epochs", type=int, help="total epochs (psmnist, ptb)")
     g = p.add_argument_group("data")
     g.add_argument("--batch-size", dest="batch_size", type=int)
+    g.add_argument("--eval-batch-size", dest="eval_batch_size", type=int,
+                   help="psmnist: images per evaluation batch; ptb: parallel evaluation streams")
     g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
     g.add_argument("--bptt", type=int, help="PTB truncation length (150 or 300 in the paper)")
     g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
@@ -127,8 +129,10 @@ def make_parser() -> Parser:
     p.set_defaults(func=run_presets)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
+    from .sweep import add_sweep_parser
     from .train import load_model
     add_data_parser(sub)
+    add_sweep_parser(sub)
     add_theory_parser(sub)
     add_analyze_parser(sub, load_model)
     return parser

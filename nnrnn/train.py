@@ -48,6 +48,7 @@ DEFAULTS = {
     "t_decay": 0.0,            # nnRNN: weight of ‖T‖²_F
     "clip": 0.0,               # max gradient norm; 0: no clipping
     "batch_size": None,        # None: the task's default
+    "eval_batch_size": None,   # psmnist: images per evaluation batch; ptb: parallel evaluation streams
     "T": None,                 # copy / adding sequence length; None: the task's default
     "bptt": 150,               # PTB truncation length
     "permute": True,           # psMNIST: False for sequential MNIST
@@ -64,7 +65,7 @@ DEFAULTS = {
 }
 DEFAULT_STEPS = {"copy": 3000, "adding": 3000}
 # Options that may change between an interrupted run and its --resume.
-RESUMABLE = {"steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
+RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
              "max_bad_steps", "data_dir", "check_inputs"}
 
 
@@ -86,7 +87,7 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
 
 
 def validate(config: dict) -> None:
-    for key in ("hidden", "batch_size", "T", "bptt", "steps", "epochs", "log_every", "eval_every",
+    for key in ("hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every", "eval_every",
                 "checkpoint_every", "max_bad_steps", "capacity"):
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
@@ -138,7 +139,8 @@ def model_options(config: dict) -> dict:
 
 def build(config: dict):
     """Task, network and optimizer for a resolved config."""
-    task_options = {k: config[k] for k in ("seed", "batch_size", "T", "bptt", "permute", "data_dir")
+    task_options = {k: config[k] for k in ("seed", "batch_size", "eval_batch_size", "T", "bptt", "permute",
+                                           "data_dir")
                     if config[k] is not None}
     task = make_task(config["task"], **task_options)
     torch.manual_seed(config["seed"])
@@ -336,11 +338,14 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         optimizer.load_state_dict(saved["optimizer"])
         start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]
         state = distributed.shard_state(saved["state"], rank, world)
+        if saved.get("data") is not None and hasattr(task, "check_data_state"):
+            task.check_data_state(saved["data"])
         torch.set_rng_state(saved["rng"])
     elif main:
         folder.mkdir(parents=True, exist_ok=True)
         checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
     log = MetricsLog(folder, start if resume else None) if main else None
+    data_state = task.data_state() if hasattr(task, "data_state") else None  # lets --resume verify the data
 
     def save_last(step):
         full_state = distributed.gather_batch(state, world)  # every rank takes part
@@ -348,7 +353,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
             checkpoint.save(last_path, {"config": config, "model": net.state_dict(),
                                         "optimizer": optimizer.state_dict(), "step": step, "state": full_state,
                                         "best": best, "window": window, "bad_steps": bad,
-                                        "rng": torch.get_rng_state()})
+                                        "rng": torch.get_rng_state(), "data": data_state})
 
     from tqdm import tqdm
     print(f"[nnrnn] {task.describe()}", flush=True)

@@ -1,0 +1,66 @@
+"""The command line: one-line errors with exit code 2, presets, train and eval."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def nnrnn(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NNRNN_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "nnrnn", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["train", "mnist"], "psmnist"),
+    (["train", "copy", "--model", "gru"], "nnrnn"),
+    (["train", "copy", "--preset", "fast"], "paper-params"),
+    (["train", "copy", "--hidden", "0"], "hidden"),
+    (["train", "copy", "--lr", "-0.1"], "lr"),
+    (["train", "copy", "--steps", "0"], "steps"),
+    (["train", "copy", "--hidden", "ten"], "--hidden"),
+    (["train", "psmnist", "--data-dir", "/nonexistent/mnist"], "nnrnn data fetch"),
+    (["eval", "/nonexistent/run"], "no checkpoint"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_user_errors_are_one_line_exit_2(args, needle):
+    result = nnrnn(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert needle in lines[0]
+
+
+def test_presets_lists_the_paper_tables():
+    result = nnrnn("presets")
+    assert result.returncode == 0
+    assert "paper-params" in result.stdout and "ptb-300" in result.stdout
+    assert "lr_orth=1e-06" in result.stdout  # nnRNN on copy, supplementary Table 4
+
+
+def test_train_then_eval_then_resume_into_changed_config(tmp_path):
+    out = tmp_path / "run"
+    result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",
+                   "--no-progress", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    final = json.loads(result.stdout.strip().splitlines()[-1])
+    evaluated = nnrnn("eval", str(out))
+    assert evaluated.returncode == 0
+    assert json.loads(evaluated.stdout) == final["test"]
+    again = nnrnn("train", "copy", "--hidden", "8", "--out", str(out))
+    assert again.returncode == 2 and "--resume" in again.stderr
+    changed = nnrnn("train", "copy", "--hidden", "16", "--out", str(out), "--resume")
+    assert changed.returncode == 2 and "hidden" in changed.stderr
+
+
+def test_corrupt_checkpoint_is_one_line(tmp_path):
+    bad = tmp_path / "x.pt"
+    bad.write_bytes(b"\x00" * 100)
+    result = nnrnn("eval", str(bad))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
