@@ -1,4 +1,4 @@
-"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze.
+"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce.
 
 User errors print one line on stderr and exit with code 2 (set NNRNN_DEBUG=1
 for the traceback).
@@ -129,12 +129,14 @@ def make_parser() -> Parser:
     p.set_defaults(func=run_presets)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
+    from .reproduce import add_reproduce_parser
     from .sweep import add_sweep_parser
     from .train import load_model
     add_data_parser(sub)
     add_sweep_parser(sub)
     add_theory_parser(sub)
     add_analyze_parser(sub, load_model)
+    add_reproduce_parser(sub)
     return parser
 
 

@@ -1,0 +1,337 @@
+"""``nnrnn reproduce``: the paper's experiment grid at a chosen scale, and a report.
+
+The grid is copy, psMNIST and PTB × the six models × several seeds, in two
+columns as in the paper: a fixed number of hidden units, and a fixed
+parameter count (each model's hidden size from :func:`nnrnn.hidden_size_for`
+so that it matches nnRNN's count).  Learning rates and the other optimiser
+settings come from the ``paper`` / ``paper-params`` presets; a scale only
+changes sizes and lengths.  Each run is an ordinary run folder; finished runs
+are skipped and interrupted ones resumed, so the command can be repeated.
+
+``--scale cpu`` is sized to finish within about an hour on 2 CPU cores on
+the data in ``shared/data`` (MNIST test set split 8000/1000/1000, PTB trained
+on 90% of its validation file); ``--scale paper`` uses the paper's sizes and
+is meant for GPUs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import presets
+from .models import MODELS, hidden_size_for, parameter_count
+from .tasks import task_class
+from .train import load_model, read_metrics, resolve_config, train
+
+SCALES = {
+    "cpu": {
+        "seeds": [0, 1],
+        "tasks": {
+            "copy": {"hidden": 64, "options": {"T": 100, "batch_size": 10, "steps": 600, "eval_every": 100,
+                                               "log_every": 20}},
+            "psmnist": {"hidden": 48, "options": {"batch_size": 64, "epochs": 1, "eval_every": 62,
+                                                  "log_every": 10, "eval_batch_size": 1000}},
+            "ptb": {"hidden": 128, "options": {"bptt": 150, "batch_size": 32, "epochs": 1, "eval_every": 37,
+                                               "log_every": 10, "eval_batch_size": 50}},
+        },
+    },
+    "paper": {
+        "seeds": [0, 1, 2],
+        "tasks": {
+            "copy": {"hidden": None, "options": {"T": 200, "batch_size": 10, "steps": 4000}},
+            "psmnist": {"hidden": None, "options": {"batch_size": 128, "epochs": 50}},
+            "ptb": {"hidden": None, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
+        },
+    },
+}
+COLUMNS = {"hidden": "paper", "params": "paper-params"}
+REPORTED = {"copy": ("loss", "valid loss (baseline {baseline:.3f})", "min"),
+            "psmnist": ("accuracy", "test accuracy", "max"),
+            "ptb": ("bpc", "test bits per character", "min")}
+
+
+def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list[dict]:
+    """One entry per run: its task, column, model, seed and resolved options."""
+    spec = SCALES[scale]
+    runs = []
+    for task, setting in spec["tasks"].items():
+        if tasks and task not in tasks:
+            continue
+        cls = task_class(task)
+        probe = {"ptb": 50, "psmnist": 1, "copy": 10}[task], {"ptb": 50, "psmnist": 10, "copy": 9}[task]
+        for column, preset in COLUMNS.items():
+            key = presets.table_key(task, setting["options"].get("bptt"))
+            reference = setting["hidden"] or presets.load("paper")[key]["nnrnn"]["hidden"]
+            budget = parameter_count("nnrnn", probe[0], reference, probe[1])
+            for model in models or MODELS:
+                if column == "hidden" or model == "nnrnn":
+                    hidden = reference
+                else:
+                    hidden = hidden_size_for(model, budget, *probe)
+                for seed in seeds or spec["seeds"]:
+                    options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
+                               **setting["options"]}
+                    if data_dir and cls.__name__ != "CopyTask":
+                        options["data_dir"] = data_dir
+                    config = resolve_config(options, preset)
+                    for key in ("data_dir", "preset"):  # neither changes what is trained
+                        config.pop(key, None)
+                    digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
+                    runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
+                                 "preset": preset, "options": options,
+                                 "name": f"{task}-{model}-h{hidden}-s{seed}-{digest}"})
+    return runs
+
+
+def run_folder(out: Path, run: dict) -> Path:
+    """Runs with identical settings (e.g. nnRNN in both columns) share one folder."""
+    return out / "runs" / run["name"]
+
+
+def finished(folder: Path) -> bool:
+    return any(r.get("split") == "test" for r in read_metrics(folder))
+
+
+def execute(out: Path, runs: list[dict], log=print) -> None:
+    """Train every planned run that has not finished (resuming interrupted ones)."""
+    for i, run in enumerate(runs, 1):
+        folder = run_folder(out, run)
+        if finished(folder):
+            continue
+        config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
+        resume = (folder / "checkpoints" / "last.pt").exists()
+        start = time.time()
+        log(f"[{i}/{len(runs)}] {folder.name} ({run['column']} column){' resumed' if resume else ''}")
+        train(config, resume=resume)
+        log(f"    {time.time() - start:.0f} s")
+
+
+def final_value(folder: Path, task: str) -> float | None:
+    metric, _, _ = REPORTED[task]
+    records = read_metrics(folder)
+    split = "valid" if task == "copy" else "test"
+    values = [r[metric] for r in records if r.get("split") == split and metric in r]
+    return values[-1] if values else None
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return math.nan, math.nan
+    se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
+    return float(np.mean(values)), se
+
+
+def collect(out: Path, runs: list[dict]) -> dict:
+    """{task: {column: {model: (mean, se, n, hidden)}}}"""
+    table: dict = {}
+    for run in runs:
+        entry = table.setdefault(run["task"], {}).setdefault(run["column"], {}).setdefault(
+            run["model"], {"values": [], "hidden": run["hidden"]})
+        entry["values"].append(final_value(run_folder(out, run), run["task"]))
+    for task in table.values():
+        for column in task.values():
+            for model, entry in column.items():
+                column[model] = (*mean_se(entry["values"]), len(entry["values"]), entry["hidden"])
+    return table
+
+
+def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    metric = {"copy": "loss", "psmnist": "accuracy", "ptb": "bpc"}[task]
+    split = "train" if task == "copy" else "valid"
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), sharey=True)
+    for ax, column in zip(axes, COLUMNS):
+        for model in MODELS:
+            curves = []
+            for run in runs:
+                if (run["task"], run["column"], run["model"]) != (task, column, model):
+                    continue
+                points = [(r["step"], r[metric]) for r in read_metrics(run_folder(out, run))
+                          if r.get("split") == split and metric in r]
+                if points:
+                    curves.append(points)
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            steps = np.array([p[0] for p in curves[0][:n]])
+            values = np.array([[p[1] for p in c[:n]] for c in curves])
+            mean = values.mean(0)
+            se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+            hidden = next(r["hidden"] for r in runs if (r["task"], r["column"], r["model"]) == (task, column, model))
+            line, = ax.plot(steps, mean, label=f"{model} (N={hidden})")
+            ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.2)
+        if task == "copy":
+            T = next(r["options"]["T"] for r in runs if r["task"] == task)
+            ax.axhline(10 * math.log(8) / (T + 20), color="gray", linestyle="--", label="baseline")
+        ax.set_title("fixed hidden units" if column == "hidden" else "fixed parameter count", fontsize=10)
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"{split} {metric}")
+    axes[1].legend(fontsize=8, loc="best")
+    fig.suptitle(f"{task}: {split} {metric}, mean ± s.e. over seeds", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def fmt(mean: float, se: float, digits: int) -> str:
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
+
+
+def claims(table: dict, baseline: float | None) -> list[str]:
+    """The paper's claims, each checked against this scale's numbers."""
+    lines = []
+    orth = ("exprnn", "eurnn", "rnn-orth")
+
+    def get(task, model, column="hidden"):
+        return table.get(task, {}).get(column, {}).get(model, (math.nan, math.nan, 0, 0))
+
+    if "copy" in table and baseline:
+        nn_loss = get("copy", "nnrnn")[0]
+        solved = [m for m in orth if get("copy", m)[0] < 0.1 * baseline]
+        rnn_loss, lstm_loss = get("copy", "rnn")[0], get("copy", "lstm")[0]
+        lines.append(f"- Copy: nnRNN reaches {nn_loss:.4f} ({nn_loss / baseline:.1%} of the baseline "
+                     f"{baseline:.4f}); orthogonal models below 10% of the baseline: {', '.join(solved) or 'none'}; "
+                     f"RNN {rnn_loss:.4f}, LSTM {lstm_loss:.4f}. The paper's claim that nnRNN solves the task like "
+                     f"the orthogonal RNNs while RNN fails "
+                     f"{'holds' if nn_loss < 0.1 * baseline and rnn_loss > 0.5 * baseline else 'does not hold'} here.")
+    if "psmnist" in table:
+        nn_acc = get("psmnist", "nnrnn")[0]
+        best_orth = max(orth, key=lambda m: get("psmnist", m)[0])
+        lines.append(f"- psMNIST: nnRNN {nn_acc:.3f} test accuracy, best orthogonal ({best_orth}) "
+                     f"{get('psmnist', best_orth)[0]:.3f}, RNN {get('psmnist', 'rnn')[0]:.3f}, "
+                     f"LSTM {get('psmnist', 'lstm')[0]:.3f}. The claim that nnRNN matches the orthogonal RNNs "
+                     f"{'holds' if nn_acc >= get('psmnist', best_orth)[0] - 0.02 else 'does not hold'} "
+                     f"(within 2 points) at this scale.")
+    if "ptb" in table:
+        for column in ("hidden", "params"):
+            nongated = {m: get("ptb", m, column)[0] for m in MODELS if m != "lstm"}
+            best = min(nongated, key=lambda m: nongated[m] if not math.isnan(nongated[m]) else math.inf)
+            lines.append(f"- PTB ({'fixed hidden units' if column == 'hidden' else 'fixed parameters'}): best "
+                         f"non-gated model {best} at {nongated[best]:.3f} bpc; nnRNN {nongated['nnrnn']:.3f}, "
+                         f"expRNN {nongated['exprnn']:.3f}, LSTM {get('ptb', 'lstm', column)[0]:.3f}. The claim that "
+                         f"nnRNN beats the other non-gated models "
+                         f"{'holds' if best == 'nnrnn' else 'does not hold'} here.")
+    return lines
+
+
+def analyse_nnrnn(out: Path, runs: list[dict]) -> dict:
+    """Θ plots and summaries of the seed-0 nnRNN of each task."""
+    from .analysis import analyze_model
+    summaries = {}
+    for run in runs:
+        if run["model"] != "nnrnn" or run["seed"] != min(r["seed"] for r in runs) or run["column"] != "hidden":
+            continue
+        folder = run_folder(out, run)
+        if not (folder / "checkpoints" / "best.pt").exists():
+            continue
+        net, _ = load_model(folder)
+        summaries[run["task"]] = analyze_model(net.rnn, out / "analysis" / run["task"],
+                                               title=f"nnRNN trained on {run['task']}")
+    return summaries
+
+
+def write_report(out: Path, scale: str, runs: list[dict], elapsed: float | None) -> Path:
+    from .analysis import plots, table3
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    table = collect(out, runs)
+    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
+    baseline = 10 * math.log(8) / (copy_T + 20) if copy_T else None
+    seeds = sorted({r["seed"] for r in runs})
+    lines = [f"# Reproduction report ({scale} scale)", "",
+             f"Generated by `nnrnn reproduce --scale {scale} --out {out}`"
+             + (f" in {elapsed / 60:.0f} minutes of training" if elapsed else "") + ". "
+             f"Seeds: {', '.join(map(str, seeds))}; entries are mean ± standard error over seeds. "
+             "Optimiser settings are the paper's (presets `paper` and `paper-params`); sizes and lengths are "
+             "this scale's (see `nnrnn/reproduce.py`, `SCALES`).", ""]
+    for task, (metric, label, _) in REPORTED.items():
+        if task not in table:
+            continue
+        sample = next(r for r in runs if r["task"] == task)
+        digits = 4 if task == "copy" else 3
+        label = label.format(baseline=baseline or 0)
+        lines += [f"## {task}", "", f"Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
+                                                                  if k not in ("task", "model", "seed", "hidden",
+                                                                               "progress", "data_dir")), "",
+                  f"| model | fixed hidden units: {label} | N | fixed parameter count: {label} | N |",
+                  "|---|---|---|---|---|"]
+        for model in MODELS:
+            h = table[task].get("hidden", {}).get(model)
+            p = table[task].get("params", {}).get(model)
+            if h is None and p is None:
+                continue
+            cells = [fmt(h[0], h[1], digits) if h else "", str(h[3]) if h else "",
+                     fmt(p[0], p[1], digits) if p else "", str(p[3]) if p else ""]
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+        curve = learning_curves(out, runs, task, figures / f"curves-{task}.png")
+        lines += ["", f"![{task} learning curves]({curve.relative_to(out)})", ""]
+    lines += ["## The paper's claims at this scale", ""] + claims(table, baseline) + [""]
+
+    summaries = analyse_nnrnn(out, runs)
+    if summaries:
+        lines += ["## What nnRNN learned", "",
+                  "| task | mean γ | Henrici departure (normalised) | spectral radius | largest singular value |",
+                  "|---|---|---|---|---|"]
+        for task, s in summaries.items():
+            lines.append(f"| {task} | {s.get('mean_gamma', float('nan')):.3f} | "
+                         f"{s.get('henrici_relative', float('nan')):.3f} | {s.get('spectral_radius', float('nan')):.3f} | "
+                         f"{s.get('max_singular_value', float('nan')):.3f} |")
+        lines.append("")
+        for task in summaries:
+            for png in sorted((out / "analysis" / task).glob("*.png")):
+                lines.append(f"![{task} {png.stem}]({png.relative_to(out)})")
+        lines.append("")
+
+    rows = table3()
+    lines += ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['J_tot']:.3g} | {row['paper']} |")
+    plots.figure1b(figures / "figure1b.png")
+    plots.figure1c(figures / "figure1c.png")
+    plots.figure_proposition2(figures / "proposition2.png")
+    lines += ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
+              "![Proposition 2](figures/proposition2.png)", ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print) -> Path:
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
+    out = Path(out)
+    runs = plan(scale, models, tasks, seeds, data_dir)
+    start = time.time()
+    execute(out, runs, log)
+    report = write_report(out, scale, runs, time.time() - start)
+    log(f"report: {report}")
+    return report
+
+
+def add_reproduce_parser(subparsers) -> None:
+    p = subparsers.add_parser("reproduce", help="run the paper's grid at a scale and write report.md")
+    p.add_argument("--scale", default="cpu", choices=list(SCALES))
+    p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
+    p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]))
+    p.add_argument("--models", nargs="+", choices=list(MODELS))
+    p.add_argument("--seeds", nargs="+", type=int)
+    p.add_argument("--data-dir", dest="data_dir")
+    p.set_defaults(func=run_reproduce)
+
+
+def run_reproduce(args) -> int:
+    reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
+              args.data_dir)
+    return 0
