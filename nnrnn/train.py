@@ -334,6 +334,11 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
     start, state, best, window, bad = 0, None, None, {}, 0
     if resume:
         saved = checkpoint.load(last_path, map_location=device)
+        for key in ("task", "model", "hidden"):
+            if saved["config"].get(key) != config.get(key):
+                raise UserError(f"{last_path} holds a {saved['config'].get('model')} run on "
+                                f"{saved['config'].get('task')} with {saved['config'].get('hidden')} hidden units, "
+                                f"not the {config.get(key)!r} {key} this run asks for; start a new run elsewhere")
         net.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]

@@ -189,3 +189,11 @@ def test_two_processes_match_one(tmp_path, model):
     for key in a:
         torch.testing.assert_close(a[key], b[key], rtol=1e-4, atol=1e-5)
     assert [r["step"] for r in read_metrics(tmp_path / "two")] == [r["step"] for r in read_metrics(tmp_path / "one")]
+
+
+def test_resume_refuses_a_checkpoint_from_another_model(tmp_path):
+    train(tiny(tmp_path, "a", steps=2))
+    train(tiny(tmp_path, "b", steps=2, model="exprnn"))
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    with pytest.raises(UserError, match="exprnn"):
+        train(tiny(tmp_path, "a", steps=4), resume=True)
