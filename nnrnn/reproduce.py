@@ -286,7 +286,7 @@ def write_report(out: Path, scale: str, runs: list[dict], elapsed: float | None)
                   "|---|---|---|---|---|"]
         for task, s in summaries.items():
             lines.append(f"| {task} | {s.get('mean_gamma', float('nan')):.3f} | "
-                         f"{s.get('henrici_relative', float('nan')):.3f} | {s.get('spectral_radius', float('nan')):.3f} | "
+                         f"{s.get('departure_from_normality_normalized', float('nan')):.3f} | {s.get('spectral_radius', float('nan')):.3f} | "
                          f"{s.get('max_singular_value', float('nan')):.3f} |")
         lines.append("")
         for task in summaries:

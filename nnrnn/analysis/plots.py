@@ -1,0 +1,290 @@
+"""Publication-quality figures (Agg canvas, no pyplot state): Figure 1(b, c), Proposition 2,
+and the per-model inspection plots used by :func:`nnrnn.analysis.inspect.analyze_model`.
+
+Every function writes one PNG and returns its path.  Figures are sized for a page
+width of ~7 in (one panel row ≈ 3 in high) with fonts ≥ 9 pt.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from . import theory
+from ._blas import single_threaded_blas
+
+__all__ = ["figure1b", "figure1c", "figure_proposition2", "plot_gradients", "plot_schur", "plot_spectrum"]
+
+DPI = 200
+STYLE = {
+    "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9.5, "legend.fontsize": 8.5,
+    "xtick.labelsize": 8.5, "ytick.labelsize": 8.5, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5, "lines.linewidth": 1.4,
+    "figure.dpi": 100, "savefig.dpi": DPI, "mathtext.fontset": "dejavusans",
+}
+ALPHA_COLORS = {0.95: "#1f77b4", 1.0: "#2ca02c", 1.05: "#d62728"}
+BETA_STYLES = {0.0: "-", 0.005: "--"}
+
+
+@contextmanager
+def _figure(width: float, height: float, **subplot_kw):
+    with rc_context(STYLE):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        FigureCanvasAgg(fig)
+        yield fig
+
+
+def _save(fig: Figure, path) -> str:
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with rc_context(STYLE):
+        fig.savefig(path, dpi=DPI)
+    return path
+
+
+def _color(alpha: float, i: int) -> str:
+    return ALPHA_COLORS.get(alpha, f"C{i}")
+
+
+def _label(alpha: float, beta: float) -> str:
+    return rf"$\alpha={alpha:g}$, $\beta={beta:g}$"
+
+
+# ------------------------------------------------------------------------------------------------
+# Figure 1(b): transients
+# ------------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def figure1b(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d: float = 0.0,
+             n_init: int = 1000, steps: int | None = None, seed: int = 0) -> str:
+    """Fig. 1(b): mean ± std over ``n_init`` unit-sphere initial conditions of the std across units
+    of h_t (top) and of ‖h_t‖ (bottom) for h_{t+1} = Θ(α, β, d) h_t."""
+    steps = n + 20 if steps is None else steps
+    with _figure(7.0, 5.4) as fig:
+        ax_std, ax_norm = fig.subplots(2, 1, sharex=True)
+        for i, a in enumerate(alphas):
+            for b in betas:
+                res = theory.transients(theory.schur_example(n, a, b, d), steps, n_init, seed)
+                t = res["t"]
+                for ax, key in ((ax_std, "unit_std"), (ax_norm, "norm")):
+                    mean, std = res[key + "_mean"], res[key + "_std"]
+                    keep = mean > 0  # Θᴺ = 0 for d = 0: the trajectory is exactly zero from t = N on
+                    lo = np.maximum(mean - std, mean * 1e-3)
+                    ax.plot(t[keep], mean[keep], BETA_STYLES.get(b, ":"), color=_color(a, i), label=_label(a, b))
+                    ax.fill_between(t[keep], lo[keep], (mean + std)[keep], color=_color(a, i), alpha=0.15, lw=0)
+        for ax in (ax_std, ax_norm):
+            ax.set_yscale("log")
+            if d == 0:
+                ax.axvline(n, color="0.3", lw=0.8, ls=":")
+        if d == 0:
+            for ax in (ax_std, ax_norm):
+                ax.text(n + 1.5, 0.5, rf"$\Theta^N=0$:" "\n" rf"$h_t=0$ for" "\n" rf"$t\geq N={n}$",
+                        transform=ax.get_xaxis_transform(), ha="left", va="center", fontsize=8.5, color="0.3")
+        ax_std.set_ylabel(r"std across units of $h_t$")
+        ax_norm.set_ylabel(r"$\|h_t\|_2$")
+        ax_norm.set_xlabel(r"time step $t$")
+        ax_norm.set_xlim(0, steps)
+        ax_std.set_title(rf"Transients of $h_{{t+1}}=\Theta h_t$, $N={n}$, $d={d:g}$" "\n"
+                         rf"(line: mean, band: $\pm$ std over {n_init} initial conditions on the unit sphere)")
+        ax_std.legend(ncol=3, loc="lower left", frameon=False)
+        return _save(fig, path)
+
+
+# ------------------------------------------------------------------------------------------------
+# Figure 1(c): Fisher memory curves
+# ------------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), ds=(0.0, 0.2),
+             steps: int | None = None, noise: float = 1.0) -> str:
+    """Fig. 1(c): J(k) of Θ(α, β, d), one panel per d (■ d = 0, ▲ d = 0.2 as in the paper),
+    with J_tot = Σ_k J(k) of every curve in the legend."""
+    steps = int(1.7 * n) if steps is None else steps
+    markers = {0.0: "s", 0.2: "^"}
+    with _figure(7.0, 4.0) as fig:
+        axes = fig.subplots(1, len(ds), sharey=True, squeeze=False)[0]
+        floor = 1e-12
+        totals = {}
+        for ax, d in zip(axes, ds):
+            for i, a in enumerate(alphas):
+                for b in betas:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        fm = theory.fisher_memory(theory.schur_example(n, a, b, d), None, noise=noise)
+                    totals[a, b, d] = fm.total
+                    curve = np.concatenate([fm.curve, np.zeros(max(0, steps - len(fm.curve)))])[:steps]
+                    k = np.arange(steps)
+                    keep = curve > floor
+                    ax.plot(k[keep], curve[keep], BETA_STYLES.get(b, ":"), color=_color(a, i),
+                            marker=markers.get(d, "o"), markevery=max(1, steps // 12), ms=3.5)
+            ax.axvline(n, color="0.3", lw=0.8, ls=":")
+            ax.set_yscale("log")
+            ax.set_ylim(1e-6, 2)
+            ax.set_xlim(0, steps)
+            ax.set_xlabel(r"time lag $k$ (steps)")
+            kind = r"$\Theta$ nilpotent" if d == 0 else rf"single eigenvalue {d:g}, Jordan block"
+            ax.set_title(rf"$d={d:g}$ ({kind})")
+        axes[0].set_ylabel(r"Fisher memory $J(k)$  [$1/\varepsilon$]")
+        handles = [Line2D([], [], color=_color(a, i), ls=BETA_STYLES.get(b, ":"),
+                          label=_label(a, b) + r": $J_{tot}=$" + " / ".join(f"{totals[a, b, d]:.2f}" for d in ds))
+                   for b in betas for i, a in enumerate(alphas)]
+        handles += [Line2D([], [], color="0.3", ls="none", marker=markers.get(d, "o"), label=rf"$d={d:g}$")
+                    for d in ds]
+        fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False, fontsize=8,
+                   title=r"$J_{tot}=\sum_k J(k)$ for $d=" + " / ".join(f"{d:g}" for d in ds) + "$",
+                   title_fontsize=8.5)
+        fig.suptitle(rf"Fisher memory curves, $N={n}$, $u=e_1$, $\varepsilon={noise:g}$", fontsize=10)
+        return _save(fig, path)
+
+
+# ------------------------------------------------------------------------------------------------
+# Proposition 2
+# ------------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def figure_proposition2(path, ns=(2, 4, 6, 8), x: float = 0.5, t_max: int = 100_000) -> tuple[str, list]:
+    """Proposition 2: max_ij |(Aᵗ)_ij| against t, log-log (left, with the fitted degree) and
+    semi-log (right, where exponential growth would be a straight line)."""
+    results = [theory.proposition2(n, x, t_max) for n in ns]
+    with _figure(7.0, 3.2) as fig:
+        ax_ll, ax_sl = fig.subplots(1, 2)
+        for i, r in enumerate(results):
+            color = f"C{i}"
+            ax_ll.loglog(r.t, r.max_entry, "o", ms=2.5, color=color,
+                         label=rf"$n={r.n}$: fit $\propto t^{{{r.degree:.2f}}}$, bound {r.bound}")
+            tail = r.t >= t_max / 10
+            coef = np.polyfit(np.log(r.t[tail]), np.log(r.max_entry[tail]), 1)
+            tt = r.t[r.t >= 10]
+            ax_ll.loglog(tt, np.exp(np.polyval(coef, np.log(tt))), "-", lw=0.9, color=color)
+            ax_sl.semilogy(r.t, r.max_entry, "-", color=color)
+        ax_ll.set_xlabel(r"power $t$")
+        ax_ll.set_ylabel(r"$\max_{ij}\,|(A^t)_{ij}|$")
+        ax_ll.set_title("log-log: straight line = polynomial")
+        ax_ll.legend(frameon=False, fontsize=7.5, loc="upper left", title="degree bound $n-1$", title_fontsize=7.5)
+        rate = math.exp(math.log(max(r.max_entry[-1] for r in results)) / t_max)
+        tt = np.linspace(0, t_max, 200)
+        ax_sl.semilogy(tt, rate ** tt, color="0.45", ls="--", lw=1.0, label=rf"exponential ${rate:.5f}^t$")
+        ax_sl.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+        ax_sl.set_xlabel(r"power $t$")
+        ax_sl.set_ylabel(r"$\max_{ij}\,|(A^t)_{ij}|$")
+        ax_sl.set_title("semi-log: exponential = straight line")
+        ax_sl.legend(frameon=False, loc="lower right")
+        fig.suptitle(rf"Proposition 2: $A_{{ii}}=1$, $A_{{ij}}={x:g}$ ($i<j$): polynomial growth of $A^t$",
+                     fontsize=10)
+        return _save(fig, path), results
+
+
+# ------------------------------------------------------------------------------------------------
+# Model inspection
+# ------------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def plot_spectrum(matrix: np.ndarray, path, title: str = "") -> str:
+    """Eigenvalues in the complex plane with the unit circle (left); singular values and
+    eigenvalue moduli, sorted (right)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    eig = np.linalg.eigvals(matrix)
+    sv = np.linalg.svd(matrix, compute_uv=False)
+    with _figure(7.0, 3.2) as fig:
+        ax_e, ax_s = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
+        phi = np.linspace(0, 2 * math.pi, 400)
+        ax_e.plot(np.cos(phi), np.sin(phi), color="0.4", lw=0.9)
+        ax_e.scatter(eig.real, eig.imag, s=9, color="C3", alpha=0.75, lw=0)
+        lim = max(1.15, 1.1 * float(np.abs(eig).max()))
+        ax_e.set_xlim(-lim, lim)
+        ax_e.set_ylim(-lim, lim)
+        ax_e.set_aspect("equal")
+        ax_e.set_xlabel(r"Re $\lambda$")
+        ax_e.set_ylabel(r"Im $\lambda$")
+        ax_e.set_title(r"eigenvalues $\lambda_i(V)$, unit circle")
+        idx = np.arange(1, len(sv) + 1)
+        ax_s.plot(idx, sv, color="C0", label=r"singular values $\sigma_i(V)$")
+        ax_s.plot(idx, np.sort(np.abs(eig))[::-1], color="C3", ls="--", label=r"$|\lambda_i(V)|$")
+        ax_s.axhline(1.0, color="0.4", lw=0.8, ls=":")
+        ax_s.set_xlabel("index $i$ (sorted, descending)")
+        ax_s.set_ylabel("value")
+        ax_s.set_title("singular values vs eigenvalue moduli")
+        if sv[-1] > 0 and sv[0] / sv[-1] > 30:
+            ax_s.set_yscale("log")
+        ax_s.legend(frameon=False)
+        if title:
+            fig.suptitle(title, fontsize=10)
+        return _save(fig, path)
+
+
+@single_threaded_blas()
+def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profile: dict, path,
+               title: str = "", source: str = "") -> str:
+    """The lower (quasi-)triangular Schur form Θ = Λ + T of V = P Θ Pᵀ: heatmap of Θ (a), eigenvalue
+    angles θ_i (b), mean |Θ_{i+k,i}| along the k-th sub-diagonal (c, the paper's Fig. 3c), and the
+    eigenvalue moduli γ_i (d)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    n = theta.shape[0]
+    with _figure(7.0, 6.0) as fig:
+        (ax_h, ax_a), (ax_p, ax_g) = fig.subplots(2, 2)
+        nz = np.abs(theta[theta != 0])
+        vmax = float(np.percentile(nz, 99)) if nz.size else 1.0
+        vmax = vmax if vmax > 0 else 1.0
+        im = ax_h.imshow(theta, cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest",
+                         extent=(0.5, n + 0.5, n + 0.5, 0.5))
+        cb = fig.colorbar(im, ax=ax_h, shrink=0.9, extend="both")
+        cb.set_label(r"$\Theta_{ij}$ (clipped at 99th pct of $|\Theta_{ij}|$)", fontsize=8)
+        ax_h.set_xlabel("column $j$ (Schur mode)")
+        ax_h.set_ylabel("row $i$ (Schur mode)")
+        ax_h.grid(False)
+        ax_h.set_title(r"(a) Schur form $\Theta=\Lambda+T$" + (f" [{source}]" if source else ""))
+
+        bins = np.linspace(0, math.pi, 31)
+        ax_a.hist(angles, bins=bins, color="C0", alpha=0.85, edgecolor="white", linewidth=0.5)
+        ax_a.set_xlim(0, math.pi)
+        ax_a.set_xticks([0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi],
+                        ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"])
+        ax_a.set_xlabel(r"eigenvalue angle $\theta_i$ (rad), $\lambda=\gamma e^{\pm i\theta}$")
+        ax_a.set_ylabel("count")
+        ax_a.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax_a.set_title(r"(b) angles $\theta_i$")
+
+        k = profile["k"]
+        ax_p.plot(k, profile["theta"], "-", color="C0", label=r"$\Theta$ (incl. $2\times2$ blocks)")
+        ax_p.plot(k, profile["T"], "--", color="C1", label=r"$T$ only")
+        vals = np.concatenate([profile["theta"], profile["T"]])
+        pos = vals[vals > 0]
+        if pos.size and pos.max() / max(pos.min(), 1e-300) > 100 and np.all(profile["theta"] > 0):
+            ax_p.set_yscale("log")
+        ax_p.set_xscale("log")
+        ax_p.set_xlabel(r"sub-diagonal $k$ (entries $\Theta_{i+k,i}$)")
+        ax_p.set_ylabel(r"mean $|\Theta_{i+k,i}|$")
+        ax_p.set_title("(c) mean magnitude along sub-diagonals")
+        ax_p.legend(frameon=False)
+
+        ax_g.hist(moduli, bins=30, color="C3", alpha=0.85, edgecolor="white", linewidth=0.5)
+        ax_g.axvline(1.0, color="0.3", ls=":", lw=0.9)
+        ax_g.axvline(float(np.mean(moduli)), color="0.1", lw=1.2, ls="--")
+        ax_g.set_xlabel(r"eigenvalue modulus $\gamma_i=|\lambda_i|$")
+        ax_g.set_ylabel("count")
+        ax_g.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax_g.set_title(rf"(d) moduli $\gamma_i$ (dashed: mean $\bar\gamma={np.mean(moduli):.3f}$)")
+        if title:
+            fig.suptitle(title, fontsize=10)
+        return _save(fig, path)
+
+
+def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "") -> str:
+    """‖∂L/∂h_t‖ against t (log y when it spans more than a decade)."""
+    norms = np.asarray(norms, dtype=np.float64)
+    t = np.arange(1, len(norms) + 1)
+    with _figure(7.0, 3.0) as fig:
+        ax = fig.subplots()
+        keep = norms > 0
+        ax.plot(t[keep], norms[keep], color="C0")
+        if keep.any() and norms[keep].max() / norms[keep].min() > 10:
+            ax.set_yscale("log")
+        ax.set_xlabel(r"time step $t$")
+        ax.set_ylabel(r"$\|\partial L/\partial h_t\|_2$")
+        ax.set_xlim(0, len(norms) + 1)
+        ax.set_title((title or "gradient propagation") + ("\n" + subtitle if subtitle else ""))
+        return _save(fig, path)

@@ -1,0 +1,554 @@
+"""Theory of §3 of Kerg, Goyette et al. (2019): non-normal Θ, Fisher memory, Proposition 2.
+
+Everything here is float64 NumPy/SciPy; nothing needs torch.
+
+Fisher memory curve (Ganguli, Huh & Sompolinsky 2008; the paper's Eq. explicit_FMC)
+--------------------------------------------------------------------------------------
+For the linear network h_{t+1} = Θ h_t + u s_t + ξ_t with white noise ξ_t ~ N(0, ε I),
+
+    J(k) = uᵀ (Θᵏ)ᵀ C⁻¹ Θᵏ u,        C = ε Σ_{k≥0} Θᵏ (Θᵏ)ᵀ,
+
+and C is the stationary covariance, the solution of the discrete Lyapunov
+equation C = Θ C Θᵀ + ε I.  It exists iff the spectral radius ρ(Θ) < 1:
+for ρ ≥ 1 the sum diverges and :func:`stationary_covariance` raises
+``ValueError``.  J scales as 1/ε; the paper (and Table 3) use ε = 1.
+
+Numerics.  C can be extremely ill-conditioned even for ρ(Θ) well below 1:
+for Table 3's d = 0.2 rows Θ is a single 100×100 Jordan block (eigenvalue
+0.2) with strong feed-forward amplification and cond(C) reaches 10¹⁴–10²⁶,
+beyond what float64 (unit round-off 1.1e-16) can represent.  Forming C and
+then solving with it ("lyapunov" method below, scipy.linalg.solve_discrete_lyapunov
++ cho_solve) then loses every digit of the small-eigenvalue directions and J_tot
+comes out wrong by up to 6 %.  The default "sqrt" method never forms C: it
+builds a triangular factor C = Rᵀ R directly by the square-root (QR) form of
+the doubling (Smith) iteration of the same Lyapunov equation,
+
+    C_{2K} = C_K + Θᴷ C_K (Θᴷ)ᵀ   ⇔   R_{2K} = qr([R_K ; R_K (Θᴷ)ᵀ]).R,
+
+and evaluates J(k) = ‖R⁻ᵀ Θᵏ u‖² with a triangular solve.  Its error grows
+with cond(R) = sqrt(cond(C)) instead of cond(C): it agrees with an 80-digit
+mpmath computation ("mpmath" method) to better than 1e-8 relative on every
+Table 3 row.  See docs/theory.md for the measured comparison.
+
+The doubling stops when the tail ‖Θᴷ‖² ‖C_K‖ ≤ u·ε (it can no longer change
+C in float64, since C ⪰ ε I), or exactly when Θᴷ = 0 (nilpotent Θ, e.g. every
+strictly lower-triangular Θ: then C is the finite sum over k < N).
+
+J_tot = Σ_{t≥0} J(t) is summed until a rigorous bound on the remaining tail
+is below ``rtol`` (default 1e-12) times the partial sum:
+
+    Σ_{t≥K} J(t) ≤ ‖C⁻¹‖ Σ_{m≥0} ‖Θᵐ Θᴷ u‖² ≤ (1/ε) ‖Q‖ ‖Θᴷ u‖²,   Q = Σ_m (Θᵐ)ᵀ Θᵐ,
+
+or exactly at K = N when Θᴷ u = 0 (nilpotent Θ).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sl
+
+from ._blas import single_threaded_blas
+
+__all__ = [
+    "CovarianceFactor", "FisherMemory", "PAPER_TABLE3", "EXACT_TABLE3", "Prop2Result", "TABLE3_GRID",
+    "covariance_factor", "delay_line_fmc", "fisher_memory", "fisher_memory_curve", "fisher_memory_total",
+    "proposition2", "proposition2_matrix", "schur_example", "spectral_radius", "stationary_covariance",
+    "table3", "transients",
+]
+
+METHODS = ("sqrt", "lyapunov", "mpmath")
+_U = np.finfo(np.float64).eps / 2  # unit round-off
+
+# Table 3 of the paper's supplement, in the paper's row order (α fastest, then β, then d).
+TABLE3_GRID: tuple[tuple[float, float, float], ...] = tuple(
+    (a, b, d) for d in (0.0, 0.2) for b in (0.0, 0.005) for a in (0.95, 1.0, 1.05))
+PAPER_TABLE3: tuple[float, ...] = (3.03, 5.19, 12.1, 3.18, 5.30, 12.1, 12.0, 16.2, 20.5, 12.1, 16.3, 20.4)
+# J_tot for the same rows (N = 100, ε = 1, u = e_1) in 80-digit arithmetic (mpmath): C summed over
+# 600 terms (tail < 1e-230) and J(t) over t < 600, i.e. to convergence.  Reproduce with
+# fisher_memory_total(schur_example(100, α, β, d), method="mpmath").
+EXACT_TABLE3: tuple[float, ...] = (3.03270207, 5.18737752, 12.0872721, 3.17576759, 5.3014258, 12.0865363,
+                                   11.9393889, 16.2982252, 20.8370574, 12.0895251, 16.3909548, 20.8846574)
+
+
+# ----------------------------------------------------------------------------------------------
+# The example matrix of Eq. (simpletheta)
+# ----------------------------------------------------------------------------------------------
+def schur_example(n: int, alpha: float, beta: float, d: float) -> np.ndarray:
+    """Θ of Eq. (simpletheta): (Θ)_ij = d δ_ij + α δ_{i,j+1} + β Σ_{2≤k≤i} δ_{i,j+k}.
+
+    ``d`` on the diagonal, ``alpha`` on the first sub-diagonal and ``beta`` on every
+    entry below it; zero above the diagonal.  Returns an (n, n) float64 array.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive int; got {n!r}")
+    theta = np.tril(np.full((n, n), float(beta)), -2)
+    theta += np.diag(np.full(n - 1, float(alpha)), -1)
+    theta += float(d) * np.eye(n)
+    return theta
+
+
+# ----------------------------------------------------------------------------------------------
+# Stationary covariance
+# ----------------------------------------------------------------------------------------------
+def _as_square(theta) -> np.ndarray:
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.ndim != 2 or theta.shape[0] != theta.shape[1] or theta.shape[0] == 0:
+        raise ValueError(f"theta must be a non-empty square matrix; got shape {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        raise ValueError("theta has non-finite entries")
+    return theta
+
+
+@single_threaded_blas()
+def spectral_radius(theta) -> float:
+    """max |λ_i(Θ)|; exact (the diagonal) for a triangular Θ, whose eigenvalues may be
+    arbitrarily ill-conditioned (a Jordan block) and are best not recomputed."""
+    theta = _as_square(theta)
+    if not np.triu(theta, 1).any() or not np.tril(theta, -1).any():
+        return float(np.abs(np.diag(theta)).max())
+    return float(np.abs(np.linalg.eigvals(theta)).max())
+
+
+def _check_stable(theta: np.ndarray) -> float:
+    rho = spectral_radius(theta)
+    if rho >= 1.0:
+        raise ValueError(
+            f"spectral radius of theta is {rho:.6g} >= 1: the linear dynamics h_(t+1) = theta h_t + noise "
+            "have no stationary covariance (C = eps * sum_k theta^k theta^kT diverges), so the Fisher "
+            "memory curve is undefined; scale theta so that all |eigenvalues| < 1")
+    return rho
+
+
+def _check_noise(noise) -> float:
+    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating, np.integer)) or not noise > 0:
+        raise ValueError(f"noise (eps) must be a positive number; got {noise!r}")
+    return float(noise)
+
+
+def _gramian_factor(theta: np.ndarray, noise: float, max_doublings: int = 64) -> tuple[np.ndarray, int, bool]:
+    """Upper-triangular R with Rᵀ R = ε Σ_{k≥0} Θᵏ (Θᵏ)ᵀ (square-root doubling).
+
+    Returns (R, K, exact): the number of terms summed and whether the sum is exact (Θᴷ = 0).
+    """
+    n = theta.shape[0]
+    r = math.sqrt(noise) * np.eye(n)
+    power, terms = theta.copy(), 1
+    for _ in range(max_doublings):
+        if not power.any():
+            return r, terms, True
+        # Frobenius norms bound the 2-norms from above: a conservative, SVD-free test
+        if np.sum(power * power) * np.sum(r * r) <= _U * noise:
+            return r, terms, False
+        r = sl.qr(np.vstack([r, r @ power.T]), mode="r", check_finite=False)[0][:n]
+        power = power @ power
+        terms *= 2
+        if not np.all(np.isfinite(r)) or not np.all(np.isfinite(power)):
+            break
+    raise ValueError(f"the sum C = eps * sum_k theta^k theta^kT did not converge after {terms} terms: "
+                     f"the spectral radius ({spectral_radius(theta):.12g}) is too close to 1 for float64")
+
+
+@dataclass
+class CovarianceFactor:
+    """The stationary covariance C of h_{t+1} = Θ h_t + ξ_t, ξ ~ N(0, εI), ready for solves.
+
+    ``method`` 'sqrt': ``factor`` = upper-triangular R with C = Rᵀ R (C itself is never formed);
+    'lyapunov': ``matrix`` = C from scipy.linalg.solve_discrete_lyapunov and ``factor`` its
+    Cholesky factor (or None where C is not numerically positive definite).
+    ``cond`` = cond₂(C) (from R: cond(R)²), ``terms`` = number of powers summed (sqrt; 0 for
+    lyapunov), ``exact`` = the series terminated (nilpotent Θ).
+    """
+    method: str
+    noise: float
+    spectral_radius: float
+    cond: float
+    factor: np.ndarray | None = None
+    matrix: np.ndarray | None = None
+    terms: int = 0
+    exact: bool = False
+    _cho: tuple | None = field(default=None, repr=False)
+
+    def covariance(self) -> np.ndarray:
+        """C as a dense matrix (formed on demand for 'sqrt')."""
+        if self.matrix is not None:
+            return self.matrix
+        return self.factor.T @ self.factor
+
+    def quadratic(self, vectors: np.ndarray) -> np.ndarray:
+        """vᵀ C⁻¹ v for every column v of ``vectors`` (n × m) -> (m,)."""
+        vectors = np.asarray(vectors, dtype=np.float64)
+        if self.method == "sqrt":
+            w = sl.solve_triangular(self.factor, vectors, trans="T", check_finite=False)
+            return np.einsum("ij,ij->j", w, w)
+        if self._cho is not None:
+            x = sl.cho_solve(self._cho, vectors, check_finite=False)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sl.LinAlgWarning)
+                x = sl.solve(self.matrix, vectors, assume_a="sym", check_finite=False)
+        return np.einsum("ij,ij->j", vectors, x)
+
+
+@single_threaded_blas()
+def covariance_factor(theta, noise: float = 1.0, method: str = "sqrt") -> CovarianceFactor:
+    """Solve C = Θ C Θᵀ + ε I (ε = ``noise``) for the Fisher memory computations.
+
+    Raises ValueError when ρ(Θ) ≥ 1 (no stationary covariance).  Warns
+    (RuntimeWarning) when the error estimate of vᵀC⁻¹v exceeds 1e-3, i.e.
+    u·sqrt(cond C) > 1e-3 for 'sqrt' or u·cond C > 1e-3 for 'lyapunov' (u = 1.1e-16;
+    the estimate is pessimistic: on Table 3, 'sqrt' is good to 1e-8 where it
+    predicts 1e-4).
+    """
+    if method not in ("sqrt", "lyapunov"):
+        raise ValueError(f"method must be 'sqrt' or 'lyapunov' here; got {method!r}")
+    theta = _as_square(theta)
+    noise = _check_noise(noise)
+    rho = _check_stable(theta)
+    if method == "sqrt":
+        r, terms, exact = _gramian_factor(theta, noise)
+        s = np.linalg.svd(r, compute_uv=False)
+        cond = float((s[0] / s[-1]) ** 2) if s[-1] > 0 else math.inf
+        out = CovarianceFactor("sqrt", noise, rho, cond, factor=r, terms=terms, exact=exact)
+        err = _U * math.sqrt(cond)
+    else:
+        c = sl.solve_discrete_lyapunov(theta, noise * np.eye(theta.shape[0]))
+        c = (c + c.T) / 2
+        cond = float(np.linalg.cond(c))
+        try:
+            cho = sl.cho_factor(c, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            cho = None
+        out = CovarianceFactor("lyapunov", noise, rho, cond, matrix=c,
+                               factor=None if cho is None else np.triu(cho[0]), _cho=cho)
+        err = _U * cond
+    if err > 1e-3:
+        warnings.warn(f"stationary covariance is ill-conditioned (cond(C) = {cond:.3g}, spectral radius "
+                      f"{rho:.6g}); expected relative error of the Fisher memory ~{err:.1g} with method "
+                      f"{method!r}" + ("; use method='sqrt' or 'mpmath'" if method == "lyapunov" else
+                                        "; use method='mpmath' to check"), RuntimeWarning, stacklevel=2)
+    return out
+
+
+def stationary_covariance(theta, noise: float = 1.0, method: str = "sqrt") -> tuple[np.ndarray, float]:
+    """(C, cond₂(C)): the stationary covariance ε Σ_k Θᵏ(Θᵏ)ᵀ and its condition number."""
+    f = covariance_factor(theta, noise, method)
+    return f.covariance(), f.cond
+
+
+# ----------------------------------------------------------------------------------------------
+# Fisher memory
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class FisherMemory:
+    """Result of :func:`fisher_memory`.
+
+    curve: J(k) for k = 0..len-1; total: J_tot = Σ_t J(t) summed to convergence;
+    total_steps: number of terms summed for ``total`` (N for a nilpotent Θ);
+    tail_bound: bound on the neglected Σ_{t ≥ total_steps} J(t);
+    cond: cond₂(C); spectral_radius: ρ(Θ); method: 'sqrt' | 'lyapunov' | 'mpmath'.
+    """
+    curve: np.ndarray
+    total: float
+    total_steps: int
+    tail_bound: float
+    cond: float
+    spectral_radius: float
+    method: str
+    noise: float
+
+
+def _input(theta: np.ndarray, input_vector) -> np.ndarray:
+    n = theta.shape[0]
+    if input_vector is None:
+        u = np.zeros(n)
+        u[0] = 1.0
+        return u
+    u = np.asarray(input_vector, dtype=np.float64).reshape(-1)
+    if u.shape != (n,):
+        raise ValueError(f"input_vector must have {n} entries; got shape {np.shape(input_vector)}")
+    return u
+
+
+def _orbit(theta: np.ndarray, v: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns Θᵏ v for k < count, and Θ^count v."""
+    cols = np.empty((theta.shape[0], count))
+    for k in range(count):
+        cols[:, k] = v
+        v = theta @ v
+    return cols, v
+
+
+def _sum_to_convergence(theta, u, quadratic, noise, rtol, max_steps, block=256):
+    """J(t) for t = 0, 1, … until the tail bound (1/ε)‖Q‖‖Θᴷu‖² ≤ rtol · partial sum (or Θᴷu = 0).
+
+    Returns (J values computed, total, K = terms needed, tail bound): K is the first K at which
+    the partial sum is within rtol of the total (N for a nilpotent Θ and generic u)."""
+    q_factor, _, _ = _gramian_factor(theta.T.copy(), 1.0)
+    q_norm = np.linalg.norm(q_factor, 2) ** 2
+    values, total, k, v = [], 0.0, 0, u
+    while True:
+        bound = q_norm * float(v @ v) / noise
+        if not v.any() or (k and bound <= rtol * total):
+            break
+        if k >= max_steps:
+            raise ValueError(f"J_tot did not converge within {max_steps} steps (tail bound {bound:.3g}, "
+                             f"partial sum {total:.6g}); raise max_steps or rtol")
+        cols, v = _orbit(theta, v, block)
+        values.append(quadratic(cols))
+        total += float(values[-1].sum())
+        k += block
+    values = np.concatenate(values) if values else np.zeros(0)
+    nz = np.nonzero(values)[0]
+    needed = int(nz[-1]) + 1 if len(nz) else 0
+    if bound > 0 and needed:
+        c = np.cumsum(values)
+        needed = min(needed, int(np.searchsorted(c, c[-1] * (1 - rtol))) + 1)
+    return values, total, needed, bound
+
+
+@single_threaded_blas()
+def fisher_memory(theta, steps: int | None = None, input_vector=None, noise: float = 1.0, method: str = "sqrt",
+                  rtol: float = 1e-12, max_steps: int = 1_000_000, dps: int = 60) -> FisherMemory:
+    """Fisher memory curve J(k), k < ``steps``, and J_tot = Σ_{t≥0} J(t) (summed to convergence).
+
+    ``steps`` defaults to the number of terms J_tot needed (``total_steps``: N for
+    a nilpotent Θ, else the first K with Σ_{t<K} J(t) within ``rtol`` of J_tot).
+    ``method``: 'sqrt' (default; square-root Lyapunov factor, accurate to
+    ~u·sqrt(cond C)), 'lyapunov' (scipy.linalg.solve_discrete_lyapunov +
+    Cholesky solve, the textbook route, accurate to ~u·cond C only) or 'mpmath'
+    (``dps``-digit arithmetic, slow: about a minute for N = 100; a reference).
+    Raises ValueError for ρ(Θ) ≥ 1 and warns when C is too ill-conditioned for
+    the chosen method.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0):
+        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    theta = _as_square(theta)
+    u = _input(theta, input_vector)
+    noise = _check_noise(noise)
+    if method == "mpmath":
+        return _fisher_memory_mp(theta, steps, u, noise, rtol, max_steps, dps)
+    cov = covariance_factor(theta, noise, method)
+    values, total, needed, bound = _sum_to_convergence(theta, u, cov.quadratic, noise, rtol, max_steps)
+    if steps is None:
+        curve = values[:needed]
+    elif steps <= len(values):
+        curve = values[:steps]
+    else:
+        curve = cov.quadratic(_orbit(theta, u, int(steps))[0])
+    return FisherMemory(curve=curve, total=total, total_steps=needed, tail_bound=bound, cond=cov.cond,
+                        spectral_radius=cov.spectral_radius, method=method, noise=noise)
+
+
+@single_threaded_blas()
+def fisher_memory_curve(theta, steps: int, input_vector=None, noise: float = 1.0, method: str = "sqrt") -> np.ndarray:
+    """J(k) = uᵀ(Θᵏ)ᵀ C⁻¹ Θᵏ u for k = 0..steps-1, C = ε Σ_k Θᵏ(Θᵏ)ᵀ (Eq. explicit_FMC).
+
+    u defaults to e₁ and ε (``noise``) to 1; J ∝ 1/ε.  C solves the discrete
+    Lyapunov equation C = Θ C Θᵀ + ε I; it exists only for spectral radius
+    ρ(Θ) < 1, so ρ ≥ 1 raises ValueError.  As ρ → 1 (or with strong
+    feed-forward amplification, e.g. Θ = 0.2 I + 1.05 × shift) cond(C) grows
+    without bound; :func:`fisher_memory` reports it (``.cond``) and a
+    RuntimeWarning is issued when the result may lose more than ~3 digits.  See
+    the module docstring for the method choice (default 'sqrt': triangular
+    square-root factor of C and triangular solves, never an inverse).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    theta = _as_square(theta)
+    u = _input(theta, input_vector)
+    noise = _check_noise(noise)
+    if method == "mpmath":
+        return _fisher_memory_mp(theta, steps, u, noise, 1e-12, 1_000_000, 60).curve
+    cov = covariance_factor(theta, noise, method)
+    return cov.quadratic(_orbit(theta, u, int(steps))[0]) if steps else np.zeros(0)
+
+
+def fisher_memory_total(theta, input_vector=None, noise: float = 1.0, method: str = "sqrt", rtol: float = 1e-12,
+                        max_steps: int = 1_000_000) -> float:
+    """J_tot = Σ_{t=0}^∞ J(t), summed until the tail bound is below ``rtol`` × the partial sum
+    (exactly N terms for a nilpotent Θ).  See :func:`fisher_memory`."""
+    return fisher_memory(theta, None, input_vector, noise, method, rtol, max_steps).total
+
+
+def delay_line_fmc(alpha: float, steps: int, noise: float = 1.0) -> np.ndarray:
+    """Ganguli et al.'s closed form for the delay line with gain √α per link, k < N:
+    J(k) = αᵏ (α − 1) / (α^{k+1} − 1) / ε  (= 1 / ((k+1) ε) at α = 1)."""
+    k = np.arange(steps, dtype=np.float64)
+    if alpha == 1.0:
+        return 1.0 / ((k + 1) * noise)
+    return alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1) / noise
+
+
+def _fisher_memory_mp(theta, steps, u, noise, rtol, max_steps, dps) -> FisherMemory:
+    """Reference implementation in ``dps``-digit arithmetic (mpmath): C by doubling to below
+    10^-dps relative, Cholesky, J(t) summed until J(t) and the tail bound are negligible."""
+    import mpmath as mp
+
+    rho = _check_stable(theta)
+    n = theta.shape[0]
+    with mp.workdps(dps):
+        tiny = mp.mpf(10) ** (-dps)
+        th = np.array([[mp.mpf(float(x)) for x in row] for row in theta], dtype=object)
+        eps = mp.mpf(noise)
+        c = np.array([[eps if i == j else mp.mpf(0) for j in range(n)] for i in range(n)], dtype=object)
+        power = th.copy()
+        for _ in range(64):
+            pmax = max(abs(x) for x in power.flat)
+            if pmax == 0:
+                break
+            cmax = max(abs(x) for x in c.flat)
+            if (pmax * n) ** 2 * cmax <= tiny * eps:
+                break
+            c = c + power.dot(c).dot(power.T)
+            power = power.dot(power)
+        else:
+            raise ValueError("the covariance series did not converge")
+        chol = np.array(mp.cholesky(mp.matrix(c.tolist())).tolist(), dtype=object)
+        q_factor, _, _ = _gramian_factor(theta.T.copy(), 1.0)
+        q_norm = mp.mpf(float(np.linalg.norm(q_factor, 2) ** 2))
+        v = np.array([mp.mpf(float(x)) for x in u], dtype=object)
+        curve, total, k, bound = [], mp.mpf(0), 0, mp.mpf(0)
+        while True:
+            if k >= max_steps:
+                raise ValueError("J_tot did not converge")
+            # forward substitution L w = v
+            w = np.empty(n, dtype=object)
+            for i in range(n):
+                w[i] = (v[i] - (chol[i, :i].dot(w[:i]) if i else 0)) / chol[i, i]
+            j = w.dot(w)
+            total += j
+            curve.append(j)
+            k += 1
+            v = th.dot(v)
+            vv = v.dot(v)
+            bound = q_norm * vv / eps
+            if vv == 0 or (bound <= rtol * total and (steps is None or k >= steps)):
+                break
+        curve = np.array([float(x) for x in curve])
+    if steps is not None:
+        curve = np.concatenate([curve, np.zeros(max(0, steps - len(curve)))])[:steps]
+    s = np.linalg.svd(_gramian_factor(theta, noise)[0], compute_uv=False)
+    return FisherMemory(curve=curve, total=float(total), total_steps=k, tail_bound=float(bound),
+                        cond=float((s[0] / s[-1]) ** 2), spectral_radius=rho, method="mpmath", noise=noise)
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 3
+# ----------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def table3(n: int = 100, noise: float = 1.0, method: str = "sqrt", compare_lyapunov: bool = True) -> list[dict]:
+    """Rows of the supplement's Table 3 (J_tot of Θ(α, β, d), u = e₁), in the paper's order.
+
+    Each row: alpha, beta, d, j_tot (``method``), paper (the published value),
+    rel_diff_paper = j_tot / paper − 1, exact (80-digit reference, N = 100, ε = 1 only),
+    cond_C, spectral_radius, steps (terms summed) and, with ``compare_lyapunov``,
+    j_tot_lyapunov (the float64 solve_discrete_lyapunov route; differs by up to 6.4 %
+    on the ill-conditioned d = 0.2 rows).
+    """
+    rows = []
+    for i, (a, b, d) in enumerate(TABLE3_GRID):
+        theta = schur_example(n, a, b, d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fm = fisher_memory(theta, None, noise=noise, method=method)
+            row = {"alpha": a, "beta": b, "d": d, "j_tot": fm.total, "paper": PAPER_TABLE3[i],
+                   "rel_diff_paper": fm.total / PAPER_TABLE3[i] - 1.0,
+                   "exact": EXACT_TABLE3[i] if (n == 100 and noise == 1.0) else None,
+                   "cond_C": fm.cond, "spectral_radius": fm.spectral_radius, "steps": fm.total_steps,
+                   "method": method}
+            if compare_lyapunov:
+                row["j_tot_lyapunov"] = fisher_memory_total(theta, noise=noise, method="lyapunov")
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# Transients (Figure 1b)
+# ----------------------------------------------------------------------------------------------
+@single_threaded_blas()
+def transients(theta, steps: int, n_init: int = 1000, seed: int = 0) -> dict[str, np.ndarray]:
+    """Iterate h_{t+1} = Θ h_t from ``n_init`` initial conditions uniform on the unit sphere.
+
+    Returns per-t mean and standard deviation (over initial conditions) of the
+    standard deviation across units of h_t (``unit_std_mean``/``unit_std_std``)
+    and of ‖h_t‖ (``norm_mean``/``norm_std``), t = 0..steps, plus ``t``.
+    """
+    theta = _as_square(theta)
+    rng = np.random.default_rng(seed)
+    h = rng.standard_normal((theta.shape[0], n_init))
+    h /= np.linalg.norm(h, axis=0, keepdims=True)
+    stds, norms = np.empty((steps + 1, n_init)), np.empty((steps + 1, n_init))
+    for t in range(steps + 1):
+        stds[t] = h.std(axis=0)
+        norms[t] = np.linalg.norm(h, axis=0)
+        h = theta @ h
+    return {"t": np.arange(steps + 1), "unit_std_mean": stds.mean(1), "unit_std_std": stds.std(1),
+            "norm_mean": norms.mean(1), "norm_std": norms.std(1)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Proposition 2
+# ----------------------------------------------------------------------------------------------
+def proposition2_matrix(n: int, x: float) -> np.ndarray:
+    """A of Proposition 2: A_ii = 1, A_ij = x for i < j, 0 below the diagonal."""
+    return np.eye(n) + np.triu(np.full((n, n), float(x)), 1)
+
+
+@dataclass
+class Prop2Result:
+    """Fit of max_ij |(Aᵗ)_ij| ~ c tᵖ on the tail t ∈ [t_max/10, t_max].
+
+    degree: fitted p (log-log slope); bound: n − 1 (Proposition 2); loglog_r2 and
+    semilog_r2: R² of the straight-line fit of log max|Aᵗ| against log t and against t
+    on the same tail (polynomial growth: loglog_r2 ≈ 1 > semilog_r2); is_polynomial:
+    degree ≤ bound + 0.05 and loglog_r2 > 0.999 > semilog_r2; local_slopes: d log/d log t
+    along the whole range (approaches n − 1 from below).
+    """
+    n: int
+    x: float
+    degree: float
+    bound: int
+    loglog_r2: float
+    semilog_r2: float
+    is_polynomial: bool
+    t: np.ndarray
+    max_entry: np.ndarray
+    local_slopes: np.ndarray
+
+
+def _r2(x, y):
+    coef = np.polyfit(x, y, 1)
+    resid = y - np.polyval(coef, x)
+    return coef[0], 1 - resid.var() / y.var()
+
+
+@single_threaded_blas()
+def proposition2(n: int = 6, x: float = 0.5, t_max: int = 100_000, points: int = 60) -> Prop2Result:
+    """Measure the growth of max_ij |(Aᵗ)_ij| for Proposition 2's A and fit its polynomial degree.
+
+    Aᵗ is evaluated exactly through the binomial expansion Aᵗ = Σ_{l<n} C(t, l) (xN)ˡ
+    (N = strictly upper all-ones, nilpotent), so no rounding accumulates over t.
+    """
+    if n < 2:
+        raise ValueError("n must be >= 2")
+    nil = x * np.triu(np.ones((n, n)), 1)
+    powers = [np.linalg.matrix_power(nil, l) for l in range(n)]
+    t = np.unique(np.round(np.logspace(0, math.log10(t_max), points)).astype(np.int64))
+    maxima = np.empty(len(t))
+    for i, ti in enumerate(t):
+        at = sum(math.comb(int(ti), l) * powers[l] for l in range(min(n, int(ti) + 1)))
+        maxima[i] = np.abs(at).max()
+    tail = t >= t_max / 10
+    lt, lm = np.log(t[tail]), np.log(maxima[tail])
+    degree, r2_loglog = _r2(lt, lm)
+    _, r2_semilog = _r2(t[tail].astype(float), lm)
+    slopes = np.gradient(np.log(maxima), np.log(t))
+    is_poly = bool(degree <= n - 1 + 0.05 and r2_loglog > 0.999 and r2_loglog > r2_semilog)
+    return Prop2Result(n=n, x=float(x), degree=float(degree), bound=n - 1, loglog_r2=float(r2_loglog),
+                       semilog_r2=float(r2_semilog), is_polynomial=is_poly, t=t, max_entry=maxima,
+                       local_slopes=slopes)

@@ -1,0 +1,265 @@
+"""nnrnn.analysis: theory of §3 (Fisher memory, Table 3, Proposition 2) and model inspection."""
+import argparse
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import nnrnn
+from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
+                            delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_total,
+                            gradient_propagation, henrici_departure, proposition2, proposition2_matrix,
+                            real_schur_lower, schur_example, schur_view, table3)
+from nnrnn.analysis.cli import add_analyze_parser, add_theory_parser
+
+
+# ---------------------------------------------------------------------------------------------- theory
+def test_schur_example_structure():
+    th = schur_example(6, 1.05, 0.005, 0.2)
+    assert th.shape == (6, 6) and th.dtype == np.float64
+    assert np.all(np.diag(th) == 0.2)
+    assert np.all(np.diag(th, -1) == 1.05)
+    assert np.all(np.triu(th, 1) == 0)
+    below = th[np.tril_indices(6, -2)]
+    assert below.size == 10 and np.all(below == 0.005)
+    assert np.all(schur_example(1, 1, 1, 0.3) == [[0.3]])
+    with pytest.raises(ValueError):
+        schur_example(0, 1, 0, 0)
+
+
+@pytest.mark.parametrize("alpha", [0.81, 1.0, 1.21])
+@pytest.mark.parametrize("noise", [1.0, 0.25])
+def test_delay_line_matches_ganguli_closed_form(alpha, noise):
+    n = 20
+    delay = np.diag(np.full(n - 1, math.sqrt(alpha)), -1)  # gain sqrt(alpha) per link
+    j = fisher_memory_curve(delay, n + 5, noise=noise)
+    np.testing.assert_allclose(j[:n], delay_line_fmc(alpha, n, noise), rtol=1e-12)
+    assert np.all(j[n:] == 0)  # nilpotent: Θᴺ = 0
+    np.testing.assert_allclose(j[:n] * noise, delay_line_fmc(alpha, n, 1.0), rtol=1e-12)  # J ∝ 1/ε
+    assert j[0] == pytest.approx(1 / noise)
+
+
+def test_table3_d0_rows_within_one_percent_and_d02_rows_match_exact_reference():
+    rows = table3(compare_lyapunov=False)
+    assert [(r["alpha"], r["beta"], r["d"]) for r in rows] == list(TABLE3_GRID)
+    for r, paper, exact in zip(rows, PAPER_TABLE3, EXACT_TABLE3):
+        if r["d"] == 0:
+            assert abs(r["j_tot"] / paper - 1) < 0.01, r
+            assert r["steps"] == 100  # nilpotent: exactly N terms
+        assert r["j_tot"] == pytest.approx(exact, rel=1e-6), r  # 80-digit reference
+
+
+def test_lyapunov_and_sqrt_agree_on_well_conditioned_matrix_and_match_brute_force():
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal((8, 8))
+    v *= 0.8 / np.abs(np.linalg.eigvals(v)).max()
+    u = rng.standard_normal(8)
+    c = sum(np.linalg.matrix_power(v, k) @ np.linalg.matrix_power(v, k).T for k in range(400)) * 0.5
+    brute = np.array([w @ np.linalg.solve(c, w) for w in (np.linalg.matrix_power(v, k) @ u for k in range(30))])
+    for method in ("sqrt", "lyapunov"):
+        np.testing.assert_allclose(fisher_memory_curve(v, 30, u, noise=0.5, method=method), brute, rtol=1e-8)
+    fm = fisher_memory(v, None, u, noise=0.5)
+    assert fm.total == pytest.approx(fisher_memory_total(v, u, noise=0.5, method="lyapunov"), rel=1e-9)
+    long = fisher_memory_curve(v, 2000, u, noise=0.5).sum()
+    assert fm.total == pytest.approx(long, rel=1e-10)
+    assert fm.tail_bound <= 1e-12 * fm.total
+    # Ganguli et al.: for a normal Θ the total Fisher memory over all unit inputs is N/ε, and J_tot(u) ≤ N/ε
+    q, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    total_normal = sum(fisher_memory_total(0.9 * q, e, noise=2.0) for e in np.eye(8))
+    assert total_normal == pytest.approx(8 / 2.0, rel=1e-8)
+
+
+def test_mpmath_reference_agrees_with_sqrt():
+    th = schur_example(6, 1.05, 0.005, 0.2)
+    exact = fisher_memory(th, 20, method="mpmath", dps=40)
+    fast = fisher_memory(th, 20)
+    np.testing.assert_allclose(fast.curve, exact.curve, rtol=1e-10)
+    assert fast.total == pytest.approx(exact.total, rel=1e-10)
+
+
+@pytest.mark.parametrize("theta", [np.eye(3), 1.01 * np.array([[0.0, -1.0], [1.0, 0.0]]),
+                                   np.array([[1.0, 0.0], [5.0, 0.3]]), np.diag([0.5, -1.2])])
+def test_spectral_radius_at_least_one_raises(theta):
+    for call in (lambda: fisher_memory_curve(theta, 5), lambda: fisher_memory_total(theta),
+                 lambda: fisher_memory_curve(theta, 5, method="lyapunov")):
+        with pytest.raises(ValueError, match="spectral radius"):
+            call()
+
+
+def test_condition_number_grows_as_spectral_radius_approaches_one():
+    conds = [covariance_factor(r * np.eye(5) + 0.5 * np.eye(5, k=-1)).cond for r in (0.5, 0.9, 0.99, 0.999)]
+    assert all(b > 10 * a for a, b in zip(conds, conds[1:]))
+    assert covariance_factor(0.99 * np.eye(4)).cond == pytest.approx(1.0)  # normal: C = ε/(1-ρ²) I
+
+
+def test_lyapunov_method_warns_when_ill_conditioned():
+    with pytest.warns(RuntimeWarning, match="ill-conditioned"):
+        fisher_memory_curve(schur_example(100, 1.05, 0.0, 0.2), 5, method="lyapunov")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fisher_memory_curve(schur_example(100, 1.0, 0.0, 0.0), 5)  # nilpotent, well conditioned
+
+
+def test_proposition2_degree_fit():
+    for n in (2, 4, 6):
+        r = proposition2(n, x=0.5, t_max=20_000)
+        assert r.bound == n - 1
+        assert r.degree <= n - 1 + 0.05
+        assert r.degree == pytest.approx(n - 1, abs=0.05)
+        assert r.is_polynomial and r.loglog_r2 > 0.9999 > r.semilog_r2
+    a = proposition2_matrix(4, 0.3)
+    assert np.all(np.diag(a) == 1) and np.all(np.tril(a, -1) == 0) and np.all(a[np.triu_indices(4, 1)] == 0.3)
+    # the binomial evaluation used by proposition2 is exact
+    r = proposition2(4, x=0.3, t_max=60, points=20)
+    for t, m in zip(r.t, r.max_entry):
+        assert m == pytest.approx(np.abs(np.linalg.matrix_power(a, int(t))).max(), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- models
+def test_henrici_departure_zero_for_orthogonal_positive_for_triangular():
+    q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((10, 10)))
+    dep, rel = henrici_departure(q)
+    assert dep < 1e-6 and rel < 1e-6
+    tri = np.triu(np.random.default_rng(1).standard_normal((6, 6)))
+    dep, rel = henrici_departure(tri)
+    assert dep == pytest.approx(np.linalg.norm(np.triu(tri, 1)), rel=1e-8)  # eigenvalues = diagonal
+    assert 0 < rel < 1
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_real_schur_is_lower_quasi_triangular_and_reconstructs(seed):
+    v = np.random.default_rng(seed).standard_normal((9, 9))
+    p, th = real_schur_lower(v)
+    np.testing.assert_allclose(p @ th @ p.T, v, atol=1e-12)
+    np.testing.assert_allclose(p.T @ p, np.eye(9), atol=1e-12)
+    assert np.all(np.triu(th, 2) == 0)  # only the 2×2 blocks reach above the diagonal
+    view = schur_view(v)
+    np.testing.assert_allclose(view.Lambda + view.T, view.theta, atol=1e-15)
+    assert np.all(np.triu(view.T) == 0)
+    assert view.reconstruction_error < 1e-13
+    lam = np.linalg.eigvals(v)
+    assert sorted(view.moduli.round(8)) == sorted(np.abs(lam[lam.imag >= 0]).round(8))
+    assert view.source == "scipy.linalg.schur"
+
+
+def _nnrnn(hidden=16, seed=0):
+    torch.manual_seed(seed)
+    m = nnrnn.create("nnrnn", 3, hidden)
+    with torch.no_grad():
+        form = m.schur_form
+        form.lower.normal_(0, 0.1)
+        form.gamma.uniform_(0.9, 1.0)
+    return m
+
+
+def test_nnrnn_schur_view_uses_trained_factors():
+    m = _nnrnn()
+    view = schur_view(m)
+    assert view.source == "parametrized"
+    assert view.reconstruction_error < 1e-5
+    np.testing.assert_allclose(view.gamma_parameters, m.schur_form.gamma.detach().numpy())
+    dep, _ = henrici_departure(view.matrix)
+    assert dep == pytest.approx(np.linalg.norm(view.T), rel=1e-4)  # departure = ‖T‖_F
+    assert np.all(view.angles >= 0) and np.all(view.angles <= math.pi)
+
+
+def test_gradient_propagation_is_the_total_derivative():
+    torch.manual_seed(0)
+    m = nnrnn.create("rnn", 2, 5, nonlinearity=None, bias=False).double()
+    x = torch.randn(7, 3, 2, dtype=torch.float64)
+    norms = gradient_propagation(m, x)  # L = ½ mean_b ‖h_T‖²  ->  ∂L/∂h_t = (V^{T-t})ᵀ h_T / B
+    out, _ = m(x)
+    v = m.recurrent_matrix().detach()
+    h_t = out[-1].detach()
+    expect = [float((h_t @ torch.linalg.matrix_power(v, 7 - t) / 3).norm()) for t in range(1, 8)]
+    np.testing.assert_allclose(norms, expect, rtol=1e-10)
+
+
+def test_analyze_model_writes_files_for_nnrnn(tmp_path):
+    m = _nnrnn()
+    summary = analyze_model(m, tmp_path)
+    for name in ("spectrum.png", "schur.png", "gradients.png", "summary.json"):
+        assert (tmp_path / name).stat().st_size > 1000, name
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved == summary
+    assert saved["model"] == "NonNormalRNN" and saved["primary"] == "V"
+    assert saved["mean_gamma"] == pytest.approx(float(m.schur_form.gamma.detach().mean()), rel=1e-6)
+    for key in ("spectral_radius", "max_singular_value", "departure_from_normality",
+                "departure_from_normality_normalized"):
+        assert isinstance(saved[key], float) and saved[key] > 0
+    assert len(saved["gradient"]["norms"]) == 100
+
+
+def test_analyze_model_writes_files_for_lstm(tmp_path):
+    torch.manual_seed(0)
+    m = nnrnn.create("lstm", 3, 12)
+    summary = analyze_model(m, tmp_path, batch=(torch.randn(10, 2, 3), torch.randn(10, 2, 12)))
+    gates = ("input", "forget", "cell", "output")
+    expected = {f"{kind}_{g}.png" for kind in ("spectrum", "schur") for g in gates} | {"gradients.png"}
+    assert expected | {"summary.json"} == set(summary["files"])
+    for name in expected:
+        assert (tmp_path / name).stat().st_size > 1000, name
+    assert summary["primary"] == "cell" and set(summary["matrices"]) == set(gates)
+    assert summary["matrices"]["cell"]["schur_source"] == "scipy.linalg.schur"
+    assert len(summary["gradient"]["norms"]) == 10
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def _parser(load_model=None):
+    parser = argparse.ArgumentParser(prog="nnrnn")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_theory_parser(sub)
+    add_analyze_parser(sub, load_model or (lambda path: (_nnrnn(8), {"model": "nnrnn"})))
+    return parser
+
+
+def test_cli_theory_table3_json(capsys):
+    args = _parser().parse_args(["theory", "table3", "--json"])
+    assert args.func(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 12 and rows[1]["paper"] == 5.19 and abs(rows[1]["rel_diff_paper"]) < 0.01
+    args = _parser().parse_args(["theory", "table3"])
+    assert args.func(args) == 0
+    assert "paper" in capsys.readouterr().out
+
+
+def test_cli_theory_figures(tmp_path, capsys):
+    args = _parser().parse_args(["theory", "figure1", "--out", str(tmp_path), "--n-init", "50"])
+    assert args.func(args) == 0
+    args = _parser().parse_args(["theory", "prop2", "--out", str(tmp_path), "--n", "3", "5", "--t-max", "1000"])
+    assert args.func(args) == 0
+    for name in ("figure1b.png", "figure1c.png", "proposition2.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_cli_analyze(tmp_path, capsys):
+    ckpt = tmp_path / "model.pt"
+    ckpt.write_bytes(b"")
+    args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
+    assert args.func(args) == 0
+    out = tmp_path / "model-analysis"
+    assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"] == {"model": "nnrnn"} and "gradient" not in summary
+
+
+def test_single_threaded_blas_sets_and_restores(monkeypatch):
+    from nnrnn.analysis._blas import _setters, single_threaded_blas
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    setters = _setters()
+    if not setters:
+        pytest.skip("no OpenBLAS with openblas_set_num_threads_local loaded")
+    before = [f(1) for f in setters]
+    for f, n in zip(setters, before):
+        f(n)
+    with single_threaded_blas():
+        with single_threaded_blas():  # re-entrant
+            pass
+        inside = [f(1) for f in setters]
+    after = [f(1) for f in setters]
+    for f, n in zip(setters, before):
+        f(n)
+    assert inside == [1] * len(setters) and after == before
