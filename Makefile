@@ -18,6 +18,7 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	rm -rf runs/demo-copy  # the demo's own scratch folder, so the demo can be run again
 	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 400 --out runs/demo-copy
 
 test: $(STAMP)
