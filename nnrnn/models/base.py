@@ -14,7 +14,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .fused import fused_recurrence
 from .recurrence import NONLINEARITIES, reference_recurrence
+
+IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
 
 
 def check_size(name: str, value) -> int:
@@ -78,7 +81,22 @@ class RecurrentModel(nn.Module):
     Glorot normal), ``bias`` (hidden_size, zeros; absent with ``bias=False``)
     and, for modReLU, ``modrelu_bias`` (hidden_size, U(-0.01, 0.01) as in
     expRNN, so that modReLU starts close to the identity).
+
+    How the recurrence is computed is chosen by the attribute
+    ``implementation`` (the class default, ``"fused"``, may be overridden per
+    instance, e.g. ``model.implementation = "reference"``):
+
+    * ``"fused"``: :func:`~nnrnn.models.fused.fused_recurrence`, one autograd
+      node with a hand-written backward-through-time (see
+      :mod:`nnrnn.models.fused`); first-order gradients only.
+    * ``"reference"``: :func:`~nnrnn.models.recurrence.reference_recurrence`,
+      the plain autograd loop (supports double backward).
+
+    Both compute the same values (to rounding); V = :meth:`recurrent_matrix` is
+    composed once per forward, in autograd, and handed to the recurrence.
     """
+
+    implementation = "fused"
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
                  batch_first: bool = False):
@@ -106,8 +124,11 @@ class RecurrentModel(nn.Module):
 
     def recurrence(self, inputs: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T (B, N)."""
-        return reference_recurrence(inputs, h0, self.weight_ih, self.bias, self.recurrent_matrix(),
-                                    self.nonlinearity, self.modrelu_bias)
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
+                             f"got {self.implementation!r}")
+        return IMPLEMENTATIONS[self.implementation](inputs, h0, self.weight_ih, self.bias, self.recurrent_matrix(),
+                                                    self.nonlinearity, self.modrelu_bias)
 
     def forward(self, input: torch.Tensor, hx: torch.Tensor | None = None):
         input, hx, unbatched = prepare_input(self, input, hx)

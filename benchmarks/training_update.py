@@ -1,0 +1,342 @@
+"""Time one training update of every recurrent model against torch.nn.RNN(relu), on this machine.
+
+One update = zero_grad, forward over all T steps, linear read-out of every
+step's hidden state into C = 10 classes, cross-entropy over all steps (plus
+the model's own penalty, e.g. nnRNN's δ Σ(1-γ)² + t_decay ‖T‖², where it has
+one), backward, RMSprop step.
+
+All implementations run in ONE process, round-robin (one update of each, in
+an order rotated every round, repeated), after one warm-up update each; the
+table gives the median.  Columns:
+
+* ``median s``: median seconds per update.
+* ``× RNN``: that median divided by torch.nn.RNN(relu)'s.
+* ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
+  (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
+  the LSTM's gates) and the read-out (6TBNC).  The composition of V from its
+  parameters (matrix_exp for nnRNN/expRNN, Givens layers for EURNN) is not
+  counted, so those models' fractions understate the work they do.
+* ``% roof``: achieved GFLOP/s over the roofline, itself measured here as the
+  best GFLOP/s of a 2048³ float32 torch.mm with the same thread count (5
+  samples at start-up, one more after every round).  torch.mm is MKL's
+  sgemm; oneDNN's kernels (torch.nn.LSTM on CPU) can beat it, notably on
+  AMD processors, so the LSTMs may show more than 100 %.
+* ``peak MB``: peak memory of one update, measured in a subprocess (one per
+  size) started with MALLOC_MMAP_THRESHOLD_ fixed, so that freed tensors go
+  back to the OS, and MKL_DISABLE_FAST_MM, so that MKL keeps no buffer pool.
+  There, each implementation first runs one update at a tiny size (one-time
+  library initialisation, off the record); then, at the real size, the
+  optimizer state is created (an RMSprop step on zero gradients), the
+  kernel's peak-RSS mark is reset (``echo 5 > /proc/self/clear_refs``), one
+  update runs, and VmHWM − VmRSS(before) is reported: everything the update
+  allocates beyond the resting model and optimizer state (activations saved
+  for backward, backward temporaries, gradients).  Linux only; elsewhere the
+  column reads n/a.
+* ``saved MB``: bytes of the distinct storages autograd saves for backward
+  in the forward pass (``torch.autograd.graph.saved_tensors_hooks``),
+  parameters left out, i.e. the activation memory held between forward and
+  backward.
+
+Usage::
+
+    python benchmarks/training_update.py                  # copy and medium sizes, about 2-3 minutes
+    python benchmarks/training_update.py --sizes all      # and large: several minutes more on 2 cores
+    python benchmarks/training_update.py --sizes copy --repeats 21 --threads 1
+    python benchmarks/training_update.py --sizes 220x10x128x10 --only nnrnn,rnn --no-memory
+
+On a shared machine, ``--threads 1`` gives steadier numbers: with two
+OpenMP threads on two cores, any other busy process stalls every parallel
+region of every implementation.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import nnrnn  # noqa: E402
+
+CLASSES = 10
+PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
+SIZES = {  # name: (T, B, N, I)
+    "copy": (220, 10, 128, 10),
+    "medium": (100, 128, 512, 1),
+    "large": (150, 128, 1024, 50),
+}
+BASELINE = "torch.nn.RNN(relu)"
+
+
+class TorchRNN(nn.Module):
+    def __init__(self, kind, input_size, hidden_size):
+        super().__init__()
+        if kind == "rnn":
+            self.rnn = nn.RNN(input_size, hidden_size, nonlinearity="relu")
+        else:
+            self.rnn = nn.LSTM(input_size, hidden_size)
+
+    def forward(self, x):
+        return self.rnn(x)
+
+
+def implementations():
+    """name -> (builder(I, N) -> module, gated?)."""
+    def nnrnn_model(name, implementation="fused"):
+        def build(i, n):
+            model = nnrnn.create(name, i, n)
+            model.implementation = implementation
+            return model
+        return build
+
+    impls = {
+        BASELINE: (lambda i, n: TorchRNN("rnn", i, n), False),
+        "torch.nn.LSTM": (lambda i, n: TorchRNN("lstm", i, n), True),
+        "nnrnn": (nnrnn_model("nnrnn"), False),
+        "nnrnn [reference loop]": (nnrnn_model("nnrnn", "reference"), False),
+    }
+    for name in ("exprnn", "eurnn", "rnn", "rnn-orth"):
+        impls[name] = (nnrnn_model(name), False)
+    impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), True)
+    return impls
+
+
+class Update:
+    """Model, read-out, optimizer and data of one implementation at one size."""
+
+    def __init__(self, build, size, seed=0):
+        t, b, n, i = size
+        torch.manual_seed(seed)
+        self.model = build(i, n)
+        self.readout = nn.Linear(n, CLASSES)
+        params = list(self.model.parameters()) + list(self.readout.parameters())
+        self.optimizer = torch.optim.RMSprop(params, lr=1e-4)
+        self.x = torch.randn(t, b, i)
+        self.y = torch.randint(CLASSES, (t, b))
+        self.penalty = getattr(self.model, "regularization", None) if isinstance(
+            self.model, nnrnn.models.RecurrentModel) else None
+
+    def loss(self):
+        out, _ = self.model(self.x)
+        loss = F.cross_entropy(self.readout(out).reshape(-1, CLASSES), self.y.reshape(-1))
+        if self.penalty is not None:
+            loss = loss + self.penalty(1e-4, 1e-6)
+        return loss
+
+    def __call__(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        self.loss().backward()
+        self.optimizer.step()
+
+
+def matmul_flops(size, gated):
+    t, b, n, i = size
+    recurrence = 2 * t * b * n * (n + i) + 2 * t * b * n * n * 2 + 2 * t * b * n * i
+    return (4 if gated else 1) * recurrence + 6 * t * b * n * CLASSES
+
+
+class Roofline:
+    """Best GFLOP/s seen for a float32 n×n torch.mm; sampled at start-up and once every round, so that
+    one busy spell on a shared machine does not set it."""
+
+    def __init__(self, n=2048):
+        self.n = n
+        self.a, self.b = torch.randn(n, n), torch.randn(n, n)
+        self.out = torch.empty(n, n)
+        self.best = 0.0
+        torch.mm(self.a, self.b, out=self.out)
+
+    def sample(self, repeats=1):
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(self.a, self.b, out=self.out)
+            self.best = max(self.best, 2 * self.n ** 3 / (time.perf_counter() - start) / 1e9)
+        return self.best
+
+
+def parse_sizes(text):
+    sizes = []
+    for item in text.split(","):
+        item = item.strip()
+        if item == "all":
+            sizes.extend(SIZES.items())
+        elif item in SIZES:
+            sizes.append((item, SIZES[item]))
+        else:
+            parts = item.lower().split("x")
+            if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts):
+                raise SystemExit(f"--sizes: {item!r} is neither one of {', '.join(SIZES)} nor TxBxNxI")
+            sizes.append((item, tuple(int(p) for p in parts)))
+    return sizes
+
+
+# ----------------------------------------------------------------------------- memory (subprocess)
+
+def _status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+class SavedBytes:
+    """Counts the distinct storages autograd saves for backward (parameters left out)."""
+
+    def __init__(self, update):
+        self.params = {p.untyped_storage().data_ptr() for g in update.optimizer.param_groups for p in g["params"]}
+        self.seen = {}
+
+    def pack(self, tensor):
+        if isinstance(tensor, torch.Tensor):
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in self.params:
+                self.seen[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    def hooks(self):
+        return torch.autograd.graph.saved_tensors_hooks(self.pack, lambda tensor: tensor)
+
+    def total(self):
+        return sum(self.seen.values())
+
+
+def init_optimizer_state(update):
+    """One RMSprop step on zero gradients: creates the optimizer state, leaves the parameters as they are."""
+    for group in update.optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = torch.zeros_like(p)
+    update.optimizer.step()
+    update.optimizer.zero_grad(set_to_none=True)
+
+
+def memory_worker(size, names, threads):
+    torch.set_num_threads(threads)
+    impls = implementations()
+    for name in names:  # one-time library initialisation, off the record: one update at a tiny size
+        Update(impls[name][0], (3, 2, 8, size[3]))()
+    gc.collect()
+    results = {}
+    for name in names:
+        update = Update(impls[name][0], size)
+        init_optimizer_state(update)
+        saved = SavedBytes(update)
+        gc.collect()
+        try:
+            rss = _status_kb("VmRSS")
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            rss = None
+        with saved.hooks():
+            update()
+        peak = (_status_kb("VmHWM") - rss) / 1024 if rss is not None else None
+        results[name] = {"peak_mb": peak, "saved_mb": saved.total() / 2 ** 20}
+        del update
+        gc.collect()
+    print(json.dumps(results))
+
+
+def measure_memory(size, names, threads):
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0", MKL_DISABLE_FAST_MM="1")
+    cmd = [sys.executable, __file__, "--memory-worker", "x".join(map(str, size)), "--threads", str(threads),
+           "--only", ",".join(names)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"  (memory subprocess failed: {proc.stderr.strip().splitlines()[-1:]})", flush=True)
+        return {}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- timing
+
+def run_size(label, size, repeats, budget, threads, memory, only, roofline):
+    impls = implementations()
+    if only:
+        impls = {k: v for k, v in impls.items() if k in only or k == BASELINE}
+    names = list(impls)
+    updates = {name: Update(impls[name][0], size) for name in names}
+    times = {name: [] for name in names}
+    warm_start = time.perf_counter()
+    for name in names:  # warm-up round
+        start = time.perf_counter()
+        updates[name]()
+        times[name].append(time.perf_counter() - start)
+    round_seconds = time.perf_counter() - warm_start
+    if budget and round_seconds * repeats > budget:
+        repeats = max(3, int(budget / round_seconds))
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            start = time.perf_counter()
+            updates[name]()
+            times[name].append(time.perf_counter() - start)
+        roofline.sample()
+    del updates
+    gc.collect()
+    mem = measure_memory(size, names, threads) if memory else {}
+    return repeats, {name: (statistics.median(times[name]), impls[name][1]) for name in names}, mem
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="copy,medium",
+                        help=f"comma-separated names ({', '.join(f'{k}={v}' for k, v in SIZES.items())}), "
+                             "'all', or TxBxNxI; default copy,medium (large takes several minutes on 2 cores)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds per size (default 7)")
+    parser.add_argument("--budget", type=float, default=60.0,
+                        help="seconds of timed rounds per size; fewer repeats (at least 3) when one round "
+                             "would exceed it; 0 for no limit (default 60)")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
+                        help=f"torch.set_num_threads for every implementation (default {torch.get_num_threads()})")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
+    parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
+    parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [name for name in only if name not in implementations()]
+    if unknown:
+        parser.error(f"--only: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(implementations())}")
+    if args.memory_worker:
+        memory_worker(parse_sizes(args.memory_worker)[0][1], only, args.threads)
+        return
+    torch.set_num_threads(args.threads)
+    sizes = parse_sizes(args.sizes)
+    roofline = Roofline()
+    roofline.sample(5)
+    print(f"torch {torch.__version__}, {args.threads} thread(s)", flush=True)
+    for label, size in sizes:
+        t, b, n, i = size
+        repeats, results, mem = run_size(label, size, args.repeats, args.budget, args.threads,
+                                         not args.no_memory, only, roofline)
+        base = results[BASELINE][0]
+        roof = roofline.best
+        print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
+              f"roofline (best float32 {roofline.n}³ torch.mm) {roof:.1f} GFLOP/s", flush=True)
+        print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'GFLOP':>6s} {'% roof':>6s} "
+              f"{'peak MB':>8s} {'saved MB':>8s}")
+        for name, (seconds, gated) in results.items():
+            flops = matmul_flops(size, gated)
+            m = mem.get(name, {})
+            peak = f"{m['peak_mb']:8.1f}" if m.get("peak_mb") is not None else f"{'n/a':>8s}"
+            saved = f"{m['saved_mb']:8.1f}" if "saved_mb" in m else f"{'n/a':>8s}"
+            print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {flops / 1e9:6.2f} "
+                  f"{100 * flops / seconds / 1e9 / roof:6.1f} {peak} {saved}")
+        if size == SIZES["copy"] and "nnrnn" in results:
+            print(f"nnrnn vs the paper's code ({PAPER_CODE_COPY_SECONDS} s/update): "
+                  f"{PAPER_CODE_COPY_SECONDS / results['nnrnn'][0]:.1f}× faster")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""The fused recurrence (hand-written backward-through-time) against the autograd reference loop."""
+import pytest
+import torch
+
+import nnrnn
+from nnrnn.models import base
+from nnrnn.models.fused import FusedRecurrence, fused_recurrence
+from nnrnn.models.recurrence import reference_recurrence
+
+NONLINEARITIES = ["modrelu", "tanh", "relu", None]
+RECURRENT_MODELS = ["nnrnn", "exprnn", "eurnn", "rnn", "rnn-orth"]
+
+
+def make_inputs(steps, batch, hidden, inputs, dtype, nonlinearity, seed=0, bias=True, hx_grad=True):
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype).requires_grad_()
+
+    x = rand(steps, batch, inputs)
+    h0 = rand(batch, hidden, scale=0.5).requires_grad_(hx_grad)
+    w = rand(hidden, inputs, scale=0.5)
+    b = rand(hidden, scale=0.1) if bias else None
+    v = rand(hidden, hidden, scale=1.0 / hidden ** 0.5)
+    mb = rand(hidden, scale=0.1) if nonlinearity == "modrelu" else None
+    return x, h0, w, b, v, mb
+
+
+def leaves(args):
+    return [t for t in args if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def relative_error(a, b):
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
+def test_gradcheck_float64(nonlinearity):
+    x, h0, w, b, v, mb = make_inputs(4, 2, 5, 3, torch.float64, nonlinearity)
+
+    def f(x, h0, w, b, v, *mb):
+        return FusedRecurrence.apply(x, h0, w, b, v, nonlinearity, mb[0] if mb else None)
+
+    args = (x, h0, w, b, v) + ((mb,) if mb is not None else ())
+    assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+@pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_float32_matches_reference(nonlinearity, bias):
+    x, h0, w, b, v, mb = make_inputs(30, 4, 16, 3, torch.float32, nonlinearity, seed=1, bias=bias)
+    args = (x, h0, w, b, v)
+    out_f, h_f = fused_recurrence(*args, nonlinearity, mb)
+    out_r, h_r = reference_recurrence(*args, nonlinearity, mb)
+    assert relative_error(out_f, out_r) <= 1e-5
+    assert relative_error(h_f, h_r) <= 1e-5
+    # a loss on every step and on h_T, as a model's read-out plus a final-state loss would be
+    g = torch.Generator().manual_seed(2)
+    weights = torch.randn(out_f.shape, generator=g)
+    weights_h = torch.randn(h_f.shape, generator=g)
+    params = leaves(args + (mb,))
+    grads_f = torch.autograd.grad((out_f * weights).sum() + (h_f * weights_h).sum(), params)
+    grads_r = torch.autograd.grad((out_r * weights).sum() + (h_r * weights_h).sum(), params)
+    for gf, gr in zip(grads_f, grads_r):
+        assert relative_error(gf, gr) <= 1e-5
+
+
+def test_modrelu_bias_gradient_in_chunks(monkeypatch):
+    from nnrnn.models import fused
+    x, h0, w, b, v, mb = make_inputs(9, 3, 5, 2, torch.float64, "modrelu", seed=4)
+    out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+    whole, = torch.autograd.grad(out.sum(), mb)
+    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 2 * 3 * 5)  # two steps a chunk, the last one short
+    out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+    chunked, = torch.autograd.grad(out.sum(), mb)
+    torch.testing.assert_close(chunked, whole)
+
+
+def test_modrelu_zero_preactivation_matches_reference():
+    """z = 0 exactly (zero input, zero state, zero bias): sign(0) = 0 must win over relu(b_mod) > 0."""
+    x = torch.zeros(3, 2, 4, requires_grad=True)
+    h0 = torch.zeros(2, 5)
+    w = torch.randn(5, 4, requires_grad=True)
+    b = torch.zeros(5, requires_grad=True)
+    v = torch.randn(5, 5, requires_grad=True)
+    mb = torch.full((5,), 0.1, requires_grad=True)
+    out_f, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+    out_r, _ = reference_recurrence(x, h0, w, b, v, "modrelu", mb)
+    assert torch.equal(out_f, out_r) and not out_f.any()
+    gf = torch.autograd.grad(out_f.sum(), [x, w, b, v, mb])
+    gr = torch.autograd.grad(out_r.sum(), [x, w, b, v, mb])
+    for a, c in zip(gf, gr):
+        torch.testing.assert_close(a, c)
+
+
+@pytest.mark.parametrize("nonlinearity", ["modrelu", "tanh"])
+def test_single_step(nonlinearity):
+    x, h0, w, b, v, mb = make_inputs(1, 3, 6, 2, torch.float64, nonlinearity, seed=3)
+    args = (x, h0, w, b, v)
+    out_f, h_f = fused_recurrence(*args, nonlinearity, mb)
+    out_r, h_r = reference_recurrence(*args, nonlinearity, mb)
+    assert out_f.shape == (1, 3, 6) and h_f.shape == (3, 6)
+    torch.testing.assert_close(out_f, out_r)
+    torch.testing.assert_close(h_f, out_f[0])
+    params = leaves(args + (mb,))
+    for gf, gr in zip(torch.autograd.grad(h_f.sum(), params), torch.autograd.grad(h_r.sum(), params)):
+        torch.testing.assert_close(gf, gr)
+
+
+def test_zero_steps_returns_h0():
+    x, h0, w, b, v, mb = make_inputs(0, 3, 6, 2, torch.float32, "modrelu")
+    out, h_n = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+    out_r, h_r = reference_recurrence(x, h0, w, b, v, "modrelu", mb)
+    assert out.shape == out_r.shape == (0, 3, 6)
+    assert h_n is h0 and h_r is h0
+
+
+def test_h_n_is_its_own_tensor():
+    x, h0, w, b, v, mb = make_inputs(5, 2, 4, 3, torch.float32, "relu")
+    out, h_n = fused_recurrence(x, h0, w, b, v, "relu", mb)
+    assert torch.equal(h_n, out[-1]) and h_n.data_ptr() != out[-1].data_ptr()
+
+
+@pytest.mark.parametrize("name", RECURRENT_MODELS)
+def test_models_use_the_fused_path_by_default(name, monkeypatch):
+    model = nnrnn.create(name, 3, 8)
+    assert model.implementation == "fused"
+    calls = []
+    original = FusedRecurrence.apply
+    monkeypatch.setattr(FusedRecurrence, "apply", lambda *a: calls.append(1) or original(*a))
+    model(torch.randn(4, 2, 3))
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("name", RECURRENT_MODELS)
+def test_model_fused_equals_reference_with_hx(name):
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 8, batch_first=True)
+    x = torch.randn(2, 7, 3)
+    hx = torch.randn(1, 2, 8, requires_grad=True)
+    params = [p for p in model.parameters()] + [hx]
+    out_f, h_f = model(x, hx)
+    grads_f = torch.autograd.grad(out_f.square().sum() + h_f.sum(), params)
+    model.implementation = "reference"
+    out_r, h_r = model(x, hx)
+    grads_r = torch.autograd.grad(out_r.square().sum() + h_r.sum(), params)
+    assert relative_error(out_f, out_r) <= 1e-5 and relative_error(h_f, h_r) <= 1e-5
+    for gf, gr in zip(grads_f, grads_r):
+        assert relative_error(gf, gr) <= 1e-5
+
+
+def test_unknown_implementation_is_rejected():
+    model = nnrnn.create("rnn", 2, 4)
+    model.implementation = "cuda-magic"
+    with pytest.raises(ValueError, match="implementation"):
+        model(torch.randn(3, 1, 2))
+    assert set(base.IMPLEMENTATIONS) == {"fused", "reference"}
+
+
+def test_no_grad_forward_matches():
+    x, h0, w, b, v, mb = make_inputs(6, 2, 5, 3, torch.float32, "modrelu")
+    with torch.no_grad():
+        out_f, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+        out_r, _ = reference_recurrence(x, h0, w, b, v, "modrelu", mb)
+    assert not out_f.requires_grad
+    torch.testing.assert_close(out_f, out_r)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
+def test_cuda_matches_cpu(nonlinearity):
+    args = make_inputs(12, 3, 16, 4, torch.float64, nonlinearity, seed=5)
+    cpu_out, _ = fused_recurrence(*args[:5], nonlinearity, args[5])
+    cpu_grads = torch.autograd.grad(cpu_out.sum(), leaves(args))
+    cuda_args = [a.detach().cuda().requires_grad_(a.requires_grad) if a is not None else None for a in args]
+    out, _ = fused_recurrence(*cuda_args[:5], nonlinearity, cuda_args[5])
+    assert out.is_cuda
+    torch.testing.assert_close(out.cpu(), cpu_out)
+    for gc, gg in zip(cpu_grads, torch.autograd.grad(out.sum(), leaves(cuda_args))):
+        torch.testing.assert_close(gg.cpu(), gc)
