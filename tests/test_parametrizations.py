@@ -405,3 +405,19 @@ def test_schur_regularization():
     mask = block_triangular_mask(5)
     expected = 3.0 * (0.25 + 0.0625 + 0.01) + 2.0 * form.lower.detach()[mask].pow(2).sum()
     assert form.regularization(3.0, 2.0).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_matrix_exp_gradient_matches_float64():
+    """The float32 gradient of exp through nnrnn's matrix_exp is accurate to ~1e-6, as float64 says."""
+    from nnrnn.parametrizations.orthogonal import matrix_exp
+    torch.manual_seed(0)
+    for n in (16, 96):
+        x = torch.randn(n, n) * 0.3 / n ** 0.5
+        a = x.tril(-1) - x.tril(-1).T
+        g = torch.randn(n, n) * 10
+        a64 = a.double().requires_grad_(True)
+        ref = torch.autograd.grad(torch.linalg.matrix_exp(a64), a64, g.double())[0]
+        a32 = a.clone().requires_grad_(True)
+        got = torch.autograd.grad(matrix_exp(a32), a32, g)[0]
+        assert ((got.double() - ref).norm() / ref.norm()).item() < 5e-6
+        torch.testing.assert_close(matrix_exp(a), torch.linalg.matrix_exp(a64).float(), rtol=0, atol=2e-6)

@@ -46,13 +46,51 @@ def skew(x: torch.Tensor) -> torch.Tensor:
 _FLOAT32_T8_NORMS = (5.116619363445086e-02, 5.800524627688768e-01)
 
 
-def matrix_exp(a: torch.Tensor) -> torch.Tensor:
-    """``torch.linalg.matrix_exp(a)``, accurate to float32 rounding also where torch's is not."""
-    if a.dtype == torch.float32 and a.dim() == 2:
-        norm = float(a.detach().abs().sum(-2).amax()) if a.numel() else 0.0  # torch's operator 1-norm
+def _exp(a: torch.Tensor) -> torch.Tensor:
+    if a.dtype == torch.float32:
+        norm = float(a.abs().sum(-2).amax()) if a.numel() else 0.0  # torch's operator 1-norm
         if _FLOAT32_T8_NORMS[0] < norm <= _FLOAT32_T8_NORMS[1]:
             return torch.linalg.matrix_exp(a.double()).to(a.dtype)
     return torch.linalg.matrix_exp(a)
+
+
+class _MatrixExp(torch.autograd.Function):
+    """exp(A) with the gradient L(Aᵀ, G) read off exp([[Aᵀ, cG], [0, Aᵀ]]) / c.
+
+    This is the block-matrix identity torch's own backward uses, evaluated by
+    ``torch.linalg.matrix_exp`` as well, with one change: the Fréchet
+    derivative is linear in G, so G is first scaled to the norm of A.  Torch
+    exponentiates the unscaled block, whose norm is dominated by ‖G‖; that costs
+    extra squarings and, measured in float32 against float64, gives gradients
+    with relative error ~1e-4 where the scaled block gives ~3e-7, in about half
+    the time at n = 512 (see docs/performance.md).
+    """
+
+    @staticmethod
+    def forward(ctx, a):
+        q = _exp(a)
+        ctx.save_for_backward(a)
+        return q
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        n = a.shape[-1]
+        scale = a.abs().sum(-2).amax().clamp_min(1e-12) / grad.abs().sum(-2).amax().clamp_min(1e-30)
+        block = a.new_zeros(2 * n, 2 * n)
+        block[:n, :n] = a.t()
+        block[n:, n:] = a.t()
+        block[:n, n:] = grad * scale
+        return _exp(block)[:n, n:] / scale
+
+
+def matrix_exp(a: torch.Tensor) -> torch.Tensor:
+    """``torch.linalg.matrix_exp(a)`` for a square matrix, accurate to float32 rounding where
+    torch's forward or backward is not (see :class:`_MatrixExp`); batched input goes to torch."""
+    if a.dim() != 2:
+        return torch.linalg.matrix_exp(a)
+    return _MatrixExp.apply(a)
 
 
 def _block_skew(angles: torch.Tensor, n: int) -> torch.Tensor:
