@@ -32,11 +32,11 @@ SCALES = {
     "cpu": {
         "seeds": [0, 1],
         "tasks": {
-            "copy": {"hidden": 64, "options": {"T": 100, "batch_size": 10, "steps": 600, "eval_every": 100,
-                                               "log_every": 20}},
-            "psmnist": {"hidden": 48, "options": {"batch_size": 64, "epochs": 1, "eval_every": 62,
-                                                  "log_every": 10, "eval_batch_size": 1000}},
-            "ptb": {"hidden": 128, "options": {"bptt": 150, "batch_size": 32, "epochs": 1, "eval_every": 37,
+            "copy": {"hidden": 128, "options": {"T": 200, "batch_size": 10, "steps": 1000, "eval_every": 250,
+                                                "log_every": 25}},
+            "psmnist": {"hidden": 64, "options": {"batch_size": 64, "epochs": 3, "eval_every": 125,
+                                                  "log_every": 25, "eval_batch_size": 1000}},
+            "ptb": {"hidden": 256, "options": {"bptt": 150, "batch_size": 32, "epochs": 4, "eval_every": 73,
                                                "log_every": 10, "eval_batch_size": 50}},
         },
     },
