@@ -36,8 +36,8 @@ def check_nonlinearity(value):
     return value
 
 
-def prepare_input(module: nn.Module, input: torch.Tensor, hx):
-    """Validate and bring input to (T, B, I) and hx to (1, B, N); report whether input was unbatched."""
+def check_input(module: nn.Module, input) -> None:
+    """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN."""
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a torch.Tensor; got {type(input).__name__}")
     if not input.is_floating_point():
@@ -47,6 +47,11 @@ def prepare_input(module: nn.Module, input: torch.Tensor, hx):
     if input.shape[-1] != module.input_size:
         raise ValueError(f"input.size(-1) must be equal to input_size: expected {module.input_size}, "
                          f"got {input.shape[-1]}")
+
+
+def prepare_input(module: nn.Module, input: torch.Tensor, hx):
+    """Validate and bring input to (T, B, I) and hx to (1, B, N); report whether input was unbatched."""
+    check_input(module, input)
     unbatched = input.dim() == 2
     if unbatched:
         input = input.unsqueeze(1)

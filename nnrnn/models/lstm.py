@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import check_size
+from .base import check_input, check_size
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
 
@@ -36,13 +36,7 @@ class LSTM(nn.LSTM):
 
     def _check(self, input: torch.Tensor, hx) -> None:
         """The same TypeError / ValueError as the other models, before torch's RuntimeError."""
-        if not input.is_floating_point():
-            raise TypeError(f"input must be a floating-point tensor; got dtype {input.dtype}")
-        if input.dim() not in (2, 3):
-            raise ValueError(f"input must be 2-d (T, input_size) or 3-d (T, B, input_size); got shape {tuple(input.shape)}")
-        if input.shape[-1] != self.input_size:
-            raise ValueError(f"input.size(-1) must be equal to input_size: expected {self.input_size}, "
-                             f"got {input.shape[-1]}")
+        check_input(self, input)
         if hx is None:
             return
         if not (isinstance(hx, (tuple, list)) and len(hx) == 2 and all(isinstance(h, torch.Tensor) for h in hx)):

@@ -10,10 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import Batch, Task, generator
+from .base import SyntheticTask
 
 BASELINE = 1.0 / 6.0
-TRAIN, VALID, TEST = 0, 1, 2
 
 
 def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,7 +29,8 @@ def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Ten
     return inputs, target.unsqueeze(-1)
 
 
-class AddingTask(Task):
+class AddingTask(SyntheticTask):
+    make_batch = staticmethod(make_batch)
     name = "adding"
     input_size = 2
     output_size = 1
@@ -39,19 +39,11 @@ class AddingTask(Task):
     def __init__(self, seed: int = 0, batch_size: int = 50, T: int = 200, eval_batches: int = 10, **_):
         if T < 2:
             raise ValueError(f"T must be at least 2 for the adding problem; got {T}")
-        self.seed, self.batch_size, self.T, self.n_eval = seed, batch_size, T, eval_batches
+        super().__init__(seed, batch_size, T, eval_batches)
         self.baseline = BASELINE
 
     def describe(self) -> str:
         return f"adding problem: T={self.T}, batch {self.batch_size}; baseline MSE {BASELINE:.3f}"
-
-    def train_batch(self, step: int) -> Batch:
-        return Batch(*make_batch(self.T, self.batch_size, generator(self.seed, TRAIN, step)))
-
-    def eval_batches(self, split: str):
-        stream = VALID if split == "valid" else TEST
-        for i in range(self.n_eval):
-            yield Batch(*make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))
 
     def loss(self, outputs, targets):
         loss = F.mse_loss(outputs, targets)

@@ -65,3 +65,25 @@ def accumulate(into: dict, stats: dict) -> dict:
 
 
 LN2 = math.log(2.0)
+
+
+class SyntheticTask(Task):
+    """A task whose batches are drawn fresh from ``make_batch(T, batch_size, generator)``:
+    training batch k from stream (seed, 0, k), evaluation batch i from (seed, 1 or 2, i)."""
+
+    TRAIN, VALID, TEST = 0, 1, 2
+
+    def __init__(self, seed: int, batch_size: int, T: int, eval_batches: int):
+        self.seed, self.batch_size, self.T, self.n_eval = seed, batch_size, T, eval_batches
+
+    @staticmethod
+    def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def train_batch(self, step: int) -> Batch:
+        return Batch(*self.make_batch(self.T, self.batch_size, generator(self.seed, self.TRAIN, step)))
+
+    def eval_batches(self, split: str):
+        stream = self.VALID if split == "valid" else self.TEST
+        for i in range(self.n_eval):
+            yield Batch(*self.make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))

@@ -14,12 +14,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import Batch, Task, generator
+from .base import SyntheticTask
 
 N_SYMBOLS = 8
 COPY_LENGTH = 10
 BLANK, CUE = 8, 9
-TRAIN, VALID, TEST = 0, 1, 2
 
 
 def baseline_loss(T: int) -> float:
@@ -39,7 +38,8 @@ def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Ten
     return inputs, y.t().contiguous()
 
 
-class CopyTask(Task):
+class CopyTask(SyntheticTask):
+    make_batch = staticmethod(make_batch)
     name = "copy"
     input_size = N_SYMBOLS + 2
     output_size = N_SYMBOLS + 1
@@ -48,20 +48,12 @@ class CopyTask(Task):
     def __init__(self, seed: int = 0, batch_size: int = 10, T: int = 200, eval_batches: int = 10, **_):
         if T < 1:
             raise ValueError(f"T must be a positive int; got {T}")
-        self.seed, self.batch_size, self.T, self.n_eval = seed, batch_size, T, eval_batches
+        super().__init__(seed, batch_size, T, eval_batches)
         self.baseline = baseline_loss(T)
 
     def describe(self) -> str:
         return (f"copy task: T={self.T}, batch {self.batch_size}, fresh random batches each update; "
                 f"baseline loss {self.baseline:.4f}")
-
-    def train_batch(self, step: int) -> Batch:
-        return Batch(*make_batch(self.T, self.batch_size, generator(self.seed, TRAIN, step)))
-
-    def eval_batches(self, split: str):
-        stream = VALID if split == "valid" else TEST
-        for i in range(self.n_eval):
-            yield Batch(*make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))
 
     def loss(self, outputs, targets):
         logits = outputs.reshape(-1, outputs.shape[-1])
