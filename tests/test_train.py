@@ -197,3 +197,15 @@ def test_resume_refuses_a_checkpoint_from_another_model(tmp_path):
     (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
     with pytest.raises(UserError, match="exprnn"):
         train(tiny(tmp_path, "a", steps=4), resume=True)
+
+
+def test_check_inputs_stops_on_nan(tmp_path, monkeypatch):
+    from nnrnn.tasks.copy import CopyTask, make_batch
+
+    def poisoned(T, batch_size, gen):
+        inputs, targets = make_batch(T, batch_size, gen)
+        inputs[0, 0, 0] = float("nan")
+        return inputs, targets
+    monkeypatch.setattr(CopyTask, "make_batch", staticmethod(poisoned))
+    with pytest.raises(UserError, match="NaN or Inf"):
+        train(tiny(tmp_path, steps=2, check_inputs=True))
