@@ -297,7 +297,7 @@ def write_report(out: Path, scale: str, runs: list[dict], elapsed: float | None)
     rows = table3()
     lines += ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['J_tot']:.3g} | {row['paper']} |")
+        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
     plots.figure_proposition2(figures / "proposition2.png")
