@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import presets
+from .errors import UserError
 from .models import MODELS, hidden_size_for, parameter_count
 from .tasks import task_class
 from .train import load_model, read_metrics, resolve_config, train
@@ -94,7 +95,11 @@ def run_folder(out: Path, run: dict) -> Path:
 
 
 def finished(folder: Path) -> bool:
-    return any(r.get("split") == "test" for r in read_metrics(folder))
+    return diverged(folder) or any(r.get("split") == "test" for r in read_metrics(folder))
+
+
+def diverged(folder: Path) -> bool:
+    return (folder / "DIVERGED").is_file()
 
 
 def execute(out: Path, runs: list[dict], log=print) -> None:
@@ -107,11 +112,22 @@ def execute(out: Path, runs: list[dict], log=print) -> None:
         resume = (folder / "checkpoints" / "last.pt").exists()
         start = time.time()
         log(f"[{i}/{len(runs)}] {folder.name} ({run['column']} column){' resumed' if resume else ''}")
-        train(config, resume=resume)
+        try:
+            train(config, resume=resume)
+        except UserError as exc:
+            if not str(exc).startswith("training diverged"):
+                raise
+            # a result in its own right (the paper reports failed runs too): record it, go on
+            (folder / "DIVERGED").write_text(str(exc) + "\n")
+            log(f"    diverged: {exc}")
+            continue
         log(f"    {time.time() - start:.0f} s")
 
 
 def final_value(folder: Path, task: str) -> float | None:
+    """The reported metric of a finished run; None for a run that diverged."""
+    if diverged(folder):
+        return None
     metric, _, _ = REPORTED[task]
     records = read_metrics(folder)
     split = "valid" if task == "copy" else "test"
@@ -120,6 +136,7 @@ def final_value(folder: Path, task: str) -> float | None:
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the runs that produced a value."""
     values = [v for v in values if v is not None and math.isfinite(v)]
     if not values:
         return math.nan, math.nan
@@ -128,7 +145,7 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 
 def collect(out: Path, runs: list[dict]) -> dict:
-    """{task: {column: {model: (mean, se, n, hidden)}}}"""
+    """{task: {column: {model: (mean, se, n, hidden, n_diverged)}}}"""
     table: dict = {}
     for run in runs:
         entry = table.setdefault(run["task"], {}).setdefault(run["column"], {}).setdefault(
@@ -137,7 +154,8 @@ def collect(out: Path, runs: list[dict]) -> dict:
     for task in table.values():
         for column in task.values():
             for model, entry in column.items():
-                column[model] = (*mean_se(entry["values"]), len(entry["values"]), entry["hidden"])
+                failed = sum(v is None for v in entry["values"])
+                column[model] = (*mean_se(entry["values"]), len(entry["values"]), entry["hidden"], failed)
     return table
 
 
@@ -183,10 +201,16 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
     return path
 
 
-def fmt(mean: float, se: float, digits: int) -> str:
-    if math.isnan(mean):
-        return "n/a"
-    return f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
+def fmt(entry, digits: int) -> str:
+    mean, se, n, _, failed = entry
+    if failed == n:
+        return "diverged" if n == 1 else f"diverged ({n} of {n} seeds)"
+    text = f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
+    return text + (f" ({failed} of {n} seeds diverged)" if failed else "")
+
+
+def show(value: float, digits: int = 3) -> str:
+    return "diverged" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def claims(table: dict, baseline: float | None) -> list[str]:
@@ -195,34 +219,36 @@ def claims(table: dict, baseline: float | None) -> list[str]:
     orth = ("exprnn", "eurnn", "rnn-orth")
 
     def get(task, model, column="hidden"):
-        return table.get(task, {}).get(column, {}).get(model, (math.nan, math.nan, 0, 0))
+        return table.get(task, {}).get(column, {}).get(model, (math.nan,) * 2 + (0,) * 3)[0]
 
     if "copy" in table and baseline:
-        nn_loss = get("copy", "nnrnn")[0]
-        solved = [m for m in orth if get("copy", m)[0] < 0.1 * baseline]
-        rnn_loss, lstm_loss = get("copy", "rnn")[0], get("copy", "lstm")[0]
-        lines.append(f"- Copy: nnRNN reaches {nn_loss:.4f} ({nn_loss / baseline:.1%} of the baseline "
+        nn_loss, rnn_loss, lstm_loss = get("copy", "nnrnn"), get("copy", "rnn"), get("copy", "lstm")
+        solved = [m for m in orth if get("copy", m) < 0.1 * baseline]
+        holds = nn_loss < 0.1 * baseline and not rnn_loss < 0.5 * baseline
+        lines.append(f"- Copy: nnRNN reaches {show(nn_loss, 4)} ({nn_loss / baseline:.1%} of the baseline "
                      f"{baseline:.4f}); orthogonal models below 10% of the baseline: {', '.join(solved) or 'none'}; "
-                     f"RNN {rnn_loss:.4f}, LSTM {lstm_loss:.4f}. The paper's claim that nnRNN solves the task like "
-                     f"the orthogonal RNNs while RNN fails "
-                     f"{'holds' if nn_loss < 0.1 * baseline and rnn_loss > 0.5 * baseline else 'does not hold'} here.")
+                     f"RNN {show(rnn_loss, 4)}, LSTM {show(lstm_loss, 4)}. The paper's claim that nnRNN solves the "
+                     f"task like the orthogonal RNNs while the RNN fails {'holds' if holds else 'does not hold'} here.")
     if "psmnist" in table:
-        nn_acc = get("psmnist", "nnrnn")[0]
-        best_orth = max(orth, key=lambda m: get("psmnist", m)[0])
-        lines.append(f"- psMNIST: nnRNN {nn_acc:.3f} test accuracy, best orthogonal ({best_orth}) "
-                     f"{get('psmnist', best_orth)[0]:.3f}, RNN {get('psmnist', 'rnn')[0]:.3f}, "
-                     f"LSTM {get('psmnist', 'lstm')[0]:.3f}. The claim that nnRNN matches the orthogonal RNNs "
-                     f"{'holds' if nn_acc >= get('psmnist', best_orth)[0] - 0.02 else 'does not hold'} "
-                     f"(within 2 points) at this scale.")
+        nn_acc = get("psmnist", "nnrnn")
+        best_orth = max(orth, key=lambda m: -math.inf if math.isnan(get("psmnist", m)) else get("psmnist", m))
+        others = max((get("psmnist", m) for m in ("rnn", "lstm") if not math.isnan(get("psmnist", m))),
+                     default=math.nan)
+        lines.append(f"- psMNIST: nnRNN {show(nn_acc)} test accuracy, best orthogonal ({best_orth}) "
+                     f"{show(get('psmnist', best_orth))}, RNN {show(get('psmnist', 'rnn'))}, "
+                     f"LSTM {show(get('psmnist', 'lstm'))}. The claim that nnRNN matches the orthogonal RNNs "
+                     f"{'holds' if nn_acc >= get('psmnist', best_orth) - 0.02 else 'does not hold'} (within 2 points); "
+                     f"the claim that RNN and LSTM do worse "
+                     f"{'holds' if math.isnan(others) or others < nn_acc else 'does not hold'} at this scale.")
     if "ptb" in table:
         for column in ("hidden", "params"):
-            nongated = {m: get("ptb", m, column)[0] for m in MODELS if m != "lstm"}
-            best = min(nongated, key=lambda m: nongated[m] if not math.isnan(nongated[m]) else math.inf)
+            nongated = {m: get("ptb", m, column) for m in MODELS if m != "lstm"}
+            best = min(nongated, key=lambda m: math.inf if math.isnan(nongated[m]) else nongated[m])
             lines.append(f"- PTB ({'fixed hidden units' if column == 'hidden' else 'fixed parameters'}): best "
-                         f"non-gated model {best} at {nongated[best]:.3f} bpc; nnRNN {nongated['nnrnn']:.3f}, "
-                         f"expRNN {nongated['exprnn']:.3f}, LSTM {get('ptb', 'lstm', column)[0]:.3f}. The claim that "
-                         f"nnRNN beats the other non-gated models "
-                         f"{'holds' if best == 'nnrnn' else 'does not hold'} here.")
+                         f"non-gated model {best} at {show(nongated[best])} bpc; nnRNN {show(nongated['nnrnn'])}, "
+                         f"expRNN {show(nongated['exprnn'])}, LSTM {show(get('ptb', 'lstm', column))}. The claim "
+                         f"that nnRNN beats the other non-gated models {'holds' if best == 'nnrnn' else 'does not hold'} "
+                         f"here.")
     return lines
 
 
@@ -272,8 +298,8 @@ def write_report(out: Path, scale: str, runs: list[dict], elapsed: float | None)
             p = table[task].get("params", {}).get(model)
             if h is None and p is None:
                 continue
-            cells = [fmt(h[0], h[1], digits) if h else "", str(h[3]) if h else "",
-                     fmt(p[0], p[1], digits) if p else "", str(p[3]) if p else ""]
+            cells = [fmt(h, digits) if h else "", str(h[3]) if h else "",
+                     fmt(p, digits) if p else "", str(p[3]) if p else ""]
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         curve = learning_curves(out, runs, task, figures / f"curves-{task}.png")
         lines += ["", f"![{task} learning curves]({curve.relative_to(out)})", ""]

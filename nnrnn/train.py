@@ -232,12 +232,12 @@ def read_metrics(folder: Path) -> list[dict]:
 def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
     """curves.png: each metric against updates, train and validation."""
     records = read_metrics(folder)
-    if not records:
-        return None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     metrics = [m for m in ("loss", "accuracy", "bpc") if any(m in r for r in records)]
+    if not metrics:  # e.g. every update so far was skipped as non-finite
+        return None
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for split, style in (("train", "-"), ("valid", "o-")):

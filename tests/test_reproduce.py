@@ -33,3 +33,17 @@ def test_report_and_no_rerun(tmp_path, tiny_scale):
     logs.clear()
     reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=logs.append)
     assert not [line for line in logs if line.startswith("[")]  # finished runs are not redone
+
+
+def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch):
+    from nnrnn.errors import UserError
+    real_train = reproduce.train
+
+    def train(config, resume=False):
+        if config["model"] == "lstm":
+            raise UserError("training diverged: 20 non-finite losses or gradients in a row at update 20")
+        return real_train(config, resume=resume)
+    monkeypatch.setattr(reproduce, "train", train)
+    report = reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=lambda m: None)
+    assert "| lstm | diverged (2 of 2 seeds)" in report.read_text()
+    assert reproduce.finished(reproduce.run_folder(tmp_path, reproduce.plan(tiny_scale, ["lstm"], ["copy"])[0]))
