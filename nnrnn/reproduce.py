@@ -118,6 +118,7 @@ def execute(out: Path, runs: list[dict], log=print) -> None:
             if not str(exc).startswith("training diverged"):
                 raise
             # a result in its own right (the paper reports failed runs too): record it, go on
+            folder.mkdir(parents=True, exist_ok=True)
             (folder / "DIVERGED").write_text(str(exc) + "\n")
             log(f"    diverged: {exc}")
             continue
