@@ -393,9 +393,10 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                         log.log({"step": step + 1, "split": "train", "event": "skipped update",
                                  "reason": "non-finite loss or gradient"})
                     if bad >= config["max_bad_steps"]:
+                        kept = (f"the last good checkpoint is {last_path}" if last_path.exists()
+                                else "no checkpoint had been written yet")
                         raise UserError(f"training diverged: {bad} non-finite losses or gradients in a row at "
-                                        f"update {step + 1}; the last good checkpoint is {last_path}; "
-                                        f"lower --lr or set --clip")
+                                        f"update {step + 1}; {kept}; lower --lr or set --clip")
                     continue  # state stays as it was before this batch
                 bad = 0
                 optimizer.step()
