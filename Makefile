@@ -19,7 +19,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	rm -rf runs/demo-copy  # the demo's own scratch folder, so the demo can be run again
-	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 400 --out runs/demo-copy
+	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
