@@ -64,3 +64,13 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
     bad.write_bytes(b"\x00" * 100)
     result = nnrnn("eval", str(bad))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_analyze_a_run_folder(tmp_path):
+    out = tmp_path / "run"
+    assert nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
+                 "--no-progress", "--out", str(out)).returncode == 0
+    result = nnrnn("analyze", str(out), "--no-gradients")
+    assert result.returncode == 0, result.stderr
+    for name in ("schur.png", "spectrum.png", "summary.json", "gradient_norm_training.png"):
+        assert (out / "analysis" / name).is_file(), name

@@ -125,6 +125,19 @@ def default_analysis_dir(path) -> Path:
     return path.with_name(path.stem + "-analysis")
 
 
+def training_gradient_norms(path) -> list[tuple[int, float]]:
+    """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
+    metrics = Path(path) / "metrics.jsonl"
+    if not metrics.is_file():
+        return []
+    points = []
+    for line in metrics.read_text().splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record.get("split") == "train" and "grad_norm" in record:
+            points.append((record["step"], record["grad_norm"]))
+    return points
+
+
 def run_analyze(args, load_model) -> int:
     from .inspect import analyze_model
     if not os.path.exists(args.path):
@@ -135,6 +148,12 @@ def run_analyze(args, load_model) -> int:
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
+    logged = training_gradient_norms(args.path)
+    if logged:
+        from .plots import plot_training_gradients
+        plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
+                                title=f"gradient norm during training ({Path(args.path).name})")
+        summary["files"].append("gradient_norm_training.png")
     keys = ("model", "primary", "spectral_radius", "max_singular_value", "departure_from_normality",
             "departure_from_normality_normalized", "mean_gamma", "triangular_fraction")
     for k in keys:

@@ -288,3 +288,17 @@ def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "")
         ax.set_xlim(0, len(norms) + 1)
         ax.set_title((title or "gradient propagation") + ("\n" + subtitle if subtitle else ""))
         return _save(fig, path)
+
+
+def plot_training_gradients(steps, norms, path, title: str = "") -> str:
+    """The gradient norm the trainer logged (mean over each logging window) against updates."""
+    steps, norms = np.asarray(steps), np.asarray(norms, dtype=np.float64)
+    with _figure(7.0, 3.0) as fig:
+        ax = fig.subplots()
+        ax.plot(steps, norms, color="C1")
+        if norms.size and norms.min() > 0 and norms.max() / norms.min() > 10:
+            ax.set_yscale("log")
+        ax.set_xlabel("update")
+        ax.set_ylabel(r"$\|\nabla_\theta L\|_2$ (window mean)")
+        ax.set_title(title or "gradient norm during training")
+        return _save(fig, path)
