@@ -312,7 +312,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
         sample = next(r for r in runs if r["task"] == task)
         digits = 4 if task == "copy" else 3
         label = label.format(baseline=baseline or 0)
-        lines += [f"## {task}", "", f"Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
+        lines += [f"## {task}", "", "Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
                                                                   if k not in ("task", "model", "seed", "hidden",
                                                                                "progress", "data_dir")), "",
                   f"| model | fixed hidden units: {label} | N | fixed parameter count: {label} | N |",

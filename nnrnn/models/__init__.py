@@ -1,7 +1,6 @@
 """The recurrent models of the paper behind one constructor, :func:`create`."""
 from __future__ import annotations
 
-import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
