@@ -72,17 +72,12 @@ def run_train(args) -> int:
     from .train import resolve_config, train
     options = {k: v for k, v in vars(args).items()
                if k not in ("command", "func", "resume", "preset") and v is not None}
-    if options.get("nonlinearity") == "none":
-        options["nonlinearity"] = "none"
     out = Path(options.get("out") or f"runs/{args.task}-{options.get('model', 'nnrnn')}")
     options["out"] = str(out)
-    if args.resume and (out / "config.json").is_file():
+    if args.resume and (out / "config.json").is_file():  # the saved options, unless given again
         saved = json.loads((out / "config.json").read_text())
         options = {**{k: v for k, v in saved.items() if k != "preset"}, **options}
-        preset = args.preset
-    else:
-        preset = args.preset
-    config = resolve_config(options, preset)
+    config = resolve_config(options, args.preset)
     try:
         result = train(config, resume=args.resume)
     finally:

@@ -423,6 +423,12 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                 if stop.signal is not None:
                     save_last(done)
                     raise Interrupted(stop.signal, last_path)
+        test = None
+        if main and "test" in task.splits and best_path.exists():
+            # training is over: score the best-validation parameters with the task already loaded
+            net.load_state_dict(checkpoint.load(best_path, map_location=device)["model"])
+            test = evaluate(net, task, "test", device)
+            log.log({"step": steps, "split": "test", **test})
     finally:
         bar.close()
         if main:
@@ -432,15 +438,12 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         return {}
 
     result = {"valid": next((r for r in reversed(read_metrics(folder)) if r["split"] == "valid"), None)}
-    if "test" in task.splits and best_path.exists():
-        result["test"] = evaluate_checkpoint(best_path, task=task, device=device)
-        log = MetricsLog(folder, steps)
-        log.log({"step": steps, "split": "test", **result["test"]})
-        log.close()
+    if test is not None:
+        result["test"] = test
     return result
 
 
-def evaluate_checkpoint(path: Path, task=None, device="cpu", split: str = "test") -> dict:
+def evaluate_checkpoint(path: Path, device="cpu", split: str = "test") -> dict:
     """Metrics of a saved model on ``split``."""
     saved = checkpoint.load(path, map_location=device)
     config = saved["config"]
@@ -451,7 +454,7 @@ def evaluate_checkpoint(path: Path, task=None, device="cpu", split: str = "test"
         raise UserError(f"{path} does not match the model its config describes "
                         f"({config['model']}, hidden {config['hidden']}); the file was altered") from None
     net.to(device)
-    return evaluate(net, task or built_task, split, device)
+    return evaluate(net, built_task, split, device)
 
 
 def load_model(path) -> tuple[nn.Module, dict]:

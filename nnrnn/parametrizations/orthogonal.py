@@ -161,6 +161,14 @@ class MatrixExpOrthogonal(nn.Module):
         return log_orthogonal_(torch.empty_like(q), q)
 
 
+def square_weight(module: nn.Module, name: str, who: str) -> torch.Tensor:
+    """``module.<name>``, or a ValueError if it is not a square 2-d tensor."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != weight.shape[1]:
+        raise ValueError(f"{who} needs a square 2-d weight at {name!r}; got {getattr(weight, 'shape', None)}")
+    return weight
+
+
 def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "henaff") -> nn.Module:
     """Constrain ``module.<name>`` (square) to SO(n) through Q = exp(skew(X)).
 
@@ -168,9 +176,7 @@ def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "hena
     keeps the current weight (which must then be a rotation).  The free
     parameter is ``module.parametrizations.<name>.original``.
     """
-    weight = getattr(module, name, None)
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != weight.shape[1]:
-        raise ValueError(f"orthogonal() needs a square 2-d weight at {name!r}; got {getattr(weight, 'shape', None)}")
+    weight = square_weight(module, name, "orthogonal()")
     if init is not None and init not in INIT_FUNCTIONS:
         raise ValueError(f"init must be one of {', '.join(INITS)} or None; got {init!r}")
     if init is not None:

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from .orthogonal import INITS, init_skew_, matrix_exp, skew
+from .orthogonal import INITS, init_skew_, matrix_exp, skew, square_weight
 
 
 def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor:
@@ -119,9 +119,7 @@ def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
     Returns ``module``; the factors are reached through
     ``module.parametrizations.<name>[0]`` (a :class:`SchurForm`).
     """
-    weight = getattr(module, name, None)
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] != weight.shape[1]:
-        raise ValueError(f"schur() needs a square 2-d weight at {name!r}; got {getattr(weight, 'shape', None)}")
+    weight = square_weight(module, name, "schur()")
     form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator)
     parametrize.register_parametrization(module, name, form)
     return module
