@@ -65,6 +65,38 @@ def test_float32_matches_reference(nonlinearity, bias):
         assert relative_error(gf, gr) <= 1e-5
 
 
+@pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
+@pytest.mark.parametrize("onednn", [True, False])
+def test_float32_matches_reference_on_each_matmul_path(nonlinearity, onednn, monkeypatch):
+    """Both kernels for the loop's products (oneDNN and torch.mm), forced regardless of size."""
+    from nnrnn.models import fused
+    if onednn and fused._ONEDNN is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(fused, "use_onednn", lambda *_: onednn)
+    x, h0, w, b, v, mb = make_inputs(25, 3, 12, 2, torch.float32, nonlinearity, seed=5)
+    args = (x, h0, w, b, v)
+    out_f, h_f = fused_recurrence(*args, nonlinearity, mb)
+    out_r, h_r = reference_recurrence(*args, nonlinearity, mb)
+    assert relative_error(out_f, out_r) <= 1e-5
+    # batch-first weights, so that the incoming gradient is a non-contiguous view
+    weights = torch.randn(3, 25, 12, generator=torch.Generator().manual_seed(6))
+    params = leaves(args + (mb,))
+    grads_f = torch.autograd.grad((out_f.transpose(0, 1) * weights).sum() + h_f.sum(), params)
+    grads_r = torch.autograd.grad((out_r.transpose(0, 1) * weights).sum() + h_r.sum(), params)
+    for gf, gr in zip(grads_f, grads_r):
+        assert relative_error(gf, gr) <= 1e-5
+
+
+def test_onednn_is_chosen_only_where_it_is_faster():
+    from nnrnn.models import fused
+    if fused._ONEDNN is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    x = torch.zeros(1)
+    assert fused.use_onednn(x, 128, 512) and fused.use_onednn(x, 10, 512)
+    assert not fused.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
+    assert not fused.use_onednn(x.double(), 128, 512)
+
+
 def test_modrelu_bias_gradient_in_chunks(monkeypatch):
     from nnrnn.models import fused
     x, h0, w, b, v, mb = make_inputs(9, 3, 5, 2, torch.float64, "modrelu", seed=4)
