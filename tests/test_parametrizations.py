@@ -407,17 +407,35 @@ def test_schur_regularization():
     assert form.regularization(3.0, 2.0).item() == pytest.approx(expected.item(), rel=1e-6)
 
 
-def test_matrix_exp_gradient_matches_float64():
-    """The float32 gradient of exp through nnrnn's matrix_exp is accurate to ~1e-6, as float64 says."""
+@pytest.mark.parametrize("norm", [0.0, 0.3, 0.55, 2.0, 9.0])
+@pytest.mark.parametrize("kind", ["dense", "blocks"])
+def test_matrix_exp_gradient_matches_float64(norm, kind):
+    """The float32 value and gradient of exp through nnrnn's matrix_exp are accurate to ~1e-6, as float64
+    says, at every scale: inside torch's inaccurate degree-8 range (0.051, 0.58] too, and for the block
+    generators of the Henaff and Cayley initialisations, which hit that range hardest."""
     from nnrnn.parametrizations.orthogonal import matrix_exp
     torch.manual_seed(0)
     for n in (16, 96):
-        x = torch.randn(n, n) * 0.3 / n ** 0.5
+        if kind == "dense":
+            x = torch.randn(n, n)
+        else:
+            x = torch.zeros(n, n)
+            x[torch.arange(1, n, 2), torch.arange(0, n - 1, 2)] = torch.rand(n // 2) * 2 - 1
         a = x.tril(-1) - x.tril(-1).T
+        a = a * (norm / a.abs().sum(0).max())
         g = torch.randn(n, n) * 10
         a64 = a.double().requires_grad_(True)
         ref = torch.autograd.grad(torch.linalg.matrix_exp(a64), a64, g.double())[0]
         a32 = a.clone().requires_grad_(True)
         got = torch.autograd.grad(matrix_exp(a32), a32, g)[0]
-        assert ((got.double() - ref).norm() / ref.norm()).item() < 5e-6
-        torch.testing.assert_close(matrix_exp(a), torch.linalg.matrix_exp(a64).float(), rtol=0, atol=2e-6)
+        assert ((got.double() - ref).norm() / ref.norm()).item() < 2e-6
+        # torch's own scaling and squaring loses a little more at large norms
+        atol = 2e-6 if norm < 5 else 1e-5
+        torch.testing.assert_close(matrix_exp(a), torch.linalg.matrix_exp(a64).float(), rtol=0, atol=atol)
+
+
+def test_matrix_exp_zero_gradient():
+    from nnrnn.parametrizations.orthogonal import matrix_exp
+    a = torch.randn(5, 5).requires_grad_(True)
+    grad, = torch.autograd.grad(matrix_exp(a), a, torch.zeros(5, 5))
+    assert torch.equal(grad, torch.zeros(5, 5))

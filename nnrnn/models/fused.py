@@ -34,9 +34,8 @@ Only ``torch`` tensor operations are used (no CPU-only calls), so the same
 code runs on CUDA, in float32 and float64.  Double backward is not supported
 (``once_differentiable``); use the reference loop for that.
 
-Memory of the backward pass: ∂L/∂z (T × B × N, built in place from a copy of
-the incoming gradient) and, for relu and modReLU, a boolean mask of φ' = 0
-(T × B × N bytes; tanh needs 1 - h² in full precision).
+Memory of the backward pass: ∂L/∂z (T × B × N) and one step's φ' (B × N),
+recomputed from h_t as the loop goes.
 
 Both loops are plain Python issuing ATen calls on preallocated buffers: per
 step, one ``addmm_`` plus one in-place activation (four small elementwise
@@ -57,6 +56,9 @@ from torch.autograd.function import once_differentiable
 from .recurrence import NONLINEARITIES
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of the modReLU bias gradient
+# oneDNN copies the two transposed operands of dV = Σ dz_tᵀ h_{t-1} to contiguous memory, so dV is
+# summed over chunks of steps of about this many elements each (1 M: 4 MB in float32)
+DV_CHUNK_ELEMENTS = 1 << 20
 
 
 # ----------------------------------------------------------------------------- matrix products
@@ -141,50 +143,41 @@ def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlineari
             prev = step
 
 
-def _derivative(h: torch.Tensor, nonlinearity: str | None) -> torch.Tensor | None:
-    """φ'(z_t) of every step at once, from h_t = φ(z_t): for relu and modReLU, where φ' is 0 or 1,
-    a boolean mask of the zeros (a quarter of the memory of a float tensor); for tanh, 1 - h²;
-    None for the identity."""
+def _derivative(h_t: torch.Tensor, nonlinearity: str, out: torch.Tensor) -> torch.Tensor:
+    """φ'(z_t) of one step, from h_t = φ(z_t), as a float tensor written to ``out`` (multiplying by a
+    float mask is several times faster than masking with a boolean one on CPU)."""
     if nonlinearity == "relu":
-        return h <= 0
+        return torch.sign(h_t, out=out)  # h ≥ 0, so sign(h) = [h > 0]
     if nonlinearity == "modrelu":
-        return h == 0
-    if nonlinearity == "tanh":
-        return torch.mul(h, h).neg_().add_(1)
-    return None
+        return torch.sign(h_t, out=out).abs_()  # [h ≠ 0]
+    return torch.mul(h_t, h_t, out=out).neg_().add_(1)  # tanh
 
 
-def _backward_loop(grad_h: torch.Tensor, d: torch.Tensor | None, v: torch.Tensor, onednn: bool) -> torch.Tensor:
+def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | None, v: torch.Tensor,
+                   onednn: bool) -> torch.Tensor:
     """∂L/∂z_t of every step (T × B × N) from ∂L/∂h_t of the outputs (left unchanged)."""
-    derivatives = d.unbind(0) if d is not None else None
-    boolean = d is not None and d.dtype == torch.bool
+    d = h.new_empty(h.shape[1:]) if nonlinearity is not None else None
     if onednn:
         # oneDNN writes dz_t V + ∂L/∂h_{t-1} to a new tensor anyway, so φ' is applied on the way
         # into g and the incoming gradient needs no copy.
         grad_h = grad_h.contiguous()
         g = torch.empty_like(grad_h)
         v_t = v.t().contiguous()  # oneDNN takes the weight as (out, in): dz V = dz (Vᵀ)ᵀ
-        zero = grad_h.new_zeros(())
         carry = None
         for t in range(grad_h.shape[0] - 1, -1, -1):
             y = grad_h[t] if carry is None else _ONEDNN.binary(carry, grad_h[t], v_t, None, "add")
-            if boolean:
-                torch.where(derivatives[t], zero, y, out=g[t])
-            elif derivatives is not None:
-                torch.mul(y, derivatives[t], out=g[t])
-            else:
+            if d is None:
                 g[t].copy_(y)
+            else:
+                torch.mul(y, _derivative(h[t], nonlinearity, d), out=g[t])
             carry = g[t]
         return g
     g = grad_h.clone(memory_format=torch.contiguous_format)  # becomes ∂L/∂z in place
-    steps = g.unbind(0)
-    for t in range(len(steps) - 1, -1, -1):
-        if boolean:
-            steps[t].masked_fill_(derivatives[t], 0)
-        elif derivatives is not None:
-            steps[t].mul_(derivatives[t])
+    for t in range(g.shape[0] - 1, -1, -1):
+        if d is not None:
+            g[t].mul_(_derivative(h[t], nonlinearity, d))
         if t:
-            steps[t - 1].addmm_(steps[t], v)  # z_t = h_{t-1} Vᵀ + …  =>  ∂z_t/∂h_{t-1} contributes dz_t V
+            g[t - 1].addmm_(g[t], v)  # z_t = h_{t-1} Vᵀ + …  =>  ∂z_t/∂h_{t-1} contributes dz_t V
     return g
 
 
@@ -225,7 +218,7 @@ class FusedRecurrence(torch.autograd.Function):
         nonlinearity = ctx.nonlinearity
         need_x, need_h0, need_w, need_b, need_v, _, need_mb = ctx.needs_input_grad
         steps, batch, n = h.shape
-        g = _backward_loop(grad_h, _derivative(h, nonlinearity), weight_hh, ctx.onednn)
+        g = _backward_loop(grad_h, h, nonlinearity, weight_hh, ctx.onednn)
         dz = g.view(steps * batch, n)
         grad_x = grad_h0 = grad_w = grad_b = grad_v = grad_mb = None
         if need_x:
@@ -240,7 +233,11 @@ class FusedRecurrence(torch.autograd.Function):
         if need_v:
             grad_v = torch.mm(g[0].t(), h0)
             if steps > 1 and ctx.onednn:  # (N × TB)(TB × N): linear(X, W) = X Wᵀ with X = dzᵀ, W = Hᵀ
-                grad_v.add_(_ONEDNN(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n).t(), None, "none", [], ""))
+                chunk = max(1, DV_CHUNK_ELEMENTS // (batch * n))
+                for start in range(1, steps, chunk):
+                    stop = min(steps, start + chunk)
+                    grad_v.add_(_ONEDNN(g[start:stop].reshape(-1, n).t(), h[start - 1:stop - 1].reshape(-1, n).t(),
+                                        None, "none", [], ""))
             elif steps > 1:
                 grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
         if need_mb and nonlinearity == "modrelu":
