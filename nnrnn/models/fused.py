@@ -34,8 +34,8 @@ Only ``torch`` tensor operations are used (no CPU-only calls), so the same
 code runs on CUDA, in float32 and float64.  Double backward is not supported
 (``once_differentiable``); use the reference loop for that.
 
-Memory of the backward pass: ∂L/∂z (T × B × N) and one step's φ' (B × N),
-recomputed from h_t as the loop goes.
+Memory of the backward pass: ∂L/∂z (T × B × N) and φ' of a chunk of steps
+(at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
 
 Both loops are plain Python issuing ATen calls on preallocated buffers: per
 step, one ``addmm_`` plus one in-place activation (four small elementwise
@@ -55,7 +55,7 @@ from torch.autograd.function import once_differentiable
 
 from .recurrence import NONLINEARITIES
 
-CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of the modReLU bias gradient
+CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
 # oneDNN copies the two transposed operands of dV = Σ dz_tᵀ h_{t-1} to contiguous memory, so dV is
 # summed over chunks of steps of about this many elements each (1 M: 4 MB in float32)
 DV_CHUNK_ELEMENTS = 1 << 20
@@ -143,41 +143,57 @@ def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlineari
             prev = step
 
 
-def _derivative(h_t: torch.Tensor, nonlinearity: str, out: torch.Tensor) -> torch.Tensor:
-    """φ'(z_t) of one step, from h_t = φ(z_t), as a float tensor written to ``out`` (multiplying by a
-    float mask is several times faster than masking with a boolean one on CPU)."""
+def _derivative(h: torch.Tensor, nonlinearity: str, out: torch.Tensor) -> torch.Tensor:
+    """φ'(z) from h = φ(z), as a float tensor written to ``out`` (multiplying by a float mask is
+    several times faster than masking with a boolean one on CPU)."""
     if nonlinearity == "relu":
-        return torch.sign(h_t, out=out)  # h ≥ 0, so sign(h) = [h > 0]
+        return torch.sign(h, out=out)  # h ≥ 0, so sign(h) = [h > 0]
     if nonlinearity == "modrelu":
-        return torch.sign(h_t, out=out).abs_()  # [h ≠ 0]
-    return torch.mul(h_t, h_t, out=out).neg_().add_(1)  # tanh
+        return torch.sign(h, out=out).abs_()  # [h ≠ 0]
+    return torch.mul(h, h, out=out).neg_().add_(1)  # tanh
+
+
+def _derivatives(h: torch.Tensor, nonlinearity: str | None):
+    """φ'_t for t = T..1, computed for chunks of steps at once (fewer small calls than one per step,
+    a buffer of at most CHUNK_ELEMENTS rather than T × B × N); None for the identity."""
+    steps = h.shape[0]
+    if nonlinearity is None:
+        yield from (None for _ in range(steps))
+        return
+    chunk = max(1, min(steps, CHUNK_ELEMENTS // max(1, h[0].numel())))
+    buffer = h.new_empty((chunk,) + h.shape[1:])
+    for stop in range(steps, 0, -chunk):
+        start = max(0, stop - chunk)
+        yield from reversed(_derivative(h[start:stop], nonlinearity, buffer[:stop - start]).unbind(0))
 
 
 def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | None, v: torch.Tensor,
                    onednn: bool) -> torch.Tensor:
     """∂L/∂z_t of every step (T × B × N) from ∂L/∂h_t of the outputs (left unchanged)."""
-    d = h.new_empty(h.shape[1:]) if nonlinearity is not None else None
+    steps = grad_h.shape[0]
     if onednn:
         # oneDNN writes dz_t V + ∂L/∂h_{t-1} to a new tensor anyway, so φ' is applied on the way
         # into g and the incoming gradient needs no copy.
-        grad_h = grad_h.contiguous()
-        g = torch.empty_like(grad_h)
+        incoming = grad_h.contiguous().unbind(0)
+        g = torch.empty_like(grad_h, memory_format=torch.contiguous_format)
+        out = g.unbind(0)
         v_t = v.t().contiguous()  # oneDNN takes the weight as (out, in): dz V = dz (Vᵀ)ᵀ
         carry = None
-        for t in range(grad_h.shape[0] - 1, -1, -1):
-            y = grad_h[t] if carry is None else _ONEDNN.binary(carry, grad_h[t], v_t, None, "add")
+        for t, d in zip(range(steps - 1, -1, -1), _derivatives(h, nonlinearity)):
+            y = incoming[t] if carry is None else _ONEDNN.binary(carry, incoming[t], v_t, None, "add")
             if d is None:
-                g[t].copy_(y)
+                out[t].copy_(y)
             else:
-                torch.mul(y, _derivative(h[t], nonlinearity, d), out=g[t])
-            carry = g[t]
+                torch.mul(y, d, out=out[t])
+            carry = out[t]
         return g
     g = grad_h.clone(memory_format=torch.contiguous_format)  # becomes ∂L/∂z in place
-    for t in range(g.shape[0] - 1, -1, -1):
+    out = g.unbind(0)
+    for t, d in zip(range(steps - 1, -1, -1), _derivatives(h, nonlinearity)):
         if d is not None:
-            g[t].mul_(_derivative(h[t], nonlinearity, d))
+            out[t].mul_(d)
         if t:
-            g[t - 1].addmm_(g[t], v)  # z_t = h_{t-1} Vᵀ + …  =>  ∂z_t/∂h_{t-1} contributes dz_t V
+            out[t - 1].addmm_(out[t], v)  # z_t = h_{t-1} Vᵀ + …  =>  ∂z_t/∂h_{t-1} contributes dz_t V
     return g
 
 
