@@ -10,8 +10,8 @@ as a single :class:`torch.autograd.Function`:
 
 * forward: the input projection W_ih x_t + b of every step is one matrix
   product, written straight into the output buffer H (T × B × N); each step
-  then adds V h_{t-1} in place (``addmm_``) and applies φ in place, so the
-  loop allocates nothing and builds no graph.
+  then adds V h_{t-1} (``addmm_`` in place, or oneDNN's fused add) and
+  writes φ of the sum into H, so the loop builds no graph.
 * saved for backward: only H (which is the output anyway), h0, the inputs
   and the weights; no per-step graph, no pre-activations.  φ'(z_t) is
   recovered from h_t = φ(z_t):
@@ -24,27 +24,28 @@ as a single :class:`torch.autograd.Function`:
   - tanh:    φ' = 1 - h²
   - None:    φ' = 1
 
-* backward through time: one loop over t = T..1 of two in-place operations,
+* backward through time: one loop over t = T..1 of two operations,
   dz_t = (dL/dh_t) ⊙ φ'_t and dL/dh_{t-1} += dz_t V; then every weight
-  gradient is a single matrix product over all steps at once:
+  gradient is a single matrix product over all steps at once (dV in a few
+  chunks of steps on the oneDNN path):
   dV = Σ_t dz_tᵀ h_{t-1}, dW_ih = Σ_t dz_tᵀ x_t, db = Σ_t dz_t,
   dx = dz W_ih, dh_0 = dz_1 V.
 
-Only ``torch`` tensor operations are used (no CPU-only calls), so the same
-code runs on CUDA, in float32 and float64.  Double backward is not supported
+Only ``torch`` operations are used, so the same code runs on CUDA, in float32
+and float64; the oneDNN kernel is used only for float32 tensors on the CPU.  Double backward is not supported
 (``once_differentiable``); use the reference loop for that.
 
 Memory of the backward pass: ∂L/∂z (T × B × N) and φ' of a chunk of steps
 (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
 
 Both loops are plain Python issuing ATen calls on preallocated buffers: per
-step, one ``addmm_`` plus one in-place activation (four small elementwise
-calls for modReLU) forward, one ``masked_fill_``/``mul_`` and one ``addmm_``
-backward.  There is no C++ extension: on CPU the per-step matrix products
-dominate from N = 128 up; at the copy-task sizes (T = 220, B = 10, N = 128)
-a prototype that ran the same loops from C++ saved about 1.2 ms of a
-15–18 ms nnRNN update, whose largest single cost there is composing V
-(matrix_exp's backward), not the loops.
+step, one matrix product plus one activation (four small elementwise calls
+for modReLU) forward, one ``mul_`` and one matrix product backward.  The
+matrix products go to oneDNN's inner-product kernel where that is faster than
+torch.mm (see :func:`use_onednn`), otherwise to ``addmm_``.  There is no C++
+extension: a prototype that ran the same loops from C++ saved about 1.2 ms
+per update at the copy-task sizes (T = 220, B = 10, N = 128) and nothing
+measurable from N = 512 up, where the products dominate.
 """
 from __future__ import annotations
 
