@@ -12,6 +12,9 @@ default L = max(2, N // 2) is our reading of the paper's parameter-matched
 sizes (EURNN 256 ~ 18.9K, 1024 ~ 269K parameters), which imply about N/2
 layers.  Angles start U(-π, π) as in Jing et al.'s code.  The complex
 (unitary) variant and the FFT-style layout are not implemented.
+
+V = R_{L-1} ⋯ R_1 R_0 is composed by :class:`GivensProduct` in O(N²) memory
+(see there) rather than by autograd, which would keep all L intermediates.
 """
 from __future__ import annotations
 
@@ -19,18 +22,74 @@ import math
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from .base import RecurrentModel
 
 
-def layer_pairs(n: int, odd: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    start = 1 if odd else 0
-    first = torch.arange(start, max(n - 1, start), 2)  # empty, not an error, for n = 1
-    return first, first + 1
-
-
 def default_capacity(hidden_size: int) -> int:
     return max(2, hidden_size // 2)
+
+
+def _pair_rows(m: torch.Tensor, odd: bool) -> torch.Tensor:
+    """View (k, 2, cols) of the rows layer parity ``odd`` rotates: pair i is rows (a, a + 1), a = 2i + odd."""
+    start = 1 if odd else 0
+    k = (m.shape[0] - start) // 2
+    return m[start:start + 2 * k].view(k, 2, m.shape[1])
+
+
+def _rotate_(rows: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> None:
+    """In place (x_a, x_b) <- (cos·x_a - sin·x_b, sin·x_a + cos·x_b) on ``rows`` = (k, 2, cols); cos, sin (k, 1)."""
+    a, b = rows[:, 0], rows[:, 1]
+    sin_a = sin * a  # the one temporary: b's update needs the old a
+    a.mul_(cos).addcmul_(sin, b, value=-1)
+    b.mul_(cos).add_(sin_a)
+
+
+def _cos_sin(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every layer's angles, shaped (layers, pairs, 1) to broadcast over a pair's row."""
+    return angles.cos()[..., None], angles.sin()[..., None]
+
+
+class GivensProduct(torch.autograd.Function):
+    """V = R_{L-1} ⋯ R_0 from even-layer angles (⌈L/2⌉, ⌊n/2⌋) and odd-layer angles (⌊L/2⌋, ⌊(n-1)/2⌋).
+
+    Forward rotates an identity in place and saves only V.  Backward walks the
+    layers from last to first, rebuilding each layer's input from its output
+    O as Rᵀ O (R is orthogonal) and pulling the gradient G back as Rᵀ G.  For a
+    pair with output rows (o_a, o_b), ∂o_a/∂φ = -o_b and ∂o_b/∂φ = o_a, so
+    ∂L/∂φ = Σ_j (G_b,j · o_a,j - G_a,j · o_b,j).
+    """
+
+    @staticmethod
+    def forward(ctx, even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
+        v = torch.eye(n, dtype=even_angles.dtype, device=even_angles.device)
+        cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
+        for layer in range(len(even_angles) + len(odd_angles)):
+            odd, i = layer % 2, layer // 2
+            cos, sin = cos_sin[odd]
+            _rotate_(_pair_rows(v, odd), cos[i], sin[i])
+        ctx.save_for_backward(even_angles, odd_angles, v)
+        return v
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_v: torch.Tensor):
+        even_angles, odd_angles, v = ctx.saved_tensors
+        n = v.shape[0]
+        # [O | G] side by side, so one rotation per layer carries both back.
+        og = torch.cat([v, grad_v], dim=1)
+        grads = torch.empty_like(even_angles), torch.empty_like(odd_angles)
+        cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
+        for layer in reversed(range(len(even_angles) + len(odd_angles))):
+            odd, i = layer % 2, layer // 2
+            cos, sin = cos_sin[odd]
+            rows = _pair_rows(og, odd)
+            o, g = rows[..., :n], rows[..., n:]
+            grads[odd][i] = torch.linalg.vecdot(g[:, 1], o[:, 0]) - torch.linalg.vecdot(g[:, 0], o[:, 1])
+            if layer:  # layer 0's input (the identity) and gradient are not needed
+                _rotate_(rows, cos[i], -sin[i])  # Rᵀ = R(-φ)
+        return *grads, None
 
 
 class EURNN(RecurrentModel):
@@ -41,43 +100,13 @@ class EURNN(RecurrentModel):
         if not isinstance(self.capacity, int) or self.capacity <= 0:
             raise ValueError(f"capacity must be a positive int; got {capacity!r}")
         n = hidden_size
-        even_a, even_b = layer_pairs(n, odd=False)
-        odd_a, odd_b = layer_pairs(n, odd=True)
-        self.register_buffer("even_partner", self._partner(n, even_a, even_b), persistent=False)
-        self.register_buffer("odd_partner", self._partner(n, odd_a, odd_b), persistent=False)
         self.n_even = (self.capacity + 1) // 2
         self.n_odd = self.capacity // 2
-        self.even_angles = nn.Parameter(torch.empty(self.n_even, len(even_a)).uniform_(-math.pi, math.pi))
-        self.odd_angles = nn.Parameter(torch.empty(self.n_odd, len(odd_a)).uniform_(-math.pi, math.pi))
-
-    @staticmethod
-    def _partner(n: int, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        partner = torch.arange(n)
-        partner[a], partner[b] = b, a
-        return partner
-
-    @staticmethod
-    def _coefficients(angles: torch.Tensor, n: int, odd: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-row cosine and signed sine of one layer (1 and 0 for unpaired rows)."""
-        c, s = torch.cos(angles), torch.sin(angles)
-        cos = angles.new_ones(n)
-        sin = angles.new_zeros(n)
-        a, b = layer_pairs(n, odd)
-        a, b = a.to(angles.device), b.to(angles.device)
-        cos = cos.index_put((a,), c).index_put((b,), c)
-        sin = sin.index_put((a,), -s).index_put((b,), s)
-        return cos, sin
+        self.even_angles = nn.Parameter(torch.empty(self.n_even, n // 2).uniform_(-math.pi, math.pi))
+        self.odd_angles = nn.Parameter(torch.empty(self.n_odd, (n - 1) // 2).uniform_(-math.pi, math.pi))
 
     def recurrent_matrix(self) -> torch.Tensor:
-        n = self.hidden_size
-        v = torch.eye(n, dtype=self.even_angles.dtype, device=self.even_angles.device)
-        for layer in range(self.capacity):
-            odd = layer % 2 == 1
-            angles = self.odd_angles[layer // 2] if odd else self.even_angles[layer // 2]
-            partner = self.odd_partner if odd else self.even_partner
-            cos, sin = self._coefficients(angles, n, odd)
-            v = cos[:, None] * v + sin[:, None] * v[partner]
-        return v
+        return GivensProduct.apply(self.even_angles, self.odd_angles, self.hidden_size)
 
     @classmethod
     def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", capacity=None, **_) -> int:
