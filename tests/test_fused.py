@@ -69,8 +69,9 @@ def test_float32_matches_reference(nonlinearity, bias):
 @pytest.mark.parametrize("onednn", [True, False])
 def test_float32_matches_reference_on_each_matmul_path(nonlinearity, onednn, monkeypatch):
     """Both kernels for the loop's products (oneDNN and torch.mm), forced regardless of size."""
+    from nnrnn import kernels
     from nnrnn.models import fused
-    if onednn and fused._ONEDNN is None:
+    if onednn and kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setattr(fused, "use_onednn", lambda *_: onednn)
     x, h0, w, b, v, mb = make_inputs(25, 3, 12, 2, torch.float32, nonlinearity, seed=5)
@@ -88,13 +89,13 @@ def test_float32_matches_reference_on_each_matmul_path(nonlinearity, onednn, mon
 
 
 def test_onednn_is_chosen_only_where_it_is_faster():
-    from nnrnn.models import fused
-    if fused._ONEDNN is None:
+    from nnrnn import kernels
+    if kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     x = torch.zeros(1)
-    assert fused.use_onednn(x, 128, 512) and fused.use_onednn(x, 10, 512)
-    assert not fused.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
-    assert not fused.use_onednn(x.double(), 128, 512)
+    assert kernels.use_onednn(x, 128, 512) and kernels.use_onednn(x, 10, 512)
+    assert not kernels.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
+    assert not kernels.use_onednn(x.double(), 128, 512)
 
 
 def test_modrelu_bias_gradient_in_chunks(monkeypatch):

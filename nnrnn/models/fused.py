@@ -32,8 +32,9 @@ as a single :class:`torch.autograd.Function`:
   dx = dz W_ih, dh_0 = dz_1 V.
 
 Only ``torch`` operations are used, so the same code runs on CUDA, in float32
-and float64; the oneDNN kernel is used only for float32 tensors on the CPU.  Double backward is not supported
-(``once_differentiable``); use the reference loop for that.
+and float64; the oneDNN kernel is used only for float32 tensors on the CPU.
+Double backward is not supported (``once_differentiable``); use the reference
+loop for that.
 
 Memory of the backward pass: ∂L/∂z (T × B × N) and φ' of a chunk of steps
 (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
@@ -42,71 +43,37 @@ Both loops are plain Python issuing ATen calls on preallocated buffers: per
 step, one matrix product plus one activation (four small elementwise calls
 for modReLU) forward, one ``mul_`` and one matrix product backward.  The
 matrix products go to oneDNN's inner-product kernel where that is faster than
-torch.mm (see :func:`use_onednn`), otherwise to ``addmm_``.  There is no C++
+torch.mm (see :func:`nnrnn.kernels.use_onednn`), otherwise to ``addmm_``.  There is no C++
 extension: a prototype that ran the same loops from C++ saved about 1.2 ms
 per update at the copy-task sizes (T = 220, B = 10, N = 128) and nothing
 measurable from N = 512 up, where the products dominate.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 from torch.autograd.function import once_differentiable
 
+from ..kernels import onednn_linear, use_onednn
 from .recurrence import NONLINEARITIES
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
-# oneDNN copies the two transposed operands of dV = Σ dz_tᵀ h_{t-1} to contiguous memory, so dV is
+# oneDNN copies the transposed operand dzᵀ of dV = Σ dz_tᵀ h_{t-1} to contiguous memory, so dV is
 # summed over chunks of steps of about this many elements each (1 M: 4 MB in float32)
 DV_CHUNK_ELEMENTS = 1 << 20
 
 
-# ----------------------------------------------------------------------------- matrix products
-
-def _onednn_linear():
-    """``torch.ops.mkldnn._linear_pointwise`` (oneDNN's float32 inner-product kernel, the one
-    torch.compile uses on CPU) if this torch build has it and it computes x Wᵀ + y, else None."""
-    if os.environ.get("NNRNN_ONEDNN", "1") == "0" or not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-        x, w, y = torch.randn(3, 4), torch.randn(5, 4), torch.randn(3, 5)
-        ok = torch.allclose(op.binary(x, y, w, None, "add"), torch.addmm(y, x, w.t()), atol=1e-5) and \
-            torch.allclose(op(x.t(), y.t(), None, "none", [], ""), x.t() @ y, atol=1e-5)
-    except (AttributeError, RuntimeError):
-        return None
-    return op if ok else None
-
-
-_ONEDNN = _onednn_linear()
-
-
-def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
-    """Whether the loop's (batch × n) · (n × n) products go to oneDNN rather than torch.mm.
-
-    On this project's reference machine (AMD EPYC, AVX-512, torch 2.13's MKL) oneDNN's
-    float32 kernel runs at ~400 GFLOP/s where torch.mm (MKL sgemm) reaches ~180, but it
-    costs ~15 µs more per call.  Measured per step: 2× faster at (128, 512), 2.4× at
-    (128, 1024), 1.6× at (10, 512), break-even around B·N² = 2²¹ and slower below, so
-    it is used from there up (benchmarks/training_update.py shows the effect).  CPU float32
-    only; everything else uses torch.mm.
-    """
-    return (_ONEDNN is not None and x.device.type == "cpu" and x.dtype == torch.float32
-            and n >= 256 and batch * n * n >= 1 << 21)
-
-
 def _phi_into(out: torch.Tensor, z: torch.Tensor, nonlinearity: str | None,
               modrelu_bias: torch.Tensor | None, sign: torch.Tensor | None) -> None:
-    """out = φ(z), z a temporary that may be overwritten."""
+    """out = φ(z); z may be out itself, or a temporary that is overwritten."""
     if nonlinearity == "modrelu":
         torch.sign(z, out=sign)
+        # |z| + b as b + sign(z)·z (exact: sign(z)·z = |z|), then sign(z)·relu(|z| + b)
         torch.addcmul(modrelu_bias, sign, z, out=out).relu_().mul_(sign)
     elif nonlinearity == "relu":
         torch.clamp_min(z, 0, out=out)
     elif nonlinearity == "tanh":
         torch.tanh(z, out=out)
-    else:
+    elif out is not z:
         out.copy_(z)
 
 
@@ -117,31 +84,11 @@ def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlineari
     """In place: h[t] holds W_ih x_t + b on entry and h_t on exit (same operations as the reference)."""
     prev = h0
     sign = h.new_empty(h.shape[1:]) if nonlinearity == "modrelu" else None
-    if onednn:
-        for step in h.unbind(0):
-            _phi_into(step, _ONEDNN.binary(prev, step, v, None, "add"), nonlinearity, modrelu_bias, sign)
-            prev = step
-        return
     v_t = v.t()
-    if nonlinearity == "modrelu":
-        for step in h.unbind(0):
-            step.addmm_(prev, v_t)
-            torch.sign(step, out=sign)
-            # |z| + b as b + sign(z)·z (exact: sign(z)·z = |z|), then sign(z)·relu(|z| + b)
-            torch.addcmul(modrelu_bias, sign, step, out=step).relu_().mul_(sign)
-            prev = step
-    elif nonlinearity == "relu":
-        for step in h.unbind(0):
-            step.addmm_(prev, v_t).relu_()
-            prev = step
-    elif nonlinearity == "tanh":
-        for step in h.unbind(0):
-            step.addmm_(prev, v_t).tanh_()
-            prev = step
-    else:
-        for step in h.unbind(0):
-            step.addmm_(prev, v_t)
-            prev = step
+    for step in h.unbind(0):
+        z = onednn_linear.binary(prev, step, v, None, "add") if onednn else step.addmm_(prev, v_t)
+        _phi_into(step, z, nonlinearity, modrelu_bias, sign)
+        prev = step
 
 
 def _derivative(h: torch.Tensor, nonlinearity: str, out: torch.Tensor) -> torch.Tensor:
@@ -181,7 +128,7 @@ def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | No
         v_t = v.t().contiguous()  # oneDNN takes the weight as (out, in): dz V = dz (Vᵀ)ᵀ
         carry = None
         for t, d in zip(range(steps - 1, -1, -1), _derivatives(h, nonlinearity)):
-            y = incoming[t] if carry is None else _ONEDNN.binary(carry, incoming[t], v_t, None, "add")
+            y = incoming[t] if carry is None else onednn_linear.binary(carry, incoming[t], v_t, None, "add")
             if d is None:
                 out[t].copy_(y)
             else:
@@ -253,8 +200,8 @@ class FusedRecurrence(torch.autograd.Function):
                 chunk = max(1, DV_CHUNK_ELEMENTS // (batch * n))
                 for start in range(1, steps, chunk):
                     stop = min(steps, start + chunk)
-                    grad_v.add_(_ONEDNN(g[start:stop].reshape(-1, n).t(), h[start - 1:stop - 1].reshape(-1, n).t(),
-                                        None, "none", [], ""))
+                    dz_t = g[start:stop].reshape(-1, n).t()
+                    grad_v.add_(onednn_linear(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
             elif steps > 1:
                 grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
         if need_mb and nonlinearity == "modrelu":

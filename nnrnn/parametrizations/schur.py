@@ -27,6 +27,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..kernels import matmul
 from .orthogonal import INITS, init_skew_, matrix_exp, skew, square_weight
 
 
@@ -89,7 +90,7 @@ class SchurForm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         p, lam, t = self.factors(x)
-        return p @ (lam + t) @ p.transpose(-2, -1)
+        return matmul(matmul(p, lam + t), p.transpose(-2, -1))
 
     @torch.no_grad()
     def right_inverse(self, weight: torch.Tensor) -> torch.Tensor:
