@@ -52,23 +52,23 @@ def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
     return _onednn_float32_cpu(x) and n >= 256 and batch * n * n >= 1 << 21
 
 
-def _mm(a: torch.Tensor, b: torch.Tensor, onednn: bool) -> torch.Tensor:
-    # oneDNN reorders the weight operand anyway, so a transposed view costs nothing there
-    return onednn_linear(a, b.t(), None, "none", [], "") if onednn else torch.mm(a, b)
+def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b by oneDNN; it reorders the weight operand anyway, so passing bᵀ as a view costs nothing."""
+    return onednn_linear(a, b.t(), None, "none", [], "")
 
 
 class _MatMul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return _mm(a, b, True)
+        return _mm(a, b)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        grad_a = _mm(grad, b.t(), True) if ctx.needs_input_grad[0] else None
-        grad_b = _mm(a.t(), grad, True) if ctx.needs_input_grad[1] else None
+        grad_a = _mm(grad, b.t()) if ctx.needs_input_grad[0] else None
+        grad_b = _mm(a.t(), grad) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 

@@ -144,6 +144,17 @@ def _install(tmp: Path, spec: FileSpec, dest: Path) -> str | None:
         tmp.unlink(missing_ok=True)
 
 
+def _accept(tmp: Path, spec: FileSpec, dest: Path, source: str, origin: str, failures: dict, log) -> bool:
+    """Install a downloaded or extracted file if it passes its checks; log and record either way."""
+    problem = _install(tmp, spec, dest)
+    if problem is None:
+        log(f"  {spec.name}: ok{origin}")
+        return True
+    failures[spec.name].append(f"{source}: {problem}")
+    log(f"  {spec.name}: rejected ({problem})")
+    return False
+
+
 def _is_archive(url: str) -> bool:
     return url.split("?")[0].lower().endswith(ARCHIVE_SUFFIXES)
 
@@ -165,13 +176,8 @@ def _from_archive(archive: Path, specs: list[FileSpec], dest: Path, failures: di
                 tmp = _temp(dest)
                 with tar.extractfile(member) as src, open(tmp, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
-                problem = _install(tmp, spec, dest)
-                if problem is None:
-                    log(f"  {spec.name}: ok (from {member.name})")
+                if _accept(tmp, spec, dest, url, f" (from {member.name})", failures, log):
                     done.append(spec)
-                else:
-                    failures[spec.name].append(f"{url}: {problem}")
-                    log(f"  {spec.name}: rejected ({problem})")
     except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
         for spec in specs:
             if spec not in done:
@@ -254,13 +260,8 @@ def _fetch_specs(label: str, specs: list[FileSpec], dest: Path, mirrors: list[st
                 failures[spec.name].append(f"{file_url}: {_reason(e)}")
                 log(f"  failed ({_reason(e)})")
                 continue
-            problem = _install(tmp, spec, dest)
-            if problem is None:
-                log(f"  {spec.name}: ok")
+            if _accept(tmp, spec, dest, file_url, "", failures, log):
                 needed.remove(spec)
-            else:
-                failures[spec.name].append(f"{file_url}: {problem}")
-                log(f"  {spec.name}: rejected ({problem})")
 
     if needed:
         names = ", ".join(s.name for s in needed)
