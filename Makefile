@@ -13,6 +13,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet "$$(grep '^torch==' requirements.txt)"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/nnrnn kernels  # compiles the C++ recurrence loops now rather than on first use
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -122,6 +122,9 @@ def make_parser() -> Parser:
     p = sub.add_parser("presets", help="list the hyperparameter presets")
     p.add_argument("name", nargs="?")
     p.set_defaults(func=run_presets)
+    p = sub.add_parser("kernels", help="show which kernels run the recurrences here (compiling the C++ "
+                       "loops if they are not yet)")
+    p.set_defaults(func=run_kernels)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
     from .reproduce import add_reproduce_parser
@@ -133,6 +136,22 @@ def make_parser() -> Parser:
     add_analyze_parser(sub, load_model)
     add_reproduce_parser(sub)
     return parser
+
+
+def run_kernels(args) -> int:
+    import warnings
+
+    import torch
+
+    from . import kernels
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reason is printed below instead
+        loops = kernels.recurrence_loops()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("compiled recurrence loops: " + (f"yes (cached in {kernels.extensions_dir()})" if loops
+                                           else f"no, Python loops instead ({kernels.loops_unavailable_reason()})"))
+    print(f"oneDNN products: {'yes' if kernels.onednn_linear is not None else 'no, torch.mm instead'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

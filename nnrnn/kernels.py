@@ -1,4 +1,8 @@
-"""Which kernel computes nnrnn's large float32 matrix products on the CPU.
+"""Which kernels run nnrnn's float32 recurrences and matrix products on the CPU.
+
+Two things live here: the oneDNN inner-product kernel for large products (below), and the
+compiled time loops of ``csrc/recurrence_loops.cpp`` for the recurrence at small sizes
+(:func:`recurrence_loops`, further below).
 
 torch.mm goes to MKL's sgemm. On this project's reference machine (AMD EPYC with AVX-512,
 torch 2.13) that reaches about 185 GFLOP/s, while oneDNN's float32 inner-product kernel,
@@ -15,7 +19,16 @@ other dtypes always do.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -79,3 +92,93 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             and min(a.shape[0], a.shape[1], b.shape[1]) >= 256:
         return _MatMul.apply(a, b)
     return torch.matmul(a, b)
+
+
+# ----------------------------------------------------------------------------- compiled time loops
+
+LOOPS_SOURCE = Path(__file__).with_name("csrc") / "recurrence_loops.cpp"
+LOOPS_CFLAGS = ["-O3"]  # no -march: the cached build must run on any x86-64 that shares the cache
+_loops: dict = {}  # {"module": module or None, "reason": why None}
+
+
+def extensions_dir() -> Path:
+    """Where compiled loops are cached: $NNRNN_EXTENSIONS_DIR, else $XDG_CACHE_HOME/nnrnn, else ~/.cache/nnrnn."""
+    if os.environ.get("NNRNN_EXTENSIONS_DIR"):
+        return Path(os.environ["NNRNN_EXTENSIONS_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnrnn"
+
+
+def _loops_name() -> str:
+    """Module name that changes with everything the binary depends on, so a stale build is never loaded."""
+    key = hashlib.sha256()
+    for part in (LOOPS_SOURCE.read_bytes(), torch.__version__.encode(), sys.version.encode(),
+                 platform.machine().encode(), " ".join(LOOPS_CFLAGS).encode()):
+        key.update(part)
+    return "nnrnn_recurrence_loops_" + key.hexdigest()[:16]
+
+
+def _import_from(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _build_loops(name: str, target: Path):
+    """Compile into a private temporary folder, then move the library into place with one rename:
+    concurrent builds (torchrun's processes) cannot see each other's half-written files, and a build
+    killed half-way leaves nothing behind (torch's own cache would leave a lock that blocks the next)."""
+    from torch.utils.cpp_extension import load  # imported here: it is slow to import and rarely needed
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:  # torch runs `ninja` from PATH; the pip package's binary is not on it unless the venv is active
+        import ninja
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+    except ImportError:
+        pass
+    print("nnrnn: compiling the C++ recurrence loops (once per torch version, about 10 s)...",
+          file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    build = Path(tempfile.mkdtemp(prefix=name + "-", dir=target.parent))
+    try:
+        module = load(name, [str(LOOPS_SOURCE)], extra_cflags=LOOPS_CFLAGS, build_directory=str(build),
+                      verbose=False)
+        os.replace(next(build.glob(name + "*.so")), target)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    print(f"nnrnn: compiled in {time.perf_counter() - start:.0f} s, cached in {target.parent}",
+          file=sys.stderr, flush=True)
+    return module
+
+
+def recurrence_loops():
+    """The compiled loops (a module with ``forward_loop`` and ``backward_loop``), or None.
+
+    Compiled on first use with :func:`torch.utils.cpp_extension.load` and cached (see
+    :func:`extensions_dir`); ``make install`` does it up front.  None, after one warning, when
+    compiling fails (no C++ compiler, no ninja): the Python loops of ``fused.py`` then do the work.
+    ``NNRNN_CPP=0`` turns the compiled loops off.
+    """
+    if "module" not in _loops:
+        _loops["module"], _loops["reason"] = None, "NNRNN_CPP=0"
+        if os.environ.get("NNRNN_CPP", "1") != "0":
+            try:
+                name = _loops_name()
+                target = extensions_dir() / (name + ".so")
+                _loops["module"] = _import_from(target, name) if target.exists() else _build_loops(name, target)
+            except Exception as error:  # any failure to build or load means: use the Python loops
+                _loops["reason"] = " ".join(str(error).split())[:300] or type(error).__name__
+                warnings.warn("nnrnn: the C++ recurrence loops are unavailable, so training uses the slower "
+                              f"Python loops ({_loops['reason']})", RuntimeWarning, stacklevel=2)
+    return _loops["module"]
+
+
+def loops_unavailable_reason() -> str:
+    """Why :func:`recurrence_loops` returned None ("" if it did not, or was not called yet)."""
+    return "" if _loops.get("module") is not None else _loops.get("reason", "")
+
+
+def use_recurrence_loops(x: torch.Tensor) -> bool:
+    """Whether the compiled loops can run this recurrence: float32 on the CPU, and they compiled."""
+    return x.device.type == "cpu" and x.dtype == torch.float32 and recurrence_loops() is not None
+

@@ -44,6 +44,15 @@ def test_presets_lists_the_paper_tables():
     assert "lr_orth=1e-06" in result.stdout  # nnRNN on copy, supplementary Table 4
 
 
+def test_kernels_says_which_loops_run_and_why_not():
+    result = nnrnn("kernels")
+    assert result.returncode == 0, result.stderr
+    assert "compiled recurrence loops:" in result.stdout and "oneDNN products:" in result.stdout
+    off = subprocess.run([sys.executable, "-m", "nnrnn", "kernels"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "NNRNN_CPP": "0"})
+    assert "compiled recurrence loops: no, Python loops instead (NNRNN_CPP=0)" in off.stdout
+
+
 def test_train_then_eval_then_resume_into_changed_config(tmp_path):
     out = tmp_path / "run"
     result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",

@@ -1,4 +1,6 @@
 """The fused recurrence (hand-written backward-through-time) against the autograd reference loop."""
+import shutil
+
 import pytest
 import torch
 
@@ -65,15 +67,28 @@ def test_float32_matches_reference(nonlinearity, bias):
         assert relative_error(gf, gr) <= 1e-5
 
 
+def compiled_loops_or_skip():
+    """The compiled loops; a failure where a C++ compiler exists (they must build there), else a skip."""
+    from nnrnn import kernels
+    if kernels.recurrence_loops() is None:
+        if shutil.which("c++") or shutil.which("g++"):
+            pytest.fail(f"the C++ recurrence loops did not build: {kernels.loops_unavailable_reason()}")
+        pytest.skip("no C++ compiler here, so no compiled recurrence loops")
+    return kernels.recurrence_loops()
+
+
 @pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
-@pytest.mark.parametrize("onednn", [True, False])
-def test_float32_matches_reference_on_each_matmul_path(nonlinearity, onednn, monkeypatch):
-    """Both kernels for the loop's products (oneDNN and torch.mm), forced regardless of size."""
+@pytest.mark.parametrize("loops", ["compiled", "onednn", "aten"])
+def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch):
+    """Each implementation of the two loops (compiled, Python with oneDNN, Python with torch.mm),
+    forced regardless of size."""
     from nnrnn import kernels
     from nnrnn.models import fused
-    if onednn and kernels.onednn_linear is None:
+    if loops == "onednn" and kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(fused, "use_onednn", lambda *_: onednn)
+    if loops == "compiled":
+        compiled_loops_or_skip()
+    monkeypatch.setattr(fused, "choose_loops", lambda h: loops)
     x, h0, w, b, v, mb = make_inputs(25, 3, 12, 2, torch.float32, nonlinearity, seed=5)
     args = (x, h0, w, b, v)
     out_f, h_f = fused_recurrence(*args, nonlinearity, mb)
@@ -214,22 +229,37 @@ def test_cuda_matches_cpu(nonlinearity):
 
 
 def test_sizes_that_take_onednn_match_the_reference():
-    """No forcing: B·N² = 2²¹, N = 256 and T = 140 take the oneDNN path with dV summed over two chunks.
-    tanh, because over 140 steps one unit of modReLU or relu may round to the other side of its kink in
-    one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more exact)."""
+    """No forcing: B·N² = 2²⁴, N = 512 and T = 40 take the oneDNN path with dV summed over two chunks.
+    tanh, because over many steps one unit of modReLU or relu may round to the other side of its kink
+    in one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more exact)."""
     from nnrnn import kernels
     from nnrnn.models import fused
     if kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    steps, batch, hidden = 140, 32, 256
-    assert kernels.use_onednn(torch.zeros(1), batch, hidden)
+    steps, batch, hidden = 40, 64, 512
+    assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.ONEDNN
     assert steps > fused.DV_CHUNK_ELEMENTS // (batch * hidden) + 1
     x, h0, w, b, v, _ = make_inputs(steps, batch, hidden, 3, torch.float32, "tanh", seed=7)
-    out_f, h_f = fused_recurrence(x, h0, w, b, v, "tanh", None)
-    out_r, h_r = reference_recurrence(x, h0, w, b, v, "tanh", None)
+    assert_matches_reference(x, h0, w, b, v, "tanh", None)
+
+
+def test_copy_task_sizes_take_the_compiled_loops_and_match_the_reference():
+    """No forcing: the copy task's sizes (T = 220, B = 10, N = 128) with nnRNN's modReLU run in the
+    compiled loops, and agree with the reference loop, the modReLU bias gradient included."""
+    from nnrnn.models import fused
+    compiled_loops_or_skip()
+    steps, batch, hidden = 220, 10, 128
+    assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.COMPILED
+    x, h0, w, b, v, mb = make_inputs(steps, batch, hidden, 10, torch.float32, "modrelu", seed=9)
+    assert_matches_reference(x, h0, w, b, v, "modrelu", mb)
+
+
+def assert_matches_reference(x, h0, w, b, v, nonlinearity, mb):
+    out_f, h_f = fused_recurrence(x, h0, w, b, v, nonlinearity, mb)
+    out_r, h_r = reference_recurrence(x, h0, w, b, v, nonlinearity, mb)
     assert relative_error(out_f, out_r) <= 1e-5
     weights = torch.randn(out_f.shape, generator=torch.Generator().manual_seed(8))
-    params = leaves((x, h0, w, b, v))
+    params = leaves((x, h0, w, b, v, mb))
     grads_f = torch.autograd.grad((out_f * weights).sum() + h_f.sum(), params)
     grads_r = torch.autograd.grad((out_r * weights).sum() + h_r.sum(), params)
     for gf, gr in zip(grads_f, grads_r):

@@ -1,7 +1,13 @@
 """nnrnn.kernels.matmul: oneDNN for large float32 CPU products, torch.matmul for everything else."""
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 import torch
 
+import nnrnn
 from nnrnn import kernels
 
 
@@ -37,3 +43,50 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed):
 def test_matmul_falls_back_to_torch(a, b):
     out = kernels.matmul(a, b)
     assert torch.equal(out, torch.matmul(a, b))
+
+
+# ----------------------------------------------------------------------------- compiled time loops
+
+@pytest.fixture
+def fresh_loops(monkeypatch, tmp_path):
+    """recurrence_loops() as in a new process, caching into tmp_path."""
+    monkeypatch.setattr(kernels, "_loops", {})
+    monkeypatch.setenv("NNRNN_EXTENSIONS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_failed_build_warns_once_and_training_falls_back_to_python(fresh_loops, monkeypatch):
+    def no_compiler(name, target):
+        raise RuntimeError("Error building extension: c++: command not found")
+    monkeypatch.setattr(kernels, "_build_loops", no_compiler)
+    with pytest.warns(RuntimeWarning, match="C\\+\\+ recurrence loops are unavailable.*command not found"):
+        assert kernels.recurrence_loops() is None
+    assert kernels.recurrence_loops() is None  # no second attempt, no second warning
+    assert "command not found" in kernels.loops_unavailable_reason()
+    model = nnrnn.create("nnrnn", 3, 16)
+    out, _ = model(torch.randn(5, 2, 3))
+    out.sum().backward()  # the Python loops did the work
+    assert model.weight_hh.shape == (16, 16)
+
+
+def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
+    assert kernels.recurrence_loops() is None
+    assert kernels.loops_unavailable_reason() == "NNRNN_CPP=0"
+
+
+def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path):
+    """Compiles once into a private folder and renames the library into place; a new process then
+    loads it without compiling (the build of the first is about 10 s, so this test is a slow one)."""
+    if not (shutil.which("c++") or shutil.which("g++")):
+        pytest.skip("no C++ compiler here")
+    env = dict(os.environ, NNRNN_EXTENSIONS_DIR=str(tmp_path))
+    script = "from nnrnn import kernels; assert kernels.recurrence_loops() is not None"
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "compiling the C++ recurrence loops" in first.stderr
+    assert [p.suffix for p in tmp_path.iterdir()] == [".so"]  # no build folder, no lock left behind
+    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "compiling" not in second.stderr

@@ -10,8 +10,7 @@ as a single :class:`torch.autograd.Function`:
 
 * forward: the input projection W_ih x_t + b of every step is one matrix
   product, written straight into the output buffer H (T × B × N); each step
-  then adds V h_{t-1} (``addmm_`` in place, or oneDNN's fused add) and
-  writes φ of the sum into H, so the loop builds no graph.
+  then adds V h_{t-1} and writes φ of the sum into H, so the loop builds no graph.
 * saved for backward: only H (which is the output anyway), h0, the inputs
   and the weights; no per-step graph, no pre-activations.  φ'(z_t) is
   recovered from h_t = φ(z_t):
@@ -31,29 +30,34 @@ as a single :class:`torch.autograd.Function`:
   dV = Σ_t dz_tᵀ h_{t-1}, dW_ih = Σ_t dz_tᵀ x_t, db = Σ_t dz_t,
   dx = dz W_ih, dh_0 = dz_1 V.
 
-Only ``torch`` operations are used, so the same code runs on CUDA, in float32
-and float64; the oneDNN kernel is used only for float32 tensors on the CPU.
+The ``aten`` loops use only ``torch`` operations, so the same code runs on CUDA,
+in float32 and float64; the other two are for float32 tensors on the CPU.
 Double backward is not supported (``once_differentiable``); use the reference
 loop for that.
 
-Memory of the backward pass: ∂L/∂z (T × B × N) and φ' of a chunk of steps
-(at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
+Memory of the backward pass: ∂L/∂z (T × B × N) and, in the Python loops, φ' of
+a chunk of steps (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
 
-Both loops are plain Python issuing ATen calls on preallocated buffers: per
-step, one matrix product plus one activation (four small elementwise calls
-for modReLU) forward, one ``mul_`` and one matrix product backward.  The
-matrix products go to oneDNN's inner-product kernel where that is faster than
-torch.mm (see :func:`nnrnn.kernels.use_onednn`), otherwise to ``addmm_``.  There is no C++
-extension: a prototype that ran the same loops from C++ saved about 1.2 ms
-per update at the copy-task sizes (T = 220, B = 10, N = 128) and nothing
-measurable from N = 512 up, where the products dominate.
+The two loops have three implementations, picked per call by :func:`choose_loops`:
+
+* ``compiled``: ``nnrnn/csrc/recurrence_loops.cpp``, the same loops in C++, each
+  step one call of oneDNN's small-GEMM micro-kernel (``at::native::cpublas::brgemm``)
+  with φ, φ' and modReLU's bias gradient fused into the same pass over the step.
+  Float32 on the CPU, wherever it compiled (see :func:`nnrnn.kernels.recurrence_loops`),
+  up to B·N² = COMPILED_MAX_WORK.  At the copy task's sizes it takes the loops
+  from about 2.3 ms to 0.4 ms each: Python's per-step dispatch and MKL's 5 µs
+  for a 10 × 128 by 128 × 128 product were most of the time.
+* ``onednn``: Python issuing oneDNN inner products (multithreaded), for large
+  float32 CPU steps (see :func:`nnrnn.kernels.use_onednn`).
+* ``aten``: Python issuing ``addmm_`` and elementwise calls: float64, CUDA, and
+  machines where the C++ file did not compile.
 """
 from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..kernels import onednn_linear, use_onednn
+from ..kernels import onednn_linear, recurrence_loops, use_onednn, use_recurrence_loops
 from .recurrence import NONLINEARITIES
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
@@ -79,9 +83,35 @@ def _phi_into(out: torch.Tensor, z: torch.Tensor, nonlinearity: str | None,
 
 # ----------------------------------------------------------------------------- the two loops
 
+# Which loops run a recurrence: the compiled ones (csrc/recurrence_loops.cpp), Python issuing oneDNN
+# products, or Python issuing torch.mm (addmm_).
+COMPILED, ONEDNN, ATEN = "compiled", "onednn", "aten"
+_KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_loops.cpp
+
+
+# From this B·N² up, oneDNN's products issued from Python beat the compiled loops (measured here:
+# compiled/Python time per loop 0.2 at (B, N) = (10, 128), 0.75 at (32, 512) and (128, 256), 1.0 at
+# (64, 512) and (256, 256), 1.5 at (128, 512)).
+COMPILED_MAX_WORK = 1 << 24
+
+
+def choose_loops(h: torch.Tensor) -> str:
+    """COMPILED, ONEDNN or ATEN for outputs h (T × B × N)."""
+    batch, n = h.shape[1], h.shape[2]
+    onednn = use_onednn(h, batch, n)
+    if use_recurrence_loops(h) and not (onednn and batch * n * n >= COMPILED_MAX_WORK):
+        return COMPILED
+    return ONEDNN if onednn else ATEN
+
+
 def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlinearity: str | None,
-                  modrelu_bias: torch.Tensor | None, onednn: bool) -> None:
+                  modrelu_bias: torch.Tensor | None, loops: str) -> None:
     """In place: h[t] holds W_ih x_t + b on entry and h_t on exit (same operations as the reference)."""
+    if loops == COMPILED:
+        bias = modrelu_bias.contiguous() if nonlinearity == "modrelu" else h.new_empty(0)
+        recurrence_loops().forward_loop(h, h0.contiguous(), v.t().contiguous(), _KIND[nonlinearity], bias)
+        return
+    onednn = loops == ONEDNN
     prev = h0
     sign = h.new_empty(h.shape[1:]) if nonlinearity == "modrelu" else None
     v_t = v.t()
@@ -116,10 +146,16 @@ def _derivatives(h: torch.Tensor, nonlinearity: str | None):
 
 
 def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | None, v: torch.Tensor,
-                   onednn: bool) -> torch.Tensor:
-    """∂L/∂z_t of every step (T × B × N) from ∂L/∂h_t of the outputs (left unchanged)."""
+                   loops: str, modrelu_bias_grad: torch.Tensor | None = None) -> torch.Tensor:
+    """∂L/∂z_t of every step (T × B × N) from ∂L/∂h_t of the outputs (left unchanged).  The compiled
+    loops also add modReLU's bias gradient into ``modrelu_bias_grad`` (zeros) when it is given."""
     steps = grad_h.shape[0]
-    if onednn:
+    if loops == COMPILED:
+        g = torch.empty_like(grad_h, memory_format=torch.contiguous_format)
+        bias_grad = h.new_empty(0) if modrelu_bias_grad is None else modrelu_bias_grad
+        recurrence_loops().backward_loop(g, grad_h.contiguous(), h, v.contiguous(), _KIND[nonlinearity], bias_grad)
+        return g
+    if loops == ONEDNN:
         # oneDNN writes dz_t V + ∂L/∂h_{t-1} to a new tensor anyway, so φ' is applied on the way
         # into g and the incoming gradient needs no copy.
         incoming = grad_h.contiguous().unbind(0)
@@ -167,10 +203,10 @@ class FusedRecurrence(torch.autograd.Function):
     def forward(ctx, inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias):
         with torch.no_grad():
             h = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
-            onednn = use_onednn(h, h.shape[1], h.shape[2])
-            _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, onednn)
+            loops = choose_loops(h)
+            _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, loops)
         ctx.nonlinearity = nonlinearity
-        ctx.onednn = onednn
+        ctx.loops = loops
         ctx.has_bias = bias is not None
         ctx.save_for_backward(h, h0, inputs, weight_ih, weight_hh)
         return h
@@ -182,9 +218,11 @@ class FusedRecurrence(torch.autograd.Function):
         nonlinearity = ctx.nonlinearity
         need_x, need_h0, need_w, need_b, need_v, _, need_mb = ctx.needs_input_grad
         steps, batch, n = h.shape
-        g = _backward_loop(grad_h, h, nonlinearity, weight_hh, ctx.onednn)
+        fused_bias_grad = need_mb and nonlinearity == "modrelu" and ctx.loops == COMPILED
+        grad_mb = h.new_zeros(n) if fused_bias_grad else None
+        g = _backward_loop(grad_h, h, nonlinearity, weight_hh, ctx.loops, grad_mb)
         dz = g.view(steps * batch, n)
-        grad_x = grad_h0 = grad_w = grad_b = grad_v = grad_mb = None
+        grad_x = grad_h0 = grad_w = grad_b = grad_v = None
         if need_x:
             grad_x = torch.matmul(g, weight_ih)
         if need_h0:
@@ -196,7 +234,7 @@ class FusedRecurrence(torch.autograd.Function):
             grad_b = dz.sum(0)
         if need_v:
             grad_v = torch.mm(g[0].t(), h0)
-            if steps > 1 and ctx.onednn:  # (N × TB)(TB × N): linear(X, W) = X Wᵀ with X = dzᵀ, W = Hᵀ
+            if steps > 1 and ctx.loops == ONEDNN:  # (N × TB)(TB × N): linear(X, W) = X Wᵀ with X = dzᵀ, W = Hᵀ
                 chunk = max(1, DV_CHUNK_ELEMENTS // (batch * n))
                 for start in range(1, steps, chunk):
                     stop = min(steps, start + chunk)
@@ -204,7 +242,7 @@ class FusedRecurrence(torch.autograd.Function):
                     grad_v.add_(onednn_linear(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
             elif steps > 1:
                 grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
-        if need_mb and nonlinearity == "modrelu":
+        if need_mb and nonlinearity == "modrelu" and not fused_bias_grad:
             grad_mb = _modrelu_bias_grad(g, h)
         return grad_x, grad_h0, grad_w, grad_b, grad_v, None, grad_mb
 
