@@ -127,7 +127,8 @@ def _import_from(path: Path, name: str):
 def _build_loops(name: str, target: Path):
     """Compile into a private temporary folder, then move the library into place with one rename:
     concurrent builds (torchrun's processes) cannot see each other's half-written files, and a build
-    killed half-way leaves nothing behind (torch's own cache would leave a lock that blocks the next)."""
+    killed half-way leaves at most a stray temporary folder, never a half-written library or a lock
+    (torch's own cache folder would keep a lock file that makes the next build wait forever)."""
     from torch.utils.cpp_extension import load  # imported here: it is slow to import and rarely needed
 
     target.parent.mkdir(parents=True, exist_ok=True)
