@@ -139,14 +139,10 @@ def make_parser() -> Parser:
 
 
 def run_kernels(args) -> int:
-    import warnings
-
     import torch
 
     from . import kernels
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the reason is printed below instead
-        loops = kernels.recurrence_loops()
+    loops = kernels.recurrence_loops()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("compiled recurrence loops: " + (f"yes (cached in {kernels.extensions_dir()})" if loops
                                            else f"no, Python loops instead ({kernels.loops_unavailable_reason()})"))

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import platform
 import shutil
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -141,24 +141,39 @@ def _build_loops(name: str, target: Path):
           file=sys.stderr, flush=True)
     start = time.perf_counter()
     build = Path(tempfile.mkdtemp(prefix=name + "-", dir=target.parent))
+    torch_logger = logging.getLogger("torch.utils.cpp_extension")
+    level = torch_logger.level
+    torch_logger.setLevel(logging.ERROR)  # its banners about compiler versions; a failure raises anyway
     try:
         module = load(name, [str(LOOPS_SOURCE)], extra_cflags=LOOPS_CFLAGS, build_directory=str(build),
                       verbose=False)
         os.replace(next(build.glob(name + "*.so")), target)
     finally:
+        torch_logger.setLevel(level)
         shutil.rmtree(build, ignore_errors=True)
     print(f"nnrnn: compiled in {time.perf_counter() - start:.0f} s, cached in {target.parent}",
           file=sys.stderr, flush=True)
     return module
 
 
+def _short_reason(error: Exception) -> str:
+    """The line of a failed build that says what went wrong (not the compiler's command lines)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("[", "FAILED", "ninja: build stopped"))
+              and " -c " not in line and " -o " not in line]
+    for line in useful:
+        if "error" in line.lower() or "not found" in line.lower():
+            return line[:200]
+    return (useful or lines or [type(error).__name__])[-1][:200]
+
+
 def recurrence_loops():
     """The compiled loops (a module with ``forward_loop`` and ``backward_loop``), or None.
 
     Compiled on first use with :func:`torch.utils.cpp_extension.load` and cached (see
-    :func:`extensions_dir`); ``make install`` does it up front.  None, after one warning, when
-    compiling fails (no C++ compiler, no ninja): the Python loops of ``fused.py`` then do the work.
-    ``NNRNN_CPP=0`` turns the compiled loops off.
+    :func:`extensions_dir`); ``make install`` does it up front.  None, after one line on stderr,
+    when compiling fails (no C++ compiler, no ninja): the Python loops of ``fused.py`` then do the
+    work.  ``NNRNN_CPP=0`` turns the compiled loops off.
     """
     if "module" not in _loops:
         _loops["module"], _loops["reason"] = None, "NNRNN_CPP=0"
@@ -168,9 +183,10 @@ def recurrence_loops():
                 target = extensions_dir() / (name + ".so")
                 _loops["module"] = _import_from(target, name) if target.exists() else _build_loops(name, target)
             except Exception as error:  # any failure to build or load means: use the Python loops
-                _loops["reason"] = " ".join(str(error).split())[:300] or type(error).__name__
-                warnings.warn("nnrnn: the C++ recurrence loops are unavailable, so training uses the slower "
-                              f"Python loops ({_loops['reason']})", RuntimeWarning, stacklevel=2)
+                _loops["reason"] = _short_reason(error)
+                print(f"nnrnn: the C++ recurrence loops are unavailable ({_loops['reason']}), so the slower "
+                      "Python loops run; install g++ (and ninja) to get them, or set NNRNN_CPP=0 to skip "
+                      "this attempt", file=sys.stderr, flush=True)
     return _loops["module"]
 
 

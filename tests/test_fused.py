@@ -254,6 +254,19 @@ def test_copy_task_sizes_take_the_compiled_loops_and_match_the_reference():
     assert_matches_reference(x, h0, w, b, v, "modrelu", mb)
 
 
+@pytest.mark.parametrize("nonlinearity", ["modrelu", "relu", "tanh"])
+def test_compiled_loops_split_over_threads_match_the_reference(nonlinearity, monkeypatch):
+    """From B·N² = 2²¹ the compiled loops split each step's columns over torch's threads; N = 250 is no
+    multiple of the 16-column blocks, so the last block is short."""
+    from nnrnn.models import fused
+    compiled_loops_or_skip()
+    if torch.get_num_threads() < 2:
+        pytest.skip("one thread: the steps are not split")
+    monkeypatch.setattr(fused, "choose_loops", lambda h: fused.COMPILED)
+    x, h0, w, b, v, mb = make_inputs(8, 40, 250, 3, torch.float32, nonlinearity, seed=11)
+    assert_matches_reference(x, h0, w, b, v, nonlinearity, mb)
+
+
 def assert_matches_reference(x, h0, w, b, v, nonlinearity, mb):
     out_f, h_f = fused_recurrence(x, h0, w, b, v, nonlinearity, mb)
     out_r, h_r = reference_recurrence(x, h0, w, b, v, nonlinearity, mb)

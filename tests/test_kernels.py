@@ -55,14 +55,20 @@ def fresh_loops(monkeypatch, tmp_path):
     return tmp_path
 
 
-def test_failed_build_warns_once_and_training_falls_back_to_python(fresh_loops, monkeypatch):
-    def no_compiler(name, target):
-        raise RuntimeError("Error building extension: c++: command not found")
+def test_failed_build_says_why_in_one_line_once_and_training_falls_back_to_python(fresh_loops, monkeypatch,
+                                                                                   capsys):
+    def no_compiler(name, target):  # what torch raises when the compiler is missing
+        raise RuntimeError(
+            "Error building extension 'x': [1/2] /nonexistent/c++ -MMD -c loops.cpp -o loops.o \n"
+            "FAILED: loops.o \n/nonexistent/c++ -MMD -c loops.cpp -o loops.o \n"
+            "/bin/sh: 1: /nonexistent/c++: not found\nninja: build stopped: subcommand failed.\n")
     monkeypatch.setattr(kernels, "_build_loops", no_compiler)
-    with pytest.warns(RuntimeWarning, match="C\\+\\+ recurrence loops are unavailable.*command not found"):
-        assert kernels.recurrence_loops() is None
-    assert kernels.recurrence_loops() is None  # no second attempt, no second warning
-    assert "command not found" in kernels.loops_unavailable_reason()
+    assert kernels.recurrence_loops() is None
+    assert kernels.recurrence_loops() is None  # no second attempt, no second message
+    assert kernels.loops_unavailable_reason() == "/bin/sh: 1: /nonexistent/c++: not found"
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "unavailable (/bin/sh: 1: /nonexistent/c++: not found)" in lines[0]
+    assert "install g++" in lines[0] and "NNRNN_CPP=0" in lines[0]
     model = nnrnn.create("nnrnn", 3, 16)
     out, _ = model(torch.randn(5, 2, 3))
     out.sum().backward()  # the Python loops did the work
