@@ -132,9 +132,10 @@ def _build_loops(name: str, target: Path):
     from torch.utils.cpp_extension import load  # imported here: it is slow to import and rarely needed
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    path = os.environ.get("PATH", "")
     try:  # torch runs `ninja` from PATH; the pip package's binary is not on it unless the venv is active
         import ninja
-        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + path
     except ImportError:
         pass
     print("nnrnn: compiling the C++ recurrence loops (once per torch version, about 10 s)...",
@@ -149,6 +150,7 @@ def _build_loops(name: str, target: Path):
                       verbose=False)
         os.replace(next(build.glob(name + "*.so")), target)
     finally:
+        os.environ["PATH"] = path
         torch_logger.setLevel(level)
         shutil.rmtree(build, ignore_errors=True)
     print(f"nnrnn: compiled in {time.perf_counter() - start:.0f} s, cached in {target.parent}",
