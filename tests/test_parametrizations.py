@@ -20,7 +20,7 @@ from torch import nn
 from torch.func import functional_call
 
 from nnrnn.parametrizations import (INITS, MatrixExpOrthogonal, SchurForm, block_triangular_mask, init_skew_,
-                                    orthogonal, rotation_blocks, schur, skew)
+                                    orthogonal, rotation_blocks, schur, skew, triangular_mask)
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
 
@@ -72,10 +72,11 @@ def assert_schur_form(module: nn.Module, name: str, atol: float = 1e-5) -> None:
     assert_orthogonal(p, atol)
     torch.testing.assert_close(p, torch.linalg.matrix_exp(skew(x).double()).to(x.dtype), atol=atol, rtol=0)
     assert torch.linalg.det(p.double()).item() == pytest.approx(1.0, abs=1e-4)
-    # T strictly lower triangular, zero inside the 2×2 blocks
+    # T strictly lower triangular; with triangular="block", zero inside the 2×2 blocks
     assert torch.equal(t, t.tril(-1))
     idx = torch.arange(0, n - 1, 2)
-    assert torch.all(t[idx + 1, idx] == 0)
+    if form.triangular == "block":
+        assert torch.all(t[idx + 1, idx] == 0)
     # Λ block diagonal: γ_i R(θ_i)
     m = n // 2
     for i in range(m):
@@ -91,8 +92,9 @@ def assert_schur_form(module: nn.Module, name: str, atol: float = 1e-5) -> None:
     if n % 2:
         off[-1, -1] = 0
     assert torch.all(off == 0), "Λ has entries outside its diagonal blocks"
-    # the spectrum of V is exactly γ_i e^{±iθ_i} (+γ_last)
-    assert_same_spectrum(eigvals(v), expected_spectrum(form.theta, form.gamma, n), atol=1e-4)
+    # the spectrum of V is that of Λ + T: exactly γ_i e^{±iθ_i} (+γ_last) when T is block triangular
+    expected = expected_spectrum(form.theta, form.gamma, n) if form.triangular == "block" else eigvals(lam + t)
+    assert_same_spectrum(eigvals(v), expected, atol=1e-4)
 
 
 def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -216,7 +218,7 @@ def test_orthogonal_errors():
 @pytest.mark.parametrize("s", [0.06, 0.3, 0.45, 0.5, 0.55, 0.58, 0.7, 1.2, 2.0, 3.1])
 def test_orthogonal_weight_is_orthogonal_to_float32_rounding_for_block_generators(s):
     # exp(blockdiag(s J)) is a rotation by s; torch 2.13's float32 matrix_exp is off by ~3e-5
-    # for |s| ≈ 0.5 (pytorch/pytorch#196592), nnrnn's matrix_exp must not be.
+    # for |s| ≈ 0.5 (pytorch/pytorch#196592), nnrnn's exponential must not be.
     layer = orthogonal(nn.Linear(4, 4, bias=False).to(DEVICE))
     x = torch.zeros(4, 4, device=DEVICE)
     x[1, 0], x[3, 2] = -s, -0.5 * s
@@ -272,9 +274,10 @@ def test_rotation_blocks(n):
     assert_same_spectrum(eigvals(lam), expected_spectrum(theta, gamma, n), atol=1e-10)
 
 
-def test_schur_form_gradcheck_wrt_every_factor():
+@pytest.mark.parametrize("triangular", ["strict", "block"])
+def test_schur_form_gradcheck_wrt_every_factor(triangular):
     torch.manual_seed(0)
-    form = SchurForm(5, dtype=torch.float64)
+    form = SchurForm(5, dtype=torch.float64, triangular=triangular)
     x = init_skew_(torch.empty(5, 5, dtype=torch.float64), "random").requires_grad_()
     theta = form.theta.detach().clone().requires_grad_()
     gamma = (form.gamma.detach() + 0.1 * torch.randn(3, dtype=torch.float64)).requires_grad_()
@@ -286,7 +289,8 @@ def test_schur_form_gradcheck_wrt_every_factor():
     assert torch.autograd.gradcheck(f, (x, theta, gamma, lower))
     # the masked entries of `lower` do not reach V, the free ones do
     (g_lower,) = torch.autograd.grad(f(x, theta, gamma, lower).pow(2).sum(), lower)
-    mask = block_triangular_mask(5)
+    mask = triangular_mask(5, triangular)
+    assert int(mask.sum()) == (10 if triangular == "strict" else 8)
     assert torch.all(g_lower[~mask] == 0)
     assert torch.all(g_lower[mask] != 0)
 
@@ -394,48 +398,15 @@ def test_schur_on_torch_rnn_trains_and_keeps_its_form():
     torch.testing.assert_close(h_n, ref_h, atol=1e-5, rtol=1e-5)
 
 
-def test_schur_regularization():
+@pytest.mark.parametrize("triangular", ["strict", "block"])
+def test_schur_regularization(triangular):
     torch.manual_seed(0)
-    layer = schur(nn.Linear(5, 5))
+    layer = schur(nn.Linear(5, 5), triangular=triangular)
     form = layer.parametrizations.weight[0]
     assert form.regularization(3.0, 2.0).item() == 0.0  # γ = 1, T = 0 at init
     with torch.no_grad():
         form.gamma.copy_(torch.tensor([0.5, 1.25, 0.9]))
         form.lower.copy_(torch.randn(5, 5))  # also fills masked entries, which must not count
-    mask = block_triangular_mask(5)
-    expected = 3.0 * (0.25 + 0.0625 + 0.01) + 2.0 * form.lower.detach()[mask].pow(2).sum()
+    mask = triangular_mask(5, triangular)
+    expected = 3.0 * (0.25 + 0.0625 + 0.01) + 2.0 / 2 * form.lower.detach()[mask].pow(2).sum()
     assert form.regularization(3.0, 2.0).item() == pytest.approx(expected.item(), rel=1e-6)
-
-
-@pytest.mark.parametrize("norm", [0.0, 0.3, 0.55, 2.0, 9.0])
-@pytest.mark.parametrize("kind", ["dense", "blocks"])
-def test_matrix_exp_gradient_matches_float64(norm, kind):
-    """The float32 value and gradient of exp through nnrnn's matrix_exp are accurate to ~1e-6, as float64
-    says, at every scale: inside torch's inaccurate degree-8 range (0.051, 0.58] too, and for the block
-    generators of the Henaff and Cayley initialisations, which hit that range hardest."""
-    from nnrnn.parametrizations.orthogonal import matrix_exp
-    torch.manual_seed(0)
-    for n in (16, 96):
-        if kind == "dense":
-            x = torch.randn(n, n)
-        else:
-            x = torch.zeros(n, n)
-            x[torch.arange(1, n, 2), torch.arange(0, n - 1, 2)] = torch.rand(n // 2) * 2 - 1
-        a = x.tril(-1) - x.tril(-1).T
-        a = a * (norm / a.abs().sum(0).max())
-        g = torch.randn(n, n) * 10
-        a64 = a.double().requires_grad_(True)
-        ref = torch.autograd.grad(torch.linalg.matrix_exp(a64), a64, g.double())[0]
-        a32 = a.clone().requires_grad_(True)
-        got = torch.autograd.grad(matrix_exp(a32), a32, g)[0]
-        assert ((got.double() - ref).norm() / ref.norm()).item() < 2e-6
-        # torch's own scaling and squaring loses a little more at large norms
-        atol = 2e-6 if norm < 5 else 1e-5
-        torch.testing.assert_close(matrix_exp(a), torch.linalg.matrix_exp(a64).float(), rtol=0, atol=atol)
-
-
-def test_matrix_exp_zero_gradient():
-    from nnrnn.parametrizations.orthogonal import matrix_exp
-    a = torch.randn(5, 5).requires_grad_(True)
-    grad, = torch.autograd.grad(matrix_exp(a), a, torch.zeros(5, 5))
-    assert torch.equal(grad, torch.zeros(5, 5))

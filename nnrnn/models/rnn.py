@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..parametrizations.orthogonal import INITS, init_skew_, matrix_exp, skew
+from ..parametrizations.expm import expm_skew
+from ..parametrizations.orthogonal import INITS, init_skew_, skew
 from .base import RecurrentModel
 
 
@@ -13,8 +14,8 @@ class VanillaRNN(RecurrentModel):
     """h_t = φ(V h_{t-1} + W_ih x_t + b), V = ``weight_hh`` free, Glorot normal."""
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+                 batch_first: bool = False, input_init: str = "xavier", bias_init: str = "zeros"):
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
         self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))
         nn.init.xavier_normal_(self.weight_hh)
 
@@ -35,13 +36,13 @@ class OrthogonalInitRNN(VanillaRNN):
     """
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, init: str = "random"):
+                 batch_first: bool = False, init: str = "random", input_init: str = "xavier", bias_init: str = "zeros"):
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
         with torch.no_grad():
             if init == "random":
                 nn.init.orthogonal_(self.weight_hh)
             else:
                 generator = init_skew_(torch.empty_like(self.weight_hh), init)
-                self.weight_hh.copy_(matrix_exp(skew(generator)))
+                self.weight_hh.copy_(expm_skew(skew(generator)))

@@ -1,6 +1,9 @@
 """Constraints on square weights, as ``torch.nn.utils.parametrize`` parametrizations."""
+from .expm import expm_skew
 from .orthogonal import INITS, MatrixExpOrthogonal, init_skew_, orthogonal, skew
-from .schur import SchurForm, block_triangular_mask, rotation_blocks, schur
+from .schur import (TRIANGULAR, SchurForm, block_triangular_mask, free_triangular_entries, rotation_blocks, schur,
+                    triangular_mask)
 
-__all__ = ["INITS", "MatrixExpOrthogonal", "SchurForm", "block_triangular_mask", "init_skew_",
-           "orthogonal", "rotation_blocks", "schur", "skew"]
+__all__ = ["INITS", "MatrixExpOrthogonal", "SchurForm", "TRIANGULAR", "block_triangular_mask", "expm_skew",
+           "free_triangular_entries", "init_skew_", "orthogonal", "rotation_blocks", "schur", "skew",
+           "triangular_mask"]

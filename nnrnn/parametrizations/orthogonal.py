@@ -4,11 +4,10 @@
 
 ``X`` is an unconstrained square tensor of which only the strictly lower
 triangle is used, so the free parameters number n(n-1)/2.  ``exp`` is
-``torch.linalg.matrix_exp`` (see :func:`matrix_exp` for one range where it
-is evaluated shifted, and for its gradient, which is read off one complex
-``torch.linalg.matrix_exp``), so there is no hand-written expm or Fréchet
-derivative.  Q stays orthogonal to rounding error after
-any update of X, with det Q = +1 (Lezcano-Casado & Martínez-Rubio, 2019,
+:func:`~nnrnn.parametrizations.expm.expm_skew` (a Taylor series chosen from
+the 2-norm, which skew-symmetric matrices allow; tested against
+``torch.linalg.matrix_exp`` in float64).  Q stays orthogonal to rounding error
+after any update of X, with det Q = +1 (Lezcano-Casado & Martínez-Rubio, 2019,
 "static trivialization").
 
 Initialisation schemes for the skew-symmetric generator live beside the
@@ -31,6 +30,8 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from .expm import expm_skew
+
 INITS = ("henaff", "cayley", "random")
 
 
@@ -38,82 +39,6 @@ def skew(x: torch.Tensor) -> torch.Tensor:
     """A = tril(x, -1) - tril(x, -1)ᵀ, the skew-symmetric matrix x stands for."""
     lower = x.tril(-1)
     return lower - lower.transpose(-2, -1)
-
-
-# Measured with torch 2.13: for a single float32 (or complex64) matrix whose 1-norm lies in
-# (0.0512, 0.580] (the range torch evaluates with its degree-8 formula), exp of blockdiag(s J)
-# with |s| ≈ 0.5 is off by up to 4e-5, so QᵀQ ≠ I well above rounding (1e-7 outside that
-# range).  Such matrices are shifted out of the range: exp(M + cI) = e^c exp(M) because I
-# commutes with M, and for a generator with zero diagonal ‖M + cI‖₁ = ‖M‖₁ + c.  The
-# shifted matrix takes torch's degree-12 formula: error ≤ 5e-7 relative, in about the time
-# of the plain float32 call (a float64 detour costs 2.5× at n = 512).
-_SINGLE_T8_NORMS = (5.116619363445086e-02, 5.800524627688768e-01)
-_SHIFT = 0.6
-# Complex step: the imaginary perturbation's 1-norm relative to max(‖A‖₁, 1).  Its truncation
-# error is of order STEP², and rounding does not grow as it shrinks (no difference is taken).
-_COMPLEX_STEP = 2.0 ** -20
-
-
-def _one_norm(m: torch.Tensor) -> float:
-    return float(m.abs().sum(-2).amax()) if m.numel() else 0.0
-
-
-def _exp(m: torch.Tensor) -> torch.Tensor:
-    """torch.linalg.matrix_exp(m) for one square real or complex matrix, shifted out of the
-    single-precision degree-8 range (see above)."""
-    if m.dtype in (torch.float32, torch.complex64):
-        if _SINGLE_T8_NORMS[0] < _one_norm(m) <= _SINGLE_T8_NORMS[1]:
-            shifted = m + _SHIFT * torch.eye(m.shape[-1], dtype=m.dtype, device=m.device)
-            if _one_norm(shifted) > _SINGLE_T8_NORMS[1]:  # true unless m's diagonal is large
-                return torch.linalg.matrix_exp(shifted).mul_(math.exp(-_SHIFT))
-            wide = torch.float64 if m.dtype == torch.float32 else torch.complex128
-            return torch.linalg.matrix_exp(m.to(wide)).to(m.dtype)
-    return torch.linalg.matrix_exp(m)
-
-
-class _MatrixExp(torch.autograd.Function):
-    """exp(A), with the gradient L(Aᵀ, G) read off one complex ``torch.linalg.matrix_exp``.
-
-    The gradient of exp at A applied to the incoming gradient G is the Fréchet
-    derivative L(Aᵀ, G).  For real A and G, the complex-step identity
-    (Al-Mohy & Higham, "The complex step approximation to the Fréchet derivative
-    of a matrix function", Numer. Algorithms 2010)
-
-        L(Aᵀ, G) = Im exp(Aᵀ + i h G) / h + O(h²‖G‖³)
-
-    takes no difference, so h can be tiny (here h‖G‖₁ = 2⁻²⁰ max(‖A‖₁, 1)) and
-    the result is accurate to the working precision.  torch's own backward
-    exponentiates the real 2n × 2n block [[Aᵀ, G], [0, Aᵀ]] instead: 8× the
-    flops of exp(A), against 4× for one complex n × n exponential.  Measured
-    at n = 512, float32, against float64: relative error ~1e-7 here, 1e-4 for
-    torch's backward, 3-4× faster (see docs/performance.md).  No Padé or
-    Fréchet code is hand-written: both directions are one library call.
-    """
-
-    @staticmethod
-    def forward(ctx, a):
-        q = _exp(a)
-        ctx.save_for_backward(a)
-        return q
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad):
-        (a,) = ctx.saved_tensors
-        grad_norm = _one_norm(grad)
-        if grad_norm == 0.0:
-            return torch.zeros_like(a)
-        h = _COMPLEX_STEP * max(_one_norm(a), 1.0) / grad_norm
-        return _exp(torch.complex(a.t(), grad * h)).imag / h
-
-
-def matrix_exp(a: torch.Tensor) -> torch.Tensor:
-    """``torch.linalg.matrix_exp(a)`` for a square real matrix, accurate to single-precision rounding
-    where torch's forward or backward is not, and with a faster backward (see :class:`_MatrixExp`);
-    batched or complex input goes to torch."""
-    if a.dim() != 2 or a.is_complex():
-        return torch.linalg.matrix_exp(a)
-    return _MatrixExp.apply(a)
 
 
 def _block_skew(angles: torch.Tensor, n: int) -> torch.Tensor:
@@ -172,7 +97,7 @@ class MatrixExpOrthogonal(nn.Module):
     """Parametrization ``X -> exp(skew(X))`` (see the module docstring)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return matrix_exp(skew(x))
+        return expm_skew(skew(x))
 
     @torch.no_grad()
     def right_inverse(self, q: torch.Tensor) -> torch.Tensor:

@@ -6,11 +6,17 @@
   parameter is the parametrization's ``original`` (its strict lower triangle).
 * Λ = blockdiag(γ_1 R(θ_1), …, γ_m R(θ_m)),  R(θ) = [[cos θ, -sin θ], [sin θ, cos θ]],
   m = n // 2.  The eigenvalues of V are exactly γ_i e^{±iθ_i}.
-* T strictly lower *block* triangular: every entry below the diagonal except
-  the n/2 entries (2i+1, 2i) inside the 2×2 blocks.  Those are left out on
-  purpose: a non-zero t there would make a block [[γc, -γs], [γs + t, γc]],
-  whose eigenvalues are no longer γ e^{±iθ}, and the spectral control that
-  motivates nnRNN would be lost.  Free entries: n(n-1)/2 - n//2.
+* T below the diagonal, in one of two forms (``triangular``):
+
+  - ``"strict"`` (default; the paper's text and the authors' released code):
+    every entry below the diagonal, n(n-1)/2 free entries, the (2i+1, 2i)
+    entries inside the 2×2 blocks included.  A non-zero t there makes the
+    block [[γc, -γs], [γs + t, γc]], whose eigenvalues move off γ e^{±iθ}
+    (to γc ± sqrt(-γs(γs + t))), so the eigenvalues of V are γ_i e^{±iθ_i}
+    only while those entries are zero.
+  - ``"block"`` (nnrnn's variant): strictly lower *block* triangular, the
+    n//2 in-block entries held at zero, n(n-1)/2 - n//2 free entries; the
+    eigenvalues of V are then exactly γ_i e^{±iθ_i} throughout training.
 * Odd n: the last unit is a 1×1 block +γ_{m+1} (a real eigenvalue +γ), so
   ``gamma`` has ceil(n/2) entries and ``theta`` has n//2.
 
@@ -28,15 +34,31 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from ..kernels import matmul
-from .orthogonal import INITS, init_skew_, matrix_exp, skew, square_weight
+from .expm import expm_skew
+from .orthogonal import INITS, init_skew_, skew, square_weight
+
+
+TRIANGULAR = ("strict", "block")
+
+
+def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device=None) -> torch.Tensor:
+    """1 where T may be non-zero: the strict lower triangle, minus the (2i+1, 2i) entries for "block"."""
+    if triangular not in TRIANGULAR:
+        raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
+    mask = torch.ones(n, n, dtype=torch.bool, device=device).tril(-1)
+    if triangular == "block":
+        idx = torch.arange(0, n - 1, 2, device=device)
+        mask[idx + 1, idx] = False
+    return mask.to(dtype)
 
 
 def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor:
-    """1 where T may be non-zero: strictly lower triangle minus the (2i+1, 2i) entries."""
-    mask = torch.ones(n, n, dtype=torch.bool, device=device).tril(-1)
-    idx = torch.arange(0, n - 1, 2, device=device)
-    mask[idx + 1, idx] = False
-    return mask.to(dtype)
+    """1 where a strictly lower block-triangular T may be non-zero."""
+    return triangular_mask(n, "block", dtype, device)
+
+
+def free_triangular_entries(n: int, triangular: str = "strict") -> int:
+    return n * (n - 1) // 2 - (n // 2 if triangular == "block" else 0)
 
 
 def rotation_blocks(theta: torch.Tensor, gamma: torch.Tensor, n: int) -> torch.Tensor:
@@ -56,27 +78,32 @@ class SchurForm(nn.Module):
     """Parametrization ``X -> P (Λ + T) Pᵀ`` with P = exp(skew(X)).
 
     The parametrization owns θ (``theta``, n//2), γ (``gamma``, ceil(n/2)) and
-    the unconstrained storage of T (``lower``, n × n, masked on use).
+    the unconstrained storage of T (``lower``, n × n, masked on use by
+    ``triangular``'s mask).
     """
 
     def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None, triangular: str = "strict"):
         super().__init__()
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        if triangular not in TRIANGULAR:
+            raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
         self.n = n
         self.init = init
+        self.triangular = triangular
         self._generator = generator
         factory = {"dtype": dtype, "device": device}
         theta = torch.rand(n // 2, generator=generator, dtype=torch.float64) * (2 * math.pi)
         self.theta = nn.Parameter(theta.to(**factory))
         self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
         self.lower = nn.Parameter(torch.zeros(n, n, **factory))
-        self.register_buffer("mask", block_triangular_mask(n, dtype=dtype or torch.get_default_dtype(), device=device))
+        self.register_buffer("mask", triangular_mask(n, triangular, dtype=dtype or torch.get_default_dtype(),
+                                                     device=device))
         self._applied = False
 
     def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
-        return matrix_exp(skew(x))
+        return expm_skew(skew(x))
 
     def triangular_factor(self) -> torch.Tensor:
         return self.lower * self.mask
@@ -107,20 +134,28 @@ class SchurForm(nn.Module):
         return init_skew_(torch.empty_like(weight), self.init, generator)
 
     def regularization(self, delta: float, t_decay: float) -> torch.Tensor:
-        """δ Σ_i (1 - γ_i)² + t_decay ‖T‖²_F (the paper's penalty)."""
-        return delta * (1 - self.gamma).pow(2).sum() + t_decay * self.triangular_factor().pow(2).sum()
+        """δ Σ_i (1 - γ_i)² + (t_decay / 2) ‖T‖²_F, the paper's penalty.
+
+        Its gradient adds 2δ(γ_i - 1) to each γ_i and t_decay · T to T: exactly what the authors'
+        code does, which puts δ Σ(1 - γ)² into the loss and applies t_decay as the optimizer's
+        ``weight_decay`` on T.  (With gradient clipping the two differ: here the decay is part of
+        the clipped gradient.)
+        """
+        return delta * (1 - self.gamma).pow(2).sum() + (0.5 * t_decay) * self.triangular_factor().pow(2).sum()
 
 
 def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
-          generator: torch.Generator | None = None) -> nn.Module:
+          generator: torch.Generator | None = None, triangular: str = "strict") -> nn.Module:
     """Put the Schur-form constraint on the square weight ``module.<name>``.
 
     Works on any module, e.g. ``schur(torch.nn.RNN(8, 64), "weight_hh_l0")``
     keeps PyTorch's fused RNN kernels while training V = P (Λ + T) Pᵀ.
-    Returns ``module``; the factors are reached through
+    ``triangular``: "strict" (the paper's T, the default) or "block" (see the
+    module docstring).  Returns ``module``; the factors are reached through
     ``module.parametrizations.<name>[0]`` (a :class:`SchurForm`).
     """
     weight = square_weight(module, name, "schur()")
-    form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator)
+    form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator,
+                     triangular=triangular)
     parametrize.register_parametrization(module, name, form)
     return module
