@@ -11,7 +11,9 @@ import torch
 from .errors import UserError
 
 FORMAT = "nnrnn-checkpoint"
-VERSION = 1
+# 2: T strictly lower triangular by default, t_decay as the release's weight decay, PTB embedding,
+#    learning-rate schedule state; a version-1 checkpoint would load into a different model
+VERSION = 2
 
 
 def atomic_write(path: Path, write) -> None:
@@ -53,6 +55,7 @@ def load(path: Path, map_location="cpu") -> dict:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise UserError(f"{path} is not an nnrnn checkpoint (it was saved by another program)")
     if payload.get("version") != VERSION:
-        raise UserError(f"{path} has checkpoint version {payload.get('version')}; "
-                        f"this nnrnn reads version {VERSION}")
+        raise UserError(f"{path} has checkpoint version {payload.get('version')}, written by another nnrnn "
+                        f"release; this one reads version {VERSION} only, so retrain the run (or use the nnrnn "
+                        f"that wrote it)")
     return payload

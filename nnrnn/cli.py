@@ -32,8 +32,20 @@ def add_train_parser(sub) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
-    g.add_argument("--init", choices=["henaff", "cayley", "random"], help="orthogonal initialisation scheme")
+    g.add_argument("--init", choices=["henaff", "cayley", "random", "glorot", "concat"],
+                   help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: glorot or concat")
     g.add_argument("--capacity", type=int, help="EURNN layers")
+    g.add_argument("--triangular", choices=["strict", "block"],
+                   help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")
+    g.add_argument("--no-bias", dest="bias", action="store_const", const=False,
+                   help="no input bias b in φ(Vh + W_ih x + b) (the paper's code has none for nnRNN and expRNN)")
+    g.add_argument("--input-init", dest="input_init", metavar="SCHEME",
+                   help="W_ih: xavier, kaiming, uniform (torch.nn.Linear's), uniform:A or zeros")
+    g.add_argument("--bias-init", dest="bias_init", metavar="SCHEME", help="input bias b: a scheme as above")
+    g.add_argument("--readout-init", dest="readout_init", metavar="SCHEME", help="read-out weight: a scheme as above")
+    g.add_argument("--readout-bias-init", dest="readout_bias_init", metavar="SCHEME",
+                   help="read-out bias: a scheme as above")
+    g.add_argument("--embedding", type=int, help="ptb: embedding size (default 200; 0: one-hot inputs)")
     g = p.add_argument_group("optimisation")
     g.add_argument("--optimizer", choices=["rmsprop", "adam"])
     g.add_argument("--lr", type=float)
@@ -41,8 +53,10 @@ def add_train_parser(sub) -> None:
     g.add_argument("--alpha", type=float, help="RMSprop smoothing")
     g.add_argument("--betas", type=float, nargs=2, help="Adam betas")
     g.add_argument("--delta", type=float, help="nnRNN: weight of the penalty on (1 - gamma)^2")
-    g.add_argument("--t-decay", dest="t_decay", type=float, help="nnRNN: weight of the L2 penalty on T")
+    g.add_argument("--t-decay", dest="t_decay", type=float, help="nnRNN: weight decay on T (its gradient gains t_decay·T)")
     g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
+    g.add_argument("--lr-schedule", dest="lr_schedule", choices=["none", "plateau"],
+                   help="plateau: halve every learning rate after a validation that did not improve (ptb presets)")
     g.add_argument("--seed", type=int)
     g.add_argument("--steps", type=int, help="total updates")
     g.add_argument("--epochs", type=int, help="total epochs (psmnist, ptb)")
@@ -54,6 +68,8 @@ def add_train_parser(sub) -> None:
     g.add_argument("--bptt", type=int, help="PTB truncation length (150 or 300 in the paper)")
     g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
                    help="psmnist: sequential MNIST, no permutation")
+    g.add_argument("--shuffle", choices=["epoch", "fixed"],
+                   help="psmnist: a new training order each epoch (default) or the same order every epoch")
     g.add_argument("--data-dir", dest="data_dir")
     g.add_argument("--check-inputs", dest="check_inputs", action="store_const", const=True,
                    help="stop with an error on NaN or Inf inputs")

@@ -50,6 +50,15 @@ def sum_stats(stats: dict, world: int) -> dict:
     return {n: (values[i, 0].item(), values[i, 1].item()) for i, n in enumerate(names)}
 
 
+def broadcast_float(value: float, world: int) -> float:
+    """Rank 0's ``value`` on every rank (every rank must call it)."""
+    if world == 1:
+        return value
+    tensor = torch.tensor([float(value)], dtype=torch.float64)
+    dist.broadcast(tensor, src=0)
+    return tensor.item()
+
+
 def gather_batch(state, world: int):
     """Reassemble a carried hidden state (or (h, c) tuple) split over ranks along dim 1."""
     if world == 1 or state is None:

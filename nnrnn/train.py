@@ -26,6 +26,8 @@ from torch import nn
 from . import checkpoint, distributed, presets
 from .errors import UserError
 from .models import create, model_class, param_groups
+from .models.init import check_scheme, init_
+from .parametrizations import TRIANGULAR
 from .tasks import make_task, task_class
 from .tasks.base import accumulate
 
@@ -36,21 +38,30 @@ DEFAULTS = {
     "seed": 0,
     "hidden": 128,
     "nonlinearity": None,      # None: the model's default (modReLU for the non-gated models)
-    "init": None,              # None: the model's default orthogonal scheme
+    "init": None,              # None: the model's default orthogonal scheme (LSTM: glorot or concat)
     "capacity": None,          # EURNN layers; None: hidden // 2
+    "triangular": None,        # nnRNN's T: "strict" (paper, default) or "block"
+    "bias": True,              # the recurrent layer's input bias b in φ(Vh + W_ih x + b)
+    "input_init": None,        # W_ih's scheme (nnrnn.models.init); None: the model's default (xavier)
+    "bias_init": None,         # b's scheme; None: the model's default (zeros)
+    "readout_init": "xavier",  # the linear read-out's weight
+    "readout_bias_init": "zeros",
+    "embedding": None,         # token tasks (PTB): embedding size; 0: one-hot inputs; None: the task's default
     "optimizer": "rmsprop",
     "lr": 1e-3,
     "lr_orth": 1e-4,
     "alpha": 0.99,             # RMSprop smoothing
     "betas": [0.9, 0.999],     # Adam
     "delta": 0.0,              # nnRNN: weight of Σ(1 - γ_i)²
-    "t_decay": 0.0,            # nnRNN: weight of ‖T‖²_F
+    "t_decay": 0.0,            # nnRNN: weight decay on T (gradient += t_decay · T)
     "clip": 0.0,               # max gradient norm; 0: no clipping
+    "lr_schedule": "none",     # "plateau": halve every learning rate after a validation that did not improve
     "batch_size": None,        # None: the task's default
     "eval_batch_size": None,   # psmnist: images per evaluation batch; ptb: parallel evaluation streams
     "T": None,                 # copy / adding sequence length; None: the task's default
     "bptt": 150,               # PTB truncation length
     "permute": True,           # psMNIST: False for sequential MNIST
+    "shuffle": "epoch",        # psMNIST: "epoch" (a new order each epoch) or "fixed" (the same order)
     "data_dir": None,
     "steps": None,             # total updates; None: from epochs, else the task's default
     "epochs": None,
@@ -63,6 +74,9 @@ DEFAULTS = {
     "progress": True,
 }
 DEFAULT_STEPS = {"copy": 3000, "adding": 3000}
+DEFAULT_EMBEDDING = 200  # the paper's code embeds PTB characters in 200 dimensions
+LR_SCHEDULES = ("none", "plateau")
+PLATEAU_FACTOR = 0.5
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
              "max_bad_steps", "data_dir", "check_inputs"}
@@ -101,20 +115,54 @@ def validate(config: dict) -> None:
         raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {config['optimizer']!r}")
     if not 0 <= config["alpha"] < 1:
         raise ValueError(f"alpha must be in [0, 1); got {config['alpha']!r}")
+    if config["lr_schedule"] not in LR_SCHEDULES:
+        raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
+    if config["shuffle"] not in ("epoch", "fixed"):
+        raise ValueError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
+    if config["triangular"] not in (None, *TRIANGULAR):
+        raise ValueError(f"triangular must be 'strict' or 'block'; got {config['triangular']!r}")
+    if not isinstance(config["bias"], bool):
+        raise ValueError(f"bias must be true or false; got {config['bias']!r}")
+    for key in ("input_init", "bias_init", "readout_init", "readout_bias_init"):
+        if config[key] is not None:
+            check_scheme(key, config[key])
+    embedding = config["embedding"]
+    if embedding is not None and (isinstance(embedding, bool) or not isinstance(embedding, int) or embedding < 0):
+        raise ValueError(f"embedding must be a non-negative integer (0: one-hot inputs); got {embedding!r}")
+
+
+class OneHot(nn.Module):
+    """Token ids (..., ) -> one-hot float vectors (..., vocab_size)."""
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return nn.functional.one_hot(ids, self.vocab_size).float()
 
 
 class SequenceModel(nn.Module):
-    """A recurrent layer and a linear read-out at every step ("all") or the last ("last")."""
+    """An optional token encoder, a recurrent layer, and a linear read-out at every step ("all") or the
+    last ("last").
 
-    def __init__(self, rnn: nn.Module, output_size: int, readout: str):
+    ``encoder``: ``nn.Embedding`` (initialised U(-0.1, 0.1), as the paper's code does) or
+    :class:`OneHot` for tasks whose inputs are token ids; None for tasks that give vectors.
+    """
+
+    def __init__(self, rnn: nn.Module, output_size: int, readout: str, encoder: nn.Module | None = None,
+                 readout_init: str = "xavier", readout_bias_init: str = "zeros"):
         super().__init__()
+        self.encoder = encoder
         self.rnn = rnn
         self.readout_mode = readout
         self.readout = nn.Linear(rnn.hidden_size, output_size)
-        nn.init.xavier_normal_(self.readout.weight)
-        nn.init.zeros_(self.readout.bias)
+        init_(self.readout.weight, readout_init)
+        init_(self.readout.bias, readout_bias_init, fan_in=rnn.hidden_size)
 
     def forward(self, inputs: torch.Tensor, state=None):
+        if self.encoder is not None:
+            inputs = self.encoder(inputs)
         hidden, state = self.rnn(inputs, state)
         if self.readout_mode == "last":
             hidden = hidden[-1]
@@ -131,20 +179,40 @@ def detach_state(state):
 
 def model_options(config: dict) -> dict:
     """The options of ``config`` that the chosen model's constructor takes."""
-    accepted = {"lstm": (), "rnn": ("nonlinearity",), "eurnn": ("nonlinearity", "capacity")}
-    names = accepted.get(config["model"], ("nonlinearity", "init"))
+    shared = ("nonlinearity", "input_init", "bias_init", "bias")
+    accepted = {"lstm": ("init", "bias"), "rnn": shared, "eurnn": shared + ("capacity",),
+                "nnrnn": shared + ("init", "triangular")}
+    names = accepted.get(config["model"], shared + ("init",))
     return {k: config[k] for k in names if config.get(k) is not None}
 
 
+def build_network(config: dict, input_size: int, output_size: int, readout: str,
+                  vocab_size: int | None = None) -> SequenceModel:
+    """The network for ``config``: encoder (for token inputs), recurrent layer, read-out."""
+    encoder = None
+    if vocab_size:
+        width = DEFAULT_EMBEDDING if config.get("embedding") is None else config["embedding"]
+        if width:
+            encoder = nn.Embedding(vocab_size, width)
+            init_(encoder.weight, "uniform:0.1")
+            input_size = width
+        else:
+            encoder, input_size = OneHot(vocab_size), vocab_size
+    elif config.get("embedding"):
+        raise UserError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
+    rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
+    return SequenceModel(rnn, output_size, readout, encoder, config.get("readout_init", "xavier"),
+                         config.get("readout_bias_init", "zeros"))
+
+
 def build(config: dict):
-    """Task, network and optimizer for a resolved config."""
+    """Task and network for a resolved config."""
     task_options = {k: config[k] for k in ("seed", "batch_size", "eval_batch_size", "T", "bptt", "permute",
-                                           "data_dir")
-                    if config[k] is not None}
+                                           "data_dir", "shuffle")
+                    if config.get(k) is not None}
     task = make_task(config["task"], **task_options)
     torch.manual_seed(config["seed"])
-    rnn = create(config["model"], task.input_size, config["hidden"], **model_options(config))
-    net = SequenceModel(rnn, task.output_size, task.readout)
+    net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
     return task, net
 
 
@@ -153,6 +221,16 @@ def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
     if config["optimizer"] == "adam":
         return torch.optim.Adam(groups, betas=tuple(config["betas"]))
     return torch.optim.RMSprop(groups, alpha=config["alpha"])
+
+
+def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
+    """The learning-rate schedule, or None.  "plateau" is the authors' PTB schedule: after every
+    validation whose score is not strictly better than the best so far, every learning rate (lr and
+    lr_orth) is halved (their StepLR(step_size=1, gamma=0.5), stepped only then)."""
+    if config["lr_schedule"] == "plateau":
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=PLATEAU_FACTOR, patience=0,
+                                                          threshold=0.0, eps=0.0)
+    return None
 
 
 def pick_device(name: str) -> torch.device:
@@ -329,6 +407,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
     checkpoint_every = config["checkpoint_every"] or eval_every
     monitor, mode = task.monitor
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
+    schedule = make_schedule(config, optimizer, mode)
 
     start, state, best, window, bad = 0, None, None, {}, 0
     if resume:
@@ -340,6 +419,8 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                                 f"not the {config.get(key)!r} {key} this run asks for; start a new run elsewhere")
         net.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
+        if schedule is not None:
+            schedule.load_state_dict(saved["schedule"])
         start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]
         state = distributed.shard_state(saved["state"], rank, world)
         if saved.get("data") is not None and hasattr(task, "check_data_state"):
@@ -356,6 +437,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         if main:
             checkpoint.save(last_path, {"config": config, "model": net.state_dict(),
                                         "optimizer": optimizer.state_dict(), "step": step, "state": full_state,
+                                        "schedule": schedule.state_dict() if schedule is not None else None,
                                         "best": best, "window": window, "bad_steps": bad,
                                         "rng": torch.get_rng_state(), "data": data_state})
 
@@ -404,18 +486,22 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                 bar.update(1)
                 done = step + 1
                 if done % config["log_every"] == 0 or done == steps:
-                    record = {"step": done, "split": "train", **task.summarize(distributed.sum_stats(window, world))}
+                    record = {"step": done, "split": "train", **task.summarize(distributed.sum_stats(window, world)),
+                              "lr": optimizer.param_groups[0]["lr"]}
                     if main:
                         log.log(record)
                     bar.set_postfix(loss=f"{record['loss']:.4f}")
                     window = {}
-                if main and (done % eval_every == 0 or done == steps):
-                    record = {"step": done, "split": "valid", **evaluate(net, task, "valid", device)}
-                    log.log(record)
-                    if best is None or better(record[monitor], best):
-                        best = record[monitor]
-                        checkpoint.save(best_path, {"config": config, "model": net.state_dict(), "step": done,
-                                                    "valid": record})
+                if done % eval_every == 0 or done == steps:
+                    if main:
+                        record = {"step": done, "split": "valid", **evaluate(net, task, "valid", device)}
+                        log.log(record)
+                        if best is None or better(record[monitor], best):
+                            best = record[monitor]
+                            checkpoint.save(best_path, {"config": config, "model": net.state_dict(), "step": done,
+                                                        "valid": record})
+                    if schedule is not None:  # every rank steps on rank 0's score, so all keep one lr
+                        schedule.step(distributed.broadcast_float(record[monitor] if main else 0.0, world))
                 if done % checkpoint_every == 0 or done == steps:
                     save_last(done)
                 if main and on_eval is not None and (done % eval_every == 0 or done == steps):
@@ -464,10 +550,13 @@ def load_model(path) -> tuple[nn.Module, dict]:
         path = path / "checkpoints" / "best.pt" if (path / "checkpoints" / "best.pt").exists() \
             else path / "checkpoints" / "last.pt"
     saved = checkpoint.load(path)
-    config = saved["config"]
-    input_size = saved["model"]["rnn.weight_ih" if config["model"] != "lstm" else "rnn.weight_ih_l0"].shape[1]
-    output_size = saved["model"]["readout.weight"].shape[0]
-    rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
-    net = SequenceModel(rnn, output_size, task_class(config["task"]).readout)
-    net.load_state_dict(saved["model"])
+    config, weights = saved["config"], saved["model"]
+    input_size = weights["rnn.weight_ih" if config["model"] != "lstm" else "rnn.weight_ih_l0"].shape[1]
+    output_size = weights["readout.weight"].shape[0]
+    cls = task_class(config["task"])
+    vocab_size = None
+    if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
+        vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
+    net = build_network(config, input_size, output_size, cls.readout, vocab_size)
+    net.load_state_dict(weights)
     return net, config

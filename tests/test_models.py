@@ -22,7 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 import nnrnn
-from nnrnn.parametrizations import block_triangular_mask, schur, skew
+from nnrnn.parametrizations import block_triangular_mask, schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
 NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"]
@@ -95,7 +95,8 @@ def orth_error(v):
 
 
 def assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-4):
-    """V = P (Λ + T) Pᵀ, P orthogonal, T strictly lower with zero in-block entries, spectrum γ e^{±iθ}."""
+    """V = P (Λ + T) Pᵀ, P orthogonal, T strictly lower triangular; with triangular="block", T is zero inside
+    the 2×2 blocks and the spectrum is γ e^{±iθ}; with "strict", the spectrum is that of Λ + T."""
     n = model.hidden_size
     p, lam, t = model.schur_factors()
     v = model.recurrent_matrix()
@@ -104,7 +105,9 @@ def assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-4):
     assert torch.linalg.det(p.detach().double()).item() == pytest.approx(1.0, abs=1e-4)
     assert torch.equal(t, t.tril(-1)), "T is not strictly lower triangular"
     idx = torch.arange(0, n - 1, 2)
-    assert torch.all(t[idx + 1, idx] == 0), "T is non-zero inside a 2×2 block"
+    block = model.schur_form.triangular == "block"
+    if block:
+        assert torch.all(t[idx + 1, idx] == 0), "T is non-zero inside a 2×2 block"
     form = model.schur_form
     for i in range(n // 2):
         g, th = form.gamma[i].item(), form.theta[i].item()
@@ -116,7 +119,7 @@ def assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-4):
     assert torch.equal(lam, blocks), "Λ is not block diagonal"
     if n % 2:
         assert lam[-1, -1] == form.gamma[-1]
-    assert_same_spectrum(eigvals(v), documented_spectrum(model), atol=eig_atol)
+    assert_same_spectrum(eigvals(v), documented_spectrum(model) if block else eigvals(lam + t), atol=eig_atol)
 
 
 def params(model):
@@ -318,10 +321,11 @@ def test_other_orthogonal_models_start_with_unit_modulus_eigenvalues(name, optio
     torch.testing.assert_close(eigvals(v).abs(), torch.ones(7, dtype=torch.float64), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("triangular", ["strict", "block"])
 @pytest.mark.parametrize("n", [8, 7])
-def test_nnrnn_keeps_its_schur_form_through_training(n):
+def test_nnrnn_keeps_its_schur_form_through_training(n, triangular):
     torch.manual_seed(7)
-    model = make("nnrnn", 3, n, init="henaff")
+    model = make("nnrnn", 3, n, init="henaff", triangular=triangular)
     opt = torch.optim.RMSprop(nnrnn.param_groups(model, lr=1e-2, lr_orth=1e-3))
     before = params(model)
     x, target = randn(6, 4, 3), randn(6, 4, n)
@@ -337,15 +341,16 @@ def test_nnrnn_keeps_its_schur_form_through_training(n):
     for name in before:
         assert not torch.equal(before[name], after[name]), f"{name} did not change"
     form = model.schur_form
-    mask = block_triangular_mask(n, device=DEVICE)
+    mask = triangular_mask(n, triangular, device=DEVICE)
     assert torch.all(form.triangular_factor()[mask] != 0), "every free entry of T should have moved"
+    assert torch.all(form.triangular_factor()[~mask] == 0)
     assert torch.all(form.gamma != 1)
     # the generator of P moved off its block-diagonal initialisation
     a = skew(model.parametrizations.weight_hh.original.detach())
-    assert torch.all(a.tril(-1)[mask] != 0)
+    assert torch.all(a.tril(-1)[block_triangular_mask(n, device=DEVICE)] != 0)
 
     assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-3)
-    # the same factors composed in float64: the spectrum is exactly γ e^{±iθ} (+γ_last)
+    # the same factors composed in float64: the spectrum is exactly γ e^{±iθ} (+γ_last) for "block"
     model64 = copy.deepcopy(model).double()
     assert_nnrnn_structure(model64, atol=1e-12, eig_atol=1e-8)
     assert not torch.allclose(model64.recurrent_matrix() @ model64.recurrent_matrix().T,
@@ -369,22 +374,47 @@ def test_nnrnn_odd_size_last_block():
     assert_nnrnn_structure(model, atol=1e-12, eig_atol=1e-8)
 
 
-def test_nnrnn_regularization_by_hand():
+@pytest.mark.parametrize("triangular", ["strict", "block"])
+def test_nnrnn_regularization_by_hand(triangular):
+    """δ Σ(1 - γ)² + (t_decay/2)‖T‖²: the paper's δ penalty, and a gradient t_decay·T on T, which is what
+    the authors' code gets from RMSprop's weight_decay=t_decay on T."""
     torch.manual_seed(9)
-    model = make("nnrnn", 3, 6)
+    model = make("nnrnn", 3, 6, triangular=triangular)
     assert model.regularization(2.0, 3.0).item() == 0.0
     with torch.no_grad():
         model.schur_form.gamma.copy_(torch.tensor([0.5, 1.5, 1.1]))
-        model.schur_form.lower.normal_()  # masked entries too; they are not part of T
+        model.schur_form.lower.normal_()  # the upper triangle too; it is not part of T
     lower = model.schur_form.lower.detach()
-    t_sq = sum(lower[i, j].item() ** 2 for i in range(6) for j in range(i) if not (i % 2 == 1 and j == i - 1))
-    expected = 2.0 * (0.25 + 0.25 + 0.01) + 3.0 * t_sq
+    in_block = {(1, 0), (3, 2), (5, 4)} if triangular == "block" else set()
+    t_sq = sum(lower[i, j].item() ** 2 for i in range(6) for j in range(i) if (i, j) not in in_block)
+    expected = 2.0 * (0.25 + 0.25 + 0.01) + 3.0 / 2 * t_sq
     reg = model.regularization(delta=2.0, t_decay=3.0)
     assert reg.item() == pytest.approx(expected, rel=1e-5)
     assert model.regularization(2.0, 0.0).item() == pytest.approx(2.0 * 0.51, rel=1e-5)
     reg.backward()
     torch.testing.assert_close(model.schur_form.gamma.grad,
                                -2 * 2.0 * (1 - model.schur_form.gamma.detach()))
+    free = torch.tensor([[i > j and (i, j) not in in_block for j in range(6)] for i in range(6)])
+    torch.testing.assert_close(model.schur_form.lower.grad, torch.where(free, 3.0 * lower, torch.zeros_like(lower)))
+
+
+def test_nnrnn_strict_in_block_entry_moves_the_eigenvalues():
+    """With the paper's strict T, t in block i gives [[γc, -γs], [γs + t, γc]], eigenvalues γc ± sqrt(-γs(γs+t))."""
+    model = make("nnrnn", 2, 2, triangular="strict").double()
+    g, th, t = 0.9, 0.7, 0.25
+    with torch.no_grad():
+        model.schur_form.gamma.fill_(g)
+        model.schur_form.theta.fill_(th)
+        model.schur_form.lower.zero_()
+        model.schur_form.lower[1, 0] = t
+    c, s = g * math.cos(th), g * math.sin(th)
+    root = complex(-s * (s + t)) ** 0.5
+    assert_same_spectrum(eigvals(model.recurrent_matrix()), torch.tensor([c + root, c - root], dtype=torch.complex128),
+                         atol=1e-10)
+    block = make("nnrnn", 2, 2, triangular="block").double()
+    with torch.no_grad():
+        block.schur_form.lower[1, 0] = t  # masked out: no effect
+    assert torch.all(block.schur_form.triangular_factor() == 0)
 
 
 @pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "lstm"])
@@ -553,10 +583,23 @@ def test_param_groups_invalid_lr(bad):
 # --------------------------------------------------------------------------- parameter matching
 
 def test_hidden_size_for_reproduces_the_paper():
-    assert nnrnn.hidden_size_for("nnrnn", 18900, 10, 9) == 128  # copy task, 18.9K
-    assert nnrnn.hidden_size_for("exprnn", 18900, 10, 9) in (175, 176)
-    assert nnrnn.hidden_size_for("nnrnn", 269000, 1, 10) == 512  # psMNIST, 269K
-    assert nnrnn.hidden_size_for("lstm", 269000, 1, 10) == 257
+    """The fixed-parameter sizes of supplementary Tables 4-6, from the paper's budgets, counting parameters as
+    the authors' code has them: no input bias for nnRNN and expRNN, one bias per LSTM gate, strict T."""
+    copy = nnrnn.parameter_count("nnrnn", 10, 128, 9, bias=False)  # one-hot input of 10 symbols, 9 outputs
+    assert 18_900 <= copy < 19_000  # "~18.9K"
+    assert nnrnn.hidden_size_for("exprnn", copy, 10, 9, bias=False) == 176
+    assert nnrnn.hidden_size_for("lstm", copy, 10, 9, init="concat") == 63
+    psmnist = nnrnn.parameter_count("nnrnn", 1, 512, 10, bias=False)
+    assert 268_000 <= psmnist < 269_000  # "~269K"
+    assert nnrnn.hidden_size_for("exprnn", 269_000, 1, 10, bias=False) == 722
+    assert nnrnn.hidden_size_for("lstm", 269_000, 1, 10, init="concat") == 257
+    # PTB: 200-dimensional embedding of 51 symbols (50 characters and the end of line), "~1.32M"
+    ptb = nnrnn.parameter_count("nnrnn", 200, 1024, 51, vocab_size=51, bias=False)
+    assert 1_310_000 <= ptb < 1_325_000
+    assert nnrnn.hidden_size_for("exprnn", 1_320_000, 200, 51, vocab_size=51, bias=False) == 1386
+    assert nnrnn.hidden_size_for("lstm", 1_320_000, 200, 51, vocab_size=51) == 475
+    # the embedding table counts: without it the budget buys a larger expRNN
+    assert nnrnn.hidden_size_for("exprnn", 1_320_000, 200, 51, bias=False) > 1386
 
 
 @pytest.mark.parametrize("name,target,i,o", [("nnrnn", 18900, 10, 9), ("rnn", 18900, 10, 9),
@@ -601,10 +644,11 @@ def test_parameter_count_of_constrained_models_counts_degrees_of_freedom(n):
     unused = n * (n + 1) // 2
     assert nnrnn.parameter_count("exprnn", 3, n) == trainable(model) - unused
     # nnRNN: generator's strict lower triangle, T's free entries, θ, γ
-    model = nnrnn.create("nnrnn", 3, n)
-    free_t = int(block_triangular_mask(n).sum())
-    unused = n * (n + 1) // 2 + (n * n - free_t)
-    assert nnrnn.parameter_count("nnrnn", 3, n) == trainable(model) - unused
+    for triangular in ("strict", "block"):
+        model = nnrnn.create("nnrnn", 3, n, triangular=triangular)
+        free_t = int(triangular_mask(n, triangular).sum())
+        unused = n * (n + 1) // 2 + (n * n - free_t)
+        assert nnrnn.parameter_count("nnrnn", 3, n, triangular=triangular) == trainable(model) - unused
 
 
 # --------------------------------------------------------------------------- errors

@@ -48,37 +48,44 @@ def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
 def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
     """Optimizer groups: orthogonal generators under ``lr_orth``, all else under ``lr``.
 
-    Each parameter appears exactly once; an empty orthogonal group is left out.
+    Each trainable parameter appears exactly once (frozen ones, e.g. the LSTM's second bias with
+    ``init="concat"``, are left out); an empty orthogonal group is left out.
     """
     for name, value in (("lr", lr), ("lr_orth", lr_orth)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a positive number; got {value!r}")
     orth = orthogonal_parameters(model)
     orth_ids = {id(p) for p in orth}
-    rest = [p for p in model.parameters() if id(p) not in orth_ids]
+    rest = [p for p in model.parameters() if id(p) not in orth_ids and p.requires_grad]
     groups = [{"params": rest, "lr": lr, "name": "default"}]
     if orth:
         groups.append({"params": orth, "lr": lr_orth, "name": "orthogonal"})
     return groups
 
 
-def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0, **options) -> int:
-    """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size).
+def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0,
+                    vocab_size: int | None = None, **options) -> int:
+    """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size) and, with
+    ``vocab_size``, an embedding table (vocab_size × input_size) in front of the model.
 
     Constrained matrices count their degrees of freedom: n(n-1)/2 for an
     orthogonal generator, the free entries of T for nnRNN.
     """
     count = model_class(name).parameter_count(input_size, hidden_size, **options)
+    if vocab_size:
+        count += vocab_size * input_size
     return count + (hidden_size * output_size + output_size if output_size else 0)
 
 
-def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int, **options) -> int:
-    """The hidden size whose :func:`parameter_count` (read-out included) is closest to ``n_params``."""
+def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int, vocab_size: int | None = None,
+                    **options) -> int:
+    """The hidden size whose :func:`parameter_count` (read-out and embedding included) is closest to
+    ``n_params``."""
     if not isinstance(n_params, int) or n_params <= 0:
         raise ValueError(f"n_params must be a positive int; got {n_params!r}")
 
     def count(n):
-        return parameter_count(name, input_size, n, output_size, **options)
+        return parameter_count(name, input_size, n, output_size, vocab_size, **options)
 
     low, high = 1, 2
     while count(high) <= n_params:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .fused import fused_recurrence
+from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
 
 IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
@@ -83,9 +84,12 @@ class RecurrentModel(nn.Module):
     """h_t = φ(V h_{t-1} + W_ih x_t + b) with V from :meth:`recurrent_matrix`.
 
     Parameters every subclass shares: ``weight_ih`` (hidden_size × input_size,
-    Glorot normal), ``bias`` (hidden_size, zeros; absent with ``bias=False``)
+    initialised by ``input_init``, Glorot normal by default), ``bias``
+    (hidden_size, by ``bias_init``, zeros by default; absent with ``bias=False``)
     and, for modReLU, ``modrelu_bias`` (hidden_size, U(-0.01, 0.01) as in
-    expRNN, so that modReLU starts close to the identity).
+    expRNN, so that modReLU starts close to the identity).  The schemes are
+    those of :mod:`nnrnn.models.init`; the bias's "uniform" uses input_size as
+    its fan-in, as ``torch.nn.Linear`` does.
 
     How the recurrence is computed is chosen by the attribute
     ``implementation`` (the class default, ``"fused"``, may be overridden per
@@ -104,15 +108,16 @@ class RecurrentModel(nn.Module):
     implementation = "fused"
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False):
+                 batch_first: bool = False, input_init: str = "xavier", bias_init: str = "zeros"):
         super().__init__()
         self.input_size = check_size("input_size", input_size)
         self.hidden_size = check_size("hidden_size", hidden_size)
         self.nonlinearity = check_nonlinearity(nonlinearity)
         self.batch_first = bool(batch_first)
-        self.weight_ih = nn.Parameter(torch.empty(hidden_size, input_size))
-        nn.init.xavier_normal_(self.weight_ih)
-        self.bias = nn.Parameter(torch.zeros(hidden_size)) if bias else None
+        self.input_init = check_scheme("input_init", input_init)
+        self.bias_init = check_scheme("bias_init", bias_init)
+        self.weight_ih = nn.Parameter(init_(torch.empty(hidden_size, input_size), input_init))
+        self.bias = nn.Parameter(init_(torch.empty(hidden_size), bias_init, fan_in=input_size)) if bias else None
         if self.nonlinearity == "modrelu":
             self.modrelu_bias = nn.Parameter(torch.empty(hidden_size).uniform_(-0.01, 0.01))
         else:

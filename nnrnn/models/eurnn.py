@@ -94,8 +94,9 @@ class GivensProduct(torch.autograd.Function):
 
 class EURNN(RecurrentModel):
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, capacity: int | None = None):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+                 batch_first: bool = False, capacity: int | None = None, input_init: str = "xavier",
+                 bias_init: str = "zeros"):
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
         self.capacity = default_capacity(hidden_size) if capacity is None else capacity
         if not isinstance(self.capacity, int) or self.capacity <= 0:
             raise ValueError(f"capacity must be a positive int; got {capacity!r}")

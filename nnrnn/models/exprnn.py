@@ -15,8 +15,8 @@ class ExpRNN(RecurrentModel):
     """
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, init: str = "henaff"):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first)
+                 batch_first: bool = False, init: str = "henaff", input_init: str = "xavier", bias_init: str = "zeros"):
+        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
         self.weight_hh = torch.nn.Parameter(torch.empty(hidden_size, hidden_size))
         orthogonal(self, "weight_hh", init=init)
 

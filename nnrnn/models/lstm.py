@@ -5,29 +5,50 @@ import torch
 from torch import nn
 
 from .base import check_input, check_size
+from .init import init_
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
+INITS = ("glorot", "concat")
 
 
 class LSTM(nn.LSTM):
-    """``torch.nn.LSTM(input_size, hidden_size, num_layers=1)`` with Glorot-normal weights
-    (each gate's block separately, as in the paper) and zero biases.
+    """``torch.nn.LSTM(input_size, hidden_size, num_layers=1)`` with Glorot-normal weights.
+
+    ``init="glorot"``: each gate's input block (N × I) and recurrent block (N × N)
+    Glorot normal on its own, zero biases.  ``init="concat"``: what the authors'
+    released code does, whose LSTM computes each gate as one ``nn.Linear`` of
+    the concatenated [h, x]: each gate's N × (N + I) weight is Glorot normal as
+    a whole (std sqrt(2 / (2N + I))), its single bias U(±1/sqrt(N + I)).  torch's
+    fused LSTM has two biases per gate; with "concat" the recurrent one
+    (``bias_hh_l0``) is held at zero and not trained, so the parameters are the
+    release's.
 
     The state is torch's tuple ``(h, c)``: ``forward(input, hx=None)`` returns
     ``(output, (h_n, c_n))``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False,
+                 init: str = "glorot"):
         check_size("input_size", input_size)
         check_size("hidden_size", hidden_size)
+        if init not in INITS:
+            raise ValueError(f"init must be 'glorot' or 'concat' for the LSTM; got {init!r}")
         super().__init__(input_size, hidden_size, num_layers=1, bias=bias, batch_first=batch_first)
+        self.init = init
         with torch.no_grad():
-            for weight in (self.weight_ih_l0, self.weight_hh_l0):
-                for block in weight.chunk(4, 0):
-                    nn.init.xavier_normal_(block)
+            for gate_ih, gate_hh in zip(self.weight_ih_l0.chunk(4, 0), self.weight_hh_l0.chunk(4, 0)):
+                if init == "glorot":
+                    init_(gate_ih, "xavier")
+                    init_(gate_hh, "xavier")
+                else:
+                    gate = init_(torch.empty(hidden_size, hidden_size + input_size), "xavier")
+                    gate_hh.copy_(gate[:, :hidden_size])
+                    gate_ih.copy_(gate[:, hidden_size:])
             if bias:
-                self.bias_ih_l0.zero_()
+                init_(self.bias_ih_l0, "zeros" if init == "glorot" else "uniform", fan_in=hidden_size + input_size)
                 self.bias_hh_l0.zero_()
+        if bias and init == "concat":
+            self.bias_hh_l0.requires_grad_(False)
 
     def forward(self, input, hx=None):
         if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
@@ -59,5 +80,6 @@ class LSTM(nn.LSTM):
         return self.weight_hh_l0.new_zeros(())
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, **_) -> int:
-        return 4 * (hidden_size * input_size + hidden_size ** 2 + 2 * hidden_size * bool(bias))
+    def parameter_count(cls, input_size, hidden_size, bias=True, init="glorot", **_) -> int:
+        biases = (1 if init == "concat" else 2) * bool(bias)
+        return 4 * (hidden_size * input_size + hidden_size ** 2 + biases * hidden_size)

@@ -16,7 +16,7 @@ import torch
 
 @dataclass
 class Batch:
-    inputs: torch.Tensor   # (T, B, input_size), float
+    inputs: torch.Tensor   # (T, B, input_size) float, or (T, B) token ids for a task with a vocab_size
     targets: torch.Tensor  # task-specific
     carry: bool = False    # continue from the previous batch's final state (truncated BPTT)
 
@@ -34,6 +34,8 @@ class Task:
     input_size: int
     output_size: int
     readout: str = "all"          # "all": a prediction at every step; "last": at the last step only
+    token_inputs: bool = False     # inputs are token ids, which the trainer embeds or one-hot encodes
+    vocab_size: int | None = None  # their vocabulary size (set by token tasks once the data is read)
     steps_per_epoch: int | None = None  # None: fresh random batches, no epochs
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")

@@ -10,9 +10,12 @@ seed 1234 by default, and does not depend on the run's seed; ``permute=False`` g
 sequential MNIST.  Data and splits: :mod:`nnrnn.data.mnist` (when only the official
 test set is present it is split 8,000 / 1,000 / 1,000 and :attr:`data_note` says so).
 
-Training batches: epoch ``e = step // steps_per_epoch`` visits the training set in a
-random order drawn from ``(seed, e)``; step ``step % steps_per_epoch`` takes that
-order's slice (the last slice of an epoch may be smaller).  So a batch is a pure
+Training batches: with ``shuffle="epoch"`` (default), epoch ``e = step // steps_per_epoch``
+visits the training set in a random order drawn from ``(seed, e)``; with
+``shuffle="fixed"`` (the authors' code: an unshuffled loader over its split), every
+epoch visits it in the same order, the order the split left it in (for the official
+files exactly the authors' order).  Step ``step % steps_per_epoch`` takes that
+order's slice (the last slice of an epoch may be smaller), so a batch is a pure
 function of (seed, step).  Loss: cross entropy; metrics: loss and accuracy.
 """
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .base import Batch, Task, generator
 
 PIXELS = 784
 PAPER_PERMUTATION_SEED = 1234
+SHUFFLES = ("epoch", "fixed")
 TRAIN_STREAM = 0
 
 
@@ -54,9 +58,13 @@ class PermutedMNISTTask(Task):
     T = PIXELS
 
     def __init__(self, seed: int = 0, batch_size: int = 128, data_dir=None, permute: bool = True,
-                 permutation_seed: int = PAPER_PERMUTATION_SEED, eval_batch_size: int = 1000, **_):
+                 permutation_seed: int = PAPER_PERMUTATION_SEED, eval_batch_size: int = 1000, shuffle: str = "epoch",
+                 **_):
         if batch_size < 1 or eval_batch_size < 1:
             raise ValueError(f"batch sizes must be positive; got {batch_size} and {eval_batch_size}")
+        if shuffle not in SHUFFLES:
+            raise ValueError(f"shuffle must be 'epoch' or 'fixed'; got {shuffle!r}")
+        self.shuffle = shuffle
         self.seed, self.batch_size, self.eval_batch_size = seed, batch_size, eval_batch_size
         self.permute, self.permutation_seed = bool(permute), permutation_seed
         self.order = pixel_order(self.permute, permutation_seed)
@@ -79,8 +87,11 @@ class PermutedMNISTTask(Task):
     # ---- data -------------------------------------------------------------------------
     def epoch_order(self, epoch: int) -> torch.Tensor:
         """The order in which epoch ``epoch`` visits the training set."""
+        if self.shuffle == "fixed":
+            epoch = 0
         if self._epoch != epoch:
-            self._epoch_order = torch.randperm(self.n_train, generator=generator(self.seed, TRAIN_STREAM, epoch))
+            self._epoch_order = (torch.arange(self.n_train) if self.shuffle == "fixed" else
+                                 torch.randperm(self.n_train, generator=generator(self.seed, TRAIN_STREAM, epoch)))
             self._epoch = epoch
         return self._epoch_order
 
@@ -110,8 +121,9 @@ class PermutedMNISTTask(Task):
     def describe(self) -> str:
         kind = (f"permuted sequential MNIST (pixel permutation from RandomState({self.permutation_seed}))"
                 if self.permute else "sequential MNIST (no permutation)")
+        order = "a new order each epoch" if self.shuffle == "epoch" else "the same order every epoch"
         text = (f"{kind}: 784 steps of 1 pixel scaled to [0,1], 10 classes read at the last step, batch "
-                f"{self.batch_size}, {self.steps_per_epoch} updates per epoch; {self.data.describe()}")
+                f"{self.batch_size}, {self.steps_per_epoch} updates per epoch in {order}; {self.data.describe()}")
         return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
 
     def data_state(self) -> dict:

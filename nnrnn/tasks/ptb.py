@@ -1,9 +1,11 @@
 """Penn Treebank character-level language modelling (paper's supplementary "Penn Tree
 Bank character prediction task").
 
-Inputs are one-hot characters (input_size = output_size = vocabulary size, 50 with
-the newline, which is counted as a symbol as in the paper's code); the next
-character is predicted at every step.  Data, vocabulary and splits:
+Inputs are character ids, (T, B) int64: the trainer embeds them (``--embedding``,
+200 dimensions by default and in the presets, as the paper's code does) or feeds
+them one-hot (``--embedding 0``).  The vocabulary is 50 with the newline, which is
+counted as a symbol as in the paper's code; the next character is predicted at
+every step.  Data, vocabulary and splits:
 :mod:`nnrnn.data.ptb` (without ``ptb.char.train.txt``, training uses the first 90%
 of ``ptb.char.valid.txt`` and validation its last 10%, and :attr:`data_note` says so).
 
@@ -46,17 +48,19 @@ def n_segments(data: torch.Tensor, bptt: int) -> int:
     return math.ceil((data.shape[0] - 1) / bptt)
 
 
-def segment(data: torch.Tensor, i: int, bptt: int, vocab_size: int) -> Batch:
+def segment(data: torch.Tensor, i: int, bptt: int) -> Batch:
+    """Segment i: inputs (L, B) ids, targets (L, B) the next ids, L = bptt or what is left."""
     start = i * bptt
     length = min(bptt, data.shape[0] - 1 - start)
     x = data[start:start + length]
     y = data[start + 1:start + 1 + length]
-    return Batch(F.one_hot(x, vocab_size).float(), y.contiguous(), carry=i > 0)
+    return Batch(x.contiguous(), y.contiguous(), carry=i > 0)
 
 
 class PTBTask(Task):
     name = "ptb"
     readout = "all"
+    token_inputs = True
     monitor = ("bpc", "min")
 
     def __init__(self, seed: int = 0, batch_size: int = 128, bptt: int = 150, data_dir=None,
@@ -69,7 +73,7 @@ class PTBTask(Task):
         self.corpus = corpus
         self.data_note = corpus.note
         self.vocab = list(corpus.vocab)
-        self.input_size = self.output_size = len(self.vocab)
+        self.vocab_size = self.input_size = self.output_size = len(self.vocab)
         self._ids = {s: torch.from_numpy(getattr(corpus, s)) for s in ("train", "valid", "test")}
         self.train_data = batchify(self._ids["train"], batch_size)
         if self.train_data.shape[0] < 2:
@@ -79,7 +83,7 @@ class PTBTask(Task):
         self._eval = {}
 
     def train_batch(self, step: int) -> Batch:
-        return segment(self.train_data, int(step) % self.steps_per_epoch, self.bptt, len(self.vocab))
+        return segment(self.train_data, int(step) % self.steps_per_epoch, self.bptt)
 
     def eval_data(self, split: str) -> torch.Tensor:
         if split not in self._ids:
@@ -95,7 +99,7 @@ class PTBTask(Task):
     def eval_batches(self, split: str):
         data = self.eval_data(split)
         for i in range(n_segments(data, self.bptt)):
-            yield segment(data, i, self.bptt, len(self.vocab))
+            yield segment(data, i, self.bptt)
 
     def loss(self, outputs, targets):
         logits = outputs.reshape(-1, outputs.shape[-1])
