@@ -1,24 +1,36 @@
 """``nnrnn reproduce``: the paper's experiment grid at a chosen scale, and a report.
 
-The grid is copy, psMNIST and PTB × the six models × several seeds, in two
-columns as in the paper: a fixed number of hidden units, and a fixed
+The grid is copy, psMNIST and PTB × the six models × several seeds, in up to
+two columns as in the paper: a fixed number of hidden units, and a fixed
 parameter count (each model's hidden size from :func:`nnrnn.hidden_size_for`
-so that it matches nnRNN's count).  Learning rates and the other optimiser
-settings come from the ``paper`` / ``paper-params`` presets; a scale only
-changes sizes and lengths.  Each run is an ordinary run folder; finished runs
-are skipped and interrupted ones resumed, so the command can be repeated.
+so that it matches nnRNN's count, counted with each model's own options:
+embedding, biases, the LSTM's single bias).  Learning rates, initialisations,
+schedules and the other settings come from the ``paper`` / ``paper-params``
+presets, which train as the authors' released code does; a scale only changes
+sizes, lengths and which columns run.  Each run is an ordinary run folder;
+finished runs are skipped and interrupted ones resumed, so the command can be
+repeated.  ``--jobs N`` trains N runs at once, each in its own process with
+one thread (on 2 cores, small models train more per second that way than one
+run on two threads).
 
-``--scale cpu`` is sized to finish within about an hour on 2 CPU cores on
-the data in ``shared/data`` (MNIST test set split 8000/1000/1000, PTB trained
-on 90% of its validation file); ``--scale paper`` uses the paper's sizes and
-is meant for GPUs.
+Scales (data: the MNIST test set split 8000/1000/1000 and PTB trained on 90%
+of its validation file when only ``shared/data`` is present):
+
+* ``cpu``: about 15 minutes on 2 cores; a few epochs, so it measures early
+  learning speed, not the converged models the paper's claims are about.
+* ``cpu-long``: runs to convergence at small sizes in about 1.5 hours with
+  ``--jobs 2``: copy and psMNIST in the fixed-hidden-units column (the paper's
+  main-text figures), PTB in both columns (its Table 1), 3 seeds.
+* ``paper``: the paper's sizes and lengths; meant for GPUs.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -26,27 +38,43 @@ import numpy as np
 from . import presets
 from .errors import UserError
 from .models import MODELS, hidden_size_for, parameter_count
-from .tasks import task_class
-from .train import load_model, read_metrics, resolve_config, train
+from .tasks import make_task, task_class
+from .train import load_model, model_options, read_metrics, resolve_config, train
 
+BOTH = ("hidden", "params")
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
         "tasks": {
-            "copy": {"hidden": 128, "options": {"T": 200, "batch_size": 10, "steps": 1000, "eval_every": 250,
-                                                "log_every": 25}},
-            "psmnist": {"hidden": 64, "options": {"batch_size": 64, "epochs": 3, "eval_every": 125,
-                                                  "log_every": 25, "eval_batch_size": 1000}},
-            "ptb": {"hidden": 256, "options": {"bptt": 150, "batch_size": 32, "epochs": 4, "eval_every": 73,
-                                               "log_every": 10, "eval_batch_size": 50}},
+            "copy": {"hidden": 128, "columns": BOTH,
+                     "options": {"T": 200, "batch_size": 10, "steps": 1000, "eval_every": 250, "log_every": 25}},
+            "psmnist": {"hidden": 64, "columns": BOTH,
+                        "options": {"batch_size": 64, "epochs": 3, "eval_every": 125, "log_every": 25,
+                                    "eval_batch_size": 1000}},
+            "ptb": {"hidden": 256, "columns": BOTH,
+                    "options": {"bptt": 150, "batch_size": 32, "epochs": 4, "eval_every": 74, "log_every": 10,
+                                "eval_batch_size": 50}},
+        },
+    },
+    "cpu-long": {
+        "seeds": [0, 1, 2],
+        "tasks": {
+            "copy": {"hidden": 128, "columns": ("hidden",),
+                     "options": {"T": 200, "batch_size": 10, "steps": 4000, "eval_every": 250, "log_every": 50}},
+            "psmnist": {"hidden": 64, "columns": ("hidden",),
+                        "options": {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 25,
+                                    "eval_batch_size": 1000}},
+            "ptb": {"hidden": 128, "columns": BOTH,
+                    "options": {"bptt": 150, "batch_size": 32, "epochs": 30, "eval_every": 74, "log_every": 10,
+                                "eval_batch_size": 50}},
         },
     },
     "paper": {
         "seeds": [0, 1, 2],
         "tasks": {
-            "copy": {"hidden": None, "options": {"T": 200, "batch_size": 10, "steps": 4000}},
-            "psmnist": {"hidden": None, "options": {"batch_size": 128, "epochs": 50}},
-            "ptb": {"hidden": None, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
+            "copy": {"hidden": None, "columns": BOTH, "options": {"T": 200, "batch_size": 10, "steps": 4000}},
+            "psmnist": {"hidden": None, "columns": BOTH, "options": {"batch_size": 128, "epochs": 50}},
+            "ptb": {"hidden": None, "columns": BOTH, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
         },
     },
 }
@@ -54,6 +82,29 @@ COLUMNS = {"hidden": "paper", "params": "paper-params"}
 REPORTED = {"copy": ("loss", "valid loss (baseline {baseline:.3f})", "min"),
             "psmnist": ("accuracy", "test accuracy", "max"),
             "ptb": ("bpc", "test bits per character", "min")}
+
+
+def sizes(task: str, data_dir=None) -> tuple[int, int, int | None]:
+    """(input size, output size, vocabulary size or None) of a task's network inputs and outputs."""
+    if task == "ptb":  # the vocabulary comes from the data files
+        vocab = make_task("ptb", data_dir=data_dir, batch_size=1).vocab_size
+        return vocab, vocab, vocab
+    return {"copy": (10, 9, None), "psmnist": (1, 10, None)}[task]
+
+
+def network_sizes(config: dict, io: tuple[int, int, int | None]) -> tuple[int, int, int | None]:
+    """(recurrent input size, output size, embedded vocabulary or None) of ``config``'s network."""
+    input_size, output_size, vocab = io
+    if not vocab:
+        return input_size, output_size, None
+    embedding = 200 if config.get("embedding") is None else config["embedding"]
+    return (embedding, output_size, vocab) if embedding else (vocab, output_size, None)
+
+
+def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None]) -> int:
+    """Free parameters of ``config``'s network at ``hidden`` units: embedding, recurrent layer, read-out."""
+    input_size, output_size, vocab = network_sizes(config, io)
+    return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
 
 
 def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list[dict]:
@@ -64,27 +115,32 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
         if tasks and task not in tasks:
             continue
         cls = task_class(task)
-        probe = {"ptb": 50, "psmnist": 1, "copy": 10}[task], {"ptb": 50, "psmnist": 10, "copy": 9}[task]
-        for column, preset in COLUMNS.items():
+        io = sizes(task, data_dir)
+        for column in setting.get("columns", BOTH):
+            preset = COLUMNS[column]
             key = presets.table_key(task, setting["options"].get("bptt"))
             reference = setting["hidden"] or presets.load("paper")[key]["nnrnn"]["hidden"]
-            budget = parameter_count("nnrnn", probe[0], reference, probe[1])
+            reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
+            budget = network_parameters(reference_config, reference, io)
             for model in models or MODELS:
+                model_config = resolve_config({"task": task, "model": model, **setting["options"]}, preset)
                 if column == "hidden" or model == "nnrnn":
                     hidden = reference
                 else:
-                    hidden = hidden_size_for(model, budget, *probe)
+                    input_size, output_size, vocab = network_sizes(model_config, io)
+                    hidden = hidden_size_for(model, budget, input_size, output_size, vocab,
+                                             **model_options(model_config))
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
                                **setting["options"]}
                     if data_dir and cls.__name__ != "CopyTask":
                         options["data_dir"] = data_dir
                     config = resolve_config(options, preset)
-                    for key in ("data_dir", "preset"):  # neither changes what is trained
-                        config.pop(key, None)
+                    for name in ("data_dir", "preset"):  # neither changes what is trained
+                        config.pop(name, None)
                     digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
                     runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
-                                 "preset": preset, "options": options,
+                                 "preset": preset, "options": options, "budget": budget,
                                  "name": f"{task}-{model}-h{hidden}-s{seed}-{digest}"})
     return runs
 
@@ -102,29 +158,49 @@ def diverged(folder: Path) -> bool:
     return (folder / "DIVERGED").is_file()
 
 
-def execute(out: Path, runs: list[dict], log=print) -> None:
-    """Train every planned run that has not finished (resuming interrupted ones)."""
-    for i, run in enumerate(runs, 1):
+def _train_one(folder: Path, run: dict, threads: int | None) -> str:
+    """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
+    if threads:
+        import torch
+        torch.set_num_threads(threads)
+    config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
+    resume = (folder / "checkpoints" / "last.pt").exists()
+    start = time.time()
+    try:
+        train(config, resume=resume)
+    except UserError as exc:
+        if not str(exc).startswith("training diverged"):
+            raise
+        # a result in its own right (the paper reports failed runs too): record it, go on
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "DIVERGED").write_text(str(exc) + "\n")
+        return f"{folder.name}: diverged: {exc}"
+    seconds = time.time() - start
+    (folder / "wall_seconds").write_text(f"{seconds:.1f}\n")
+    return f"{folder.name}: {seconds:.0f} s" + (" (resumed)" if resume else "")
+
+
+def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
+    """Train every planned run that has not finished (resuming interrupted ones); runs that share a folder
+    (identical settings) train once.  ``jobs`` > 1 trains that many at once, each in its own process with
+    one thread."""
+    todo = {}
+    for run in runs:
         folder = run_folder(out, run)
-        if finished(folder):
-            continue
-        config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
-        resume = (folder / "checkpoints" / "last.pt").exists()
-        start = time.time()
-        log(f"[{i}/{len(runs)}] {folder.name} ({run['column']} column){' resumed' if resume else ''}")
-        try:
-            train(config, resume=resume)
-        except UserError as exc:
-            if not str(exc).startswith("training diverged"):
-                raise
-            # a result in its own right (the paper reports failed runs too): record it, go on
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "DIVERGED").write_text(str(exc) + "\n")
-            log(f"    diverged: {exc}")
-            continue
-        seconds = time.time() - start
-        (folder / "wall_seconds").write_text(f"{seconds:.1f}\n")
-        log(f"    {seconds:.0f} s")
+        if not finished(folder) and folder not in todo:
+            todo[folder] = run
+    if not todo:
+        return
+    log(f"{len(todo)} runs to train" + (f", {jobs} at a time" if jobs > 1 else ""))
+    if jobs <= 1:
+        for i, (folder, run) in enumerate(todo.items(), 1):
+            log(f"[{i}/{len(todo)}] " + _train_one(folder, run, None))
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_train_one, folder, run, 1) for folder, run in todo.items()]
+        for i, future in enumerate(as_completed(futures), 1):
+            log(f"[{i}/{len(todo)}] " + future.result())
 
 
 def final_value(folder: Path, task: str) -> float | None:
@@ -168,8 +244,10 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
     import matplotlib.pyplot as plt
     metric = {"copy": "loss", "psmnist": "accuracy", "ptb": "bpc"}[task]
     split = "train" if task == "copy" else "valid"
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for ax, column in zip(axes, COLUMNS):
+    columns = [c for c in COLUMNS if any(r["task"] == task and r["column"] == c for r in runs)]
+    fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.8), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, column in zip(axes, columns):
         for index, model in enumerate(MODELS):
             curves = []
             for run in runs:
@@ -359,12 +437,14 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     return report
 
 
-def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print) -> Path:
+def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1) -> Path:
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer; got {jobs!r}")
     out = Path(out)
     runs = plan(scale, models, tasks, seeds, data_dir)
-    execute(out, runs, log)
+    execute(out, runs, log, jobs)
     report = write_report(out, scale, runs)
     log(f"report: {report}")
     return report
@@ -378,10 +458,11 @@ def add_reproduce_parser(subparsers) -> None:
     p.add_argument("--models", nargs="+", choices=list(MODELS))
     p.add_argument("--seeds", nargs="+", type=int)
     p.add_argument("--data-dir", dest="data_dir")
+    p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
     p.set_defaults(func=run_reproduce)
 
 
 def run_reproduce(args) -> int:
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
-              args.data_dir)
+              args.data_dir, jobs=args.jobs)
     return 0
