@@ -551,7 +551,7 @@ def load_model(path) -> tuple[nn.Module, dict]:
             else path / "checkpoints" / "last.pt"
     saved = checkpoint.load(path)
     config, weights = saved["config"], saved["model"]
-    input_size = weights["rnn.weight_ih" if config["model"] != "lstm" else "rnn.weight_ih_l0"].shape[1]
+    input_size = weights["rnn.weight_ih_l0"].shape[1]
     output_size = weights["readout.weight"].shape[0]
     cls = task_class(config["task"])
     vocab_size = None

@@ -75,7 +75,7 @@ def test_model_uses_givens_product_and_keeps_no_layer_intermediates():
     model = nnrnn.create("eurnn", 2, 12, capacity=9).to(DEVICE)
     v = model.recurrent_matrix()
     assert v.grad_fn is not None and "GivensProduct" in type(v.grad_fn).__name__
-    torch.testing.assert_close(v, reference_product(model.even_angles, model.odd_angles, 12), atol=1e-6, rtol=0)
+    torch.testing.assert_close(v, reference_product(model.even_angles_l0, model.odd_angles_l0, 12), atol=1e-6, rtol=0)
     v.sum().backward()
-    assert model.even_angles.grad.shape == model.even_angles.shape
-    assert model.odd_angles.grad.shape == model.odd_angles.shape
+    assert model.even_angles_l0.grad.shape == model.even_angles_l0.shape
+    assert model.odd_angles_l0.grad.shape == model.odd_angles_l0.shape

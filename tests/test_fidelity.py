@@ -6,8 +6,6 @@ RNN_Cell.OrthoRNNCell, language_task.py, sMNIST.py, copytask.py), with torch's o
 nnrnn's code under test.
 """
 import math
-import os
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,9 +22,6 @@ RELEASE = {
 }
 
 
-SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-needs_ptb = pytest.mark.skipif(not (SHARED / "ptb" / "ptb.char.valid.txt").is_file(),
-                               reason=f"ptb.char.valid.txt not found in {SHARED}/ptb (set NNRNN_SHARED_DATA)")
 
 
 # --------------------------------------------------------------------------- the presets say what the release does
@@ -62,12 +57,12 @@ def release_step_reference(net, batches, lr, lr_orth, alpha, delta, t_decay):
     a second RMSprop(lr_orth) on log_P.  float64; returns V after the last update."""
     form = net.rnn.schur_form
     n = net.rnn.hidden_size
-    generator = net.rnn.parametrizations.weight_hh.original.detach().clone().requires_grad_()
+    generator = net.rnn.parametrizations.weight_hh_l0.original.detach().clone().requires_grad_()
     theta = form.theta.detach().clone().requires_grad_()
     gamma = form.gamma.detach().clone().requires_grad_()
     upper_t = form.lower.detach().clone().requires_grad_()  # the release's UppT, here stored below the diagonal
-    u = net.rnn.weight_ih.detach().clone().requires_grad_()
-    b_mod = net.rnn.modrelu_bias.detach().clone().requires_grad_()
+    u = net.rnn.weight_ih_l0.detach().clone().requires_grad_()
+    b_mod = net.rnn.modrelu_bias_l0.detach().clone().requires_grad_()
     w_out, b_out = (net.readout.weight.detach().clone().requires_grad_(),
                     net.readout.bias.detach().clone().requires_grad_())
     mask = torch.ones(n, n, dtype=torch.float64).tril(-1)  # strictly lower: every entry below the diagonal
@@ -159,18 +154,20 @@ def test_plateau_schedule_halves_exactly_when_the_release_does():
     assert make_schedule(resolve_config({"task": "copy"}), optimizer, "min") is None
 
 
-@needs_ptb
-def test_ptb_training_halves_the_learning_rate_after_a_worse_validation(tmp_path):
-    from nnrnn.train import read_metrics, train
-    config = resolve_config({"task": "ptb", "model": "nnrnn", "hidden": 16, "batch_size": 64, "steps": 12,
-                             "eval_every": 2, "log_every": 1, "eval_batch_size": 200, "progress": False,
-                             "lr": 0.05, "out": str(tmp_path / "run"), "data_dir": str(SHARED)}, "paper")
-    train(config)
-    records = read_metrics(tmp_path / "run")
-    valid = [r["bpc"] for r in records if r["split"] == "valid"]
-    lrs_after = [r["lr"] for r in records if r["split"] == "train" and r["step"] % 2 == 1 and r["step"] > 1]
-    expected = release_plateau_lrs(valid, 0.05)[:len(lrs_after)]
-    assert lrs_after == pytest.approx(expected, rel=1e-12)
+def test_trainer_halves_both_learning_rates_after_a_validation_that_did_not_improve(tmp_path, monkeypatch):
+    """The trainer steps the schedule on every validation score: scripted scores, the release's rule."""
+    from nnrnn import train as trainer
+    scores = iter([3.0, 2.5, 2.6, 2.5, 2.4, 2.45, 9.0])  # the last: the test split, scored at the end
+    monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
+    config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 12,
+                             "eval_every": 2, "log_every": 1, "progress": False, "lr": 1e-3, "lr_orth": 1e-4,
+                             "lr_schedule": "plateau", "out": str(tmp_path / "run")})
+    trainer.train(config)
+    records = trainer.read_metrics(tmp_path / "run")
+    used = {r["step"]: r["lr"] for r in records if r["split"] == "train"}
+    after = release_plateau_lrs([3.0, 2.5, 2.6, 2.5, 2.4, 2.45], 1e-3)  # lr in force after each validation
+    assert [used[s] for s in (3, 5, 7, 9, 11)] == pytest.approx(after[:5], rel=1e-12)
+    assert after[:5] != [1e-3] * 5  # the script does halve
 
 
 # --------------------------------------------------------------------------- inputs, embedding, initialisations
@@ -197,19 +194,19 @@ def test_ptb_network_embeds_characters_like_the_release():
 def test_input_initialisations(scheme, std):
     i, n = 200, 400
     model = nnrnn.create("exprnn", i, n, input_init=scheme, bias_init="uniform")
-    w = model.weight_ih.detach()
+    w = model.weight_ih_l0.detach()
     assert abs(w.std().item() / std(i, n) - 1) < 0.03
     if scheme == "uniform":  # torch.nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in))
         assert w.abs().max() <= 1 / math.sqrt(i)
-    assert model.bias.abs().max() <= 1 / math.sqrt(i) and model.bias.std() > 0
+    assert model.bias_ih_l0.abs().max() <= 1 / math.sqrt(i) and model.bias_ih_l0.std() > 0
 
 
 def test_release_nnrnn_input_weights_are_9x_exprnns_on_psmnist():
     """psMNIST (1 input): the release's nnRNN keeps torch's U(-1, 1), expRNN gets Glorot, ~9x smaller."""
     nn_cfg = resolve_config({"task": "psmnist", "model": "nnrnn"}, "paper")
     exp_cfg = resolve_config({"task": "psmnist", "model": "exprnn"}, "paper")
-    a = build_network(nn_cfg, 1, 10, "last").rnn.weight_ih.std().item()
-    b = build_network(exp_cfg, 1, 10, "last").rnn.weight_ih.std().item()
+    a = build_network(nn_cfg, 1, 10, "last").rnn.weight_ih_l0.std().item()
+    b = build_network(exp_cfg, 1, 10, "last").rnn.weight_ih_l0.std().item()
     assert 8 < a / b < 10.5
 
 

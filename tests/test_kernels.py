@@ -72,7 +72,7 @@ def test_failed_build_says_why_in_one_line_once_and_training_falls_back_to_pytho
     model = nnrnn.create("nnrnn", 3, 16)
     out, _ = model(torch.randn(5, 2, 3))
     out.sum().backward()  # the Python loops did the work
-    assert model.weight_hh.shape == (16, 16)
+    assert model.weight_hh_l0.shape == (16, 16)
 
 
 def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):

@@ -47,11 +47,11 @@ def manual_loop(model, x, h0):
     h = h0
     outs = []
     for x_t in x:
-        z = h @ v.T + x_t @ model.weight_ih.T
-        if model.bias is not None:
-            z = z + model.bias
+        z = h @ v.T + x_t @ model.weight_ih_l0.T
+        if model.bias:
+            z = z + model.bias_ih_l0
         if model.nonlinearity == "modrelu":
-            h = modrelu(z, model.modrelu_bias)
+            h = modrelu(z, model.modrelu_bias_l0)
         elif model.nonlinearity == "tanh":
             h = torch.tanh(z)
         elif model.nonlinearity == "relu":
@@ -208,7 +208,7 @@ def test_output_is_the_documented_recurrence(name):
     torch.manual_seed(1)
     model = make(name, I, N)
     with torch.no_grad():  # make every term matter
-        model.bias.normal_()
+        model.bias_ih_l0.normal_()
     x, h0 = randn(T, B, I), randn(1, B, N)
     out, h_n = model(x, h0)
     ref = manual_loop(model, x, h0[0])
@@ -223,7 +223,7 @@ def test_nnrnn_matches_a_manual_loop(nonlinearity):
     with torch.no_grad():  # a non-normal V with |γ| ≠ 1
         model.schur_form.lower.normal_(0, 0.3)
         model.schur_form.gamma.uniform_(0.8, 1.1)
-        model.bias.normal_()
+        model.bias_ih_l0.normal_()
     x, h0 = randn(7, 2, 3), randn(1, 2, 6)
     out, h_n = model(x, h0)
     # the loop uses V = P (Λ + T) Pᵀ composed here, not the model's own weight_hh
@@ -231,8 +231,8 @@ def test_nnrnn_matches_a_manual_loop(nonlinearity):
     v = p @ (lam + t) @ p.T
     h = h0[0]
     for step, x_t in enumerate(x):
-        z = h @ v.T + x_t @ model.weight_ih.T + model.bias
-        h = {"modrelu": lambda z: modrelu(z, model.modrelu_bias), "tanh": torch.tanh, "relu": torch.relu,
+        z = h @ v.T + x_t @ model.weight_ih_l0.T + model.bias_ih_l0
+        h = {"modrelu": lambda z: modrelu(z, model.modrelu_bias_l0), "tanh": torch.tanh, "relu": torch.relu,
              None: lambda z: z}[nonlinearity](z)
         torch.testing.assert_close(out[step], h, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(h_n[0], h, atol=1e-5, rtol=1e-5)
@@ -241,16 +241,16 @@ def test_nnrnn_matches_a_manual_loop(nonlinearity):
 def test_linear_nnrnn_is_exactly_linear():
     torch.manual_seed(3)
     model = make("nnrnn", 3, 6, nonlinearity=None, bias=False).double()
-    assert model.bias is None and model.modrelu_bias is None
+    assert model.bias is False and not hasattr(model, "bias_ih_l0") and not hasattr(model, "modrelu_bias_l0")
     assert {k for k, _ in model.named_parameters()} == {
-        "weight_ih", "parametrizations.weight_hh.original", "parametrizations.weight_hh.0.theta",
-        "parametrizations.weight_hh.0.gamma", "parametrizations.weight_hh.0.lower"}
+        "weight_ih_l0", "parametrizations.weight_hh_l0.original", "parametrizations.weight_hh_l0.0.theta",
+        "parametrizations.weight_hh_l0.0.gamma", "parametrizations.weight_hh_l0.0.lower"}
     with torch.no_grad():
         model.schur_form.lower.normal_(0, 0.5)
         model.schur_form.gamma.uniform_(0.5, 1.2)
     x, h0 = randn(5, 2, 3, dtype=torch.float64), randn(1, 2, 6, dtype=torch.float64)
     out, h_n = model(x, h0)
-    v, w = model.recurrent_matrix(), model.weight_ih
+    v, w = model.recurrent_matrix(), model.weight_ih_l0
     h = h0[0]
     for step, x_t in enumerate(x):
         h = h @ v.T + x_t @ w.T
@@ -292,7 +292,7 @@ def test_initial_eigenvalues_have_modulus_one_and_generators_their_structure(nam
     model = make(name, 3, n, init=init)
     eig = eigvals(model.recurrent_matrix())
     torch.testing.assert_close(eig.abs(), torch.ones(n, dtype=torch.float64), atol=1e-5, rtol=0)
-    a = skew(model.parametrizations.weight_hh.original.detach())
+    a = skew(model.parametrizations.weight_hh_l0.original.detach())
     torch.testing.assert_close(a, -a.T)
     block_mask = torch.block_diag(*[torch.ones(2, 2, device=a.device)] * (n // 2)).bool()
     if init in ("henaff", "cayley"):
@@ -346,7 +346,7 @@ def test_nnrnn_keeps_its_schur_form_through_training(n, triangular):
     assert torch.all(form.triangular_factor()[~mask] == 0)
     assert torch.all(form.gamma != 1)
     # the generator of P moved off its block-diagonal initialisation
-    a = skew(model.parametrizations.weight_hh.original.detach())
+    a = skew(model.parametrizations.weight_hh_l0.original.detach())
     assert torch.all(a.tril(-1)[block_triangular_mask(n, device=DEVICE)] != 0)
 
     assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-3)
@@ -496,7 +496,7 @@ def givens_product(model):
     v = torch.eye(n, dtype=torch.float64)
     for layer in range(model.capacity):
         odd = layer % 2 == 1
-        angles = (model.odd_angles if odd else model.even_angles)[layer // 2].detach().cpu().double()
+        angles = (model.odd_angles_l0 if odd else model.even_angles_l0)[layer // 2].detach().cpu().double()
         g = torch.eye(n, dtype=torch.float64)
         for k, a in enumerate(range(1 if odd else 0, n - 1, 2)):
             c, s = torch.cos(angles[k]), torch.sin(angles[k])
@@ -514,11 +514,11 @@ def test_eurnn_is_a_rotation_for_any_angles(n, capacity):
     expected_capacity = max(2, n // 2) if capacity is None else capacity
     assert model.capacity == expected_capacity
     n_angles = (expected_capacity + 1) // 2 * (n // 2) + expected_capacity // 2 * ((n - 1) // 2)
-    assert model.even_angles.numel() + model.odd_angles.numel() == n_angles
+    assert model.even_angles_l0.numel() + model.odd_angles_l0.numel() == n_angles
     for scale in (1.0, 10.0):
         with torch.no_grad():
-            model.even_angles.uniform_(-scale, scale)
-            model.odd_angles.uniform_(-scale, scale)
+            model.even_angles_l0.uniform_(-scale, scale)
+            model.odd_angles_l0.uniform_(-scale, scale)
         v = model.recurrent_matrix()
         assert orth_error(v) < 1e-5
         assert torch.linalg.det(v.detach().double()).item() == pytest.approx(1.0, abs=1e-5)
@@ -556,7 +556,7 @@ def test_param_groups_cover_every_parameter_once(name):
     assert len(default) == 1
     if name in ("nnrnn", "exprnn"):
         assert len(groups) == 2 and len(orth) == 1
-        assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh.original)]
+        assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh_l0.original)]
     else:
         assert len(groups) == 1 and not orth
     opt = torch.optim.RMSprop(groups)  # usable as is

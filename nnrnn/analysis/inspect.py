@@ -50,37 +50,62 @@ def _np(t) -> np.ndarray:
     return np.asarray(t, dtype=np.float64)
 
 
+def _cells(model: nn.Module) -> list[str]:
+    """The layer/direction suffixes of a recurrent layer: '_l0', '_l0_reverse', '_l1', …"""
+    directions = 2 if getattr(model, "bidirectional", False) else 1
+    return [f"_l{k}" + ("_reverse" if d else "") for k in range(getattr(model, "num_layers", 1))
+            for d in range(directions)]
+
+
+def _key(name: str, suffix: str) -> str:
+    """'V' (or a gate's name) for the first layer's forward direction, 'V_l1', 'cell_l0_reverse', … else."""
+    return name if suffix == "_l0" else name + suffix
+
+
+def tensor_for(key: str) -> str:
+    """The recurrent weight a matrix key of :func:`recurrent_matrices` comes from: 'V' → 'weight_hh_l0',
+    'V_l1_reverse' → 'weight_hh_l1_reverse'."""
+    suffix = key.split("_", 1)[1] if "_" in key else "l0"
+    return "weight_hh_" + suffix
+
+
 def recurrent_matrices(model: nn.Module) -> dict[str, np.ndarray]:
     """Every hidden-to-hidden matrix of ``model`` as float64 arrays, by name.
 
-    'V' for models with a single ``recurrent_matrix()``; one entry per gate for an
-    LSTM (input, forget, cell, output) or a GRU (reset, update, new); 'V' for a
-    one-layer torch.nn.RNN.
+    'V' for the first layer of a model with ``recurrent_matrix()`` or of a torch.nn.RNN; one
+    entry per gate for an LSTM (input, forget, cell, output) or a GRU (reset, update, new).
+    Further layers and reverse directions add the same names with the suffix '_l1',
+    '_l0_reverse', ….
     """
+    out = {}
     with torch.no_grad():
-        if isinstance(model, nn.LSTM):
-            if hasattr(model, "recurrent_matrix"):
-                return {g: _np(model.recurrent_matrix(gate=g)) for g in LSTM_GATES}
-            return dict(zip(LSTM_GATES, map(_np, model.weight_hh_l0.chunk(4, 0))))
-        if hasattr(model, "recurrent_matrix"):
-            return {"V": _np(model.recurrent_matrix())}
-        if isinstance(model, nn.GRU):
-            return dict(zip(GRU_GATES, map(_np, model.weight_hh_l0.chunk(3, 0))))
-        if isinstance(model, nn.RNN):
-            return {"V": _np(model.weight_hh_l0)}
-    raise TypeError(f"cannot find a recurrent matrix in {type(model).__name__}: it needs a recurrent_matrix() "
-                    "method or to be a torch.nn.RNN/LSTM/GRU")
+        for i, suffix in enumerate(_cells(model)):
+            layer, direction = i // (2 if getattr(model, "bidirectional", False) else 1), int("reverse" in suffix)
+            weight = getattr(model, "weight_hh" + suffix, None)
+            if isinstance(model, nn.LSTM):
+                out.update({_key(g, suffix): _np(block) for g, block in zip(LSTM_GATES, weight.chunk(4, 0))})
+            elif hasattr(model, "recurrent_matrix"):
+                out[_key("V", suffix)] = _np(model.recurrent_matrix(layer, direction))
+            elif isinstance(model, nn.GRU):
+                out.update({_key(g, suffix): _np(block) for g, block in zip(GRU_GATES, weight.chunk(3, 0))})
+            elif isinstance(model, nn.RNN):
+                out[_key("V", suffix)] = _np(weight)
+            else:
+                raise TypeError(f"cannot find a recurrent matrix in {type(model).__name__}: it needs a "
+                                "recurrent_matrix() method or to be a torch.nn.RNN/LSTM/GRU")
+    return out
 
 
-def find_schur_form(model: nn.Module):
-    """(SchurForm, owning module, tensor name) of the first Schur-form parametrization in ``model``, or None."""
+def find_schur_form(model: nn.Module, tensor: str | None = None):
+    """(SchurForm, owning module, tensor name) of the Schur-form parametrization of ``tensor`` (the first
+    one found when None) in ``model``, or None."""
     from ..parametrizations import SchurForm
 
     for module in model.modules():
         if not parametrize.is_parametrized(module):
             continue
         for name, plist in module.parametrizations.items():
-            if isinstance(plist[0], SchurForm):
+            if isinstance(plist[0], SchurForm) and (tensor is None or name == tensor):
                 return plist[0], module, name
     return None
 
@@ -158,16 +183,17 @@ def _block_eigs(theta: np.ndarray, blocks) -> tuple[np.ndarray, np.ndarray]:
 
 
 @single_threaded_blas()
-def schur_view(model_or_matrix, gate: str | None = None) -> SchurView:
+def schur_view(model_or_matrix, gate: str | None = None, tensor: str | None = None) -> SchurView:
     """The Schur form Θ = Λ + T of a model's recurrent matrix (or of a given matrix).
 
-    For a model with a Schur-form parametrization (nnRNN) the trained factors are used;
-    otherwise the real Schur form is computed (see the module docstring).  ``gate``
-    picks one matrix of a gated model (default: 'cell' for an LSTM, 'new' for a GRU).
+    For a model with a Schur-form parametrization (nnRNN) the trained factors are used (of the
+    weight named ``tensor``, e.g. 'weight_hh_l1'; the first one by default); otherwise the real
+    Schur form is computed (see the module docstring).  ``gate`` picks one matrix of a gated model
+    (default: 'cell' for an LSTM, 'new' for a GRU).
     """
     if isinstance(model_or_matrix, nn.Module):
         model = model_or_matrix
-        found = find_schur_form(model)
+        found = find_schur_form(model, tensor)
         if found is not None and gate is None:
             form, module, name = found
             with torch.no_grad():
@@ -182,7 +208,7 @@ def schur_view(model_or_matrix, gate: str | None = None) -> SchurView:
             angles = np.arccos(np.cos(theta_param))  # eigenvalue angle in [0, π]
             if n % 2:
                 angles = np.concatenate([angles, [0.0]])
-            stored = _np(model.recurrent_matrix()) if hasattr(model, "recurrent_matrix") else v
+            stored = _np(getattr(module, name))
             err = float(np.linalg.norm(v - stored) / max(np.linalg.norm(stored), 1e-300))
             return SchurView(matrix=stored, P=p, theta=theta, Lambda=lam, T=t, blocks=blocks, angles=angles,
                              moduli=np.abs(gamma), source="parametrized", reconstruction_error=err,
@@ -301,6 +327,9 @@ def gradient_propagation(model: nn.Module, inputs: torch.Tensor, targets=None, r
     x = inputs.transpose(0, 1) if batch_first else inputs
     if x.dim() != 3:
         raise ValueError(f"inputs must be 3-d (batched); got shape {tuple(inputs.shape)}")
+    if getattr(model, "bidirectional", False):
+        raise ValueError("gradient propagation through time is defined for unidirectional models; this one is "
+                         "bidirectional")
     readout = readout if readout is not None else (lambda o: o)
     loss_fn = loss_fn if loss_fn is not None else _default_loss
     hs, hx = [], None
@@ -308,10 +337,10 @@ def gradient_propagation(model: nn.Module, inputs: torch.Tensor, targets=None, r
         for t in range(x.shape[0]):
             xt = x[t:t + 1]
             _, state = model(xt.transpose(0, 1) if batch_first else xt, hx)
-            h = state[0] if isinstance(state, tuple) else state  # (1, B, N)
+            h = state[0] if isinstance(state, tuple) else state  # (layers, B, N): every layer's state
             hs.append(h)
             hx = state
-        outputs = torch.cat(hs, 0)
+        outputs = torch.cat([h[-1:] for h in hs], 0)  # the top layer's states are the outputs
         loss = loss_fn(readout(outputs), targets)
         grads = torch.autograd.grad(loss, hs, allow_unused=True)
     return np.array([0.0 if g is None else float(g.detach().double().norm()) for g in grads])
@@ -386,10 +415,12 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
                   ) -> dict:
     """Write the inspection figures and ``summary.json`` of ``model`` to ``out_dir``; return the summary.
 
-    Per recurrent matrix (suffix ``_<gate>`` for gated models, none for 'V'):
+    Per recurrent matrix (suffix ``_<gate>`` for gated models, none for 'V', and a layer and
+    direction suffix such as ``_V_l1`` or ``_cell_l0_reverse`` beyond the first layer):
     ``spectrum.png`` (eigenvalues with the unit circle; singular values vs |λ|) and
     ``schur.png`` (Θ = Λ + T heatmap, angle histogram, mean |Θ_{i+k,i}| per
-    sub-diagonal, γ histogram).  ``gradients.png``: ‖∂L/∂h_t‖ against t.
+    sub-diagonal, γ histogram).  ``gradients.png``: ‖∂L/∂h_t‖ against t (not for
+    bidirectional models).
 
     ``batch``: None → a synthetic probe (Gaussian inputs, T = 100, L = ½‖h_T‖²);
     False → no gradient analysis; a tensor of inputs; (inputs, targets[, readout[,
@@ -412,9 +443,9 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
     mats = recurrent_matrices(model)
     primary = "cell" if "cell" in mats else "new" if "new" in mats else "V"
     files, details = [], {}
-    schur_found = find_schur_form(model) is not None
     for key, matrix in mats.items():
-        view = schur_view(model) if (schur_found and key == "V") else schur_view(matrix)
+        tensor = tensor_for(key)
+        view = schur_view(model, tensor=tensor) if find_schur_form(model, tensor) else schur_view(matrix)
         details[key] = matrix_summary(view)
         suffix = "" if key == "V" else f"_{key}"
         label = title if key == "V" else f"{title}, {key} gate"
@@ -437,7 +468,7 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
         "triangular_fraction": top["triangular_fraction"],
         "matrices": details,
     }
-    if batch is not False:
+    if batch is not False and not getattr(model, "bidirectional", False):
         inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
         was_training = model.training
         model.eval()

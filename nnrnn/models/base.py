@@ -1,24 +1,62 @@
-"""Shape handling and parameters shared by the non-gated recurrent models.
+"""The non-gated recurrent models' shared layer: ``torch.nn.RNN``'s interface, nnrnn's recurrences.
 
-Every model follows ``torch.nn.RNN`` for one layer:
+Every non-gated model takes ``torch.nn.RNN``'s arguments in its order,
 
-* ``input``: (T, B, input_size), or (B, T, input_size) with ``batch_first``,
-  or unbatched (T, input_size);
-* ``hx``: (1, B, hidden_size), or (1, hidden_size) for unbatched input;
-  zeros when omitted;
-* returns ``output`` (T, B, hidden_size) (batch_first: (B, T, hidden_size);
-  unbatched: (T, hidden_size)) and ``h_n`` shaped like ``hx``.
+    Model(input_size, hidden_size, num_layers=1, nonlinearity="modrelu", bias=True, batch_first=False,
+          dropout=0.0, bidirectional=False, device=None, dtype=None, *, <the model's own keywords>)
+
+and follows its contract (D = 2 if bidirectional else 1):
+
+* ``input``: (T, B, input_size), or (B, T, input_size) with ``batch_first``, or
+  unbatched (T, input_size), or a ``PackedSequence``;
+* ``hx``: (num_layers·D, B, hidden_size), or (num_layers·D, hidden_size) for
+  unbatched input; zeros when omitted;
+* returns ``output`` (T, B, D·hidden_size) (batch_first: (B, T, D·hidden_size);
+  unbatched: (T, D·hidden_size); packed in, packed out) and ``h_n`` shaped like
+  ``hx``; for packed input h_n holds each sequence's state after its last real step.
+
+Layer l, direction d (0 forward, 1 reverse) computes
+
+    h_t = φ(V h_{t-1} + W_ih x_t + b),    t = 1..T (reverse: T..1)
+
+with its own parameters, named as torch names them: ``weight_ih_l{l}`` (H × input
+of the layer, ``input_init``, Glorot normal by default), ``bias_ih_l{l}`` (H,
+``bias_init``, zeros by default; absent with ``bias=False``), for modReLU
+``modrelu_bias_l{l}`` (H, U(-0.01, 0.01) as in expRNN, so that modReLU starts
+close to the identity), and the recurrent matrix V that each model constrains in
+its own way (``weight_hh_l{l}`` for most); the reverse direction's names end in
+``_reverse``.  Layer l > 0 reads the previous layer's output (D·H wide), with
+dropout ``dropout`` between layers in training.  nonlinearity defaults to the
+paper's modReLU, φ(z) = sign(z)·relu(|z| + b_mod); 'tanh', 'relu' and None (the
+identity) are the others.  torch.nn.RNN has two biases, b_ih and b_hh, whose sum
+is all that matters; these models have the one, ``bias_ih``.
+
+How the recurrence is computed is chosen by the attribute ``implementation``
+(the class default, ``"fused"``, may be overridden per instance):
+
+* ``"fused"``: :func:`~nnrnn.models.fused.fused_recurrence`, one autograd node
+  with a hand-written backward-through-time (see :mod:`nnrnn.models.fused`);
+  first-order gradients only.
+* ``"reference"``: :func:`~nnrnn.models.recurrence.reference_recurrence`, the
+  plain autograd loop (supports double backward).
+
+V is composed once per forward pass and layer, in autograd.  With autograd off
+(``torch.no_grad()``, ``torch.inference_mode()``) it is composed once and reused
+until one of its parameters changes (their version counters tell), so stepping a
+model one token at a time does not recompose V at every call.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from .fused import fused_recurrence
 from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
 
 IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def check_size(name: str, value) -> int:
@@ -37,10 +75,16 @@ def check_nonlinearity(value):
     return value
 
 
+def check_dropout(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"dropout must be a number in [0, 1]; got {value!r}")
+    return float(value)
+
+
 def check_input(module: nn.Module, input) -> None:
     """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN."""
     if not isinstance(input, torch.Tensor):
-        raise TypeError(f"input must be a torch.Tensor; got {type(input).__name__}")
+        raise TypeError(f"input must be a torch.Tensor or a PackedSequence; got {type(input).__name__}")
     if not input.is_floating_point():
         raise TypeError(f"input must be a floating-point tensor; got dtype {input.dtype}")
     if input.dim() not in (2, 3):
@@ -50,109 +94,240 @@ def check_input(module: nn.Module, input) -> None:
                          f"got {input.shape[-1]}")
 
 
-def prepare_input(module: nn.Module, input: torch.Tensor, hx):
-    """Validate and bring input to (T, B, I) and hx to (1, B, N); report whether input was unbatched."""
-    check_input(module, input)
-    unbatched = input.dim() == 2
-    if unbatched:
-        input = input.unsqueeze(1)
-    elif module.batch_first:
-        input = input.transpose(0, 1)
-    batch = input.shape[1]
-    if hx is None:
-        hx = input.new_zeros(1, batch, module.hidden_size)
-    else:
-        if not isinstance(hx, torch.Tensor):
-            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
-        expected = (1, module.hidden_size) if unbatched else (1, batch, module.hidden_size)
-        if tuple(hx.shape) != expected:
-            raise ValueError(f"hx must have shape {expected}; got {tuple(hx.shape)}")
-        if unbatched:
-            hx = hx.unsqueeze(1)
-    return input, hx, unbatched
-
-
-def restore_output(module: nn.Module, output: torch.Tensor, h_n: torch.Tensor, unbatched: bool):
-    if unbatched:
-        return output.squeeze(1), h_n.squeeze(1)
-    if module.batch_first:
-        output = output.transpose(0, 1)
-    return output, h_n
+def reverse_within(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """x (T, B, ...) with each sequence's first lengths[b] steps reversed (all T when lengths is None)."""
+    if lengths is None:
+        return x.flip(0)
+    steps = torch.arange(x.shape[0], device=x.device)[:, None]
+    last = lengths.to(x.device)[None, :] - 1
+    index = torch.where(steps <= last, last - steps, steps)
+    return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
 class RecurrentModel(nn.Module):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b) with V from :meth:`recurrent_matrix`.
+    """Multi-layer, optionally bidirectional h_t = φ(V h_{t-1} + W_ih x_t + b); see the module docstring.
 
-    Parameters every subclass shares: ``weight_ih`` (hidden_size × input_size,
-    initialised by ``input_init``, Glorot normal by default), ``bias``
-    (hidden_size, by ``bias_init``, zeros by default; absent with ``bias=False``)
-    and, for modReLU, ``modrelu_bias`` (hidden_size, U(-0.01, 0.01) as in
-    expRNN, so that modReLU starts close to the identity).  The schemes are
-    those of :mod:`nnrnn.models.init`; the bias's "uniform" uses input_size as
-    its fan-in, as ``torch.nn.Linear`` does.
-
-    How the recurrence is computed is chosen by the attribute
-    ``implementation`` (the class default, ``"fused"``, may be overridden per
-    instance, e.g. ``model.implementation = "reference"``):
-
-    * ``"fused"``: :func:`~nnrnn.models.fused.fused_recurrence`, one autograd
-      node with a hand-written backward-through-time (see
-      :mod:`nnrnn.models.fused`); first-order gradients only.
-    * ``"reference"``: :func:`~nnrnn.models.recurrence.reference_recurrence`,
-      the plain autograd loop (supports double backward).
-
-    Both compute the same values (to rounding); V = :meth:`recurrent_matrix` is
-    composed once per forward, in autograd, and handed to the recurrence.
+    Subclasses create each cell's recurrent parameters in :meth:`_make_recurrent` and compose its V in
+    :meth:`_compose`.
     """
 
     implementation = "fused"
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, input_init: str = "xavier", bias_init: str = "zeros"):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None, *, input_init: str = "xavier", bias_init: str = "zeros"):
         super().__init__()
         self.input_size = check_size("input_size", input_size)
         self.hidden_size = check_size("hidden_size", hidden_size)
+        self.num_layers = check_size("num_layers", num_layers)
         self.nonlinearity = check_nonlinearity(nonlinearity)
-        self.batch_first = bool(batch_first)
+        for name, flag in (("bias", bias), ("batch_first", batch_first), ("bidirectional", bidirectional)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False; got {flag!r}")
+        self.batch_first = batch_first
+        self.dropout = check_dropout(dropout)
+        self.bidirectional = bidirectional
         self.input_init = check_scheme("input_init", input_init)
         self.bias_init = check_scheme("bias_init", bias_init)
-        self.weight_ih = nn.Parameter(init_(torch.empty(hidden_size, input_size), input_init))
-        self.bias = nn.Parameter(init_(torch.empty(hidden_size), bias_init, fan_in=input_size)) if bias else None
-        if self.nonlinearity == "modrelu":
-            self.modrelu_bias = nn.Parameter(torch.empty(hidden_size).uniform_(-0.01, 0.01))
-        else:
-            self.modrelu_bias = None
+        self.bias = bias
+        factory = {"device": device, "dtype": dtype}
+        directions = 2 if bidirectional else 1
+        self.cells = [f"_l{layer}" + ("_reverse" if d else "") for layer in range(num_layers) for d in range(directions)]
+        self._v_cache: dict = {}
+        for index, suffix in enumerate(self.cells):
+            layer_input = input_size if index < directions else hidden_size * directions
+            self.register_parameter("weight_ih" + suffix, nn.Parameter(torch.empty(hidden_size, layer_input, **factory)))
+            if bias:
+                self.register_parameter("bias_ih" + suffix, nn.Parameter(torch.empty(hidden_size, **factory)))
+            if self.nonlinearity == "modrelu":
+                self.register_parameter("modrelu_bias" + suffix, nn.Parameter(torch.empty(hidden_size, **factory)))
+            self._make_recurrent(suffix, factory)
+        self._reset_shared()
 
-    @staticmethod
-    def shared_parameter_count(input_size: int, hidden_size: int, bias: bool = True,
-                               nonlinearity="modrelu") -> int:
-        return hidden_size * input_size + hidden_size * bool(bias) + hidden_size * (check_nonlinearity(nonlinearity) == "modrelu")
-
-    def recurrent_matrix(self) -> torch.Tensor:
-        """V (hidden_size × hidden_size), composed from the current parameters."""
+    # ------------------------------------------------------------------ subclass hooks
+    def _make_recurrent(self, suffix: str, factory: dict) -> None:
+        """Create and initialise the recurrent parameters of the cell named by ``suffix``."""
         raise NotImplementedError
 
-    def recurrence(self, inputs: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T (B, N)."""
-        if self.implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
-                             f"got {self.implementation!r}")
-        return IMPLEMENTATIONS[self.implementation](inputs, h0, self.weight_ih, self.bias, self.recurrent_matrix(),
-                                                    self.nonlinearity, self.modrelu_bias)
+    def _compose(self, suffix: str) -> torch.Tensor:
+        """V of the cell named by ``suffix`` (hidden_size × hidden_size), from its current parameters."""
+        raise NotImplementedError
 
-    def forward(self, input: torch.Tensor, hx: torch.Tensor | None = None):
-        input, hx, unbatched = prepare_input(self, input, hx)
-        output, h_n = self.recurrence(input, hx[0])
-        return restore_output(self, output, h_n.unsqueeze(0), unbatched)
+    def _reset_recurrent(self, suffix: str) -> None:
+        """Re-draw the recurrent parameters of one cell by the model's initialisation."""
+        raise NotImplementedError
+
+    def _recurrent_parameters(self, suffix: str) -> list[torch.Tensor]:
+        """Every parameter the V of this cell is composed from (for the inference cache's version check)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ parameters
+    def _reset_shared(self) -> None:
+        with torch.no_grad():
+            for suffix in self.cells:
+                init_(getattr(self, "weight_ih" + suffix), self.input_init)
+                if self.bias:
+                    fan_in = getattr(self, "weight_ih" + suffix).shape[1]
+                    init_(getattr(self, "bias_ih" + suffix), self.bias_init, fan_in=fan_in)
+                if self.nonlinearity == "modrelu":
+                    getattr(self, "modrelu_bias" + suffix).uniform_(-0.01, 0.01)
+
+    def reset_parameters(self) -> None:
+        """Re-draw every parameter by the model's initialisation (the paper's), as torch.nn.RNN's
+        ``reset_parameters`` does for its own.  Use this, not a loop of ``nn.init`` calls over
+        ``named_parameters()``: a constrained V's free parameters (a skew generator, rotation angles,
+        T) are not the weight, and ``nn.init.orthogonal_(model.weight_hh_l0)`` would write into a
+        freshly composed copy."""
+        self._reset_shared()
+        for suffix in self.cells:
+            self._reset_recurrent(suffix)
+        self._v_cache.clear()
+
+    def cell(self, layer: int = 0, direction: int = 0) -> str:
+        """The parameter-name suffix of one layer and direction: '_l0', '_l1_reverse', …"""
+        directions = 2 if self.bidirectional else 1
+        if not (0 <= layer < self.num_layers and 0 <= direction < directions):
+            raise ValueError(f"layer must be in [0, {self.num_layers}) and direction in [0, {directions}); "
+                             f"got layer={layer}, direction={direction}")
+        return self.cells[layer * directions + direction]
+
+    def recurrent_matrix(self, layer: int = 0, direction: int = 0) -> torch.Tensor:
+        """V (hidden_size × hidden_size) of one layer and direction, composed from the current parameters
+        (reused while autograd is off and none of them changed)."""
+        suffix = self.cell(layer, direction)
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return self._compose(suffix)
+        # A parameter changed in place (optimizer step, load_state_dict, copy_) has a new version; one that
+        # was replaced or moved has a new address.  (Writes through ``.data`` bypass version counters.)
+        key = tuple((p.data_ptr(), p._version, p.dtype) for p in self._recurrent_parameters(suffix))
+        hit = self._v_cache.get(suffix)
+        if hit is None or hit[0] != key:
+            hit = (key, self._compose(suffix))
+            self._v_cache[suffix] = hit
+        return hit[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_v_cache"] = {}  # composed matrices are not part of the model
+        return state
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
         """The model's penalty to add to the loss (zero unless overridden)."""
-        return self.weight_ih.new_zeros(())
+        return next(self.parameters()).new_zeros(())
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input, hx: torch.Tensor | None = None):
+        packed = isinstance(input, PackedSequence)
+        lengths = None
+        if packed:
+            sequences, lengths = pad_packed_sequence(input)  # (T, B, I), original batch order
+            check_input(self, sequences)
+            x, unbatched = sequences, False
+        else:
+            check_input(self, input)
+            unbatched = input.dim() == 2
+            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        dtype = self._compute_dtype()
+        if not torch.is_autocast_enabled(x.device.type) and x.dtype != dtype:
+            raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype} "
+                            f"(convert one of them, e.g. input.to({dtype}) or model.to({x.dtype}))")
+        x = x.to(dtype)
+        directions = 2 if self.bidirectional else 1
+        batch = x.shape[1]
+        hx = self._check_hx(hx, batch, unbatched, x, dtype)
+        last = None if lengths is None else (lengths - 1).to(x.device)
+        states = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                h0 = hx[layer * directions + direction]
+                xs = reverse_within(x, lengths) if direction else x
+                out, h_n = self._run_cell(layer, direction, xs, h0, dtype)
+                if last is not None:
+                    h_n = out[last, torch.arange(batch, device=out.device)]
+                outputs.append(reverse_within(out, lengths) if direction else out)
+                states.append(h_n)
+            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = nn.functional.dropout(x, self.dropout, training=True)
+        h_n = torch.stack(states)
+        if packed:
+            return self._repack(x, lengths, input), h_n
+        if unbatched:
+            return x.squeeze(1), h_n.squeeze(1)
+        return (x.transpose(0, 1) if self.batch_first else x), h_n
+
+    def _run_cell(self, layer: int, direction: int, x: torch.Tensor, h0: torch.Tensor, dtype: torch.dtype):
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
+                             f"got {self.implementation!r}")
+        suffix = self.cell(layer, direction)
+        v = self.recurrent_matrix(layer, direction)
+        weight_ih = getattr(self, "weight_ih" + suffix)
+        bias = getattr(self, "bias_ih" + suffix) if self.bias else None
+        modrelu_bias = getattr(self, "modrelu_bias" + suffix) if self.nonlinearity == "modrelu" else None
+        if weight_ih.dtype != dtype:  # under autocast: the recurrence runs in the autocast dtype
+            weight_ih, v = weight_ih.to(dtype), v.to(dtype)
+            bias = bias.to(dtype) if bias is not None else None
+            modrelu_bias = modrelu_bias.to(dtype) if modrelu_bias is not None else None
+        with torch.autocast(x.device.type, enabled=False):
+            return IMPLEMENTATIONS[self.implementation](x, h0, weight_ih, bias, v, self.nonlinearity, modrelu_bias)
+
+    def _compute_dtype(self) -> torch.dtype:
+        """The parameters' dtype, or the autocast dtype while autocast is on for their device."""
+        weight = self.weight_ih_l0
+        if torch.is_autocast_enabled(weight.device.type):
+            return torch.get_autocast_dtype(weight.device.type)
+        return weight.dtype
+
+    def _check_hx(self, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        if hx is None:
+            return x.new_zeros(layers, batch, self.hidden_size)
+        if not isinstance(hx, torch.Tensor):
+            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
+        expected = (layers, self.hidden_size) if unbatched else (layers, batch, self.hidden_size)
+        if tuple(hx.shape) != expected:
+            raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
+                             f"{'' if unbatched else 'batch, '}hidden_size); got {tuple(hx.shape)}")
+        if hx.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
+        return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
+
+    @staticmethod
+    def _repack(output: torch.Tensor, lengths: torch.Tensor, like: PackedSequence) -> PackedSequence:
+        """``output`` (T, B, ·), in the original batch order, packed like the input ``like``."""
+        if like.sorted_indices is not None:
+            output, lengths = output[:, like.sorted_indices], lengths[like.sorted_indices.cpu()]
+        data = pack_padded_sequence(output, lengths, enforce_sorted=True).data
+        return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
+
+    # ------------------------------------------------------------------ description
+    @staticmethod
+    def shared_parameter_count(input_size: int, hidden_size: int, bias: bool = True, nonlinearity="modrelu",
+                               num_layers: int = 1, bidirectional: bool = False) -> int:
+        """Input weights, biases and modReLU biases of every layer and direction."""
+        d = 2 if bidirectional else 1
+        per_cell = hidden_size * bool(bias) + hidden_size * (check_nonlinearity(nonlinearity) == "modrelu")
+        inputs = hidden_size * input_size + (num_layers - 1) * hidden_size * d * hidden_size
+        return d * (inputs + num_layers * per_cell)
+
+    @staticmethod
+    def cells_count(num_layers: int = 1, bidirectional: bool = False) -> int:
+        return num_layers * (2 if bidirectional else 1)
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}, nonlinearity={self.nonlinearity!r}"
-        if self.bias is None:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        s += f", nonlinearity={self.nonlinearity!r}"
+        if not self.bias:
             s += ", bias=False"
         if self.batch_first:
             s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
         return s
+

@@ -93,25 +93,51 @@ class GivensProduct(torch.autograd.Function):
 
 
 class EURNN(RecurrentModel):
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, capacity: int | None = None, input_init: str = "xavier",
-                 bias_init: str = "zeros"):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
-        self.capacity = default_capacity(hidden_size) if capacity is None else capacity
-        if not isinstance(self.capacity, int) or self.capacity <= 0:
-            raise ValueError(f"capacity must be a positive int; got {capacity!r}")
-        n = hidden_size
-        self.n_even = (self.capacity + 1) // 2
-        self.n_odd = self.capacity // 2
-        self.even_angles = nn.Parameter(torch.empty(self.n_even, n // 2).uniform_(-math.pi, math.pi))
-        self.odd_angles = nn.Parameter(torch.empty(self.n_odd, (n - 1) // 2).uniform_(-math.pi, math.pi))
+    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = R_{L-1} ⋯ R_0 a product of ``capacity`` Givens layers.
 
-    def recurrent_matrix(self) -> torch.Tensor:
-        return GivensProduct.apply(self.even_angles, self.odd_angles, self.hidden_size)
+    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's), then ``capacity``
+    (layers L; default max(2, hidden_size // 2)).  Per layer and direction the angles are
+    ``even_angles_l{k}`` (⌈L/2⌉ × ⌊N/2⌋) and ``odd_angles_l{k}`` (⌊L/2⌋ × ⌊(N-1)/2⌋), U(-π, π).
+    """
+
+    def __init__(self, *args, capacity: int | None = None, **kwargs):
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0):
+            raise ValueError(f"capacity must be a positive int; got {capacity!r}")
+        self._capacity_option = capacity
+        super().__init__(*args, **kwargs)
+
+    @property
+    def capacity(self) -> int:
+        return default_capacity(self.hidden_size) if self._capacity_option is None else self._capacity_option
+
+    def _make_recurrent(self, suffix, factory):
+        n, layers = self.hidden_size, self.capacity
+        self.register_parameter("even_angles" + suffix, nn.Parameter(torch.empty((layers + 1) // 2, n // 2, **factory)))
+        self.register_parameter("odd_angles" + suffix, nn.Parameter(torch.empty(layers // 2, (n - 1) // 2, **factory)))
+        self._reset_recurrent(suffix)
+
+    def _reset_recurrent(self, suffix):
+        with torch.no_grad():
+            getattr(self, "even_angles" + suffix).uniform_(-math.pi, math.pi)
+            getattr(self, "odd_angles" + suffix).uniform_(-math.pi, math.pi)
+
+    def _compose(self, suffix):
+        even, odd = getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)
+        if even.dtype in (torch.float16, torch.bfloat16):  # composed in float32, then rounded once
+            return GivensProduct.apply(even.float(), odd.float(), self.hidden_size).to(even.dtype)
+        return GivensProduct.apply(even, odd, self.hidden_size)
+
+    def _recurrent_parameters(self, suffix):
+        return [getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)]
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (f", capacity={self._capacity_option}" if self._capacity_option else "")
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", capacity=None, **_) -> int:
+    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
+                        bidirectional=False, capacity=None, **_) -> int:
         n = hidden_size
         layers = default_capacity(n) if capacity is None else capacity
         angles = (layers + 1) // 2 * (n // 2) + layers // 2 * ((n - 1) // 2)
-        return cls.shared_parameter_count(input_size, n, bias, nonlinearity) + angles
+        return (cls.shared_parameter_count(input_size, n, bias, nonlinearity, num_layers, bidirectional)
+                + cls.cells_count(num_layers, bidirectional) * angles)

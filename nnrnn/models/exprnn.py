@@ -4,25 +4,40 @@ from __future__ import annotations
 import torch
 
 from ..parametrizations import orthogonal
+from ..parametrizations.orthogonal import INITS, init_skew_
 from .base import RecurrentModel
 
 
 class ExpRNN(RecurrentModel):
     """h_t = φ(exp(A) h_{t-1} + W_ih x_t + b), φ = modReLU by default.
 
-    ``init``: 'henaff', 'cayley' or 'random' for the skew-symmetric A; its
-    free entries live in ``parametrizations.weight_hh.original``.
+    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's), then ``init``:
+    'henaff', 'cayley' or 'random' for the skew-symmetric A, whose free entries live in
+    ``parametrizations.weight_hh_l{k}.original``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, init: str = "henaff", input_init: str = "xavier", bias_init: str = "zeros"):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
-        self.weight_hh = torch.nn.Parameter(torch.empty(hidden_size, hidden_size))
-        orthogonal(self, "weight_hh", init=init)
+    def __init__(self, *args, init: str = "henaff", **kwargs):
+        if init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        self.init = init
+        super().__init__(*args, **kwargs)
 
-    def recurrent_matrix(self) -> torch.Tensor:
-        return self.weight_hh
+    def _make_recurrent(self, suffix, factory):
+        name = "weight_hh" + suffix
+        self.register_parameter(name, torch.nn.Parameter(torch.empty(self.hidden_size, self.hidden_size, **factory)))
+        orthogonal(self, name, init=self.init)
+
+    def _reset_recurrent(self, suffix):
+        init_skew_(self.parametrizations["weight_hh" + suffix].original, self.init)
+
+    def _compose(self, suffix):
+        return getattr(self, "weight_hh" + suffix)
+
+    def _recurrent_parameters(self, suffix):
+        return list(self.parametrizations["weight_hh" + suffix].parameters())
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", **_) -> int:
-        return cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity) + hidden_size * (hidden_size - 1) // 2
+    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
+                        bidirectional=False, **_) -> int:
+        return (cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity, num_layers, bidirectional)
+                + cls.cells_count(num_layers, bidirectional) * hidden_size * (hidden_size - 1) // 2)

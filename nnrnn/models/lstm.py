@@ -1,4 +1,4 @@
-"""LSTM baseline: ``torch.nn.LSTM`` (one layer, fused kernels) behind nnrnn's interface."""
+"""LSTM baseline: ``torch.nn.LSTM`` (fused kernels) with the paper's or the release's initialisation."""
 from __future__ import annotations
 
 import torch
@@ -12,47 +12,72 @@ INITS = ("glorot", "concat")
 
 
 class LSTM(nn.LSTM):
-    """``torch.nn.LSTM(input_size, hidden_size, num_layers=1)`` with Glorot-normal weights.
+    """``torch.nn.LSTM`` with the paper's Glorot-normal initialisation; takes torch.nn.LSTM's arguments
+    (``input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+    bidirectional=False, proj_size=0, device=None, dtype=None``), then ``init``:
 
-    ``init="glorot"``: each gate's input block (N × I) and recurrent block (N × N)
-    Glorot normal on its own, zero biases.  ``init="concat"``: what the authors'
-    released code does, whose LSTM computes each gate as one ``nn.Linear`` of
-    the concatenated [h, x]: each gate's N × (N + I) weight is Glorot normal as
-    a whole (std sqrt(2 / (2N + I))), its single bias U(±1/sqrt(N + I)).  torch's
-    fused LSTM has two biases per gate; with "concat" the recurrent one
-    (``bias_hh_l0``) is held at zero and not trained, so the parameters are the
-    release's.
+    * ``"glorot"``: each gate's input block and recurrent block Glorot normal on its own, zero biases.
+    * ``"concat"``: what the authors' released code does, whose LSTM computes each gate as one
+      ``nn.Linear`` of the concatenated [h, x]: each gate's N × (N + I) weight Glorot normal as a
+      whole (std sqrt(2 / (2N + I))), its single bias U(±1/sqrt(N + I)).  torch's fused LSTM has two
+      biases per gate; with "concat" the recurrent ones (``bias_hh_l*``) are held at zero and not
+      trained, so the parameters are the release's.
 
-    The state is torch's tuple ``(h, c)``: ``forward(input, hx=None)`` returns
-    ``(output, (h_n, c_n))``.
+    The state is torch's tuple ``(h, c)``: ``forward(input, hx=None)`` returns ``(output, (h_n, c_n))``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False,
-                 init: str = "glorot"):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None, *, init: str = "glorot"):
         check_size("input_size", input_size)
         check_size("hidden_size", hidden_size)
+        check_size("num_layers", num_layers)
         if init not in INITS:
             raise ValueError(f"init must be 'glorot' or 'concat' for the LSTM; got {init!r}")
-        super().__init__(input_size, hidden_size, num_layers=1, bias=bias, batch_first=batch_first)
         self.init = init
+        super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
+                         dropout=dropout, bidirectional=bidirectional, proj_size=proj_size, device=device,
+                         dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        """Re-draw every weight by ``init`` (torch.nn.LSTM calls this from its constructor)."""
+        if not hasattr(self, "init"):  # torch's constructor runs before nnrnn's attributes exist
+            return super().reset_parameters()
         with torch.no_grad():
-            for gate_ih, gate_hh in zip(self.weight_ih_l0.chunk(4, 0), self.weight_hh_l0.chunk(4, 0)):
-                if init == "glorot":
-                    init_(gate_ih, "xavier")
-                    init_(gate_hh, "xavier")
-                else:
-                    gate = init_(torch.empty(hidden_size, hidden_size + input_size), "xavier")
-                    gate_hh.copy_(gate[:, :hidden_size])
-                    gate_ih.copy_(gate[:, hidden_size:])
-            if bias:
-                init_(self.bias_ih_l0, "zeros" if init == "glorot" else "uniform", fan_in=hidden_size + input_size)
-                self.bias_hh_l0.zero_()
-        if bias and init == "concat":
-            self.bias_hh_l0.requires_grad_(False)
+            for suffix in self._cell_suffixes():
+                weight_ih, weight_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
+                for gate_ih, gate_hh in zip(weight_ih.chunk(4, 0), weight_hh.chunk(4, 0)):
+                    if self.init == "glorot":
+                        init_(gate_ih, "xavier")
+                        init_(gate_hh, "xavier")
+                    else:
+                        gate = init_(torch.empty(gate_hh.shape[0], gate_hh.shape[1] + gate_ih.shape[1],
+                                                 dtype=gate_ih.dtype, device=gate_ih.device), "xavier")
+                        gate_hh.copy_(gate[:, :gate_hh.shape[1]])
+                        gate_ih.copy_(gate[:, gate_hh.shape[1]:])
+                if self.bias:
+                    fan_in = weight_ih.shape[1] + weight_hh.shape[1]
+                    init_(getattr(self, "bias_ih" + suffix), "zeros" if self.init == "glorot" else "uniform",
+                          fan_in=fan_in)
+                    getattr(self, "bias_hh" + suffix).zero_()
+                    getattr(self, "bias_hh" + suffix).requires_grad_(self.init == "glorot")
+
+    def _cell_suffixes(self) -> list[str]:
+        directions = 2 if self.bidirectional else 1
+        return [f"_l{k}" + ("_reverse" if d else "") for k in range(self.num_layers) for d in range(directions)]
 
     def forward(self, input, hx=None):
         if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
             self._check(input, hx)
+        device = self.weight_ih_l0.device.type
+        if device == "cpu" and torch.is_autocast_enabled(device):
+            try:
+                return super().forward(input, hx)
+            except RuntimeError as error:  # oneDNN has no low-precision LSTM for this CPU: run in float32
+                if "primitive descriptor" not in str(error):
+                    raise
+                with torch.autocast(device, enabled=False):
+                    return super().forward(input, hx)
         return super().forward(input, hx)
 
     def _check(self, input: torch.Tensor, hx) -> None:
@@ -62,24 +87,33 @@ class LSTM(nn.LSTM):
             return
         if not (isinstance(hx, (tuple, list)) and len(hx) == 2 and all(isinstance(h, torch.Tensor) for h in hx)):
             raise TypeError(f"hx must be a tuple (h_0, c_0) of tensors or None; got {type(hx).__name__}")
-        if input.dim() == 2:
-            expected = (1, self.hidden_size)
-        else:
-            expected = (1, input.shape[0 if self.batch_first else 1], self.hidden_size)
-        for name, h in zip(("h_0", "c_0"), hx):
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
+        for name, h, width in (("h_0", hx[0], self.proj_size or self.hidden_size), ("c_0", hx[1], self.hidden_size)):
+            expected = (layers, *batch, width)
             if tuple(h.shape) != expected:
                 raise ValueError(f"{name} must have shape {expected}; got {tuple(h.shape)}")
 
-    def recurrent_matrix(self, gate: str = "cell") -> torch.Tensor:
-        """The hidden-to-hidden block of one gate ('input', 'forget', 'cell' or 'output')."""
+    def recurrent_matrix(self, gate: str = "cell", layer: int = 0, direction: int = 0) -> torch.Tensor:
+        """The hidden-to-hidden block of one gate ('input', 'forget', 'cell' or 'output') of one layer and
+        direction."""
         if gate not in GATES:
             raise ValueError(f"gate must be one of {', '.join(GATES)}; got {gate!r}")
-        return self.weight_hh_l0.chunk(4, 0)[GATES.index(gate)]
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        if not hasattr(self, "weight_hh" + suffix):
+            raise ValueError(f"this LSTM has no layer {layer}, direction {direction}")
+        return getattr(self, "weight_hh" + suffix).chunk(4, 0)[GATES.index(gate)]
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
         return self.weight_hh_l0.new_zeros(())
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, init="glorot", **_) -> int:
+    def parameter_count(cls, input_size, hidden_size, bias=True, init="glorot", num_layers=1, bidirectional=False,
+                        proj_size=0, **_) -> int:
+        if proj_size:
+            raise ValueError("parameter_count does not count an LSTM with proj_size; count model.parameters()")
+        d = 2 if bidirectional else 1
         biases = (1 if init == "concat" else 2) * bool(bias)
-        return 4 * (hidden_size * input_size + hidden_size ** 2 + biases * hidden_size)
+        first = hidden_size * input_size + hidden_size ** 2 + biases * hidden_size
+        later = hidden_size * d * hidden_size + hidden_size ** 2 + biases * hidden_size
+        return 4 * d * (first + (num_layers - 1) * later)

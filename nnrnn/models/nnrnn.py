@@ -4,50 +4,76 @@ from __future__ import annotations
 import torch
 
 from ..parametrizations import free_triangular_entries, schur
+from ..parametrizations.orthogonal import INITS
 from .base import RecurrentModel
 
 
 class NonNormalRNN(RecurrentModel):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b),  V = P (Λ + T) Pᵀ.
+    """h_t = φ(V h_{t-1} + W_ih x_t + b),  V = P (Λ + T) Pᵀ, per layer and direction.
 
-    P = exp(A) orthogonal (A skew-symmetric, expRNN), Λ = blockdiag(γ_i R(θ_i)),
-    T strictly lower triangular (``triangular="strict"``, the paper's) or
-    strictly lower block-triangular (``"block"``); see
-    :mod:`nnrnn.parametrizations.schur` for the exact form, odd sizes and
-    initialisation (``init`` picks P's scheme: 'cayley', 'henaff' or 'random';
-    θ ~ U(0, 2π), γ = 1, T = 0).
+    Arguments as :class:`~nnrnn.models.base.RecurrentModel`, which are torch.nn.RNN's in its order
+    (``NonNormalRNN(input_size, hidden_size, num_layers=1, nonlinearity="modrelu", bias=True,
+    batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None)``; the default
+    nonlinearity is the paper's modReLU), then these keywords:
 
-    Shapes follow ``torch.nn.RNN`` with one layer (see :mod:`nnrnn.models.base`).
-    With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.
+    * ``init``: P's scheme, 'cayley' (default), 'henaff' or 'random'; θ ~ U(0, 2π), γ = 1, T = 0;
+    * ``triangular``: T strictly lower triangular, "strict" (the paper's, default), or "block";
+    * ``generator``: a ``torch.Generator`` for a reproducible P, θ;
+    * ``input_init``, ``bias_init``: see :mod:`nnrnn.models.init`.
+
+    P = exp(A) orthogonal (A skew-symmetric, expRNN) and Λ = blockdiag(γ_i R(θ_i)); see
+    :mod:`nnrnn.parametrizations.schur` for the exact form and odd sizes.  With
+    ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, init: str = "cayley", generator: torch.Generator | None = None,
-                 triangular: str = "strict", input_init: str = "xavier", bias_init: str = "zeros"):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
-        self.weight_hh = torch.nn.Parameter(torch.empty(hidden_size, hidden_size))
-        schur(self, "weight_hh", init=init, generator=generator, triangular=triangular)
+    def __init__(self, *args, init: str = "cayley", triangular: str = "strict",
+                 generator: torch.Generator | None = None, **kwargs):
+        if init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        self.init, self.triangular, self._generator = init, triangular, generator
+        super().__init__(*args, **kwargs)
+        self._generator = None  # only needed while the factors are drawn; not picklable
+
+    def _make_recurrent(self, suffix, factory):
+        name = "weight_hh" + suffix
+        self.register_parameter(name, torch.nn.Parameter(torch.empty(self.hidden_size, self.hidden_size, **factory)))
+        schur(self, name, init=self.init, generator=self._generator, triangular=self.triangular)
+
+    def _reset_recurrent(self, suffix):
+        plist = self.parametrizations["weight_hh" + suffix]
+        plist[0].reset_(plist.original)
+
+    def _compose(self, suffix):
+        return getattr(self, "weight_hh" + suffix)
+
+    def _recurrent_parameters(self, suffix):
+        return list(self.parametrizations["weight_hh" + suffix].parameters())
 
     @property
     def schur_form(self):
-        return self.parametrizations.weight_hh[0]
+        """The :class:`~nnrnn.parametrizations.SchurForm` of the first layer (forward direction)."""
+        return self.parametrizations["weight_hh_l0"][0]
 
-    def recurrent_matrix(self) -> torch.Tensor:
-        return self.weight_hh
+    def schur_forms(self) -> list:
+        """The :class:`~nnrnn.parametrizations.SchurForm` of every layer and direction, in
+        :attr:`cells` order (l0, l0_reverse, l1, …)."""
+        return [self.parametrizations["weight_hh" + s][0] for s in self.cells]
 
-    def schur_factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(P, Λ, T) with V = P (Λ + T) Pᵀ."""
-        return self.schur_form.factors(self.parametrizations.weight_hh.original)
+    def schur_factors(self, layer: int = 0, direction: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(P, Λ, T) with V = P (Λ + T) Pᵀ, for one layer and direction."""
+        plist = self.parametrizations["weight_hh" + self.cell(layer, direction)]
+        return plist[0].factors(plist.original)
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
-        """δ Σ_i (1 - γ_i)² + (t_decay / 2) ‖T‖²_F: its gradient is the paper's δ penalty plus t_decay · T,
-        the weight decay on T of the authors' code (see :meth:`SchurForm.regularization`)."""
-        return self.schur_form.regularization(delta, t_decay)
+        """Σ over layers and directions of δ Σ_i (1 - γ_i)² + (t_decay / 2) ‖T‖²_F: the paper's δ penalty and
+        a gradient t_decay · T, the weight decay on T of the authors' code (see
+        :meth:`~nnrnn.parametrizations.SchurForm.regularization`)."""
+        return sum(self.parametrizations["weight_hh" + s][0].regularization(delta, t_decay) for s in self.cells)
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", triangular="strict",
-                        **_) -> int:
+    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
+                        bidirectional=False, triangular="strict", **_) -> int:
         n = hidden_size
-        generator = n * (n - 1) // 2
-        triangle = free_triangular_entries(n, triangular)
-        return cls.shared_parameter_count(input_size, n, bias, nonlinearity) + generator + triangle + n // 2 + (n + 1) // 2
+        per_cell = n * (n - 1) // 2 + free_triangular_entries(n, triangular) + n // 2 + (n + 1) // 2
+        return (cls.shared_parameter_count(input_size, n, bias, nonlinearity, num_layers, bidirectional)
+                + cls.cells_count(num_layers, bidirectional) * per_cell)

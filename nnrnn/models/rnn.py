@@ -11,20 +11,31 @@ from .base import RecurrentModel
 
 
 class VanillaRNN(RecurrentModel):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = ``weight_hh`` free, Glorot normal."""
+    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = ``weight_hh_l{k}`` free, Glorot normal.
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, input_init: str = "xavier", bias_init: str = "zeros"):
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
-        self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))
-        nn.init.xavier_normal_(self.weight_hh)
+    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's); nonlinearity defaults to
+    the paper's modReLU.
+    """
 
-    def recurrent_matrix(self) -> torch.Tensor:
-        return self.weight_hh
+    def _make_recurrent(self, suffix, factory):
+        self.register_parameter("weight_hh" + suffix, nn.Parameter(torch.empty(self.hidden_size, self.hidden_size,
+                                                                               **factory)))
+        self._reset_recurrent(suffix)
+
+    def _reset_recurrent(self, suffix):
+        nn.init.xavier_normal_(getattr(self, "weight_hh" + suffix))
+
+    def _compose(self, suffix):
+        return getattr(self, "weight_hh" + suffix)
+
+    def _recurrent_parameters(self, suffix):
+        return [getattr(self, "weight_hh" + suffix)]
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", **_) -> int:
-        return cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity) + hidden_size ** 2
+    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
+                        bidirectional=False, **_) -> int:
+        return (cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity, num_layers, bidirectional)
+                + cls.cells_count(num_layers, bidirectional) * hidden_size ** 2)
 
 
 class OrthogonalInitRNN(VanillaRNN):
@@ -35,14 +46,17 @@ class OrthogonalInitRNN(VanillaRNN):
     PTB-300 setting uses Cayley).
     """
 
-    def __init__(self, input_size: int, hidden_size: int, nonlinearity="modrelu", bias: bool = True,
-                 batch_first: bool = False, init: str = "random", input_init: str = "xavier", bias_init: str = "zeros"):
+    def __init__(self, *args, init: str = "random", **kwargs):
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        super().__init__(input_size, hidden_size, nonlinearity, bias, batch_first, input_init, bias_init)
+        self.init = init
+        super().__init__(*args, **kwargs)
+
+    def _reset_recurrent(self, suffix):
+        weight = getattr(self, "weight_hh" + suffix)
         with torch.no_grad():
-            if init == "random":
-                nn.init.orthogonal_(self.weight_hh)
+            if self.init == "random":
+                nn.init.orthogonal_(weight)
             else:
-                generator = init_skew_(torch.empty_like(self.weight_hh), init)
-                self.weight_hh.copy_(expm_skew(skew(generator)))
+                generator = init_skew_(torch.empty(weight.shape, dtype=torch.float64), self.init)
+                weight.copy_(expm_skew(skew(generator)))

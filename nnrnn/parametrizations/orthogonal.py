@@ -28,11 +28,12 @@ import numpy as np
 import scipy.linalg
 import torch
 from torch import nn
-from torch.nn.utils import parametrize
 
 from .expm import expm_skew
+from .registration import check_unconstrained, register
 
 INITS = ("henaff", "cayley", "random")
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def skew(x: torch.Tensor) -> torch.Tensor:
@@ -94,9 +95,12 @@ def init_skew_(x: torch.Tensor, init: str, generator: torch.Generator | None = N
 
 
 class MatrixExpOrthogonal(nn.Module):
-    """Parametrization ``X -> exp(skew(X))`` (see the module docstring)."""
+    """Parametrization ``X -> exp(skew(X))`` (see the module docstring); half-precision weights are
+    exponentiated in float32 and rounded once."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype in LOW_PRECISION:
+            return expm_skew(skew(x.float())).to(x.dtype)
         return expm_skew(skew(x))
 
     @torch.no_grad()
@@ -127,10 +131,11 @@ def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "hena
     weight = square_weight(module, name, "orthogonal()")
     if init is not None and init not in INIT_FUNCTIONS:
         raise ValueError(f"init must be one of {', '.join(INITS)} or None; got {init!r}")
+    check_unconstrained(module, name, "orthogonal()")
     if init is not None:
         with torch.no_grad():  # a rotation, so right_inverse accepts it; replaced just below
             weight.copy_(torch.eye(weight.shape[0], dtype=weight.dtype, device=weight.device))
-    parametrize.register_parametrization(module, name, MatrixExpOrthogonal())
+    register(module, name, MatrixExpOrthogonal(), "orthogonal()")
     if init is not None:
         init_skew_(module.parametrizations[name].original, init)
     return module

@@ -31,11 +31,11 @@ import math
 
 import torch
 from torch import nn
-from torch.nn.utils import parametrize
 
 from ..kernels import matmul
 from .expm import expm_skew
-from .orthogonal import INITS, init_skew_, skew, square_weight
+from .orthogonal import INITS, LOW_PRECISION, init_skew_, skew, square_weight
+from .registration import register
 
 
 TRIANGULAR = ("strict", "block")
@@ -116,8 +116,21 @@ class SchurForm(nn.Module):
         return self.orthogonal_factor(x), self.normal_factor(), self.triangular_factor()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
+            p = expm_skew(skew(x.float()))
+            theta = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
+            return matmul(matmul(p, theta), p.T).to(x.dtype)
         p, lam, t = self.factors(x)
         return matmul(matmul(p, lam + t), p.transpose(-2, -1))
+
+    @torch.no_grad()
+    def reset_(self, original: torch.Tensor) -> None:
+        """Re-draw the factors as a fresh constraint has them: P by ``init`` (its generator written into
+        ``original``), θ ~ U(0, 2π), γ = 1, T = 0."""
+        init_skew_(original, self.init)
+        self.theta.copy_(torch.rand(self.n // 2, dtype=torch.float64) * (2 * math.pi))
+        self.gamma.fill_(1.0)
+        self.lower.zero_()
 
     @torch.no_grad()
     def right_inverse(self, weight: torch.Tensor) -> torch.Tensor:
@@ -157,5 +170,4 @@ def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
     weight = square_weight(module, name, "schur()")
     form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator,
                      triangular=triangular)
-    parametrize.register_parametrization(module, name, form)
-    return module
+    return register(module, name, form, "schur()")

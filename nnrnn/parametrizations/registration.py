@@ -1,0 +1,72 @@
+"""Registering a constraint on a weight: once only, and picklable afterwards.
+
+``torch.nn.utils.parametrize.register_parametrization`` swaps the module's class
+for a generated ``Parametrized<Class>`` whose ``__getstate__`` raises, so
+``pickle`` and whole-model ``torch.save`` fail on any constrained module
+and its ``__deepcopy__`` fails on a torch RNN after a forward pass (its
+``_flat_weights`` then hold a composed, non-leaf weight).  :func:`register`
+gives that generated class a ``__reduce_ex__`` and a ``__deepcopy__``: the
+module is reduced to (its original class, that class's ``__getstate__``, the
+names of its constrained tensors), and rebuilt through the class's own
+``__setstate__`` and torch's helpers for generating the class, so the restored
+module is parametrized exactly as before, its parametrizations' state included.  Applying a second constraint
+to an already-constrained weight raises instead of silently composing the two.
+"""
+from __future__ import annotations
+
+from copy import deepcopy
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+
+def _rebuild(base: type, state: dict, names: list[str]) -> nn.Module:
+    module = base.__new__(base)
+    module.__setstate__(state)  # the base class's: e.g. torch's RNNs rebuild their flat-weight references here
+    parametrize._inject_new_class(module)
+    for name in names:
+        parametrize._inject_property(module, name)
+    _make_picklable(module)
+    return module
+
+
+def _reduce(self, protocol):
+    base = type(self).__bases__[0]
+    state = dict(super(type(self), self).__getstate__())  # the base class's state (the generated class's raises)
+    if "_flat_weights" in state:  # a torch RNN's cache of its weights holds composed (non-leaf) ones: detached
+        state["_flat_weights"] = [w.detach() if isinstance(w, torch.Tensor) else w for w in state["_flat_weights"]]
+    return _rebuild, (base, state, list(self.parametrizations.keys()))
+
+
+def _deepcopy(self, memo):
+    """A deep copy through the same state as pickling: torch's own ``__deepcopy__`` for parametrized modules
+    copies every attribute, which fails on a torch RNN whose ``_flat_weights`` hold a composed weight."""
+    rebuild, (base, state, names) = _reduce(self, 4)
+    copy = rebuild(base, deepcopy(state, memo), names)
+    memo[id(self)] = copy
+    return copy
+
+
+def _make_picklable(module: nn.Module) -> None:
+    cls = type(module)  # the generated class is the module's own, so this touches no other
+    cls.__reduce_ex__ = _reduce
+    cls.__deepcopy__ = _deepcopy
+
+
+def check_unconstrained(module: nn.Module, name: str, who: str) -> None:
+    """ValueError if ``module.<name>`` already carries a constraint."""
+    if parametrize.is_parametrized(module, name):
+        existing = type(module.parametrizations[name][0]).__name__
+        raise ValueError(f"{who}: {name!r} already has a {existing} constraint; applying a second would compose "
+                         f"the two; remove the first with torch.nn.utils.parametrize.remove_parametrizations "
+                         f"or constrain another weight")
+
+
+def register(module: nn.Module, name: str, parametrization: nn.Module, who: str) -> nn.Module:
+    """``parametrize.register_parametrization(module, name, parametrization)``, refusing a weight that
+    already carries a constraint, and leaving ``module`` picklable."""
+    check_unconstrained(module, name, who)
+    parametrize.register_parametrization(module, name, parametrization)
+    _make_picklable(module)
+    return module

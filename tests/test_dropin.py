@@ -1,0 +1,295 @@
+"""Every nnrnn layer as a drop-in for torch.nn.RNN: its constructor, shapes, packed batches, stacking,
+saving, stepping, low precision and initialisation, checked against torch.nn.RNN on the same inputs."""
+import copy
+import io
+import pickle
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+import nnrnn
+from nnrnn.parametrizations import orthogonal, schur
+
+NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
+ALL = NON_GATED + ["lstm"]
+
+
+def torch_twin(model: nn.Module, nonlinearity: str) -> nn.RNN:
+    """A torch.nn.RNN with ``model``'s architecture and weights (V copied per layer and direction, its bias_hh
+    zero): the same function when ``model`` uses a nonlinearity torch has."""
+    twin = nn.RNN(model.input_size, model.hidden_size, model.num_layers, nonlinearity=nonlinearity,
+                  bias=True, batch_first=model.batch_first, bidirectional=model.bidirectional,
+                  dtype=model.weight_ih_l0.dtype)
+    directions = 2 if model.bidirectional else 1
+    with torch.no_grad():
+        for layer in range(model.num_layers):
+            for d in range(directions):
+                s = model.cell(layer, d)
+                getattr(twin, "weight_ih" + s).copy_(getattr(model, "weight_ih" + s))
+                getattr(twin, "weight_hh" + s).copy_(model.recurrent_matrix(layer, d))
+                getattr(twin, "bias_ih" + s).copy_(getattr(model, "bias_ih" + s) if model.bias else 0)
+                getattr(twin, "bias_hh" + s).zero_()
+    return twin
+
+
+# --------------------------------------------------------------------------- constructor and shapes
+
+@pytest.mark.parametrize("name", ALL)
+def test_torch_positional_order_and_keywords(name):
+    cls = nnrnn.MODELS[name]
+    model = cls(4, 6, 2)  # the third positional argument is num_layers, as in torch.nn.RNN
+    assert model.num_layers == 2
+    kwargs = dict(num_layers=3, bias=False, batch_first=True, dropout=0.25, bidirectional=True,
+                  device="cpu", dtype=torch.float64)
+    if name != "lstm":
+        kwargs["nonlinearity"] = "tanh"
+    model = cls(5, 7, **kwargs)
+    assert (model.num_layers, model.bias, model.batch_first, model.dropout, model.bidirectional) == \
+        (3, False, True, 0.25, True)
+    assert all(p.dtype == torch.float64 for p in model.parameters())
+    x = torch.randn(2, 9, 5, dtype=torch.float64)
+    out, h = model(x)
+    h_n = h[0] if name == "lstm" else h
+    assert out.shape == (2, 9, 14) and h_n.shape == (6, 2, 7)
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_default_nonlinearity_is_the_papers_modrelu(name):
+    assert nnrnn.create(name, 3, 4).nonlinearity == "modrelu"
+    assert "modReLU" in nnrnn.NonNormalRNN.__doc__
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("name", NON_GATED)
+def test_stacked_layers_match_torch_rnn(name, bidirectional):
+    """Two layers, both directions, batch_first, a given h_0: the same outputs and h_n as torch.nn.RNN(relu)
+    with the same weights."""
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 5, num_layers=2, nonlinearity="relu", batch_first=True,
+                         bidirectional=bidirectional, dtype=torch.float64)
+    twin = torch_twin(model, "relu")
+    x = torch.randn(4, 7, 3, dtype=torch.float64)
+    h0 = torch.randn(2 * (2 if bidirectional else 1), 4, 5, dtype=torch.float64)
+    for hx in (None, h0):
+        out, h_n = model(x, hx)
+        ref_out, ref_h = twin(x, hx)
+        torch.testing.assert_close(out, ref_out, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(h_n, ref_h, rtol=1e-10, atol=1e-10)
+    unbatched_out, unbatched_h = model(x[0], h0[:, 0])
+    torch.testing.assert_close(unbatched_out, model(x[:1], h0[:, :1])[0][0])
+    assert unbatched_h.shape == h0[:, 0].shape
+
+
+def test_dropout_between_layers_only_in_training():
+    torch.manual_seed(0)
+    model = nnrnn.create("nnrnn", 3, 8, num_layers=2, dropout=0.5)
+    x = torch.randn(6, 2, 3)
+    model.eval()
+    torch.testing.assert_close(model(x)[0], model(x)[0])
+    model.train()
+    assert not torch.equal(model(x)[0], model(x)[0])
+    single = nnrnn.create("nnrnn", 3, 8, num_layers=1, dropout=0.5).train()
+    torch.testing.assert_close(single(x)[0], single(x)[0])  # no layer after the last: no dropout
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_every_layer_is_constrained_trained_and_regularised(name):
+    model = nnrnn.create(name, 3, 6, num_layers=2, bidirectional=True)
+    assert len(model.cells) == 4
+    groups = nnrnn.param_groups(model, lr=1e-3, lr_orth=1e-4)
+    orth = groups[1]["params"] if len(groups) > 1 else []
+    assert len(orth) == (4 if name in ("exprnn", "nnrnn") else 0)
+    out, _ = model(torch.randn(5, 2, 3))
+    (out.sum() + model.regularization(0.1, 0.1)).backward()
+    assert all(p.grad is not None for g in groups for p in g["params"])
+    if name == "nnrnn":
+        forms = model.schur_forms()
+        with torch.no_grad():
+            forms[3].gamma.fill_(0.5)
+        assert model.regularization(1.0, 0.0).item() == pytest.approx(3 * 0.25)  # the last cell's three γ
+
+
+def test_analyze_covers_every_layer_and_direction(tmp_path):
+    model = nnrnn.create("nnrnn", 3, 6, num_layers=2, bidirectional=True)
+    from nnrnn.analysis import analyze_model
+    summary = analyze_model(model, tmp_path)
+    assert set(summary["matrices"]) == {"V", "V_l0_reverse", "V_l1", "V_l1_reverse"}
+    assert all(summary["matrices"][k]["schur_source"] == "parametrized" for k in summary["matrices"])
+    assert (tmp_path / "schur_V_l1_reverse.png").is_file()
+
+
+# --------------------------------------------------------------------------- packed sequences
+
+@pytest.mark.parametrize("enforce_sorted", [False, True])
+@pytest.mark.parametrize("name", NON_GATED)
+def test_packed_sequences_match_per_sequence_runs_and_torch(name, enforce_sorted):
+    torch.manual_seed(1)
+    model = nnrnn.create(name, 3, 5, num_layers=2, bidirectional=True, nonlinearity="tanh", dtype=torch.float64)
+    lengths = torch.tensor([6, 4, 1, 3]) if not enforce_sorted else torch.tensor([6, 4, 3, 1])
+    x = torch.randn(6, 4, 3, dtype=torch.float64)
+    packed = pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted)
+    out, h_n = model(packed)
+    assert isinstance(out, nn.utils.rnn.PackedSequence)
+    assert torch.equal(out.batch_sizes, packed.batch_sizes)
+    padded, out_lengths = pad_packed_sequence(out)
+    assert torch.equal(out_lengths, lengths) and padded.shape == (6, 4, 10)
+    for b in range(4):  # each sequence alone, unbatched: the same outputs and final states
+        alone_out, alone_h = model(x[:lengths[b], b])
+        torch.testing.assert_close(padded[:lengths[b], b], alone_out, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(h_n[:, b], alone_h, rtol=1e-10, atol=1e-10)
+    ref_out, ref_h = torch_twin(model, "tanh")(packed)
+    torch.testing.assert_close(out.data, ref_out.data, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(h_n, ref_h, rtol=1e-10, atol=1e-10)
+
+
+def test_packed_sequences_train():
+    model = nnrnn.create("nnrnn", 3, 5)
+    packed = pack_padded_sequence(torch.randn(4, 2, 3), torch.tensor([4, 2]))
+    out, h_n = model(packed)
+    (out.data.sum() + h_n.sum()).backward()
+    assert model.parametrizations.weight_hh_l0.original.grad.abs().sum() > 0
+
+
+# --------------------------------------------------------------------------- saving
+
+def roundtrips(model):
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    return {"torch.save": torch.load(buffer, weights_only=False), "pickle": pickle.loads(pickle.dumps(model)),
+            "deepcopy": copy.deepcopy(model)}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_whole_model_save_pickle_and_deepcopy(name):
+    model = nnrnn.create(name, 3, 5, num_layers=2)
+    x = torch.randn(4, 2, 3)
+    expected = model(x)[0]
+    for how, restored in roundtrips(model).items():
+        assert type(restored).__name__ == type(model).__name__, how
+        torch.testing.assert_close(restored(x)[0], expected, msg=how)
+        restored(x)[0].sum().backward()  # trainable on its own
+        assert all(p.grad is not None for p in restored.parameters() if p.requires_grad), how
+
+
+@pytest.mark.parametrize("constrain", [schur, orthogonal])
+def test_torch_rnn_with_a_constraint_saves_pickles_and_copies(constrain):
+    rnn = constrain(nn.RNN(3, 4), "weight_hh_l0")
+    x = torch.randn(5, 2, 3)
+    expected = rnn(x)[0]  # after a forward pass, as in training
+    for how, restored in roundtrips(rnn).items():
+        torch.testing.assert_close(restored(x)[0], expected, msg=how)
+        with torch.no_grad():
+            restored.parametrizations.weight_hh_l0.original.add_(0.1)
+        assert not torch.allclose(restored(x)[0], rnn(x)[0]), f"{how}: the copy shares parameters"
+
+
+# --------------------------------------------------------------------------- stepping and the inference cache
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_v_is_composed_once_in_inference_and_never_stale(name):
+    model = nnrnn.create(name, 3, 6)
+    with torch.no_grad():
+        v1 = model.recurrent_matrix()
+        before = v1.clone()
+        assert model.recurrent_matrix() is v1  # reused
+    with torch.inference_mode():
+        assert model.recurrent_matrix() is v1
+    if name in ("eurnn", "exprnn", "nnrnn"):  # composed from other parameters: recomposed with autograd on
+        assert model.recurrent_matrix() is not v1
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(torch.randn(4, 2, 3))[0].pow(2).sum().backward()
+    optimizer.step()
+    with torch.no_grad():
+        v2 = model.recurrent_matrix()
+        assert not torch.allclose(before, v2), "stale after an optimizer step"
+        fresh = nnrnn.create(name, 3, 6)
+        model.load_state_dict(fresh.state_dict())
+        torch.testing.assert_close(model.recurrent_matrix(), fresh.recurrent_matrix())
+
+
+def test_stepping_one_token_at_a_time_equals_one_pass():
+    model = nnrnn.create("nnrnn", 3, 6, num_layers=2).eval()
+    x = torch.randn(8, 1, 3)
+    with torch.no_grad():
+        full, h_full = model(x)
+        h, steps = None, []
+        for t in range(8):
+            out, h = model(x[t:t + 1], h)
+            steps.append(out)
+    torch.testing.assert_close(torch.cat(steps), full)
+    torch.testing.assert_close(h, h_full)
+
+
+# --------------------------------------------------------------------------- low precision
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", NON_GATED)
+def test_half_precision_parameters_give_finite_accurate_outputs(name, dtype):
+    torch.manual_seed(2)
+    model = nnrnn.create(name, 3, 16)
+    x = torch.randn(20, 4, 3)
+    reference = model(x)[0]
+    low = copy.deepcopy(model).to(dtype)
+    out = low(x.to(dtype))[0]
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    error = ((out.float() - reference).norm() / reference.norm()).item()
+    assert error < (0.1 if dtype == torch.bfloat16 else 0.01), error  # bfloat16 keeps 8 significant bits
+    v = low.recurrent_matrix().float()
+    if name in ("exprnn", "eurnn"):  # composed in float32 and rounded once: orthogonal to the dtype's rounding
+        assert (v.T @ v - torch.eye(16)).abs().max() < 8 * torch.finfo(dtype).eps
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_cpu_autocast_runs_like_torch_rnn(name):
+    model = nnrnn.create(name, 3, 8)
+    x = torch.randn(10, 2, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = model(x)
+    # the LSTM runs in float32 where oneDNN has no bfloat16 LSTM for this CPU (AVX2 without AVX-512)
+    assert out.dtype == (torch.bfloat16 if name != "lstm" else out.dtype) and torch.isfinite(out).all()
+    out.float().sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        torch_out, _ = nn.RNN(3, 8)(x)  # torch.nn.RNN under the same autocast works too
+    assert torch.isfinite(torch_out).all()
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_wrong_input_dtype_names_the_expected_one(name):
+    model = nnrnn.create(name, 3, 4)
+    with pytest.raises(TypeError, match="torch.float32"):
+        model(torch.randn(5, 2, 3, dtype=torch.float64))
+    with pytest.raises(TypeError, match="hx must have the model's dtype torch.float32"):
+        model(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, dtype=torch.float64))
+
+
+# --------------------------------------------------------------------------- initialisation
+
+@pytest.mark.parametrize("name", ALL)
+def test_reset_parameters_redraws_the_papers_initialisation(name):
+    torch.manual_seed(3)
+    model = nnrnn.create(name, 3, 6, num_layers=2)
+    before = {k: p.detach().clone() for k, p in model.named_parameters()}
+    model.reset_parameters()
+    changed = [k for k, p in model.named_parameters() if not torch.equal(before[k], p)]
+    assert changed, "reset_parameters changed nothing"
+    if name in ("exprnn", "rnn-orth", "eurnn"):  # still orthogonal after the re-draw
+        for layer in range(2):
+            v = model.recurrent_matrix(layer) if name != "lstm" else None
+            assert (v.T @ v - torch.eye(6)).abs().max() < 1e-5
+    if name == "nnrnn":
+        for form in model.schur_forms():
+            assert torch.all(form.gamma == 1) and torch.all(form.lower == 0)
+
+
+@pytest.mark.parametrize("constrain", [schur, orthogonal])
+def test_a_second_constraint_on_one_weight_is_refused(constrain):
+    rnn = constrain(nn.RNN(3, 4), "weight_hh_l0")
+    for again in (schur, orthogonal):
+        with pytest.raises(ValueError, match="already has a .* constraint"):
+            again(rnn, "weight_hh_l0")
+    with pytest.raises(ValueError, match="already has"):
+        schur(nnrnn.create("nnrnn", 3, 4), "weight_hh_l0")
