@@ -250,7 +250,7 @@ class RecurrentModel(nn.Module):
             x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = nn.functional.dropout(x, self.dropout, training=True)
-        h_n = torch.stack(states)
+        h_n = states[0].unsqueeze(0) if len(states) == 1 else torch.stack(states)
         if packed:
             return self._repack(x, lengths, input), h_n
         if unbatched:

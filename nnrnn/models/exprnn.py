@@ -34,7 +34,7 @@ class ExpRNN(RecurrentModel):
         return getattr(self, "weight_hh" + suffix)
 
     def _recurrent_parameters(self, suffix):
-        return list(self.parametrizations["weight_hh" + suffix].parameters())
+        return [self.parametrizations["weight_hh" + suffix].original]
 
     @classmethod
     def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,

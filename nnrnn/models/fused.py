@@ -262,5 +262,9 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
         modrelu_bias = None
     if inputs.shape[0] == 0:
         return inputs.new_zeros(0, *h0.shape), h0
-    outputs = FusedRecurrence.apply(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
+    if torch.is_grad_enabled():
+        outputs = FusedRecurrence.apply(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
+    else:  # inference (e.g. generating one token at a time): the same loops without an autograd node
+        outputs = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
+        _forward_loop(outputs, h0, weight_hh, nonlinearity, modrelu_bias, choose_loops(outputs))
     return outputs, outputs[-1].clone()  # a tensor of its own, as the reference returns

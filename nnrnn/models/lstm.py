@@ -69,6 +69,10 @@ class LSTM(nn.LSTM):
     def forward(self, input, hx=None):
         if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
             self._check(input, hx)
+            steps = input.shape[1 if self.batch_first and input.dim() == 3 else 0]
+            if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
+                    and not torch.is_autocast_enabled(input.device.type):
+                return self._one_step(input, hx)
         device = self.weight_ih_l0.device.type
         if device == "cpu" and torch.is_autocast_enabled(device):
             try:
@@ -79,6 +83,37 @@ class LSTM(nn.LSTM):
                 with torch.autocast(device, enabled=False):
                     return super().forward(input, hx)
         return super().forward(input, hx)
+
+    def _one_step(self, input: torch.Tensor, hx):
+        """One time step without autograd (generation): torch's fused LSTM cell per layer and direction, which
+        costs a fraction of building the fused sequence kernel for a single step."""
+        unbatched = input.dim() == 2
+        x = input.reshape(-1, input.shape[-1])  # (B, I): one step
+        directions = 2 if self.bidirectional else 1
+        cells = self.num_layers * directions
+        if hx is None:
+            h0 = c0 = x.new_zeros(cells, x.shape[0], self.hidden_size)
+        else:
+            h0, c0 = (h.unsqueeze(1) if unbatched else h for h in hx)
+        hs, cs = [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d in range(directions):
+                suffix, i = f"_l{layer}" + ("_reverse" if d else ""), layer * directions + d
+                bias = (getattr(self, "bias_ih" + suffix), getattr(self, "bias_hh" + suffix)) if self.bias \
+                    else (None, None)
+                h, c = torch._VF.lstm_cell(x, (h0[i], c0[i]), getattr(self, "weight_ih" + suffix),
+                                           getattr(self, "weight_hh" + suffix), *bias)
+                outputs.append(h)
+                hs.append(h)
+                cs.append(c)
+            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = nn.functional.dropout(x, self.dropout, training=True)
+        h_n, c_n = torch.stack(hs), torch.stack(cs)
+        if unbatched:
+            return x, (h_n.squeeze(1), c_n.squeeze(1))
+        return (x.unsqueeze(1) if self.batch_first else x.unsqueeze(0)), (h_n, c_n)
 
     def _check(self, input: torch.Tensor, hx) -> None:
         """The same TypeError / ValueError as the other models, before torch's RuntimeError."""

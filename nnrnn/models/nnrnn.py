@@ -47,7 +47,9 @@ class NonNormalRNN(RecurrentModel):
         return getattr(self, "weight_hh" + suffix)
 
     def _recurrent_parameters(self, suffix):
-        return list(self.parametrizations["weight_hh" + suffix].parameters())
+        plist = self.parametrizations["weight_hh" + suffix]
+        form = plist[0]
+        return [plist.original, form.theta, form.gamma, form.lower]
 
     @property
     def schur_form(self):
