@@ -293,3 +293,32 @@ def test_a_second_constraint_on_one_weight_is_refused(constrain):
             again(rnn, "weight_hh_l0")
     with pytest.raises(ValueError, match="already has"):
         schur(nnrnn.create("nnrnn", 3, 4), "weight_hh_l0")
+
+
+# --------------------------------------------------------------------------- torch.compile and torch.export
+
+@pytest.mark.parametrize("name", ["nnrnn", "eurnn"])  # between them: the exponential, the loops, the Givens product
+def test_compile_without_graph_breaks_matches_eager(name):
+    torch.manual_seed(4)
+    model = nnrnn.create(name, 3, 16)
+    x = torch.randn(12, 2, 3)
+
+    def gradients(module):
+        module.zero_grad(set_to_none=True)
+        out, h_n = module(x)
+        (out.pow(2).mean() + h_n.sum()).backward()
+        return {k: p.grad.clone() for k, p in model.named_parameters()}
+
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # fullgraph: a graph break raises
+    got, want = gradients(compiled), gradients(model)
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-6, msg=key)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_export_of_an_eval_model_runs_inference(name):
+    model = nnrnn.create(name, 3, 8, num_layers=2).eval()
+    x = torch.randn(7, 2, 3)
+    exported = torch.export.export(model, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(exported.module()(x)[0], model(x)[0])

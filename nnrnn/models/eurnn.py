@@ -75,21 +75,63 @@ class GivensProduct(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_v: torch.Tensor):
-        even_angles, odd_angles, v = ctx.saved_tensors
-        n = v.shape[0]
-        # [O | G] side by side, so one rotation per layer carries both back.
-        og = torch.cat([v, grad_v], dim=1)
-        grads = torch.empty_like(even_angles), torch.empty_like(odd_angles)
-        cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
-        for layer in reversed(range(len(even_angles) + len(odd_angles))):
-            odd, i = layer % 2, layer // 2
-            cos, sin = cos_sin[odd]
-            rows = _pair_rows(og, odd)
-            o, g = rows[..., :n], rows[..., n:]
-            grads[odd][i] = torch.linalg.vecdot(g[:, 1], o[:, 0]) - torch.linalg.vecdot(g[:, 0], o[:, 1])
-            if layer:  # layer 0's input (the identity) and gradient are not needed
-                _rotate_(rows, cos[i], -sin[i])  # Rᵀ = R(-φ)
-        return *grads, None
+        return *_givens_backward(*ctx.saved_tensors, grad_v), None
+
+
+def _givens_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: torch.Tensor, grad_v: torch.Tensor):
+    """(∂L/∂even_angles, ∂L/∂odd_angles) from V and ∂L/∂V; see :class:`GivensProduct`."""
+    n = v.shape[0]
+    # [O | G] side by side, so one rotation per layer carries both back.
+    og = torch.cat([v, grad_v], dim=1)
+    grads = torch.empty_like(even_angles), torch.empty_like(odd_angles)
+    cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
+    for layer in reversed(range(len(even_angles) + len(odd_angles))):
+        odd, i = layer % 2, layer // 2
+        cos, sin = cos_sin[odd]
+        rows = _pair_rows(og, odd)
+        o, g = rows[..., :n], rows[..., n:]
+        grads[odd][i] = torch.linalg.vecdot(g[:, 1], o[:, 0]) - torch.linalg.vecdot(g[:, 0], o[:, 1])
+        if layer:  # layer 0's input (the identity) and gradient are not needed
+            _rotate_(rows, cos[i], -sin[i])  # Rᵀ = R(-φ)
+    return grads
+
+
+# While compiling, the product is one custom op (torch.compile cannot trace the in-place rotations'
+# backward), with the same forward and backward.
+
+@torch.library.custom_op("nnrnn::givens_product", mutates_args=())
+def givens_product_op(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
+    with torch.no_grad():
+        return GivensProduct.apply(even_angles, odd_angles, n)
+
+
+@givens_product_op.register_fake
+def _(even_angles, odd_angles, n):
+    return even_angles.new_empty(n, n)
+
+
+@torch.library.custom_op("nnrnn::givens_product_backward", mutates_args=())
+def givens_product_backward_op(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: torch.Tensor,
+                               grad: torch.Tensor) -> list[torch.Tensor]:
+    return list(_givens_backward(even_angles, odd_angles, v, grad))
+
+
+@givens_product_backward_op.register_fake
+def _(even_angles, odd_angles, v, grad):
+    return [torch.empty_like(even_angles), torch.empty_like(odd_angles)]
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1], output)
+
+
+def _op_backward(ctx, grad):
+    even, odd, v = ctx.saved_tensors
+    g_even, g_odd = givens_product_backward_op(even, odd, v, grad.contiguous())
+    return g_even, g_odd, None
+
+
+givens_product_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
 class EURNN(RecurrentModel):
@@ -123,9 +165,10 @@ class EURNN(RecurrentModel):
 
     def _compose(self, suffix):
         even, odd = getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)
+        product = givens_product_op if torch.compiler.is_compiling() else GivensProduct.apply
         if even.dtype in (torch.float16, torch.bfloat16):  # composed in float32, then rounded once
-            return GivensProduct.apply(even.float(), odd.float(), self.hidden_size).to(even.dtype)
-        return GivensProduct.apply(even, odd, self.hidden_size)
+            return product(even.float(), odd.float(), self.hidden_size).to(even.dtype)
+        return product(even, odd, self.hidden_size)
 
     def _recurrent_parameters(self, suffix):
         return [getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)]

@@ -196,18 +196,56 @@ def _modrelu_bias_grad(g: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- autograd function
 
+def _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias) -> torch.Tensor:
+    """H (T, B, N): the input projection of every step, then the loop over steps in place."""
+    with torch.no_grad():
+        h = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
+        _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, choose_loops(h))
+    return h
+
+
+def _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, nonlinearity, has_bias: bool, needs) -> list:
+    """Gradients (inputs, h0, weight_ih, bias, weight_hh, modrelu_bias), None where ``needs`` says no."""
+    need_x, need_h0, need_w, need_b, need_v, need_mb = needs
+    loops = choose_loops(h)  # the forward's choice: a function of h's shape, dtype and device
+    steps, batch, n = h.shape
+    fused_bias_grad = need_mb and nonlinearity == "modrelu" and loops == COMPILED
+    grad_mb = h.new_zeros(n) if fused_bias_grad else None
+    g = _backward_loop(grad_h, h, nonlinearity, weight_hh, loops, grad_mb)
+    dz = g.view(steps * batch, n)
+    grad_x = grad_h0 = grad_w = grad_b = grad_v = None
+    if need_x:
+        grad_x = torch.matmul(g, weight_ih)
+    if need_h0:
+        grad_h0 = torch.mm(g[0], weight_hh)
+    if need_w:
+        # as (xᵀ dz)ᵀ: MKL is several times faster at this orientation when I << N
+        grad_w = torch.mm(inputs.reshape(steps * batch, -1).t(), dz).t().contiguous()
+    if need_b and has_bias:
+        grad_b = dz.sum(0)
+    if need_v:
+        grad_v = torch.mm(g[0].t(), h0)
+        if steps > 1 and loops == ONEDNN:  # (N × TB)(TB × N): linear(X, W) = X Wᵀ with X = dzᵀ, W = Hᵀ
+            chunk = max(1, DV_CHUNK_ELEMENTS // (batch * n))
+            for start in range(1, steps, chunk):
+                stop = min(steps, start + chunk)
+                dz_t = g[start:stop].reshape(-1, n).t()
+                grad_v.add_(onednn_linear(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
+        elif steps > 1:
+            grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
+    if need_mb and nonlinearity == "modrelu" and not fused_bias_grad:
+        grad_mb = _modrelu_bias_grad(g, h)
+    return [grad_x, grad_h0, grad_w, grad_b, grad_v, grad_mb]
+
+
 class FusedRecurrence(torch.autograd.Function):
     """outputs (T, B, N) = FusedRecurrence.apply(inputs, h0, weight_ih, bias, weight_hh,
     nonlinearity, modrelu_bias), T ≥ 1; see the module docstring."""
 
     @staticmethod
     def forward(ctx, inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias):
-        with torch.no_grad():
-            h = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
-            loops = choose_loops(h)
-            _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, loops)
+        h = _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
         ctx.nonlinearity = nonlinearity
-        ctx.loops = loops
         ctx.has_bias = bias is not None
         ctx.save_for_backward(h, h0, inputs, weight_ih, weight_hh)
         return h
@@ -216,36 +254,60 @@ class FusedRecurrence(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_h):
         h, h0, inputs, weight_ih, weight_hh = ctx.saved_tensors
-        nonlinearity = ctx.nonlinearity
-        need_x, need_h0, need_w, need_b, need_v, _, need_mb = ctx.needs_input_grad
-        steps, batch, n = h.shape
-        fused_bias_grad = need_mb and nonlinearity == "modrelu" and ctx.loops == COMPILED
-        grad_mb = h.new_zeros(n) if fused_bias_grad else None
-        g = _backward_loop(grad_h, h, nonlinearity, weight_hh, ctx.loops, grad_mb)
-        dz = g.view(steps * batch, n)
-        grad_x = grad_h0 = grad_w = grad_b = grad_v = None
-        if need_x:
-            grad_x = torch.matmul(g, weight_ih)
-        if need_h0:
-            grad_h0 = torch.mm(g[0], weight_hh)
-        if need_w:
-            # as (xᵀ dz)ᵀ: MKL is several times faster at this orientation when I << N
-            grad_w = torch.mm(inputs.reshape(steps * batch, -1).t(), dz).t().contiguous()
-        if need_b and ctx.has_bias:
-            grad_b = dz.sum(0)
-        if need_v:
-            grad_v = torch.mm(g[0].t(), h0)
-            if steps > 1 and ctx.loops == ONEDNN:  # (N × TB)(TB × N): linear(X, W) = X Wᵀ with X = dzᵀ, W = Hᵀ
-                chunk = max(1, DV_CHUNK_ELEMENTS // (batch * n))
-                for start in range(1, steps, chunk):
-                    stop = min(steps, start + chunk)
-                    dz_t = g[start:stop].reshape(-1, n).t()
-                    grad_v.add_(onednn_linear(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
-            elif steps > 1:
-                grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
-        if need_mb and nonlinearity == "modrelu" and not fused_bias_grad:
-            grad_mb = _modrelu_bias_grad(g, h)
-        return grad_x, grad_h0, grad_w, grad_b, grad_v, None, grad_mb
+        needs = ctx.needs_input_grad
+        grads = _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, ctx.nonlinearity, ctx.has_bias,
+                          needs[:5] + needs[6:])
+        return (*grads[:5], None, grads[5])
+
+
+# ----------------------------------------------------------------------------- as a torch.library op
+# torch.compile and torch.export cannot trace the loops (compiled C++, or data-dependent choices), so while
+# compiling the recurrence is one opaque custom op with a shape function and this same backward.
+
+_KINDS = {kind: name for name, kind in _KIND.items()}
+
+
+@torch.library.custom_op("nnrnn::recurrence", mutates_args=())
+def recurrence_op(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor | None,
+                  weight_hh: torch.Tensor, kind: int, modrelu_bias: torch.Tensor | None) -> torch.Tensor:
+    return _forward(inputs, h0, weight_ih, bias, weight_hh, _KINDS[kind], modrelu_bias)
+
+
+@recurrence_op.register_fake
+def _(inputs, h0, weight_ih, bias, weight_hh, kind, modrelu_bias):
+    return inputs.new_empty(inputs.shape[0], inputs.shape[1], weight_ih.shape[0])
+
+
+@torch.library.custom_op("nnrnn::recurrence_backward", mutates_args=())
+def recurrence_backward_op(grad_h: torch.Tensor, h: torch.Tensor, h0: torch.Tensor, inputs: torch.Tensor,
+                           weight_ih: torch.Tensor, weight_hh: torch.Tensor, kind: int, has_bias: bool,
+                           has_modrelu_bias: bool) -> list[torch.Tensor]:
+    grads = _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, _KINDS[kind], has_bias,
+                      (True, True, True, has_bias, True, has_modrelu_bias))
+    return [g if g is not None else h.new_empty(0) for g in grads]  # an op returns tensors, not None
+
+
+@recurrence_backward_op.register_fake
+def _(grad_h, h, h0, inputs, weight_ih, weight_hh, kind, has_bias, has_modrelu_bias):
+    n = h.shape[-1]
+    return [torch.empty_like(inputs), torch.empty_like(h0), torch.empty_like(weight_ih),
+            h.new_empty(n if has_bias else 0), torch.empty_like(weight_hh), h.new_empty(n if has_modrelu_bias else 0)]
+
+
+def _setup_context(ctx, inputs, output):
+    x, h0, weight_ih, bias, weight_hh, kind, modrelu_bias = inputs
+    ctx.kind, ctx.has_bias, ctx.has_modrelu_bias = kind, bias is not None, modrelu_bias is not None
+    ctx.save_for_backward(output, h0, x, weight_ih, weight_hh)
+
+
+def _op_backward(ctx, grad_h):
+    h, h0, x, weight_ih, weight_hh = ctx.saved_tensors
+    gx, gh0, gw, gb, gv, gmb = recurrence_backward_op(grad_h.contiguous(), h, h0, x, weight_ih, weight_hh, ctx.kind,
+                                                      ctx.has_bias, ctx.has_modrelu_bias)
+    return gx, gh0, gw, gb if ctx.has_bias else None, gv, None, gmb if ctx.has_modrelu_bias else None
+
+
+recurrence_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
 def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor,
@@ -262,9 +324,10 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
         modrelu_bias = None
     if inputs.shape[0] == 0:
         return inputs.new_zeros(0, *h0.shape), h0
-    if torch.is_grad_enabled():
+    if torch.compiler.is_compiling():
+        outputs = recurrence_op(inputs, h0, weight_ih, bias, weight_hh, _KIND[nonlinearity], modrelu_bias)
+    elif torch.is_grad_enabled():
         outputs = FusedRecurrence.apply(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
     else:  # inference (e.g. generating one token at a time): the same loops without an autograd node
-        outputs = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
-        _forward_loop(outputs, h0, weight_hh, nonlinearity, modrelu_bias, choose_loops(outputs))
+        outputs = _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
     return outputs, outputs[-1].clone()  # a tensor of its own, as the reference returns

@@ -9,9 +9,10 @@ Matrices*, §4.2): with the powers X², …, X^q formed once,
     T_m(X) = B_0 + X^q (B_1 + X^q (B_2 + … )),   B_j = Σ_{i<q} X^i / (jq + i)!,
 
 which costs (q − 1) + ⌊m/q⌋ − [q divides m] matrix products; q is chosen to
-minimise that.  The gradient is autograd's, through the same products (the
-exact derivative of the computed polynomial), so no Fréchet code is
-hand-written.
+minimise that.  The gradient is the exact derivative of the computed
+polynomial: reverse mode through the same products (:func:`_adjoint`, twice
+the forward's products), written out so that the evaluation's intermediates
+are kept once and so that torch.compile can treat it as one custom op.
 
 Why not ``torch.linalg.matrix_exp``: it picks degree and scaling from the
 1-norm, which for a dense skew-symmetric A of spectral norm θ is up to
@@ -113,31 +114,22 @@ def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) ->
     return out
 
 
-def expm_skew(a: torch.Tensor) -> torch.Tensor:
-    """exp(A) for a real skew-symmetric (n × n) A, differentiable; see the module docstring.
-
-    The result is orthogonal to rounding error: ‖PᵀP − I‖_max ~1e-7 at n = 128 and ~1e-6 at
-    n = 1024 in float32 for ‖A‖₂ ≤ π.  A is not checked for skew-symmetry (only its use of the
-    2-norm relies on it); pass ``skew(x)``.
-    """
-    if a.dim() != 2 or a.shape[0] != a.shape[1] or not a.is_floating_point():
-        raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
+def _evaluate(a: torch.Tensor):
+    """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
-    if n == 0:
-        return eye
     a2 = matmul(a, a)
-    theta = NORM_SAFETY * spectral_norm_from_square(a2.detach())
+    theta = NORM_SAFETY * spectral_norm_from_square(a2)
     s, m, q = plan(theta, a.dtype)
-    if s:
-        a, a2 = a / 2 ** s, a2 / 4 ** s
+    scale = 2.0 ** -s
+    x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
     coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
+    powers, steps, squares = [None, x, x2], [], []
     if m == 1:
-        p = eye + a
+        p = eye + x
     else:
-        powers = [None, a, a2]
         while len(powers) <= q:
-            powers.append(matmul(powers[-1], a))
+            powers.append(matmul(powers[-1], x))
         blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
         if len(blocks[-1]) == 1:  # c·X^q: a scaling, not a product
             top = blocks.pop()[0]
@@ -145,7 +137,113 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
         else:
             p = _horner_block(powers[:len(blocks[-1])], blocks.pop(), eye)
         for block in reversed(blocks):
+            steps.append(p)  # the factor of P_{j+1} X^q, kept for the adjoint
             p = _horner_block(powers[:q], block, eye) + matmul(p, powers[q])
     for _ in range(s):
+        squares.append(p)
         p = matmul(p, p)
-    return p
+    return p, (scale, m, q, powers, steps, squares)
+
+
+def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
+    """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
+    back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
+    scale, m, q, powers, steps, squares = record
+    g = grad
+    for p in reversed(squares):  # P_{i+1} = P_i P_i
+        g = matmul(g, p.T) + matmul(p.T, g)
+    x = powers[1]
+    d_powers = [None] * (q + 1)
+
+    def accumulate(k: int, value: torch.Tensor) -> None:
+        d_powers[k] = value if d_powers[k] is None else d_powers[k] + value
+
+    if m == 1:
+        accumulate(1, g)
+    else:
+        coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
+        blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
+        top = blocks.pop()[0] if len(blocks[-1]) == 1 else None
+        for j, prev in enumerate(reversed(steps)):  # undo P_j = B_j + P_{j+1} X^q, j = 0, 1, …
+            for i, c in enumerate(blocks[j][1:], 1):
+                accumulate(i, g * c)
+            accumulate(q, matmul(prev.T, g))
+            g = matmul(g, powers[q].T)
+        for i, c in enumerate(blocks[-1][1:], 1):  # the top block, B_top (+ c X^q)
+            accumulate(i, g * c)
+        if top is not None:
+            accumulate(q, g * top)
+        for k in range(q, 1, -1):  # X^k = X^{k-1} X  (X² = X X)
+            if d_powers[k] is not None:
+                accumulate(k - 1, matmul(d_powers[k], x.T))
+                accumulate(1, matmul(powers[k - 1].T, d_powers[k]))
+    return d_powers[1] * scale if scale != 1.0 else d_powers[1]
+
+
+class _ExpmSkew(torch.autograd.Function):
+    """exp(A) with the adjoint of :func:`_adjoint` as its backward (first-order gradients)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        p, ctx.record = _evaluate(a)
+        return p
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        return _adjoint(grad, ctx.record)
+
+
+def expm_skew(a: torch.Tensor) -> torch.Tensor:
+    """exp(A) for a real skew-symmetric (n × n) A, differentiable; see the module docstring.
+
+    The result is orthogonal to rounding error: ‖PᵀP − I‖_max ~1e-7 at n = 128 and ~1e-6 at
+    n = 1024 in float32 for ‖A‖₂ ≤ π.  A is not checked for skew-symmetry (only its use of the
+    2-norm relies on it); pass ``skew(x)``.  The gradient is the exact derivative of the computed
+    series (first order only).
+    """
+    if a.dim() != 2 or a.shape[0] != a.shape[1] or not a.is_floating_point():
+        raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
+    if a.shape[0] == 0:
+        return torch.eye(0, dtype=a.dtype, device=a.device) + a
+    if torch.compiler.is_compiling():  # degree and scaling depend on A's values: one opaque op
+        return expm_skew_op(a)
+    return _ExpmSkew.apply(a)
+
+
+# torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the
+# exponential is one custom op.  Its backward evaluates the series again to have the products the adjoint
+# needs: they depend on that choice, so they cannot be outputs of fixed shape.
+
+@torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
+def expm_skew_op(a: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return _evaluate(a)[0]
+
+
+@expm_skew_op.register_fake
+def _(a):
+    return torch.empty_like(a)
+
+
+@torch.library.custom_op("nnrnn::expm_skew_backward", mutates_args=())
+def expm_skew_backward_op(a: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return _adjoint(grad, _evaluate(a)[1])
+
+
+@expm_skew_backward_op.register_fake
+def _(a, grad):
+    return torch.empty_like(a)
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _backward(ctx, grad):
+    (a,) = ctx.saved_tensors
+    return expm_skew_backward_op(a, grad)
+
+
+expm_skew_op.register_autograd(_backward, setup_context=_setup_context)
