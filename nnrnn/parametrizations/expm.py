@@ -185,13 +185,16 @@ class _ExpmSkew(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a):
-        p, ctx.record = _evaluate(a)
+        with torch.autocast(a.device.type, enabled=False):  # in A's precision, also under autocast
+            p, ctx.record = _evaluate(a)
+        ctx.dtype = a.dtype
         return p
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        return _adjoint(grad, ctx.record)
+        with torch.autocast(grad.device.type, enabled=False):
+            return _adjoint(grad.to(ctx.dtype), ctx.record)
 
 
 def expm_skew(a: torch.Tensor) -> torch.Tensor:

@@ -116,12 +116,13 @@ class SchurForm(nn.Module):
         return self.orthogonal_factor(x), self.normal_factor(), self.triangular_factor()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
-            p = expm_skew(skew(x.float()))
-            theta = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
-            return matmul(matmul(p, theta), p.T).to(x.dtype)
-        p, lam, t = self.factors(x)
-        return matmul(matmul(p, lam + t), p.transpose(-2, -1))
+        with torch.autocast(x.device.type, enabled=False):  # V in the parameters' precision, also under autocast
+            if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
+                p = expm_skew(skew(x.float()))
+                theta = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
+                return matmul(matmul(p, theta), p.T).to(x.dtype)
+            p, lam, t = self.factors(x)
+            return matmul(matmul(p, lam + t), p.transpose(-2, -1))
 
     @torch.no_grad()
     def reset_(self, original: torch.Tensor) -> None:
