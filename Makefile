@@ -18,9 +18,8 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	rm -rf runs/demo-copy  # the demo's own scratch folder, so the demo can be run again
-	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy
+demo: $(STAMP)  # a new folder each time, so that running it again deletes nothing
+	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy-$$(date +%Y%m%d-%H%M%S)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -85,13 +85,13 @@ def add_train_parser(sub) -> None:
 
 def run_train(args) -> int:
     from . import distributed
-    from .train import resolve_config, train
+    from .train import read_config, resolve_config, train
     options = {k: v for k, v in vars(args).items()
                if k not in ("command", "func", "resume", "preset") and v is not None}
     out = Path(options.get("out") or f"runs/{args.task}-{options.get('model', 'nnrnn')}")
     options["out"] = str(out)
     if args.resume and (out / "config.json").is_file():  # the saved options, unless given again
-        saved = json.loads((out / "config.json").read_text())
+        saved = read_config(out / "config.json")
         options = {**{k: v for k, v in saved.items() if k != "preset"}, **options}
     config = resolve_config(options, args.preset)
     try:

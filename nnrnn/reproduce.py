@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import presets
+from . import presets, runlock
 from .errors import UserError
 from .models import MODELS, hidden_size_for, parameter_count
 from .tasks import make_task, task_class
@@ -444,8 +444,9 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         raise ValueError(f"jobs must be a positive integer; got {jobs!r}")
     out = Path(out)
     runs = plan(scale, models, tasks, seeds, data_dir)
-    execute(out, runs, log, jobs)
-    report = write_report(out, scale, runs)
+    with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train
+        execute(out, runs, log, jobs)
+        report = write_report(out, scale, runs)
     log(f"report: {report}")
     return report
 

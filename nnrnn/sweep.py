@@ -304,7 +304,8 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
 
     from .models import model_class
     from .tasks import task_class
-    from .train import resolve_config
+    from .runlock import make_folder
+    from .train import build_task, resolve_config
     if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
         raise ValueError(f"trials must be a positive integer; got {trials!r}")
     if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
@@ -335,7 +336,8 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             sampler = optuna.samplers.TPESampler(constant_liar=True)
 
-    out.mkdir(parents=True, exist_ok=True)
+    build_task(base)  # the data must be there before a study or trial is created (one line if it is not)
+    make_folder(out, "--out")
     url = storage or default_storage(out)
     name = study or f"{task}-{model}"
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)

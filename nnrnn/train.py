@@ -15,15 +15,17 @@ checkpoint, so a resumed run continues exactly as if uninterrupted.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import signal
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from . import checkpoint, distributed, presets
+from . import checkpoint, distributed, presets, runlock
 from .errors import UserError
 from .models import create, model_class, param_groups
 from .models.init import check_scheme, init_
@@ -94,9 +96,18 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
     unknown = set(options) - set(DEFAULTS) - {"preset"}
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
-    config.update({k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    if "steps" in given and "epochs" not in given:  # a length given explicitly replaces the preset's
+        config["epochs"] = None
+    if "epochs" in given and "steps" not in given:
+        config["steps"] = None
+    config.update(given)
     validate(config)
     return config
+
+
+def _number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def validate(config: dict) -> None:
@@ -105,15 +116,27 @@ def validate(config: dict) -> None:
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise ValueError(f"{key} must be a positive integer; got {value!r}")
+    seed = config["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+        raise ValueError(f"seed must be a non-negative integer below 2**63; got {seed!r}")
     for key in ("lr", "lr_orth"):
-        if not config[key] > 0:
-            raise ValueError(f"{key} must be a positive number; got {config[key]!r}")
+        if not (_number(config[key]) and config[key] > 0):
+            raise ValueError(f"{key} must be a positive finite number; got {config[key]!r}")
     for key in ("delta", "t_decay", "clip"):
-        if not config[key] >= 0:
-            raise ValueError(f"{key} must be zero or positive; got {config[key]!r}")
+        if not (_number(config[key]) and config[key] >= 0):
+            raise ValueError(f"{key} must be zero or a positive finite number; got {config[key]!r}")
+    betas = config["betas"]
+    if not (isinstance(betas, (list, tuple)) and len(betas) == 2 and all(_number(b) and 0 <= b < 1 for b in betas)):
+        raise ValueError(f"betas must be two numbers in [0, 1); got {betas!r}")
+    if config["steps"] and config["epochs"]:
+        raise ValueError("give --steps or --epochs, not both")
+    if config["epochs"] and not task_class(config["task"]).has_epochs:
+        raise ValueError(f"epochs needs a task with a fixed training set; {config['task']} draws fresh batches "
+                         f"each update, so give --steps")
+    check_device(config["device"])
     if config["optimizer"] not in ("rmsprop", "adam"):
         raise ValueError(f"optimizer must be 'rmsprop' or 'adam'; got {config['optimizer']!r}")
-    if not 0 <= config["alpha"] < 1:
+    if not (_number(config["alpha"]) and 0 <= config["alpha"] < 1):
         raise ValueError(f"alpha must be in [0, 1); got {config['alpha']!r}")
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
@@ -205,12 +228,17 @@ def build_network(config: dict, input_size: int, output_size: int, readout: str,
                          config.get("readout_bias_init", "zeros"))
 
 
-def build(config: dict):
-    """Task and network for a resolved config."""
+def build_task(config: dict):
+    """The task of a resolved config, its data read (UserError if the data cannot be found or read)."""
     task_options = {k: config[k] for k in ("seed", "batch_size", "eval_batch_size", "T", "bptt", "permute",
                                            "data_dir", "shuffle")
                     if config.get(k) is not None}
-    task = make_task(config["task"], **task_options)
+    return make_task(config["task"], **task_options)
+
+
+def build(config: dict):
+    """Task and network for a resolved config."""
+    task = build_task(config)
     torch.manual_seed(config["seed"])
     net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
     return task, net
@@ -233,10 +261,54 @@ def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
     return None
 
 
-def pick_device(name: str) -> torch.device:
+def check_device(name) -> torch.device:
+    """The device ``name`` stands for; UserError if it is not one or is not present here."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise UserError(f"--device {name!r} is not a device; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UserError(f"--device {name}: no CUDA device is available to this torch ({torch.__version__}); "
+                            f"use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                            f"numbered from 0")
+    elif device.type != "cpu":
+        raise UserError(f"--device {name}: nnrnn trains on cpu or cuda; use one of those")
+    return device
+
+
+pick_device = check_device
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(config: dict) -> None:
+    """UserError, before anything is allocated, when the model's parameters with their gradients and
+    optimizer state alone would not fit in the memory available (a deliberately low estimate: the
+    recurrent matrices' n² storage, four copies)."""
+    available = available_memory()
+    if available is None:
+        return
+    layers = 1
+    storage = 4 * (3 * config["hidden"] ** 2 + 4 * config["hidden"]) * layers  # weight_hh (+ T, generator)
+    needed = 4 * storage  # parameter, gradient and two optimizer buffers
+    if needed > available:
+        raise UserError(f"--hidden {config['hidden']} needs at least {needed / 2 ** 30:,.0f} GiB of memory for its "
+                        f"parameters and training state; {available / 2 ** 30:,.1f} GiB are available; lower --hidden")
 
 
 def total_steps(config: dict, task) -> int:
@@ -363,11 +435,25 @@ class Interrupted(Exception):
         self.exit_code = 128 + signum
 
 
+def read_config(path: Path) -> dict:
+    """A run's saved config.json; UserError naming the file if it cannot be read."""
+    try:
+        saved = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UserError(f"cannot read {path} ({error.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"{path} is not a valid config.json ({error}); restore it or start a new run") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{path} is not a valid config.json (it holds a {type(saved).__name__}, not an object); "
+                        f"restore it or start a new run")
+    return saved
+
+
 def check_resume(folder: Path, config: dict) -> dict:
     saved_path = folder / "config.json"
     if not saved_path.is_file():
         raise UserError(f"cannot resume: {folder} has no config.json; start a new run without --resume")
-    saved = json.loads(saved_path.read_text())
+    saved = read_config(saved_path)
     for key in sorted(set(saved) | set(config)):
         if key in RESUMABLE or key == "out":
             continue
@@ -385,16 +471,26 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
     last checkpoint has been written.
     """
     folder = Path(config["out"])
+    check_memory(config)
+    device = check_device(config["device"])
+    rank, world = distributed.setup(device)
+    # rank 0 writes the run folder and holds its lock; the others only read checkpoints
+    with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
+        return _train(config, folder, resume, on_eval, device, rank, world)
+
+
+def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
     last_path, best_path = folder / "checkpoints" / "last.pt", folder / "checkpoints" / "best.pt"
     if resume:
         if not last_path.is_file():
             raise UserError(f"cannot resume: no checkpoint at {last_path}; start the run without --resume")
         check_resume(folder, config)
+        if rank == 0 and not os.access(last_path.parent, os.W_OK | os.X_OK):
+            raise UserError(f"cannot resume: {last_path.parent} is not writable, so no checkpoint could be saved; "
+                            f"make it writable or copy the run elsewhere")
     elif last_path.exists():
         raise UserError(f"{folder} already holds a run; pass --resume to continue it or choose another --out")
 
-    device = pick_device(config["device"])
-    rank, world = distributed.setup(device)
     device, main = distributed.local_device(device), rank == 0
     task, net = build(config)
     net.to(device)
@@ -409,7 +505,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     schedule = make_schedule(config, optimizer, mode)
 
-    start, state, best, window, bad = 0, None, None, {}, 0
+    start, state, best, window, bad, skipped = 0, None, None, {}, 0, 0
     if resume:
         saved = checkpoint.load(last_path, map_location=device)
         for key in ("task", "model", "hidden"):
@@ -422,13 +518,21 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         if schedule is not None:
             schedule.load_state_dict(saved["schedule"])
         start, best, window, bad = saved["step"], saved["best"], saved["window"], saved["bad_steps"]
+        skipped = saved.get("skipped", 0)
+        if start > steps:
+            raise UserError(f"{folder} is already at update {start}, past the {steps} updates asked for; "
+                            f"give a larger --steps (or --epochs) to train further")
         state = distributed.shard_state(saved["state"], rank, world)
         if saved.get("data") is not None and hasattr(task, "check_data_state"):
             task.check_data_state(saved["data"])
         torch.set_rng_state(saved["rng"])
     elif main:
-        folder.mkdir(parents=True, exist_ok=True)
         checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
+    if resume and start == steps:
+        if main:
+            print(f"[nnrnn] {folder} already finished its {steps} updates; nothing to train (give a larger --steps "
+                  f"to train further)", flush=True)
+        return _result(folder, main)
     log = MetricsLog(folder, start if resume else None) if main else None
     data_state = task.data_state() if hasattr(task, "data_state") else None  # lets --resume verify the data
 
@@ -438,7 +542,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
             checkpoint.save(last_path, {"config": config, "model": net.state_dict(),
                                         "optimizer": optimizer.state_dict(), "step": step, "state": full_state,
                                         "schedule": schedule.state_dict() if schedule is not None else None,
-                                        "best": best, "window": window, "bad_steps": bad,
+                                        "best": best, "window": window, "bad_steps": bad, "skipped": skipped,
                                         "rng": torch.get_rng_state(), "data": data_state})
 
     from tqdm import tqdm
@@ -468,24 +572,25 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                 finite = math.isfinite(loss.item()) and math.isfinite(grad_norm)
                 if world > 1:  # every rank must take the same branch
                     finite = distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
-                if not finite:
+                done = step + 1
+                if finite:
+                    bad = 0
+                    optimizer.step()
+                    state = new_state
+                    accumulate(window, {**stats, "grad_norm": (grad_norm, 1)})
+                else:  # skipped: parameters and carried state stay as they were before this batch
                     bad += 1
+                    skipped += 1
                     if main:
-                        log.log({"step": step + 1, "split": "train", "event": "skipped update",
+                        log.log({"step": done, "split": "train", "event": "skipped update",
                                  "reason": "non-finite loss or gradient"})
                     if bad >= config["max_bad_steps"]:
                         kept = (f"the last good checkpoint is {last_path}" if last_path.exists()
                                 else "no checkpoint had been written yet")
                         raise UserError(f"training diverged: {bad} non-finite losses or gradients in a row at "
-                                        f"update {step + 1}; {kept}; lower --lr or set --clip")
-                    continue  # state stays as it was before this batch
-                bad = 0
-                optimizer.step()
-                state = new_state
-                accumulate(window, {**stats, "grad_norm": (grad_norm, 1)})
+                                        f"update {done}; {kept}; lower --lr or set --clip")
                 bar.update(1)
-                done = step + 1
-                if done % config["log_every"] == 0 or done == steps:
+                if (done % config["log_every"] == 0 or done == steps) and window:
                     record = {"step": done, "split": "train", **task.summarize(distributed.sum_stats(window, world)),
                               "lr": optimizer.param_groups[0]["lr"]}
                     if main:
@@ -496,7 +601,7 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
                     if main:
                         record = {"step": done, "split": "valid", **evaluate(net, task, "valid", device)}
                         log.log(record)
-                        if best is None or better(record[monitor], best):
+                        if math.isfinite(record[monitor]) and (best is None or better(record[monitor], best)):
                             best = record[monitor]
                             checkpoint.save(best_path, {"config": config, "model": net.state_dict(), "step": done,
                                                         "valid": record})
@@ -520,12 +625,27 @@ def train(config: dict, resume: bool = False, on_eval=None) -> dict:
         if main:
             log.close()
             plot_curves(folder, getattr(task, "baseline", None))
+    if skipped and (skipped >= steps or skipped > config["max_bad_steps"]):
+        how_many = "all of them" if skipped >= steps else f"more than --max-bad-steps {config['max_bad_steps']}"
+        raise UserError(f"training diverged: {skipped} of the {steps} updates had a non-finite loss or gradient and "
+                        f"were skipped ({how_many}); the results in {folder} are not trustworthy; lower --lr or "
+                        f"set --clip")
+    last_valid = next((r for r in reversed(read_metrics(folder)) if r["split"] == "valid"), None) if main else None
+    if last_valid is not None and not math.isfinite(last_valid[monitor]):
+        raise UserError(f"training diverged: the validation {monitor} after update {last_valid['step']} is "
+                        f"{last_valid[monitor]}; the results in {folder} are not trustworthy; lower --lr or set --clip")
+    return _result(folder, main, test)
+
+
+def _result(folder: Path, main: bool, test: dict | None = None) -> dict:
+    """What train() returns: the last validation record, and the test metrics when they were taken."""
     if not main:
         return {}
-
-    result = {"valid": next((r for r in reversed(read_metrics(folder)) if r["split"] == "valid"), None)}
+    records = read_metrics(folder)
+    result = {"valid": next((r for r in reversed(records) if r["split"] == "valid"), None)}
+    test = test or next((r for r in reversed(records) if r["split"] == "test"), None)
     if test is not None:
-        result["test"] = test
+        result["test"] = {k: v for k, v in test.items() if k not in ("step", "split")}
     return result
 
 

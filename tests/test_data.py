@@ -22,7 +22,7 @@ from nnrnn.data.cli import add_data_parser
 from nnrnn.data.fetch import Dataset, FileSpec, fetch, fetch_file
 from nnrnn.data.mnist import load_mnist, read_idx
 from nnrnn.data.paths import default_dir
-from nnrnn.data.ptb import EOS, load_ptb, read_ptb
+from nnrnn.data.ptb import EOS, UNKNOWN, load_ptb, read_ptb
 from nnrnn.errors import UserError
 
 
@@ -229,13 +229,16 @@ def test_load_ptb_without_train(tmp_path):
     (tmp_path / "ptb.char.test.txt").write_text("z y x\n")
     corpus = load_ptb(tmp_path)
     assert corpus.split == "valid-as-train"
-    assert corpus.vocab == sorted(set("".join(valid).replace(" ", "")) | {"x", "y", "z", EOS})
+    # the training lines' symbols, the newline, and one unknown symbol for what only the test has
+    train_symbols = set("".join(valid[:18]).replace(" ", ""))
+    assert corpus.vocab == sorted(train_symbols | {EOS}) + [UNKNOWN]
     assert corpus.vocab[0] == EOS
     decode = lambda ids: "".join(corpus.vocab[i] for i in ids)
     assert decode(corpus.train) == "".join(f"line_{i}\n" for i in range(18))      # first 90% of the lines
     assert decode(corpus.valid) == "line_18\nline_19\n"
-    assert decode(corpus.test) == "zyx\n"
+    assert decode(corpus.test) == UNKNOWN * 3 + "\n"  # z, y, x never occur in training
     assert "first 18 lines (90%)" in corpus.note and "nnrnn data fetch ptb" in corpus.note
+    assert "3 in the test text ('x', 'y', 'z')" in corpus.note
 
 
 def test_load_ptb_official_and_missing(tmp_path):
@@ -245,11 +248,25 @@ def test_load_ptb_official_and_missing(tmp_path):
     (tmp_path / "ptb.char.valid.txt").write_text("b a\n")
     (tmp_path / "ptb.char.test.txt").write_text("c\n")
     corpus = load_ptb(tmp_path)
-    assert corpus.split == "official" and corpus.note is None
-    assert corpus.vocab == [EOS, "a", "b", "c", "q"]            # from all files, sorted
-    assert corpus.train.tolist() == [1, 2, 0, 4, 0]
+    assert corpus.split == "official"
+    assert corpus.vocab == [EOS, "a", "b", "q", UNKNOWN]         # the training text's, sorted, then the unknown
+    assert corpus.train.tolist() == [1, 2, 0, 3, 0]
+    assert corpus.test.tolist() == [4, 0] and "1 in the test text ('c')" in corpus.note
+    (tmp_path / "ptb.char.test.txt").write_text("q a\n")
+    clean = load_ptb(tmp_path)
+    assert clean.note is None and clean.vocab == [EOS, "a", "b", "q"]  # nothing unseen: no unknown symbol
     with pytest.raises(UserError, match="ptb.char.valid.txt and ptb.char.test.txt.*nnrnn data fetch ptb"):
         load_ptb(tmp_path / "nowhere")
+
+
+def test_load_ptb_says_what_it_did_with_foreign_symbols_and_tabs(tmp_path):
+    (tmp_path / "ptb.char.train.txt").write_text("a é b\n中 a\n")
+    (tmp_path / "ptb.char.valid.txt").write_text("a\tb\n")
+    (tmp_path / "ptb.char.test.txt").write_text("b a\n")
+    corpus = load_ptb(tmp_path)
+    assert "é" in corpus.vocab and "中" in corpus.vocab and UNKNOWN not in corpus.vocab
+    assert "outside Penn Treebank's printable-ASCII alphabet ('é', '中'); they are kept" in corpus.note
+    assert "ptb.char.valid.txt holds 1 whitespace character(s)" in corpus.note and "'\\t'" in corpus.note
 
 
 # ---------------------------------------------------------------------------- fetch

@@ -142,18 +142,20 @@ def run_analyze(args, load_model) -> int:
     from .inspect import analyze_model
     if not os.path.exists(args.path):
         raise ValueError(f"no run folder or checkpoint at {args.path}")
+    from ..runlock import hold
     model, config = load_model(args.path)
     out = Path(args.out) if args.out else default_analysis_dir(args.path)
     extra = {"source": str(args.path)}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
-    logged = training_gradient_norms(args.path)
-    if logged:
-        from .plots import plot_training_gradients
-        plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
-                                title=f"gradient norm during training ({Path(args.path).name})")
-        summary["files"].append("gradient_norm_training.png")
+    with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
+        summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
+        logged = training_gradient_norms(args.path)
+        if logged:
+            from .plots import plot_training_gradients
+            plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
+                                    title=f"gradient norm during training ({Path(args.path).name})")
+            summary["files"].append("gradient_norm_training.png")
     keys = ("model", "primary", "spectral_radius", "max_singular_value", "departure_from_normality",
             "departure_from_normality_normalized", "mean_gamma", "triangular_fraction")
     for k in keys:

@@ -9,9 +9,15 @@ newline followed by a single space; the paper's code counts that whitespace-only
 remainder as one more, empty line with its own ``<eos>``; we do not.)  The 49
 printable symbols plus the newline give a vocabulary of 50.
 
-The vocabulary is the sorted set of symbols in all files present (the same for
-every split, deterministic) and is kept in :attr:`PTBCorpus.vocab` so a checkpoint
-can store and verify it.
+The vocabulary is the sorted set of symbols of the *training* text plus the newline
+(deterministic), kept in :attr:`PTBCorpus.vocab` so a checkpoint can store and verify
+it.  A character of the validation or test text that the training text never has
+would be an output class the model cannot learn: such characters are read as one
+unknown symbol, :data:`UNKNOWN` (U+FFFD, then the last entry of the vocabulary), and
+:attr:`PTBCorpus.note` says which and how many.  Symbols outside Penn Treebank's
+printable-ASCII alphabet in the training text are kept as symbols of their own, with
+a note; so are whitespace characters other than the separating spaces and newlines
+(a tab, say), which the format cannot represent and which are dropped, with a note.
 
 Splits: with ``ptb.char.train.txt`` present, the official train / valid / test.
 Without it (valid and test present), training uses the first 90% of the lines of
@@ -32,6 +38,7 @@ from ..errors import UserError
 from .paths import resolve_dir
 
 EOS = "\n"
+UNKNOWN = "\ufffd"  # what a validation or test character unseen in training is read as
 FETCH_HINT = "run `nnrnn data fetch ptb`"
 FILES = {split: f"ptb.char.{split}.txt" for split in ("train", "valid", "test")}
 TRAIN_FRACTION = 0.9
@@ -40,6 +47,11 @@ TRAIN_FRACTION = 0.9
 def read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> list[str]:
     """The lines of a ptb.char file, each as a string of its symbols with spaces removed
     (one character per token); raises :class:`UserError` if it is not in that format."""
+    return _read_ptb(path, hint)[0]
+
+
+def _read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> tuple[list[str], dict[str, int]]:
+    """(lines, {whitespace character other than space and newline: count}) of a ptb.char file."""
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -62,11 +74,16 @@ def read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> list[str]:
                         f"so it may be the word-level file); use Mikolov's ptb.char.*.txt or {hint}")
     if not n_tokens:
         raise UserError(f"{path} holds no characters; replace it with Mikolov's ptb.char file or {hint}")
-    return lines
+    stray = {c: text.count(c) for c in set(text) if c.isspace() and c not in " \n"}
+    return lines, stray
+
+
+def _show(symbols) -> str:
+    return ", ".join(repr(c) for c in sorted(symbols)[:8]) + (", …" if len(symbols) > 8 else "")
 
 
 def encode(lines: list[str], vocab: list[str]) -> np.ndarray:
-    """int64 token ids of the lines, each line followed by EOS."""
+    """int64 token ids of the lines, each line followed by EOS; every symbol must be in ``vocab``."""
     text = EOS.join(lines) + EOS
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     table = np.array([ord(s) for s in vocab], dtype=np.uint32)   # sorted, as vocab is
@@ -121,20 +138,42 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
             raise UserError(f"found {FILES['train']} but not {lack} in {folder}; {FETCH_HINT} to complete it")
         raise UserError(missing_message(folder))
     paths = {s: folder / f for s, f in FILES.items() if (folder / f).is_file()}
-    lines = {s: read_ptb(p) for s, p in paths.items()}
-    vocab = sorted(set(EOS).union(*(set("".join(ls)) for ls in lines.values())))
+    read = {s: _read_ptb(p) for s, p in paths.items()}
+    lines = {s: r[0] for s, r in read.items()}
+    notes = [f"{paths[s].name} holds {sum(stray.values())} whitespace character(s) other than spaces and newlines "
+             f"({_show(stray)}), which the ptb.char format cannot represent; they were dropped"
+             for s, (_, stray) in read.items() if stray]
     if "train" in lines:
-        ids = {s: encode(ls, vocab) for s, ls in lines.items()}
-        return PTBCorpus(vocab, ids["train"], ids["valid"], ids["test"], folder, "official", None,
-                         {s: str(p) for s, p in paths.items()})
-    valid_lines = lines["valid"]
-    cut = int(round(TRAIN_FRACTION * len(valid_lines)))
-    if cut < 1 or cut >= len(valid_lines):
-        raise UserError(f"{paths['valid']} has only {len(valid_lines)} lines, too few to carve out a training "
-                        f"set; {FETCH_HINT} to get {FILES['train']}")
-    note = (f"{FILES['train']} was not found in {folder}, so training uses the first {cut:,} lines (90%) of "
-            f"{FILES['valid']}, validation its last {len(valid_lines) - cut:,} lines, and test {FILES['test']}; "
-            f"bits per character are not comparable with the paper's (`nnrnn data fetch ptb` gets the training file)")
-    return PTBCorpus(vocab, encode(valid_lines[:cut], vocab), encode(valid_lines[cut:], vocab),
-                     encode(lines["test"], vocab), folder, "valid-as-train", note,
+        split, train, valid, test, note = "official", lines["train"], lines["valid"], lines["test"], None
+    else:
+        cut = int(round(TRAIN_FRACTION * len(lines["valid"])))
+        if cut < 1 or cut >= len(lines["valid"]):
+            raise UserError(f"{paths['valid']} has only {len(lines['valid'])} lines, too few to carve out a training "
+                            f"set; {FETCH_HINT} to get {FILES['train']}")
+        split, train, valid, test = "valid-as-train", lines["valid"][:cut], lines["valid"][cut:], lines["test"]
+        note = (f"{FILES['train']} was not found in {folder}, so training uses the first {cut:,} lines (90%) of "
+                f"{FILES['valid']}, validation its last {len(lines['valid']) - cut:,} lines, and test "
+                f"{FILES['test']}; bits per character are not comparable with the paper's (`nnrnn data fetch ptb` "
+                f"gets the training file)")
+    symbols = set("".join(train))
+    foreign = {c for c in symbols if not " " < c <= "~"}
+    if foreign:
+        notes.append(f"the training text has {len(foreign)} symbol(s) outside Penn Treebank's printable-ASCII "
+                     f"alphabet ({_show(foreign)}); they are kept as symbols of their own")
+    vocab = sorted(symbols | {EOS})
+    unseen = {}  # split name -> (unseen symbols, how many times they occur)
+    for name, split_lines in (("validation", valid), ("test", test)):
+        text = "".join(split_lines)
+        missing = set(text) - symbols
+        if missing:
+            unseen[name] = (missing, sum(text.count(c) for c in missing))
+    if unseen:
+        vocab.append(UNKNOWN)  # U+FFFD sorts after every other symbol here; appended, the ids stay sorted
+        table = str.maketrans({c: UNKNOWN for group, _ in unseen.values() for c in group})
+        valid, test = [line.translate(table) for line in valid], [line.translate(table) for line in test]
+        notes.append("characters that the training text never has were read as the unknown symbol U+FFFD: "
+                     + "; ".join(f"{count} in the {name} text ({_show(group)})"
+                                 for name, (group, count) in unseen.items()))
+    note = "; ".join(([note] if note else []) + notes) or None
+    return PTBCorpus(vocab, encode(train, vocab), encode(valid, vocab), encode(test, vocab), folder, split, note,
                      {s: str(p) for s, p in paths.items()})

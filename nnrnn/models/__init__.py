@@ -1,6 +1,8 @@
 """The recurrent models of the paper behind one constructor, :func:`create`."""
 from __future__ import annotations
 
+import math
+
 from torch import nn
 from torch.nn.utils import parametrize
 
@@ -52,8 +54,8 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
     ``init="concat"``, are left out); an empty orthogonal group is left out.
     """
     for name, value in (("lr", lr), ("lr_orth", lr_orth)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"{name} must be a positive number; got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     orth = orthogonal_parameters(model)
     orth_ids = {id(p) for p in orth}
     rest = [p for p in model.parameters() if id(p) not in orth_ids and p.requires_grad]

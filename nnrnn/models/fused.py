@@ -324,6 +324,8 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
         modrelu_bias = None
     if inputs.shape[0] == 0:
         return inputs.new_zeros(0, *h0.shape), h0
+    if inputs.shape[1] == 0:  # an empty batch: empty outputs, as torch.nn.RNN gives (the loops need rows)
+        return torch.nn.functional.linear(inputs, weight_ih, bias), h0.clone()
     if torch.compiler.is_compiling():
         outputs = recurrence_op(inputs, h0, weight_ih, bias, weight_hh, _KIND[nonlinearity], modrelu_bias)
     elif torch.is_grad_enabled():

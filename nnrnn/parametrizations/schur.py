@@ -155,6 +155,9 @@ class SchurForm(nn.Module):
         ``weight_decay`` on T.  (With gradient clipping the two differ: here the decay is part of
         the clipped gradient.)
         """
+        for name, value in (("delta", delta), ("t_decay", t_decay)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be zero or a positive finite number; got {value!r}")
         return delta * (1 - self.gamma).pow(2).sum() + (0.5 * t_decay) * self.triangular_factor().pow(2).sum()
 
 

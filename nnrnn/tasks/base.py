@@ -37,6 +37,7 @@ class Task:
     token_inputs: bool = False     # inputs are token ids, which the trainer embeds or one-hot encodes
     vocab_size: int | None = None  # their vocabulary size (set by token tasks once the data is read)
     steps_per_epoch: int | None = None  # None: fresh random batches, no epochs
+    has_epochs: bool = True        # False for tasks that draw fresh random batches (copy, adding)
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")
 
@@ -72,6 +73,8 @@ LN2 = math.log(2.0)
 class SyntheticTask(Task):
     """A task whose batches are drawn fresh from ``make_batch(T, batch_size, generator)``:
     training batch k from stream (seed, 0, k), evaluation batch i from (seed, 1 or 2, i)."""
+
+    has_epochs = False
 
     TRAIN, VALID, TEST = 0, 1, 2
 

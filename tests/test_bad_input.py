@@ -1,0 +1,334 @@
+"""A user's mistakes: each gives one plain line on stderr and exit code 2 (the command line), or a
+ValueError/TypeError naming the argument (the library), or torch.nn.RNN's behaviour; none loses work."""
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import nnrnn
+from nnrnn import cli, runlock
+from nnrnn.parametrizations import orthogonal, schur
+
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+TINY = ["--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
+
+
+def run_cli(capsys, *argv):
+    """(exit code, stderr) of ``nnrnn ARGV`` run in this process."""
+    code = cli.main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def assert_one_line(code, err, *expected):
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("nnrnn: error: "), err
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != runlock.LOCK_NAME}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished copy run, for the cases that point at an existing run folder."""
+    folder = tmp_path_factory.mktemp("runs") / "done"
+    assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(folder), *TINY]) == 0
+    return folder
+
+
+# --------------------------------------------------------------------------- options
+
+BAD_OPTIONS = [
+    (["train", "gru"], "unknown task 'gru'"),
+    (["train", "copy", "--model", "gru"], "unknown model 'gru'"),
+    (["train", "copy", "--hidden", "0"], "hidden must be a positive integer"),
+    (["train", "copy", "--hidden", "-5"], "hidden must be a positive integer"),
+    (["train", "copy", "--hidden", "1.5"], "invalid int value"),
+    (["train", "copy", "--lr", "0"], "lr must be a positive finite number"),
+    (["train", "copy", "--lr", "-1"], "lr must be a positive finite number"),
+    (["train", "copy", "--lr", "nan"], "lr must be a positive finite number"),
+    (["train", "copy", "--lr", "inf"], "lr must be a positive finite number"),
+    (["train", "copy", "--lr", "fast"], "invalid float value"),
+    (["train", "copy", "--lr-orth", "inf"], "lr_orth must be a positive finite number"),
+    (["train", "copy", "--alpha", "1.0"], "alpha must be in [0, 1)"),
+    (["train", "copy", "--alpha", "nan"], "alpha must be in [0, 1)"),
+    (["train", "copy", "--delta", "-1"], "delta must be zero or a positive finite number"),
+    (["train", "copy", "--delta", "inf"], "delta must be zero or a positive finite number"),
+    (["train", "copy", "--t-decay", "nan"], "t_decay must be zero or a positive finite number"),
+    (["train", "copy", "--clip", "-1"], "clip must be zero or a positive finite number"),
+    (["train", "copy", "--clip", "inf"], "clip must be zero or a positive finite number"),
+    (["train", "copy", "--optimizer", "adam", "--betas", "1.5", "0.9"], "betas must be two numbers in [0, 1)"),
+    (["train", "copy", "--steps", "0"], "steps must be a positive integer"),
+    (["train", "copy", "--epochs", "0"], "epochs must be a positive integer"),
+    (["train", "copy", "--epochs", "3"], "epochs needs a task with a fixed training set"),
+    (["train", "copy", "--steps", "5", "--epochs", "2"], "give --steps or --epochs, not both"),
+    (["train", "copy", "--seed", "-3"], "seed must be a non-negative integer"),
+    (["train", "copy", "--seed", str(2 ** 64)], "seed must be a non-negative integer"),
+    (["train", "copy", "--batch-size", "0"], "batch_size must be a positive integer"),
+    (["train", "copy", "--T", "0"], "T must be a positive integer"),
+    (["train", "copy", "--eval-batch-size", "0"], "eval_batch_size must be a positive integer"),
+    (["train", "copy", "--log-every", "0"], "log_every must be a positive integer"),
+    (["train", "copy", "--max-bad-steps", "0"], "max_bad_steps must be a positive integer"),
+    (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
+    (["train", "copy", "--model", "nnrnn", "--init", "glorot"], "init must be one of henaff, cayley, random"),
+    (["train", "copy", "--model", "lstm", "--init", "cayley"], "init must be 'glorot' or 'concat'"),
+    (["train", "copy", "--input-init", "orthogonal"], "input_init must be one of"),
+    (["train", "copy", "--readout-init", "uniform:-1"], "readout_init must be one of"),
+    (["train", "copy", "--embedding", "-1"], "embedding must be a non-negative integer"),
+    (["train", "copy", "--embedding", "16"], "--embedding applies to token inputs"),
+    (["train", "copy", "--nonlinearity", "gelu"], "invalid choice"),
+    (["train", "copy", "--triangular", "upper"], "invalid choice"),
+    (["train", "copy", "--lr-schedule", "cosine"], "invalid choice"),
+    (["train", "copy", "--shuffle", "sometimes"], "invalid choice"),
+    (["train", "copy", "--device", "cuda"], "no CUDA device is available"),
+    (["train", "copy", "--device", "cuda:7"], "CUDA"),
+    (["train", "copy", "--device", "tpu"], "--device 'tpu' is not a device"),
+    (["train", "copy", "--device", "mps"], "trains on cpu or cuda"),
+    (["train", "copy", "--hidden", "100000000"], "needs at least"),
+    (["train", "copy", "--preset", "fast"], "unknown preset 'fast'"),
+    (["train", "ptb", "--preset", "paper", "--bptt", "200"], "has no settings for task 'ptb-200'"),
+    (["train", "copy", "--frobnicate"], "unrecognized arguments"),
+    (["train", "psmnist", "--data-dir", "/nonexistent/nnrnn"], "MNIST"),
+    (["train", "ptb", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
+    (["eval", "/nonexistent/run"], "no checkpoint at /nonexistent/run"),
+    (["analyze", "/nonexistent/run"], "no run folder or checkpoint at /nonexistent/run"),
+    (["presets", "fast"], "unknown preset 'fast'"),
+    (["data", "fetch", "cifar"], "invalid choice"),
+    (["sweep", "copy", "--trials", "0"], "trials must be a positive integer"),
+    (["sweep", "ptb", "--trials", "1", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
+    (["reproduce", "--jobs", "0"], "jobs must be a positive integer"),
+    (["reproduce", "--scale", "huge"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
+def test_bad_option_gives_one_line_and_exit_2_before_any_folder(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(capsys, *argv, *(["--out", "run"] if argv[0] in ("train", "sweep") else []))
+    assert_one_line(code, err, expected)
+    assert not (tmp_path / "run" / "config.json").exists(), "a rejected run must not create its folder"
+
+
+# --------------------------------------------------------------------------- run folders
+
+def test_out_is_a_file_or_inside_one(capsys, tmp_path):
+    (tmp_path / "afile").write_text("mine")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile", *TINY), "is a file, not a folder")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile" / "x", *TINY),
+                    "which is a file, not a folder")
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_unwritable_out_and_checkpoints(capsys, tmp_path, monkeypatch, finished_run):
+    # the sandbox may run as root, which ignores file modes: the refusal itself is what is simulated
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if "locked" in str(path) or "checkpoints" in str(path)
+                        else real_access(path, mode))
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "locked", *TINY), "permission denied")
+    before = snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "6", *TINY),
+                    "is not writable")
+    assert snapshot(finished_run) == before
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_folder(capsys, tmp_path):
+    with runlock.hold(tmp_path / "busy"):
+        code, err = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "busy", *TINY)
+    assert_one_line(code, err, "is in use by another nnrnn process", f"pid {os.getpid()}")
+    assert not (tmp_path / "busy" / "config.json").exists()
+    assert run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "busy", *TINY)[0] == 0  # released
+
+
+def test_a_killed_holders_lock_is_not_stale(tmp_path):
+    import subprocess
+    import sys
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnrnn import runlock\n"
+                               f"with runlock.hold({str(tmp_path / 'run')!r}):\n print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(nnrnn.errors.UserError, match=f"pid {holder.pid}"):
+        with runlock.hold(tmp_path / "run"):
+            pass
+    holder.kill()
+    holder.wait()
+    with runlock.hold(tmp_path / "run"):  # the kernel released the killed process's lock
+        pass
+
+
+def test_existing_runs_are_never_overwritten_or_misresumed(capsys, finished_run, tmp_path):
+    before = snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, *TINY), "already holds a run")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "2", *TINY),
+                    "already at update 4, past the 2 updates asked for")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--lr", "0.5", *TINY),
+                    "option lr was")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "none", "--resume", *TINY),
+                    "cannot resume: no checkpoint")
+    code = cli.main(["train", "copy", "--out", str(finished_run), "--resume", *TINY])
+    out = capsys.readouterr().out
+    assert code == 0 and "already finished its 4 updates; nothing to train" in out
+    assert snapshot(finished_run) == before
+
+
+def test_corrupt_files_are_named(capsys, finished_run, tmp_path):
+    import shutil
+    broken = tmp_path / "broken"
+    shutil.copytree(finished_run, broken)
+    (broken / "config.json").write_text('{"task": "copy", oops')
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", *TINY),
+                    f"{broken / 'config.json'} is not a valid config.json")
+    (broken / "config.json").write_text((finished_run / "config.json").read_text())
+    (broken / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
+    assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY),
+                    "last.pt is not a readable nnrnn checkpoint")
+    (broken / "checkpoints" / "best.pt").write_bytes((finished_run / "checkpoints" / "best.pt").read_bytes()[:100])
+    assert_one_line(*run_cli(capsys, "eval", broken), "best.pt is not a readable nnrnn checkpoint")
+
+
+# --------------------------------------------------------------------------- runs that go wrong
+
+def test_every_update_non_finite_fails_the_run(capsys, tmp_path, monkeypatch):
+    from nnrnn.tasks import copy as copy_task
+    real = copy_task.make_batch
+
+    def nan_batches(T, batch_size, gen):
+        inputs, targets = real(T, batch_size, gen)
+        return inputs * float("nan"), targets
+    monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(nan_batches))
+    code, err = run_cli(capsys, "train", "copy", "--steps", "5", "--out", tmp_path / "r", *TINY)
+    assert_one_line(code, err, "training diverged: 5 of the 5 updates", "all of them")
+    assert (tmp_path / "r" / "metrics.jsonl").is_file()  # what was written stays
+
+
+def test_more_skipped_updates_than_allowed_fails_the_run(capsys, tmp_path, monkeypatch):
+    from nnrnn.tasks import copy as copy_task
+    real = copy_task.make_batch
+
+    def every_other_nan(T, batch_size, gen):
+        inputs, targets = real(T, batch_size, gen)
+        return (inputs * float("nan") if torch.rand((), generator=gen) < 0.7 else inputs), targets
+    monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(every_other_nan))
+    code, err = run_cli(capsys, "train", "copy", "--steps", "20", "--max-bad-steps", "3", "--out", tmp_path / "r",
+                        *TINY)
+    assert_one_line(code, err, "training diverged")
+
+
+def test_exploding_learning_rate_fails_the_run(capsys, tmp_path):
+    code, err = run_cli(capsys, "train", "copy", "--lr", "1e6", "--steps", "30", "--max-bad-steps", "100",
+                        "--out", tmp_path / "r", "--no-progress")
+    assert_one_line(code, err, "training diverged")
+
+
+# --------------------------------------------------------------------------- data
+
+@pytest.mark.skipif(not (SHARED / "ptb" / "ptb.char.valid.txt").is_file(), reason="shared PTB files not found")
+def test_ptb_characters_unseen_in_training_are_reported(capsys, tmp_path):
+    valid = (SHARED / "ptb" / "ptb.char.valid.txt").read_text()
+    (tmp_path / "ptb.char.valid.txt").write_text(valid)
+    (tmp_path / "ptb.char.test.txt").write_text("a b é c\n中 _ a\n" + "a _ b c\n" * 20)
+    code = cli.main(["train", "ptb", "--steps", "1", "--hidden", "8", "--batch-size", "64", "--eval-every", "1",
+                     "--eval-batch-size", "2", "--no-progress", "--data-dir", str(tmp_path), "--out",
+                     str(tmp_path / "r")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "read as the unknown symbol U+FFFD: 2 in the test text ('é', '中')" in out
+
+
+# --------------------------------------------------------------------------- the library
+
+API_CASES = [
+    (lambda: nnrnn.create("gru", 3, 4), ValueError, "unknown model 'gru'"),
+    (lambda: nnrnn.create("nnrnn", 3, 0), ValueError, "hidden_size must be a positive int"),
+    (lambda: nnrnn.create("nnrnn", 3.0, 4), TypeError, "input_size must be a positive int"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, num_layers=0), ValueError, "num_layers must be a positive int"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, dropout=1.5), ValueError, "dropout must be a number in [0, 1]"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, bidirectional="yes"), TypeError, "bidirectional must be True or False"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, nonlinearity="gelu"), ValueError, "nonlinearity must be one of"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, triangular="upper"), ValueError, "triangular must be 'strict' or 'block'"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, input_init="orthogonal"), ValueError, "input_init must be one of"),
+    (lambda: nnrnn.create("exprnn", 3, 4, init="glorot"), ValueError, "init must be one of"),
+    (lambda: nnrnn.create("eurnn", 3, 4, capacity=0), ValueError, "capacity must be a positive int"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 7)), ValueError, "input.size(-1) must be equal to input_size"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5)), ValueError, "input must be 2-d"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.ones(5, 2, 3, dtype=torch.long)), TypeError, "floating-point"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3, dtype=torch.float64)), TypeError,
+     "input must have the model's dtype torch.float32"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(2, 2, 4)), ValueError,
+     "hx must have shape (1, 2, 4)"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), [0]), TypeError, "hx must be a torch.Tensor"),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4)), TypeError,
+     "hx must be a tuple (h_0, c_0)"),
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(float("nan"), 0.0), ValueError, "delta must be"),
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(0.0, -1.0), ValueError, "t_decay must be"),
+    (lambda: schur(nnrnn.create("nnrnn", 3, 4), "weight_hh_l0"), ValueError, "already has a SchurForm constraint"),
+    (lambda: orthogonal(schur(torch.nn.RNN(3, 4), "weight_hh_l0"), "weight_hh_l0"), ValueError, "already has"),
+    (lambda: schur(torch.nn.Linear(3, 4)), ValueError, "needs a square 2-d weight"),
+    (lambda: nnrnn.param_groups(nnrnn.create("nnrnn", 3, 4), lr=float("inf"), lr_orth=1e-3), ValueError,
+     "lr must be a positive"),
+    (lambda: nnrnn.hidden_size_for("nnrnn", -5, 1, 1), ValueError, "n_params must be a positive int"),
+    (lambda: nnrnn.create("nnrnn", 3, 4).recurrent_matrix(layer=3), ValueError, "layer must be in [0, 1)"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", API_CASES, ids=[m for _, _, m in API_CASES])
+def test_library_errors_name_the_argument(call, error, message):
+    with pytest.raises(error) as raised:
+        call()
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("name", list(nnrnn.MODELS))
+def test_an_empty_batch_gives_empty_outputs_like_torch(name):
+    model = nnrnn.create(name, 3, 4, num_layers=2)
+    out, h = model(torch.randn(6, 0, 3))
+    ref_out, ref_h = torch.nn.RNN(3, 4, 2)(torch.randn(6, 0, 3))
+    assert out.shape == ref_out.shape and (h[0] if isinstance(h, tuple) else h).shape == ref_h.shape
+
+
+# --------------------------------------------------------------------------- random bad combinations
+
+GOOD = {"--steps": ["2"], "--hidden": ["6", "8"], "--seed": ["0", "3"], "--lr": ["1e-3"], "--batch-size": ["2"],
+        "--T": ["3"], "--model": ["nnrnn", "exprnn", "rnn", "lstm", "eurnn", "rnn-orth"]}
+BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["-1", "1e3"], "--lr": ["0", "inf", "nan", "-3"],
+       "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"], "--delta": ["-1", "inf"], "--t-decay": ["nan"],
+       "--clip": ["-1", "inf"], "--batch-size": ["0"], "--T": ["0", "-4"], "--epochs": ["3"],
+       "--device": ["cuda", "gpu", "cuda:9"], "--input-init": ["normal"], "--readout-bias-init": ["uniform:x"],
+       "--init": ["orthogonal"], "--model": ["gru"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
+       "--embedding": ["3"], "--preset": ["nope"]}
+
+
+@st.composite
+def bad_command(draw):
+    bad = draw(st.lists(st.sampled_from(sorted(BAD)), min_size=1, max_size=3, unique=True))
+    good = draw(st.lists(st.sampled_from(sorted(set(GOOD) - set(bad))), max_size=4, unique=True))
+    argv = ["train", "copy"]
+    for flag in good:
+        argv += [flag, draw(st.sampled_from(GOOD[flag]))]
+    for flag in bad:
+        argv += [flag, draw(st.sampled_from(BAD[flag]))]
+    return argv, draw(st.booleans()), draw(st.booleans())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=bad_command())
+def test_random_bad_combinations_exit_2_and_touch_no_run(case, capsys, finished_run):
+    argv, use_existing, resume = case
+    before = snapshot(finished_run)
+    if use_existing:
+        argv += ["--out", str(finished_run)] + (["--resume"] if resume else [])
+    else:
+        argv += ["--out", str(finished_run.parent / "never")]
+    code, err = run_cli(capsys, *argv, "--no-progress")
+    assert_one_line(code, err)
+    assert snapshot(finished_run) == before
+    assert not (finished_run.parent / "never" / "config.json").exists()
