@@ -21,6 +21,7 @@ of its validation file when only ``shared/data`` is present):
 * ``cpu-long``: runs to convergence at small sizes in about 1.5 hours with
   ``--jobs 2``: copy and psMNIST in the fixed-hidden-units column (the paper's
   main-text figures), PTB in both columns (its Table 1), 3 seeds.
+* ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and lengths; meant for GPUs.
 """
 from __future__ import annotations
@@ -67,6 +68,19 @@ SCALES = {
             "ptb": {"hidden": 128, "columns": BOTH,
                     "options": {"bptt": 150, "batch_size": 32, "epochs": 30, "eval_every": 74, "log_every": 10,
                                 "eval_batch_size": 50}},
+        },
+    },
+    "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
+        "seeds": [0],
+        "tasks": {
+            "copy": {"hidden": 16, "columns": ("hidden",),
+                     "options": {"T": 20, "batch_size": 4, "steps": 6, "eval_every": 3, "log_every": 3}},
+            "psmnist": {"hidden": 16, "columns": ("hidden",),
+                        "options": {"batch_size": 8, "steps": 3, "eval_every": 3, "log_every": 3,
+                                    "eval_batch_size": 1000}},
+            "ptb": {"hidden": 16, "columns": ("hidden",),
+                    "options": {"bptt": 150, "batch_size": 16, "steps": 3, "eval_every": 3, "log_every": 3,
+                                "eval_batch_size": 500}},
         },
     },
     "paper": {

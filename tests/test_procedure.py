@@ -1,0 +1,264 @@
+"""The training procedure itself: what the optimizer groups hold, that the penalty and lr_orth act in the
+real training loop, that resume restores every piece of state, that checkpoint writes are atomic, and each
+task's data layout and baseline against values worked out by hand from the paper.  References here come
+from the paper or from an independent computation, never from the module under test."""
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from nnrnn import checkpoint
+from nnrnn import train as trainer
+from nnrnn.train import make_optimizer, read_metrics, resolve_config, train
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or REPO.parent / "shared" / "data")
+
+
+def copy_config(tmp_path, name="run", **options):
+    return resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 4, "batch_size": 4, "steps": 2,
+                           "log_every": 1, "eval_every": 1, "progress": False, "out": str(tmp_path / name), **options})
+
+
+def with_network(monkeypatch, edit):
+    """Make the trainer's build() apply ``edit(net)`` to the network it builds, before training starts."""
+    real = trainer.build
+
+    def build(config):
+        task, net = real(config)
+        with torch.no_grad():
+            edit(net)
+        return task, net
+    monkeypatch.setattr(trainer, "build", build)
+
+
+def parameters(run: Path) -> dict:
+    return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
+
+
+# --------------------------------------------------------------------------- optimizer groups and penalty
+
+def test_optimizer_groups_hold_each_parameter_once_at_its_learning_rate(tmp_path):
+    config = copy_config(tmp_path, lr=3e-3, lr_orth=2e-5)
+    _, net = trainer.build(config)
+    optimizer = make_optimizer(config, net)
+    groups = {g["name"]: g for g in optimizer.param_groups}
+    generator = net.rnn.parametrizations.weight_hh_l0.original
+    assert [p is generator for p in groups["orthogonal"]["params"]] == [True] and groups["orthogonal"]["lr"] == 2e-5
+    rest = {id(p) for p in groups["default"]["params"]}
+    assert rest == {id(p) for p in net.parameters() if p is not generator} and groups["default"]["lr"] == 3e-3
+    assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.defaults["alpha"] == config["alpha"]
+
+
+def test_the_penalty_acts_on_gamma_and_t_in_the_training_loop(tmp_path, monkeypatch):
+    """δ Σ(1 - γ)² and t_decay‖T‖²/2 in the trainer's loss: with γ = 0.5 and a large δ every γ moves up in
+    the first update; with a large t_decay every entry of T moves toward 0 (RMSprop's first step has the
+    sign of the gradient, which these penalties dominate)."""
+    torch.manual_seed(0)
+    t0 = torch.randn(8, 8).tril(-1)
+
+    def edit(net):
+        net.rnn.schur_form.gamma.fill_(0.5)
+        net.rnn.schur_form.lower.copy_(t0)
+    with_network(monkeypatch, edit)
+    train(copy_config(tmp_path, steps=1, delta=1e4, t_decay=1e4, lr=1e-3))
+    after = parameters(tmp_path / "run")
+    gamma, lower = after["rnn.parametrizations.weight_hh_l0.0.gamma"], after["rnn.parametrizations.weight_hh_l0.0.lower"]
+    assert torch.all(gamma > 0.5)
+    moved = lower[t0 != 0]
+    assert torch.all(moved.abs() < t0[t0 != 0].abs())
+
+
+def test_the_orthogonal_generator_trains_at_lr_orth(tmp_path):
+    train(copy_config(tmp_path, steps=3, lr=1e-2, lr_orth=1e-7))
+    start = parameters(tmp_path / "run")
+    config = copy_config(tmp_path, name="init", steps=1, lr=1e-12, lr_orth=1e-12)
+    _, net = trainer.build(config)  # the same seed: the initial parameters of the run above
+    initial = net.state_dict()
+    generator = "rnn.parametrizations.weight_hh_l0.original"
+    moved = (start[generator] - initial[generator]).abs().max().item()
+    assert 0 < moved < 3 * 1e-7 * 10 * 1.01  # RMSprop moves at most lr / sqrt(1 - α) per update: α = 0.99 → 10 lr
+    assert (start["rnn.weight_ih_l0"] - initial["rnn.weight_ih_l0"]).abs().max().item() > 1e-3
+
+
+# --------------------------------------------------------------------------- resume
+
+def fake_ptb(folder: Path) -> Path:
+    import random
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, lines in (("valid", 400), ("test", 40)):
+        text = "\n".join(" ".join(rng.choice("abcdefgh_") for _ in range(rng.randint(5, 40))) for _ in range(lines))
+        (folder / f"ptb.char.{split}.txt").write_text(text + "\n")
+    return folder
+
+
+def test_resume_restores_the_carried_ptb_state_and_the_schedule(tmp_path, monkeypatch):
+    """PTB carries the hidden state across segments and halves the learning rate on a plateau: a run stopped
+    after 3 updates and resumed to 6 ends with the parameters, learning rates and metrics of a run of 6."""
+    data = fake_ptb(tmp_path / "ptb")
+    scores = {"whole": iter([3.0, 3.1, 2.9, 3.2, 2.8, 3.3, 9, 9]), "split": iter([3.0, 3.1, 2.9, 3.2, 2.8, 3.3, 9, 9])}
+    which = {"run": "whole"}
+    real_evaluate = trainer.evaluate
+
+    def scripted(net, task, split, device):
+        metrics = real_evaluate(net, task, split, device)
+        return {**metrics, "bpc": next(scores[which["run"]]) if split == "valid" else metrics["bpc"]}
+    monkeypatch.setattr(trainer, "evaluate", scripted)
+    options = dict(task="ptb", model="nnrnn", hidden=8, batch_size=4, bptt=7, eval_every=1, log_every=1,
+                   eval_batch_size=2, lr_schedule="plateau", progress=False, data_dir=str(data))
+    train(resolve_config({**options, "steps": 6, "out": str(tmp_path / "whole")}))
+    which["run"] = "split"
+    train(resolve_config({**options, "steps": 3, "out": str(tmp_path / "split")}))
+    saved = checkpoint.load(tmp_path / "split" / "checkpoints" / "last.pt")
+    assert saved["state"] is not None and saved["state"].abs().sum() > 0  # a carried state was saved
+    train(resolve_config({**options, "steps": 6, "out": str(tmp_path / "split")}), resume=True)
+    a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "split")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    lrs = lambda run: [r["lr"] for r in read_metrics(tmp_path / run) if r["split"] == "train"]
+    assert lrs("whole") == lrs("split") and len(set(lrs("whole"))) > 1  # the schedule fired, identically
+
+
+def test_last_checkpoint_holds_the_state_carried_into_the_next_segment(tmp_path):
+    data = fake_ptb(tmp_path / "ptb")
+    config = resolve_config(dict(task="ptb", model="rnn", hidden=8, batch_size=4, bptt=7, steps=3, eval_every=3,
+                                 eval_batch_size=2, progress=False, data_dir=str(data), out=str(tmp_path / "r")))
+    train(config)
+    saved = checkpoint.load(tmp_path / "r" / "checkpoints" / "last.pt")
+    assert saved["state"].shape == (1, 4, 8)  # (layers, streams, hidden): carried into update 4
+
+
+# --------------------------------------------------------------------------- atomic checkpoints
+
+def test_a_failed_checkpoint_write_leaves_the_previous_one_readable(tmp_path, monkeypatch):
+    path = tmp_path / "last.pt"
+    checkpoint.save(path, {"step": 1, "model": {"w": torch.ones(3)}})
+    real_save = torch.save
+
+    def dies_half_way(obj, f, *args, **kwargs):
+        f.write(b"PK\x03\x04 half of a zip archive")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(torch, "save", dies_half_way)
+    with pytest.raises(OSError):
+        checkpoint.save(path, {"step": 2, "model": {"w": torch.zeros(3)}})
+    monkeypatch.setattr(torch, "save", real_save)
+    assert checkpoint.load(path)["step"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
+
+
+# --------------------------------------------------------------------------- tasks, against the paper
+
+def test_copy_layout_by_hand():
+    """Supplementary 'Copy task': T + 20 steps; symbols 1..10 from 8 values; T - 1 blanks; the cue at step
+    T + 10 (1-based); then 10 blanks.  Targets: T + 10 blanks, then the 10 symbols."""
+    from nnrnn.tasks.copy import CopyTask
+    task = CopyTask(T=7, batch_size=5)
+    batch = task.train_batch(0)
+    x = batch.inputs.argmax(-1)  # (T + 20, B) symbol ids; 8 = blank, 9 = cue
+    assert batch.inputs.shape == (27, 5, 10) and torch.equal(batch.inputs.sum(-1), torch.ones(27, 5))
+    assert torch.all(x[:10] < 8)
+    assert torch.all(x[10:16] == 8)      # T - 1 = 6 blanks
+    assert torch.all(x[16] == 9)         # the cue, at 0-based index 10 + T - 1
+    assert torch.all(x[17:] == 8)        # 10 blanks while recalling
+    assert torch.all(batch.targets[:17] == 8) and torch.equal(batch.targets[17:], x[:10])
+
+
+def test_copy_baseline_is_the_cross_entropy_of_blanks_then_a_uniform_guess():
+    from nnrnn.tasks.copy import CopyTask
+    T = 13
+    task = CopyTask(T=T, batch_size=50)
+    batch = task.train_batch(0)
+    logits = torch.full((T + 20, 50, 9), -1e9)
+    logits[:T + 10, :, 8] = 0.0           # certain of the blank while there is nothing to recall
+    logits[T + 10:, :, :8] = 0.0          # then uniform over the 8 symbols
+    predictor = F.cross_entropy(logits.reshape(-1, 9), batch.targets.reshape(-1)).item()
+    assert predictor == pytest.approx(10 * math.log(8) / (T + 20), rel=1e-6)  # the paper's 10 log 8 / (T + 20)
+    assert task.baseline == pytest.approx(predictor, rel=1e-6)
+    assert CopyTask(T=200).baseline == pytest.approx(0.0945, abs=5e-5)       # "a baseline loss of 0.095"
+
+
+def test_copy_accuracy_counts_the_recall_steps_only():
+    from nnrnn.tasks.copy import CopyTask
+    task = CopyTask(T=6, batch_size=3)
+    batch = task.train_batch(0)
+    perfect_recall = F.one_hot(batch.targets, 9).float()
+    perfect_recall[:16] = torch.roll(perfect_recall[:16], 1, dims=-1)  # every step before the recall wrong
+    _, stats = task.loss(perfect_recall, batch.targets)
+    assert stats["accuracy"] == (30, 30)
+    wrong_recall = F.one_hot(batch.targets, 9).float()
+    wrong_recall[16:] = torch.roll(wrong_recall[16:], 1, dims=-1)
+    assert task.loss(wrong_recall, batch.targets)[1]["accuracy"] == (0, 30)
+
+
+def test_adding_layout_and_baseline():
+    """Two marked values, one in each half; target their sum; always answering 1 scores Var(u1 + u2) = 1/6."""
+    from nnrnn.tasks.adding import AddingTask
+    task = AddingTask(T=10, batch_size=2000)
+    batch = task.train_batch(0)
+    values, marks = batch.inputs[..., 0], batch.inputs[..., 1]
+    assert torch.all(marks[:5].sum(0) == 1) and torch.all(marks[5:].sum(0) == 1)
+    torch.testing.assert_close(batch.targets[:, 0], (values * marks).sum(0))
+    assert F.mse_loss(torch.ones_like(batch.targets), batch.targets).item() == pytest.approx(1 / 6, abs=0.01)
+
+
+@pytest.mark.skipif(not (SHARED / "mnist" / "t10k-images-idx3-ubyte.gz").is_file(), reason="shared MNIST not found")
+def test_psmnist_layout_against_the_papers_permutation():
+    """784 steps of one pixel in [0, 1], permuted by numpy.random.RandomState(1234).permutation(784) as in the
+    authors' sMNIST.py, the class read after the last step."""
+    import numpy as np
+
+    from nnrnn.data.mnist import load_mnist
+    from nnrnn.tasks.psmnist import PermutedMNISTTask
+    task = PermutedMNISTTask(data_dir=SHARED, batch_size=3, shuffle="fixed")
+    data = load_mnist(SHARED)
+    order = np.random.RandomState(1234).permutation(784)
+    batch = task.train_batch(0)
+    expected = torch.from_numpy(data.train_images[:3].reshape(3, 784)[:, order].astype(np.float32) / 255.0)
+    torch.testing.assert_close(batch.inputs[..., 0].T, expected)
+    assert torch.equal(batch.targets, torch.from_numpy(data.train_labels[:3]).long())
+    assert task.readout == "last"
+
+
+# --------------------------------------------------------------------------- the installed command
+
+NNRNN = Path(sys.executable).with_name("nnrnn")
+
+
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+@pytest.mark.skipif(not (SHARED / "ptb" / "ptb.char.valid.txt").is_file(), reason="shared data not found")
+@pytest.mark.parametrize("task", ["copy", "psmnist", "ptb"])
+def test_installed_command_trains_each_task_with_the_paper_preset(task, tmp_path):
+    """`nnrnn train TASK --preset paper` at the paper's sizes (128, 512, 1024 units), two updates."""
+    extra = {"copy": [], "psmnist": ["--eval-batch-size", "1000"], "ptb": ["--eval-batch-size", "4000"]}[task]
+    result = subprocess.run([str(NNRNN), "train", task, "--preset", "paper", "--steps", "2", "--no-progress",
+                             "--data-dir", str(SHARED), "--out", str(tmp_path / "run"), *extra],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    config = trainer.read_config(tmp_path / "run" / "config.json")
+    assert config["preset"] == "paper" and config["hidden"] == {"copy": 128, "psmnist": 512, "ptb": 1024}[task]
+    assert {r["split"] for r in read_metrics(tmp_path / "run")} >= {"train", "valid"}
+
+
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+def test_installed_command_runs_a_reproduction_and_writes_its_report(tmp_path):
+    result = subprocess.run([str(NNRNN), "reproduce", "--scale", "smoke", "--tasks", "copy", "--models", "nnrnn",
+                             "lstm", "--out", str(tmp_path / "repro")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = (tmp_path / "repro" / "report.md").read_text()
+    assert "| nnrnn |" in report and "| lstm |" in report and "The paper's claims at this scale" in report
+
+
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "nnrnn", "train", "copy",
+                             "--batch-size", "8", "--hidden", "8", "--T", "5", "--steps", "4", "--no-progress",
+                             "--out", str(tmp_path / "ddp")], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
