@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench mutate clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,5 +27,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
 
+mutate: $(STAMP)  # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI
+	$(BIN)/python -m pip install --quiet -r requirements-mutate.txt
+	$(BIN)/mutmut run --max-children 2 || true
+	$(BIN)/python tools/mutation_report.py
+
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build *.egg-info mutants

@@ -194,7 +194,7 @@ class _ExpmSkew(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         with torch.autocast(grad.device.type, enabled=False):
-            return _adjoint(grad.to(ctx.dtype), ctx.record)
+            return _adjoint(grad.to(ctx.dtype).contiguous(), ctx.record)
 
 
 def expm_skew(a: torch.Tensor) -> torch.Tensor:
