@@ -57,6 +57,8 @@ def add_train_parser(sub) -> None:
     g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
     g.add_argument("--lr-schedule", dest="lr_schedule", choices=["none", "plateau"],
                    help="plateau: halve every learning rate after a validation that did not improve (ptb presets)")
+    g.add_argument("--stop-after-halvings", dest="stop_after_halvings", type=int, metavar="K",
+                   help="with --lr-schedule plateau: stop once the learning rates were halved K times")
     g.add_argument("--seed", type=int)
     g.add_argument("--steps", type=int, help="total updates")
     g.add_argument("--epochs", type=int, help="total epochs (psmnist, ptb)")

@@ -18,9 +18,10 @@ of its validation file when only ``shared/data`` is present):
 
 * ``cpu``: about 15 minutes on 2 cores; a few epochs, so it measures early
   learning speed, not the converged models the paper's claims are about.
-* ``cpu-long``: runs to convergence at small sizes in about 1.5 hours with
+* ``cpu-long``: runs to convergence at small sizes in about 2.5 hours with
   ``--jobs 2``: copy and psMNIST in the fixed-hidden-units column (the paper's
-  main-text figures), PTB in both columns (its Table 1), 3 seeds.
+  main-text figures), PTB in both columns (its Table 1) trained until the plateau
+  schedule has halved the learning rates three times (at most 150 epochs), 3 seeds.
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and lengths; meant for GPUs.
 """
@@ -65,9 +66,10 @@ SCALES = {
             "psmnist": {"hidden": 64, "columns": ("hidden",),
                         "options": {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 25,
                                     "eval_batch_size": 1000}},
+            # until validation stops improving: at most 150 epochs, stopped after the third halving
             "ptb": {"hidden": 128, "columns": BOTH,
-                    "options": {"bptt": 150, "batch_size": 32, "epochs": 30, "eval_every": 74, "log_every": 10,
-                                "eval_batch_size": 50}},
+                    "options": {"bptt": 150, "batch_size": 32, "epochs": 150, "stop_after_halvings": 3,
+                                "eval_every": 74, "log_every": 10, "eval_batch_size": 50}},
         },
     },
     "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
@@ -152,6 +154,8 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
                     config = resolve_config(options, preset)
                     for name in ("data_dir", "preset"):  # neither changes what is trained
                         config.pop(name, None)
+                    if config.get("stop_after_halvings") is None:  # an option added later: old names stay
+                        config.pop("stop_after_halvings", None)
                     digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
                     runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
                                  "preset": preset, "options": options, "budget": budget,
@@ -165,7 +169,9 @@ def run_folder(out: Path, run: dict) -> Path:
 
 
 def finished(folder: Path) -> bool:
-    return diverged(folder) or any(r.get("split") == "test" for r in read_metrics(folder))
+    """Diverged, or trained to its end: a test score logged after the last training point."""
+    records = read_metrics(folder)
+    return diverged(folder) or bool(records) and records[-1].get("split") == "test"
 
 
 def diverged(folder: Path) -> bool:

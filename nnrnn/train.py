@@ -58,6 +58,7 @@ DEFAULTS = {
     "t_decay": 0.0,            # nnRNN: weight decay on T (gradient += t_decay · T)
     "clip": 0.0,               # max gradient norm; 0: no clipping
     "lr_schedule": "none",     # "plateau": halve every learning rate after a validation that did not improve
+    "stop_after_halvings": None,  # with "plateau": stop once the learning rates were halved this many times
     "batch_size": None,        # None: the task's default
     "eval_batch_size": None,   # psmnist: images per evaluation batch; ptb: parallel evaluation streams
     "T": None,                 # copy / adding sequence length; None: the task's default
@@ -81,7 +82,7 @@ LR_SCHEDULES = ("none", "plateau")
 PLATEAU_FACTOR = 0.5
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
-             "max_bad_steps", "data_dir", "check_inputs"}
+             "max_bad_steps", "data_dir", "check_inputs", "stop_after_halvings"}
 
 
 def resolve_config(options: dict, preset: str | None = None) -> dict:
@@ -112,7 +113,7 @@ def _number(value) -> bool:
 
 def validate(config: dict) -> None:
     for key in ("hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every", "eval_every",
-                "checkpoint_every", "max_bad_steps", "capacity"):
+                "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings"):
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise ValueError(f"{key} must be a positive integer; got {value!r}")
@@ -140,6 +141,8 @@ def validate(config: dict) -> None:
         raise ValueError(f"alpha must be in [0, 1); got {config['alpha']!r}")
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
+    if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
+        raise ValueError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
     if config["shuffle"] not in ("epoch", "fixed"):
         raise ValueError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
     if config["triangular"] not in (None, *TRIANGULAR):
@@ -249,6 +252,15 @@ def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
     if config["optimizer"] == "adam":
         return torch.optim.Adam(groups, betas=tuple(config["betas"]))
     return torch.optim.RMSprop(groups, alpha=config["alpha"])
+
+
+def halvings(config: dict, optimizer: torch.optim.Optimizer) -> int:
+    """How many times the schedule has halved the learning rates so far (read off the optimizer's state)."""
+    return round(math.log2(config["lr"] / optimizer.param_groups[0]["lr"]))
+
+
+def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
+    return bool(config["stop_after_halvings"]) and halvings(config, optimizer) >= config["stop_after_halvings"]
 
 
 def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
@@ -526,12 +538,13 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
         if saved.get("data") is not None and hasattr(task, "check_data_state"):
             task.check_data_state(saved["data"])
         torch.set_rng_state(saved["rng"])
-    elif main:
+    if main:  # on resume too: the options that may change (length, logging) are now these
         checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
-    if resume and start == steps:
+    if resume and (start == steps or plateau_reached(config, optimizer)):
         if main:
-            print(f"[nnrnn] {folder} already finished its {steps} updates; nothing to train (give a larger --steps "
-                  f"to train further)", flush=True)
+            why = (f"already finished its {steps} updates" if start == steps else
+                   f"already stopped after {halvings(config, optimizer)} halvings of the learning rate")
+            print(f"[nnrnn] {folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
         return _result(folder, main)
     log = MetricsLog(folder, start if resume else None) if main else None
     data_state = task.data_state() if hasattr(task, "data_state") else None  # lets --resume verify the data
@@ -554,6 +567,7 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
     target_dim = 1 if task.readout == "all" else 0
     clip = config["clip"] or math.inf
     net.train()
+    steps_done = steps
     try:
         with StopRequested() as stop:
             for step in range(start, steps):
@@ -607,6 +621,13 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
                                                         "valid": record})
                     if schedule is not None:  # every rank steps on rank 0's score, so all keep one lr
                         schedule.step(distributed.broadcast_float(record[monitor] if main else 0.0, world))
+                    if plateau_reached(config, optimizer):  # the validation score has stopped improving
+                        if main:
+                            log.log({"step": done, "split": "train", "event": "stopped",
+                                     "reason": f"learning rates halved {halvings(config, optimizer)} times"})
+                        save_last(done)
+                        steps_done = done
+                        break
                 if done % checkpoint_every == 0 or done == steps:
                     save_last(done)
                 if main and on_eval is not None and (done % eval_every == 0 or done == steps):
@@ -619,7 +640,7 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
             # training is over: score the best-validation parameters with the task already loaded
             net.load_state_dict(checkpoint.load(best_path, map_location=device)["model"])
             test = evaluate(net, task, "test", device)
-            log.log({"step": steps, "split": "test", **test})
+            log.log({"step": steps_done, "split": "test", **test})
     finally:
         bar.close()
         if main:

@@ -262,3 +262,20 @@ def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
+
+
+def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch):
+    scores = iter([3.0, 3.1, 2.9, 3.0, 3.0, 2.0, 1.0, 0.5, 9.0])  # halvings after validations 2, 4 and 5
+    monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
+    config = copy_config(tmp_path, steps=40, lr=1e-3, lr_schedule="plateau", stop_after_halvings=3)
+    train(config)
+    records = read_metrics(tmp_path / "run")
+    stop = next(r for r in records if r.get("event") == "stopped")
+    assert stop["step"] == 5 and "halved 3 times" in stop["reason"]
+    assert records[-1]["split"] == "test" and records[-1]["step"] == 5
+    assert checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt")["step"] == 5
+    before = (tmp_path / "run" / "metrics.jsonl").read_text()
+    train(config, resume=True)  # nothing more to train
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
+    with pytest.raises(ValueError, match="stop_after_halvings needs lr_schedule plateau"):
+        copy_config(tmp_path, stop_after_halvings=2)
