@@ -50,6 +50,8 @@ def add_train_parser(sub) -> None:
     g.add_argument("--optimizer", choices=["rmsprop", "adam"])
     g.add_argument("--lr", type=float)
     g.add_argument("--lr-orth", dest="lr_orth", type=float, help="learning rate of the orthogonal factor")
+    g.add_argument("--rebase-every", dest="rebase_every", type=int, metavar="K",
+                   help="nnrnn, exprnn: dynamic trivialization, move P's base every K updates (not the paper's)")
     g.add_argument("--alpha", type=float, help="RMSprop smoothing")
     g.add_argument("--betas", type=float, nargs=2, help="Adam betas")
     g.add_argument("--delta", type=float, help="nnRNN: weight of the penalty on (1 - gamma)^2")

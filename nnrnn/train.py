@@ -29,7 +29,7 @@ from . import checkpoint, distributed, presets, runlock
 from .errors import UserError
 from .models import create, model_class, param_groups
 from .models.init import check_scheme, init_
-from .parametrizations import TRIANGULAR
+from .parametrizations import TRIANGULAR, rebase_
 from .tasks import make_task, task_class
 from .tasks.base import accumulate
 
@@ -52,6 +52,7 @@ DEFAULTS = {
     "optimizer": "rmsprop",
     "lr": 1e-3,
     "lr_orth": 1e-4,
+    "rebase_every": None,      # nnRNN, expRNN: dynamic trivialization, P's base moved every K updates (not the paper's)
     "alpha": 0.99,             # RMSprop smoothing
     "betas": [0.9, 0.999],     # Adam
     "delta": 0.0,              # nnRNN: weight of Σ(1 - γ_i)²
@@ -113,7 +114,7 @@ def _number(value) -> bool:
 
 def validate(config: dict) -> None:
     for key in ("hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every", "eval_every",
-                "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings"):
+                "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings", "rebase_every"):
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise ValueError(f"{key} must be a positive integer; got {value!r}")
@@ -141,6 +142,9 @@ def validate(config: dict) -> None:
         raise ValueError(f"alpha must be in [0, 1); got {config['alpha']!r}")
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
+    if config["rebase_every"] and config["model"] not in ("nnrnn", "exprnn"):
+        raise ValueError(f"rebase_every moves the base of an orthogonal factor: nnrnn and exprnn have one, "
+                         f"{config['model']} does not")
     if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
         raise ValueError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
     if config["shuffle"] not in ("epoch", "fixed"):
@@ -209,7 +213,10 @@ def model_options(config: dict) -> dict:
     accepted = {"lstm": ("init", "bias"), "rnn": shared, "eurnn": shared + ("capacity",),
                 "nnrnn": shared + ("init", "triangular")}
     names = accepted.get(config["model"], shared + ("init",))
-    return {k: config[k] for k in names if config.get(k) is not None}
+    options = {k: config[k] for k in names if config.get(k) is not None}
+    if config.get("rebase_every"):
+        options["dynamic"] = True
+    return options
 
 
 def build_network(config: dict, input_size: int, output_size: int, readout: str,
@@ -590,6 +597,8 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
                 if finite:
                     bad = 0
                     optimizer.step()
+                    if config["rebase_every"] and done % config["rebase_every"] == 0:
+                        rebase_(net)
                     state = new_state
                     accumulate(window, {**stats, "grad_norm": (grad_norm, 1)})
                 else:  # skipped: parameters and carried state stay as they were before this batch

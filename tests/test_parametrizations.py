@@ -428,3 +428,45 @@ def test_an_expanded_incoming_gradient_is_as_fast_as_a_dense_one():
             (v.sum() if kind == "sum" else (v * dense).sum()).backward()
             times[kind].append(time.perf_counter() - start)
     assert statistics.median(times["sum"]) < 5 * statistics.median(times["dense"])
+
+
+# --------------------------------------------------------------------------- dynamic trivialization
+
+@pytest.mark.parametrize("constrain", [schur, orthogonal])
+def test_rebase_keeps_the_weight_and_moves_the_generator_to_zero(constrain):
+    from nnrnn.parametrizations import rebase_
+    torch.manual_seed(0)
+    layer = constrain(nn.Linear(6, 6, bias=False), dynamic=True).double()
+    original = layer.parametrizations.weight.original
+    with torch.no_grad():
+        original.normal_(0, 0.3)
+    before = layer.weight.detach().clone()
+    assert rebase_(layer) == 1
+    torch.testing.assert_close(layer.weight.detach(), before, rtol=0, atol=1e-12)
+    assert torch.all(original == 0)
+    base = layer.parametrizations.weight[0].base
+    torch.testing.assert_close(base.T @ base, torch.eye(6, dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+def test_dynamic_gradient_at_the_base_is_the_exact_derivative():
+    """Q(X) = B exp(skew(X)) at X = 0: the gradient matches autograd through torch.linalg.matrix_exp in float64."""
+    from nnrnn.parametrizations import rebase_
+    torch.manual_seed(1)
+    layer = orthogonal(nn.Linear(5, 5, bias=False), dynamic=True).double()
+    with torch.no_grad():
+        layer.parametrizations.weight.original.normal_()
+    rebase_(layer)
+    g = torch.randn(5, 5, dtype=torch.float64)
+    (layer.weight * g).sum().backward()
+    base = layer.parametrizations.weight[0].base
+    x = torch.zeros(5, 5, dtype=torch.float64, requires_grad=True)
+    (base @ torch.linalg.matrix_exp(skew(x)) * g).sum().backward()
+    torch.testing.assert_close(layer.parametrizations.weight.original.grad, x.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_rebase_refuses_a_static_factor():
+    from nnrnn.parametrizations import rebase_
+    layer = orthogonal(nn.Linear(4, 4, bias=False))
+    assert rebase_(layer) == 0
+    with pytest.raises(ValueError, match="dynamic"):
+        layer.parametrizations.weight[0].rebase_(layer.parametrizations.weight.original)

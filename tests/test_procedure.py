@@ -279,3 +279,15 @@ def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
     with pytest.raises(ValueError, match="stop_after_halvings needs lr_schedule plateau"):
         copy_config(tmp_path, stop_after_halvings=2)
+
+
+def test_dynamic_trivialization_trains_and_resumes_exactly(tmp_path):
+    whole = copy_config(tmp_path, "whole", steps=6, rebase_every=2, model="exprnn")
+    train(whole)
+    train(copy_config(tmp_path, "split", steps=3, rebase_every=2, model="exprnn"))
+    train(copy_config(tmp_path, "split", steps=6, rebase_every=2, model="exprnn"), resume=True)
+    a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "split")
+    assert "rnn.parametrizations.weight_hh_l0.0.base" in a and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 3
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="rebase_every moves the base"):
+        copy_config(tmp_path, model="lstm", rebase_every=1)

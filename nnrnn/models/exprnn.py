@@ -13,28 +13,33 @@ class ExpRNN(RecurrentModel):
 
     Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's), then ``init``:
     'henaff', 'cayley' or 'random' for the skew-symmetric A, whose free entries live in
-    ``parametrizations.weight_hh_l{k}.original``.
+    ``parametrizations.weight_hh_l{k}.original``, and ``dynamic``: V = B exp(A) with a base moved by
+    :func:`nnrnn.parametrizations.rebase_` (off, as in the paper, by default).
     """
 
-    def __init__(self, *args, init: str = "henaff", **kwargs):
+    def __init__(self, *args, init: str = "henaff", dynamic: bool = False, **kwargs):
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        self.init = init
+        self.init, self.dynamic = init, bool(dynamic)
         super().__init__(*args, **kwargs)
 
     def _make_recurrent(self, suffix, factory):
         name = "weight_hh" + suffix
         self.register_parameter(name, torch.nn.Parameter(torch.empty(self.hidden_size, self.hidden_size, **factory)))
-        orthogonal(self, name, init=self.init)
+        orthogonal(self, name, init=self.init, dynamic=self.dynamic)
 
     def _reset_recurrent(self, suffix):
-        init_skew_(self.parametrizations["weight_hh" + suffix].original, self.init)
+        plist = self.parametrizations["weight_hh" + suffix]
+        init_skew_(plist.original, self.init)
+        if self.dynamic:
+            plist[0].base.copy_(torch.eye(self.hidden_size, dtype=plist[0].base.dtype, device=plist[0].base.device))
 
     def _compose(self, suffix):
         return getattr(self, "weight_hh" + suffix)
 
     def _recurrent_parameters(self, suffix):
-        return [self.parametrizations["weight_hh" + suffix].original]
+        plist = self.parametrizations["weight_hh" + suffix]
+        return [plist.original] + ([plist[0].base] if self.dynamic else [])
 
     @classmethod
     def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,

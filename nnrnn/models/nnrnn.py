@@ -19,6 +19,8 @@ class NonNormalRNN(RecurrentModel):
     * ``init``: P's scheme, 'cayley' (default), 'henaff' or 'random'; θ ~ U(0, 2π), γ = 1, T = 0;
     * ``triangular``: T strictly lower triangular, "strict" (the paper's, default), or "block";
     * ``generator``: a ``torch.Generator`` for a reproducible P, θ;
+    * ``dynamic``: P = B exp(A) with a base B moved by :func:`nnrnn.parametrizations.rebase_`
+      (dynamic trivialization; off, as in the paper, by default);
     * ``input_init``, ``bias_init``: see :mod:`nnrnn.models.init`.
 
     P = exp(A) orthogonal (A skew-symmetric, expRNN) and Λ = blockdiag(γ_i R(θ_i)); see
@@ -27,17 +29,17 @@ class NonNormalRNN(RecurrentModel):
     """
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",
-                 generator: torch.Generator | None = None, **kwargs):
+                 generator: torch.Generator | None = None, dynamic: bool = False, **kwargs):
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        self.init, self.triangular, self._generator = init, triangular, generator
+        self.init, self.triangular, self._generator, self.dynamic = init, triangular, generator, bool(dynamic)
         super().__init__(*args, **kwargs)
         self._generator = None  # only needed while the factors are drawn; not picklable
 
     def _make_recurrent(self, suffix, factory):
         name = "weight_hh" + suffix
         self.register_parameter(name, torch.nn.Parameter(torch.empty(self.hidden_size, self.hidden_size, **factory)))
-        schur(self, name, init=self.init, generator=self._generator, triangular=self.triangular)
+        schur(self, name, init=self.init, generator=self._generator, triangular=self.triangular, dynamic=self.dynamic)
 
     def _reset_recurrent(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
@@ -49,7 +51,7 @@ class NonNormalRNN(RecurrentModel):
     def _recurrent_parameters(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
         form = plist[0]
-        return [plist.original, form.theta, form.gamma, form.lower]
+        return [plist.original, form.theta, form.gamma, form.lower] + ([form.base] if form.dynamic else [])
 
     @property
     def schur_form(self):

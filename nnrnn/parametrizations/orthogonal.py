@@ -29,6 +29,7 @@ import scipy.linalg
 import torch
 from torch import nn
 
+from ..kernels import matmul
 from .expm import expm_skew
 from .registration import check_unconstrained, register
 
@@ -94,23 +95,87 @@ def init_skew_(x: torch.Tensor, init: str, generator: torch.Generator | None = N
     return INIT_FUNCTIONS[init](x, generator)
 
 
-class MatrixExpOrthogonal(nn.Module):
-    """Parametrization ``X -> exp(skew(X))`` (see the module docstring); half-precision weights are
-    exponentiated in float32 and rounded once."""
+class OrthogonalFactor(nn.Module):
+    """Q = exp(skew(X)), or with a moving base (dynamic trivialization) Q = B exp(skew(X)).
+
+    Static (``dynamic=False``, the paper's and expRNN's): Q = exp(skew(X)) throughout.
+
+    Dynamic (Lezcano-Casado 2019, "Trivializations for gradient-based optimization on
+    manifolds"): a buffer B (orthogonal, initially I) and Q = B exp(skew(X)).  :meth:`rebase_`
+    moves the base to the current point, B ← B exp(skew(X)), and sets X = 0, so the optimizer
+    always works near the identity, where the exponential is cheap: right after a rebase
+    exp(0) = I costs no products and the gradient is just Bᵀ ∂L/∂Q.  Rebasing after every
+    update is Riemannian gradient descent with the exponential retraction; it changes the
+    optimisation path (the optimizer's state is kept across rebases, as in that paper), so it is
+    an option, off in the paper's presets.  Every ``NS_EVERY`` rebases B takes one
+    Newton–Schulz step, B ← B (3I − BᵀB)/2, so that rounding does not accumulate in it.
+    """
+
+    NS_EVERY = 64
+
+    def __init__(self, n: int | None = None, dynamic: bool = False, dtype=None, device=None):
+        super().__init__()
+        self.dynamic = bool(dynamic)
+        if self.dynamic:
+            if n is None:
+                raise ValueError("a dynamic orthogonal factor needs its size n")
+            self.register_buffer("base", torch.eye(n, dtype=dtype, device=device))
+            self.register_buffer("rebases", torch.zeros((), dtype=torch.long, device=device))
+
+    def orthogonal(self, x: torch.Tensor) -> torch.Tensor:
+        """Q from the generator storage ``x`` (in float32 for half-precision x, rounded once)."""
+        if x.dtype in LOW_PRECISION:
+            q = expm_skew(skew(x.float()))
+            return (matmul(self.base.float(), q) if self.dynamic else q).to(x.dtype)
+        q = expm_skew(skew(x))
+        return matmul(self.base, q) if self.dynamic else q
+
+    @torch.no_grad()
+    def rebase_(self, original: torch.Tensor) -> None:
+        """B ← B exp(skew(X)), X ← 0 (dynamic only): Q is unchanged, the optimizer starts again at X = 0."""
+        if not self.dynamic:
+            raise ValueError("rebase_ needs a dynamic orthogonal factor (dynamic=True)")
+        self.base.copy_(self.orthogonal(original))
+        original.zero_()
+        self.rebases += 1
+        if int(self.rebases) % self.NS_EVERY == 0:
+            b = self.base
+            self.base.copy_(matmul(b, 1.5 * torch.eye(b.shape[0], dtype=b.dtype, device=b.device)
+                                   - 0.5 * matmul(b.T, b)))
+
+
+class MatrixExpOrthogonal(OrthogonalFactor):
+    """Parametrization ``X -> exp(skew(X))`` (or ``B exp(skew(X))``, dynamic; see
+    :class:`OrthogonalFactor`); half-precision weights are exponentiated in float32 and rounded once."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype in LOW_PRECISION:
-            return expm_skew(skew(x.float())).to(x.dtype)
-        return expm_skew(skew(x))
+        return self.orthogonal(x)
 
     @torch.no_grad()
     def right_inverse(self, q: torch.Tensor) -> torch.Tensor:
         eye = torch.eye(q.shape[-1], dtype=q.dtype, device=q.device)
+        if self.dynamic:
+            q = self.base.T @ q  # X with B exp(skew(X)) = q
         if torch.equal(q, eye):
             return torch.zeros_like(q)
         if not torch.allclose(q.transpose(-2, -1) @ q, eye, atol=1e-4) or torch.linalg.det(q) <= 0:
             raise ValueError("an orthogonal weight can only be assigned a rotation matrix (QᵀQ = I, det Q = +1)")
         return log_orthogonal_(torch.empty_like(q), q)
+
+
+def rebase_(module: nn.Module) -> int:
+    """Move the base of every dynamic orthogonal factor in ``module`` to its current point (call it after
+    ``optimizer.step()`` every K updates); returns how many were moved."""
+    from torch.nn.utils import parametrize
+    moved = 0
+    for sub in module.modules():
+        if not parametrize.is_parametrized(sub):
+            continue
+        for plist in sub.parametrizations.values():
+            if isinstance(plist[0], OrthogonalFactor) and plist[0].dynamic:
+                plist[0].rebase_(plist.original)
+                moved += 1
+    return moved
 
 
 def square_weight(module: nn.Module, name: str, who: str) -> torch.Tensor:
@@ -121,12 +186,15 @@ def square_weight(module: nn.Module, name: str, who: str) -> torch.Tensor:
     return weight
 
 
-def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "henaff") -> nn.Module:
+def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "henaff", dynamic: bool = False
+               ) -> nn.Module:
     """Constrain ``module.<name>`` (square) to SO(n) through Q = exp(skew(X)).
 
     ``init`` picks the generator's initialisation (:data:`INITS`); ``None``
     keeps the current weight (which must then be a rotation).  The free
-    parameter is ``module.parametrizations.<name>.original``.
+    parameter is ``module.parametrizations.<name>.original``.  ``dynamic``:
+    Q = B exp(skew(X)) with a base B that :func:`rebase_` moves (see
+    :class:`OrthogonalFactor`).
     """
     weight = square_weight(module, name, "orthogonal()")
     if init is not None and init not in INIT_FUNCTIONS:
@@ -135,7 +203,7 @@ def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "hena
     if init is not None:
         with torch.no_grad():  # a rotation, so right_inverse accepts it; replaced just below
             weight.copy_(torch.eye(weight.shape[0], dtype=weight.dtype, device=weight.device))
-    register(module, name, MatrixExpOrthogonal(), "orthogonal()")
+    register(module, name, MatrixExpOrthogonal(weight.shape[0], dynamic, weight.dtype, weight.device), "orthogonal()")
     if init is not None:
         init_skew_(module.parametrizations[name].original, init)
     return module

@@ -33,8 +33,7 @@ import torch
 from torch import nn
 
 from ..kernels import matmul
-from .expm import expm_skew
-from .orthogonal import INITS, LOW_PRECISION, init_skew_, skew, square_weight
+from .orthogonal import INITS, LOW_PRECISION, OrthogonalFactor, init_skew_, skew, square_weight
 from .registration import register
 
 
@@ -74,8 +73,9 @@ def rotation_blocks(theta: torch.Tensor, gamma: torch.Tensor, n: int) -> torch.T
     return torch.diag_embed(diag) + torch.diag_embed(sub, -1) - torch.diag_embed(sub, 1)
 
 
-class SchurForm(nn.Module):
-    """Parametrization ``X -> P (Λ + T) Pᵀ`` with P = exp(skew(X)).
+class SchurForm(OrthogonalFactor):
+    """Parametrization ``X -> P (Λ + T) Pᵀ`` with P = exp(skew(X)) (or ``B exp(skew(X))`` with
+    ``dynamic=True``: see :class:`~nnrnn.parametrizations.orthogonal.OrthogonalFactor`).
 
     The parametrization owns θ (``theta``, n//2), γ (``gamma``, ceil(n/2)) and
     the unconstrained storage of T (``lower``, n × n, masked on use by
@@ -83,8 +83,8 @@ class SchurForm(nn.Module):
     """
 
     def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
-                 generator: torch.Generator | None = None, triangular: str = "strict"):
-        super().__init__()
+                 generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False):
+        super().__init__(n, dynamic, dtype, device)
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
         if triangular not in TRIANGULAR:
@@ -103,7 +103,7 @@ class SchurForm(nn.Module):
         self._applied = False
 
     def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
-        return expm_skew(skew(x))
+        return self.orthogonal(x)
 
     def triangular_factor(self) -> torch.Tensor:
         return self.lower * self.mask
@@ -118,7 +118,7 @@ class SchurForm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(x.device.type, enabled=False):  # V in the parameters' precision, also under autocast
             if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
-                p = expm_skew(skew(x.float()))
+                p = self.orthogonal(x.float())
                 theta = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
                 return matmul(matmul(p, theta), p.T).to(x.dtype)
             p, lam, t = self.factors(x)
@@ -127,8 +127,10 @@ class SchurForm(nn.Module):
     @torch.no_grad()
     def reset_(self, original: torch.Tensor) -> None:
         """Re-draw the factors as a fresh constraint has them: P by ``init`` (its generator written into
-        ``original``), θ ~ U(0, 2π), γ = 1, T = 0."""
+        ``original``), θ ~ U(0, 2π), γ = 1, T = 0 (and B = I when dynamic)."""
         init_skew_(original, self.init)
+        if self.dynamic:
+            self.base.copy_(torch.eye(self.n, dtype=self.base.dtype, device=self.base.device))
         self.theta.copy_(torch.rand(self.n // 2, dtype=torch.float64) * (2 * math.pi))
         self.gamma.fill_(1.0)
         self.lower.zero_()
@@ -162,16 +164,18 @@ class SchurForm(nn.Module):
 
 
 def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
-          generator: torch.Generator | None = None, triangular: str = "strict") -> nn.Module:
+          generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False) -> nn.Module:
     """Put the Schur-form constraint on the square weight ``module.<name>``.
 
     Works on any module, e.g. ``schur(torch.nn.RNN(8, 64), "weight_hh_l0")``
     keeps PyTorch's fused RNN kernels while training V = P (Λ + T) Pᵀ.
     ``triangular``: "strict" (the paper's T, the default) or "block" (see the
-    module docstring).  Returns ``module``; the factors are reached through
+    module docstring).  ``dynamic``: P = B exp(skew(X)) with a base that
+    :func:`~nnrnn.parametrizations.orthogonal.rebase_` moves (an option; the
+    paper's is static).  Returns ``module``; the factors are reached through
     ``module.parametrizations.<name>[0]`` (a :class:`SchurForm`).
     """
     weight = square_weight(module, name, "schur()")
     form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator,
-                     triangular=triangular)
+                     triangular=triangular, dynamic=dynamic)
     return register(module, name, form, "schur()")
