@@ -82,6 +82,15 @@ def test_stacked_layers_match_torch_rnn(name, bidirectional):
     assert unbatched_h.shape == h0[:, 0].shape
 
 
+@pytest.mark.parametrize("name", NON_GATED)
+def test_torch_rnn_helpers_exist(name):
+    model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True)
+    model.flatten_parameters()  # a no-op, as code written for torch.nn.RNN calls it
+    weights = model.all_weights
+    assert len(weights) == 4 and [w.shape for w in weights[3]] == [(4, 8), (4, 4), (4,)]
+    torch.testing.assert_close(weights[1][1], model.recurrent_matrix(0, 1))
+
+
 def test_dropout_between_layers_only_in_training():
     torch.manual_seed(0)
     model = nnrnn.create("nnrnn", 3, 8, num_layers=2, dropout=0.5)

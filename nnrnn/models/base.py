@@ -215,6 +215,17 @@ class RecurrentModel(nn.Module):
         """The model's penalty to add to the loss (zero unless overridden)."""
         return next(self.parameters()).new_zeros(())
 
+    def flatten_parameters(self) -> None:
+        """As torch.nn.RNN's, for code that calls it (e.g. under DataParallel): these models keep no flat
+        weight buffer, so there is nothing to do."""
+
+    @property
+    def all_weights(self) -> list[list[torch.Tensor]]:
+        """Per layer and direction, [weight_ih, V, bias_ih] (V composed), as torch.nn.RNN lists its own."""
+        return [[getattr(self, "weight_ih" + s), self.recurrent_matrix(i // (2 if self.bidirectional else 1),
+                                                                        i % (2 if self.bidirectional else 1))]
+                + ([getattr(self, "bias_ih" + s)] if self.bias else []) for i, s in enumerate(self.cells)]
+
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx: torch.Tensor | None = None):
         packed = isinstance(input, PackedSequence)
