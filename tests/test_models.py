@@ -611,6 +611,16 @@ def test_hidden_size_for_is_the_closest(name, target, i, o):
         assert abs(nnrnn.parameter_count(name, i, m, o) - target) >= best
 
 
+@pytest.mark.parametrize("name", ["rnn", "nnrnn", "eurnn"])
+def test_hidden_size_for_matches_an_exhaustive_search(name):
+    # the smallest budgets included: one entry buys the smallest network
+    for target in (1, 50, 333, 1000, 4321):
+        counts = {m: nnrnn.parameter_count(name, 2, m, 3) for m in range(1, 300)}
+        expected = min(counts, key=lambda m: (abs(counts[m] - target), m))
+        n = nnrnn.hidden_size_for(name, target, 2, 3)
+        assert type(n) is int and n == expected
+
+
 def test_hidden_size_for_invalid():
     for bad in (0, -5, 1.5, "100"):
         with pytest.raises(ValueError):
@@ -627,13 +637,16 @@ def trainable(model):
     ("rnn", {}), ("rnn", {"bias": False}), ("rnn", {"nonlinearity": "tanh"}),
     ("rnn-orth", {"nonlinearity": None, "bias": False}),
     ("lstm", {}), ("lstm", {"bias": False}),
-    ("eurnn", {}), ("eurnn", {"capacity": 3}), ("eurnn", {"capacity": 7, "nonlinearity": "relu"}),
+    ("eurnn", {}), ("eurnn", {"capacity": 3}), ("eurnn", {"capacity": 4}),
+    ("eurnn", {"capacity": 7, "nonlinearity": "relu"}),
+    ("rnn", {"num_layers": 2, "bidirectional": True}), ("lstm", {"num_layers": 2, "bidirectional": True}),
+    ("eurnn", {"capacity": 2, "num_layers": 2, "bidirectional": True}),
 ])
 def test_parameter_count_is_the_number_of_trainable_entries(name, options):
     for n in (1, 6, 7):
         model = nnrnn.create(name, 3, n, **options)
         assert nnrnn.parameter_count(name, 3, n, **options) == trainable(model)
-        readout = nn.Linear(n, 4)
+        readout = nn.Linear(n * (2 if options.get("bidirectional") else 1), 4)
         assert nnrnn.parameter_count(name, 3, n, 4, **options) == trainable(model) + trainable(readout)
 
 
@@ -715,6 +728,7 @@ def test_lstm_gate_blocks():
     model = make("lstm", 3, 4)
     for k, gate in enumerate(["input", "forget", "cell", "output"]):
         torch.testing.assert_close(model.recurrent_matrix(gate), model.weight_hh_l0[4 * k:4 * k + 4])
+    torch.testing.assert_close(model.recurrent_matrix(), model.recurrent_matrix("cell"))
     with pytest.raises(ValueError):
         model.recurrent_matrix("update")
     assert torch.all(model.bias_ih_l0 == 0) and torch.all(model.bias_hh_l0 == 0)

@@ -67,7 +67,8 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
 
 def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0,
                     vocab_size: int | None = None, **options) -> int:
-    """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size) and, with
+    """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size, twice
+    hidden_size in for a bidirectional model) and, with
     ``vocab_size``, an embedding table (vocab_size × input_size) in front of the model.
 
     Constrained matrices count their degrees of freedom: n(n-1)/2 for an
@@ -76,7 +77,8 @@ def parameter_count(name: str, input_size: int, hidden_size: int, output_size: i
     count = model_class(name).parameter_count(input_size, hidden_size, **options)
     if vocab_size:
         count += vocab_size * input_size
-    return count + (hidden_size * output_size + output_size if output_size else 0)
+    features = hidden_size * (2 if options.get("bidirectional") else 1)
+    return count + (features * output_size + output_size if output_size else 0)
 
 
 def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int, vocab_size: int | None = None,
