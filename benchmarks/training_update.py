@@ -16,6 +16,12 @@ table gives the median.  Columns:
   the LSTM's gates) and the read-out (6TBNC).  The composition of V from its
   parameters (matrix_exp for nnRNN/expRNN, Givens layers for EURNN) is not
   counted, so those models' fractions understate the work they do.
+* ``compose %``: composing V from its parameters and back-propagating a gradient through that
+  composition alone (timed right after each update, the same matrices), as a share of the update.
+  For nnRNN and expRNN that is the matrix exponential and its adjoint, and for nnRNN the products of
+  P (Λ + T) Pᵀ; the rest of the update is the recurrence, the read-out and the optimizer step.
+* ``[dynamic]``: the same model with dynamic trivialization, the base of P moved after every update
+  (``dynamic=True`` and ``nnrnn.parametrizations.rebase_``; not the paper's training).
 * ``% roof``: achieved GFLOP/s over the roofline, itself measured here as the
   best GFLOP/s of a 2048³ float32 matrix product with the same thread count
   (5 samples at start-up, one more after every round), by the faster of the
@@ -75,7 +81,8 @@ PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (me
 SIZES = {  # name: (T, B, N, I)
     "copy": (220, 10, 128, 10),
     "medium": (100, 128, 512, 1),
-    "large": (150, 128, 1024, 50),
+    "psmnist": (784, 128, 512, 1),
+    "large": (150, 128, 1024, 200),  # PTB: 1024 units reading a 200-wide character embedding
 }
 BASELINE = "torch.nn.RNN(relu)"
 
@@ -101,14 +108,21 @@ def implementations():
             return model
         return build
 
+    def dynamic(name):
+        def build(i, n):
+            return nnrnn.create(name, i, n, dynamic=True)
+        return build
+
     impls = {
         BASELINE: (lambda i, n: TorchRNN("rnn", i, n), False),
         "torch.nn.LSTM": (lambda i, n: TorchRNN("lstm", i, n), True),
         "nnrnn": (nnrnn_model("nnrnn"), False),
+        "nnrnn [dynamic]": (dynamic("nnrnn"), False),
         "nnrnn [reference loop]": (nnrnn_model("nnrnn", "reference"), False),
     }
     for name in ("exprnn", "eurnn", "rnn", "rnn-orth"):
         impls[name] = (nnrnn_model(name), False)
+    impls["exprnn [dynamic]"] = (dynamic("exprnn"), False)
     impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), True)
     return impls
 
@@ -139,6 +153,17 @@ class Update:
         self.optimizer.zero_grad(set_to_none=True)
         self.loss().backward()
         self.optimizer.step()
+        if getattr(self.model, "dynamic", False):  # dynamic trivialization: move the base after every update
+            nnrnn.parametrizations.rebase_(self.model)
+
+    def compose(self):
+        """Composing V and back-propagating a gradient through the composition alone (what the recurrence
+        adds is the rest of the update)."""
+        if not hasattr(self.model, "recurrent_matrix") or isinstance(self.model, nnrnn.LSTM):
+            return
+        v = self.model.recurrent_matrix()
+        if v.requires_grad and v.grad_fn is not None:
+            v.backward(self.v_grad if hasattr(self, "v_grad") else torch.ones_like(v))
 
 
 def matmul_flops(size, gated):
@@ -287,17 +312,24 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
     if budget and round_seconds * repeats > budget:
         repeats = max(3, int(budget / round_seconds))
     times = {name: [] for name in names}
+    compose_times = {name: [] for name in names}
+    for name in names:
+        updates[name].v_grad = torch.randn(size[2], size[2])
     for r in range(repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             start = time.perf_counter()
             updates[name]()
             times[name].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            updates[name].compose()
+            compose_times[name].append(time.perf_counter() - start)
         roofline.sample()
     del updates
     gc.collect()
     mem = measure_memory(size, names, threads) if memory else {}
-    return repeats, {name: (statistics.median(times[name]), impls[name][1]) for name in names}, mem
+    return repeats, {name: (statistics.median(times[name]), impls[name][1], statistics.median(compose_times[name]))
+                     for name in names}, mem
 
 
 def main(argv=None):
@@ -336,14 +368,15 @@ def main(argv=None):
         print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
         print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'GFLOP':>6s} {'% roof':>6s} "
-              f"{'peak MB':>8s} {'saved MB':>8s}")
-        for name, (seconds, gated) in results.items():
+              f"{'compose %':>9s} {'peak MB':>8s} {'saved MB':>8s}")
+        for name, (seconds, gated, compose) in results.items():
             flops = matmul_flops(size, gated)
             m = mem.get(name, {})
             peak = f"{m['peak_mb']:8.1f}" if m.get("peak_mb") is not None else f"{'n/a':>8s}"
             saved = f"{m['saved_mb']:8.1f}" if "saved_mb" in m else f"{'n/a':>8s}"
+            share = f"{100 * compose / seconds:9.1f}" if compose > 0 else f"{'':>9s}"
             print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {flops / 1e9:6.2f} "
-                  f"{100 * flops / seconds / 1e9 / roof:6.1f} {peak} {saved}")
+                  f"{100 * flops / seconds / 1e9 / roof:6.1f} {share} {peak} {saved}")
         if size == SIZES["copy"] and "nnrnn" in results:
             print(f"nnrnn vs the paper's code ({PAPER_CODE_COPY_SECONDS} s/update): "
                   f"{PAPER_CODE_COPY_SECONDS / results['nnrnn'][0]:.1f}× faster")
