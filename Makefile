@@ -29,7 +29,8 @@ bench: $(STAMP)
 
 mutate: $(STAMP)  # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI
 	$(BIN)/python -m pip install --quiet -r requirements-mutate.txt
-	$(BIN)/mutmut run --max-children 2 || true
+	# mutmut runs the tests from mutants/: tell them where the shared data is
+	NNRNN_SHARED_DATA=$${NNRNN_SHARED_DATA:-$(abspath ../shared/data)} $(BIN)/mutmut run --max-children 2 || true
 	$(BIN)/python tools/mutation_report.py
 
 clean:

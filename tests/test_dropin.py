@@ -219,17 +219,42 @@ def test_v_is_composed_once_in_inference_and_never_stale(name):
         torch.testing.assert_close(model.recurrent_matrix(), fresh.recurrent_matrix())
 
 
-def test_stepping_one_token_at_a_time_equals_one_pass():
-    model = nnrnn.create("nnrnn", 3, 6, num_layers=2).eval()
-    x = torch.randn(8, 1, 3)
+@pytest.mark.parametrize("name", ["nnrnn", "rnn", "exprnn", "lstm"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_stepping_one_token_at_a_time_equals_one_pass(name, bias):
+    torch.manual_seed(5)
+    model = nnrnn.create(name, 3, 6, num_layers=2, bias=bias).eval()
+    if bias:  # initialised at zero for some models: make the biases count
+        with torch.no_grad():
+            for key, p in model.named_parameters():
+                if key.startswith("bias"):
+                    p.normal_()
+    x = torch.randn(8, 2, 3)
     with torch.no_grad():
         full, h_full = model(x)
         h, steps = None, []
         for t in range(8):
             out, h = model(x[t:t + 1], h)
             steps.append(out)
+        unbatched_out, unbatched_h = model(x[0, :1].clone(), None)  # (1, I): one step of one sequence
     torch.testing.assert_close(torch.cat(steps), full)
-    torch.testing.assert_close(h, h_full)
+    for got, expected in zip(h if name == "lstm" else (h,), h_full if name == "lstm" else (h_full,)):
+        torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(unbatched_out, full[0, :1])
+
+
+@pytest.mark.parametrize("name", ["nnrnn", "lstm"])
+def test_one_step_of_a_bidirectional_stack_equals_the_autograd_pass(name):
+    torch.manual_seed(6)
+    model = nnrnn.create(name, 3, 5, num_layers=2, bidirectional=True).eval()
+    x, h0 = torch.randn(1, 4, 3), torch.randn(4, 4, 5)
+    hx = (h0, torch.randn(4, 4, 5)) if name == "lstm" else h0
+    expected = model(x, hx)  # gradients enabled: the sequence path
+    with torch.no_grad():
+        got = model(x, hx)  # the single-step path
+    torch.testing.assert_close(got[0], expected[0])
+    for a, b in zip(got[1] if name == "lstm" else (got[1],), expected[1] if name == "lstm" else (expected[1],)):
+        torch.testing.assert_close(a, b)
 
 
 # --------------------------------------------------------------------------- low precision
