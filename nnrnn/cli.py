@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         args = make_parser().parse_args(argv)
         return args.func(args)
     except Interrupted as exc:
-        print(f"nnrnn: {exc}; continue with --resume", file=sys.stderr)
+        print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
         return exc.exit_code
     except (UserError, ValueError, TypeError) as exc:
         if os.environ.get("NNRNN_DEBUG"):

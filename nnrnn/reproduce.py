@@ -30,9 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import os
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +44,7 @@ from . import presets, runlock
 from .errors import UserError
 from .models import MODELS, hidden_size_for, parameter_count
 from .tasks import make_task, task_class
-from .train import load_model, model_options, read_metrics, resolve_config, train
+from .train import Interrupted, load_model, model_options, read_metrics, resolve_config, train
 
 BOTH = ("hidden", "params")
 SCALES = {
@@ -213,15 +216,58 @@ def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
     if not todo:
         return
     log(f"{len(todo)} runs to train" + (f", {jobs} at a time" if jobs > 1 else ""))
+    again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
     if jobs <= 1:
         for i, (folder, run) in enumerate(todo.items(), 1):
-            log(f"[{i}/{len(todo)}] " + _train_one(folder, run, None))
+            try:
+                log(f"[{i}/{len(todo)}] " + _train_one(folder, run, None))
+            except Interrupted as exc:
+                raise Interrupted(exc.signum, exc.path, again) from None
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_train_one, folder, run, 1) for folder, run in todo.items()]
-        for i, future in enumerate(as_completed(futures), 1):
-            log(f"[{i}/{len(todo)}] " + future.result())
+    waiting, running, count, stopped = list(todo.items()), {}, 0, []
+
+    def forward(signum, frame):  # a signal to this process alone (kill PID) reaches the runs too
+        stopped.append(signum)
+        for child in multiprocessing.active_children():
+            try:
+                os.kill(child.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    # Only `jobs` runs are handed to the pool at a time, so that after a signal none starts.
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_signals) as pool:
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while waiting or running:
+                while waiting and len(running) < jobs and not stopped:
+                    folder, run = waiting.pop(0)
+                    running[pool.submit(_train_one, folder, run, 1)] = folder
+                if not running:
+                    break
+                for future in wait(running, return_when=FIRST_COMPLETED)[0]:
+                    folder = running.pop(future)
+                    count += 1
+                    try:
+                        line = future.result()
+                    except Interrupted:
+                        line = f"{folder.name}: interrupted, checkpoint saved"
+                    except BrokenProcessPool:
+                        raise UserError(f"a training process died while training {folder.name} (killed, or out "
+                                        f"of memory); {again}") from None
+                    log(f"[{count}/{len(todo)}] {line}")
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    if stopped:
+        raise Interrupted(stopped[0], out, again)
+
+
+def _ignore_signals() -> None:
+    """In a pool worker: the parent forwards SIGINT/SIGTERM, and train() catches them while it trains; an idle
+    worker must not die of one (that would break the pool)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def final_value(folder: Path, task: str) -> float | None:

@@ -449,9 +449,15 @@ class StopRequested:
 
 
 class Interrupted(Exception):
-    def __init__(self, signum: int, path: Path):
+    """SIGINT/SIGTERM ended training after a checkpoint; ``advice`` says how to continue."""
+
+    def __init__(self, signum: int, path: Path, advice: str = "continue with --resume"):
         super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint saved to {path}")
+        self.signum, self.path, self.advice = signum, path, advice
         self.exit_code = 128 + signum
+
+    def __reduce__(self):  # crosses process boundaries (reproduce --jobs, sweeps)
+        return Interrupted, (self.signum, self.path, self.advice)
 
 
 def read_config(path: Path) -> dict:

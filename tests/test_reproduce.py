@@ -48,3 +48,44 @@ def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch)
     report = reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=lambda m: None)
     assert "| lstm | diverged (2 of 2 seeds)" in report.read_text()
     assert reproduce.finished(reproduce.run_folder(tmp_path, reproduce.plan(tiny_scale, ["lstm"], ["copy"])[0]))
+
+
+SLOW_GRID = """
+import sys
+from nnrnn import cli, reproduce
+reproduce.SCALES["slow"] = {"seeds": [0, 1, 2], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
+    "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20}}}}
+sys.exit(cli.main(["reproduce", "--scale", "slow", "--out", sys.argv[1], "--jobs", "2", "--models", "nnrnn"]))
+"""
+
+
+def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_more(tmp_path):
+    """kill PID on `reproduce --jobs 2`: the signal reaches both training processes, each saves a checkpoint,
+    the third run never starts, and the command ends with one line and 128 + SIGTERM."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "grid"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_GRID, str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            checkpoints = list(out.glob("runs/*/checkpoints/last.pt"))
+            if len(checkpoints) == 2:
+                break
+            time.sleep(0.2)
+        assert len(checkpoints) == 2, "both runs should have started and checkpointed"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert "run the same command again" in stderr
+    runs = sorted(p.name for p in (out / "runs").iterdir())
+    assert len(runs) == 2  # the third seed never started
+    for name in runs:
+        metrics = (out / "runs" / name / "metrics.jsonl").read_text()
+        assert '"split": "test"' not in metrics  # interrupted, not finished
