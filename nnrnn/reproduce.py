@@ -47,6 +47,8 @@ from .tasks import make_task, task_class
 from .train import Interrupted, load_model, model_options, read_metrics, resolve_config, train
 
 BOTH = ("hidden", "params")
+# options added to the trainer after runs were named: left out of a run's name when unset
+LATER_OPTIONS = ("stop_after_halvings", "rebase_every")
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
@@ -158,8 +160,9 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
                     config = resolve_config(options, preset)
                     for name in ("data_dir", "preset"):  # neither changes what is trained
                         config.pop(name, None)
-                    if config.get("stop_after_halvings") is None:  # an option added later: old names stay
-                        config.pop("stop_after_halvings", None)
+                    for name in LATER_OPTIONS:  # options added later, when unset: old run names stay valid
+                        if config.get(name) is None:
+                            config.pop(name, None)
                     digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
                     runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
                                  "preset": preset, "options": options, "budget": budget,
