@@ -166,7 +166,7 @@ def run_kernels(args) -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("compiled recurrence loops: " + (f"yes (cached in {kernels.extensions_dir()})" if loops
                                            else f"no, Python loops instead ({kernels.loops_unavailable_reason()})"))
-    print(f"oneDNN products: {'yes' if kernels.onednn_linear is not None else 'no, torch.mm instead'}")
+    print(f"oneDNN products: {kernels.onednn_status()}")
     return 0
 
 

@@ -4,18 +4,21 @@ Two things live here: the oneDNN inner-product kernel for large products (below)
 compiled time loops of ``csrc/recurrence_loops.cpp`` for the recurrence at small sizes
 (:func:`recurrence_loops`, further below).
 
-torch.mm goes to MKL's sgemm. On this project's reference machine (AMD EPYC with AVX-512,
-torch 2.13) that reaches about 185 GFLOP/s, while oneDNN's float32 inner-product kernel,
-the one behind torch.nn.LSTM and torch.compile's CPU linear layers, reaches about 420.
-oneDNN costs about 15 µs more per call, so it is used only for products large enough to
-gain.  It is reached through ``torch.ops.mkldnn._linear_pointwise``:
+torch.mm goes to MKL's sgemm.  oneDNN's float32 inner-product kernel (the one behind
+torch.nn.LSTM and torch.compile's CPU linear layers) is reached through
+``torch.ops.mkldnn._linear_pointwise``:
 
     linear(X, W)          = X Wᵀ
     linear.binary(X, Y, W) = X Wᵀ + Y      (the recurrence's V h_{t-1} + z_t in one call)
 
-That op is private to torch, so it is checked once at import; without it (another torch
-build, ``NNRNN_ONEDNN=0``) everything uses torch.mm.  Tensors on other devices and in
-other dtypes always do.
+Which of the two is faster depends on the processor (docs/performance.md): on an AMD EPYC
+with AVX-512 oneDNN reached about 420 GFLOP/s against MKL's 185, but on an AMD EPYC with
+AVX2 only it is no faster than MKL for plain products and 1.5-2× slower with a transposed
+operand.  So oneDNN is used only where torch reports AVX-512 (``ONEDNN_PREFERRED``), and
+there only for products large enough to repay its 15 µs more per call.  ``NNRNN_ONEDNN=1``
+uses it on any CPU, ``NNRNN_ONEDNN=0`` on none.  The op is private to torch, so it is
+checked once at import; without it everything uses torch.mm.  Tensors on other devices
+and in other dtypes always do.
 """
 from __future__ import annotations
 
@@ -51,16 +54,37 @@ def _find_onednn_linear():
 onednn_linear = _find_onednn_linear()
 
 
+def _onednn_preferred() -> bool:
+    setting = os.environ.get("NNRNN_ONEDNN", "")
+    if setting in ("0", "1"):
+        return setting == "1"
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
+ONEDNN_PREFERRED = _onednn_preferred()
+
+
+def onednn_status() -> str:
+    """One line for ``nnrnn kernels``: whether large products go to oneDNN, and why."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    if onednn_linear is None:
+        return "no, torch.mm (this torch build has no usable oneDNN linear kernel, or NNRNN_ONEDNN=0)"
+    if ONEDNN_PREFERRED:
+        return f"yes, for large float32 products (CPU capability {capability})"
+    return (f"no, torch.mm: MKL is as fast or faster with {capability} "
+            f"(oneDNN is preferred with AVX-512; NNRNN_ONEDNN=1 forces it)")
+
+
 def _onednn_float32_cpu(x: torch.Tensor) -> bool:
-    return onednn_linear is not None and x.device.type == "cpu" and x.dtype == torch.float32
+    return ONEDNN_PREFERRED and onednn_linear is not None and x.device.type == "cpu" and x.dtype == torch.float32
 
 
 def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
     """Whether the recurrence's (batch × n) · (n × n) products go to oneDNN.
 
-    Measured per step here: 2× faster than torch.mm at (B, N) = (128, 512), 2.4× at (128, 1024),
-    1.6× at (10, 512); break-even around B·N² = 2²¹ and slower below (the copy task's (10, 128)
-    takes 7 µs with torch.mm, 20 with oneDNN).
+    Measured per step with AVX-512: 2× faster than torch.mm at (B, N) = (128, 512), 2.4× at
+    (128, 1024), 1.6× at (10, 512); break-even around B·N² = 2²¹ and slower below (the copy task's
+    (10, 128) takes 7 µs with torch.mm, 20 with oneDNN).  Never where oneDNN is not preferred.
     """
     return _onednn_float32_cpu(x) and n >= 256 and batch * n * n >= 1 << 21
 
@@ -87,8 +111,9 @@ class _MatMul(torch.autograd.Function):
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b, by oneDNN (forward and backward) for float32 CPU matrices with every side ≥ 256,
-    where it measured about twice as fast as torch.mm at 256, 512 and 1024; torch.matmul otherwise."""
+    """a @ b, by oneDNN (forward and backward) for float32 CPU matrices with every side ≥ 256 where
+    oneDNN is preferred (with AVX-512 it measured about twice as fast as torch.mm at 256, 512 and
+    1024); torch.matmul otherwise."""
     if a.dim() == 2 and b.dim() == 2 and _onednn_float32_cpu(a) and b.dtype == a.dtype \
             and min(a.shape[0], a.shape[1], b.shape[1]) >= 256:
         return _MatMul.apply(a, b)

@@ -103,14 +103,36 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
         assert relative_error(gf, gr) <= 1e-5
 
 
-def test_onednn_is_chosen_only_where_it_is_faster():
+def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
     from nnrnn import kernels
     if kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     x = torch.zeros(1)
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)  # a CPU with AVX-512
     assert kernels.use_onednn(x, 128, 512) and kernels.use_onednn(x, 10, 512)
     assert not kernels.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
     assert not kernels.use_onednn(x.double(), 128, 512)
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", False)  # AVX2: MKL is as fast or faster
+    assert not kernels.use_onednn(x, 128, 512)
+
+
+@pytest.mark.parametrize("preferred,size,expected", [
+    (False, (220, 10, 128), "compiled"), (False, (100, 32, 256), "compiled"), (False, (100, 10, 512), "compiled"),
+    (False, (100, 128, 256), "aten"), (False, (100, 128, 512), "aten"), (False, (150, 128, 1024), "aten"),
+    (True, (220, 10, 128), "compiled"), (True, (100, 32, 512), "compiled"),
+    (True, (100, 64, 512), "onednn"), (True, (150, 128, 1024), "onednn"),
+])
+def test_loops_chosen_per_size_and_processor(preferred, size, expected, monkeypatch):
+    """The measured crossovers (benchmarks/recurrence_loops.py): compiled loops below B·N² = 2²² with MKL
+    (AVX2), below 2²⁴ with oneDNN (AVX-512); the products issued from Python above."""
+    from nnrnn import kernels
+    from nnrnn.models import fused
+    compiled_loops_or_skip()
+    if expected == "onednn" and kernels.onednn_linear is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", preferred)
+    assert fused.choose_loops(torch.zeros(size)) == expected
+    assert fused.choose_loops(torch.zeros(size, dtype=torch.float64)) == "aten"
 
 
 def test_modrelu_bias_gradient_in_chunks(monkeypatch):
@@ -228,14 +250,16 @@ def test_cuda_matches_cpu(nonlinearity):
         torch.testing.assert_close(gg.cpu(), gc)
 
 
-def test_sizes_that_take_onednn_match_the_reference():
-    """No forcing: B·N² = 2²⁴, N = 512 and T = 40 take the oneDNN path with dV summed over two chunks.
-    tanh, because over many steps one unit of modReLU or relu may round to the other side of its kink
-    in one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more exact)."""
+def test_sizes_that_take_onednn_match_the_reference(monkeypatch):
+    """Where oneDNN is preferred, B·N² = 2²⁴, N = 512 and T = 40 take the oneDNN path with dV summed over
+    two chunks.  tanh, because over many steps one unit of modReLU or relu may round to the other side of
+    its kink in one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more
+    exact)."""
     from nnrnn import kernels
     from nnrnn.models import fused
     if kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
     steps, batch, hidden = 40, 64, 512
     assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.ONEDNN
     assert steps > fused.DV_CHUNK_ELEMENTS // (batch * hidden) + 1

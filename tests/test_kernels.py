@@ -17,9 +17,10 @@ def relative_error(a, b):
 
 @pytest.mark.parametrize("shape", [(256, 300, 256), (260, 256, 512)])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_matmul_value_and_gradients_match_float64(shape, transposed):
+def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch):
     if kernels.onednn_linear is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)  # the oneDNN path on any CPU
     m, k, n = shape
     g = torch.Generator().manual_seed(0)
     a = torch.randn(m, k, generator=g)
@@ -40,9 +41,24 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed):
 @pytest.mark.parametrize("a,b", [(torch.randn(128, 300), torch.randn(300, 256)),       # a side below 256
                                  (torch.randn(300, 300).double(), torch.randn(300, 300).double()),
                                  (torch.randn(2, 256, 256), torch.randn(2, 256, 256))])  # batched
-def test_matmul_falls_back_to_torch(a, b):
+def test_matmul_falls_back_to_torch(a, b, monkeypatch):
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
     out = kernels.matmul(a, b)
     assert torch.equal(out, torch.matmul(a, b))
+
+
+def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
+    for capability, expected in (("AVX2", False), ("AVX512", True), ("DEFAULT", False)):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+        monkeypatch.delenv("NNRNN_ONEDNN", raising=False)
+        assert kernels._onednn_preferred() is expected
+        monkeypatch.setenv("NNRNN_ONEDNN", "1")
+        assert kernels._onednn_preferred() is True
+        monkeypatch.setenv("NNRNN_ONEDNN", "0")
+        assert kernels._onednn_preferred() is False
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", False)
+    a = torch.randn(512, 512, requires_grad=True)
+    assert kernels.matmul(a, a).grad_fn is not None and type(kernels.matmul(a, a).grad_fn).__name__ == "MmBackward0"
 
 
 # ----------------------------------------------------------------------------- compiled time loops

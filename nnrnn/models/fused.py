@@ -44,19 +44,20 @@ The two loops have three implementations, picked per call by :func:`choose_loops
   step one call of oneDNN's small-GEMM micro-kernel (``at::native::cpublas::brgemm``)
   with φ, φ' and modReLU's bias gradient fused into the same pass over the step.
   Float32 on the CPU, wherever it compiled (see :func:`nnrnn.kernels.recurrence_loops`),
-  up to B·N² = COMPILED_MAX_WORK.  At the copy task's sizes it takes the loops
+  below B·N² = COMPILED_MAX_WORK (2²⁴ with oneDNN, 2²² without).  At the copy task's sizes it takes the loops
   from about 2.3 ms to 0.4 ms each: Python's per-step dispatch and MKL's 5 µs
   for a 10 × 128 by 128 × 128 product were most of the time.
 * ``onednn``: Python issuing oneDNN inner products (multithreaded), for large
-  float32 CPU steps (see :func:`nnrnn.kernels.use_onednn`).
-* ``aten``: Python issuing ``addmm_`` and elementwise calls: float64, CUDA, and
-  machines where the C++ file did not compile.
+  float32 CPU steps where oneDNN is preferred (AVX-512; see :func:`nnrnn.kernels.use_onednn`).
+* ``aten``: Python issuing ``addmm_`` and elementwise calls: large float32 steps on
+  other CPUs (MKL), float64, CUDA, and machines where the C++ file did not compile.
 """
 from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
 
+from .. import kernels
 from ..kernels import onednn_linear, recurrence_loops, use_onednn, use_recurrence_loops
 from .recurrence import NONLINEARITIES
 
@@ -89,19 +90,20 @@ COMPILED, ONEDNN, ATEN = "compiled", "onednn", "aten"
 _KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_loops.cpp
 
 
-# From this B·N² up, oneDNN's products issued from Python beat the compiled loops (measured here:
-# compiled/Python time per loop 0.2 at (B, N) = (10, 128), 0.75 at (32, 512) and (128, 256), 1.0 at
-# (64, 512) and (256, 256), 1.5 at (128, 512)).
-COMPILED_MAX_WORK = 1 << 24
+# Below this B·N² the compiled loops beat the products issued from Python; above it those win.
+# With oneDNN (AVX-512), compiled/Python time per loop measured 0.2 at (B, N) = (10, 128), 0.75 at
+# (32, 512) and (128, 256), 1.0 at (64, 512) and (256, 256), 1.5 at (128, 512).  With MKL (AVX2),
+# 0.75-0.9 at (10, 512) and (32, 256), 1.1-1.3 at (128, 256) and (32, 512), 1.5 at (64, 512), 1.8-2
+# at (128, 512) (benchmarks/recurrence_loops.py).
+COMPILED_MAX_WORK = {True: 1 << 24, False: 1 << 22}  # {oneDNN preferred: B·N²}
 
 
 def choose_loops(h: torch.Tensor) -> str:
     """COMPILED, ONEDNN or ATEN for outputs h (T × B × N)."""
     batch, n = h.shape[1], h.shape[2]
-    onednn = use_onednn(h, batch, n)
-    if use_recurrence_loops(h) and not (onednn and batch * n * n >= COMPILED_MAX_WORK):
+    if use_recurrence_loops(h) and batch * n * n < COMPILED_MAX_WORK[kernels.ONEDNN_PREFERRED]:
         return COMPILED
-    return ONEDNN if onednn else ATEN
+    return ONEDNN if use_onednn(h, batch, n) else ATEN
 
 
 def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlinearity: str | None,
