@@ -174,13 +174,16 @@ def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | No
                 torch.mul(y, d, out=out[t])
             carry = out[t]
         return g
-    g = grad_h.clone(memory_format=torch.contiguous_format)  # becomes ∂L/∂z in place
-    out = g.unbind(0)
+    g = torch.empty_like(grad_h, memory_format=torch.contiguous_format)
+    out, incoming = g.unbind(0), grad_h.unbind(0)
     for t, d in zip(range(steps - 1, -1, -1), _derivatives(h, nonlinearity)):
+        # z_{t+1} = h_t Vᵀ + …  =>  ∂L/∂h_t = incoming_t + dz_{t+1} V, written straight into g (no copy first)
+        if t == steps - 1:
+            out[t].copy_(incoming[t])
+        else:
+            torch.addmm(incoming[t], out[t + 1], v, out=out[t])
         if d is not None:
             out[t].mul_(d)
-        if t:
-            out[t - 1].addmm_(out[t], v)  # z_t = h_{t-1} Vᵀ + …  =>  ∂z_t/∂h_{t-1} contributes dz_t V
     return g
 
 
