@@ -26,8 +26,8 @@ table gives the median.  Columns:
   best GFLOP/s of a 2048³ float32 matrix product with the same thread count
   (5 samples at start-up, one more after every round), by the faster of the
   two kernels torch has on CPU: torch.mm (MKL's sgemm) and oneDNN's
-  inner-product kernel (what torch.nn.LSTM and nnrnn's fused loop use at
-  large sizes).  On AMD processors oneDNN is about twice as fast.
+  inner-product kernel (what torch.nn.LSTM uses, and nnrnn's fused loop at
+  large sizes on CPUs with AVX-512).
 * ``peak MB``: peak memory of one update, measured in a subprocess (one per
   size) started with MALLOC_MMAP_THRESHOLD_ fixed, so that freed tensors go
   back to the OS, and MKL_DISABLE_FAST_MM, so that MKL keeps no buffer pool.

@@ -383,15 +383,26 @@ PAPER = {
 
 
 def _entry(table: dict, task: str, model: str, column: str = "hidden"):
-    """(mean, standard error) of one model, (nan, nan) when it is missing or every seed diverged."""
+    """(mean, standard error) of one model, (nan, nan) when every seed diverged, None when it has no
+    finished run (a grid still training, or a model left out)."""
     entry = table.get(task, {}).get(column, {}).get(model)
-    return (entry[0], entry[1]) if entry else (math.nan, math.nan)
+    return (entry[0], entry[1]) if entry else None
 
 
-def _show(mean: float, se: float, digits: int) -> str:
+def _show(entry, digits: int) -> str:
+    if entry is None:
+        return "not run yet"
+    mean, se = entry
     if math.isnan(mean):
-        return "diverged" if math.isnan(se) else "n/a"
+        return "diverged"
     return f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
+
+
+def _untested(*entries) -> bool:
+    return any(e is None for e in entries)
+
+
+UNTESTED = "not tested yet (runs missing)"
 
 
 def _below(a, b) -> bool:
@@ -412,33 +423,43 @@ def claims_table(table: dict, baseline: float | None) -> list[tuple[str, str, st
     if "copy" in table and baseline:
         nn, exp, rnn, lstm = (_entry(table, "copy", m) for m in ("nnrnn", "exprnn", "rnn", "lstm"))
         solved = lambda e: not math.isnan(e[0]) and e[0] + 2 * (0 if math.isnan(e[1]) else e[1]) < 0.1 * baseline
-        holds = solved(nn) and solved(exp) and not solved(rnn) and not solved(lstm)
+        if _untested(nn, exp, rnn, lstm):
+            verdict = UNTESTED
+        else:
+            holds = solved(nn) and solved(exp) and not solved(rnn) and not solved(lstm)
+            verdict = "holds" if holds else "does not hold"
         rows.append(("copy (T = 200): nnRNN solves it like the orthogonal RNNs; LSTM and RNN do not", PAPER["copy"],
-                     f"nnRNN {_show(*nn, 4)}, expRNN {_show(*exp, 4)}, LSTM {_show(*lstm, 4)}, RNN {_show(*rnn, 4)} "
-                     f"(baseline {baseline:.4f}; solved = below 10% of it)", "holds" if holds else "does not hold"))
+                     f"nnRNN {_show(nn, 4)}, expRNN {_show(exp, 4)}, LSTM {_show(lstm, 4)}, RNN {_show(rnn, 4)} "
+                     f"(baseline {baseline:.4f}; solved = below 10% of it)", verdict))
     if "psmnist" in table:
         nn = _entry(table, "psmnist", "nnrnn")
         orth = {m: _entry(table, "psmnist", m) for m in ORTHOGONAL}
-        best = max(orth, key=lambda m: -math.inf if math.isnan(orth[m][0]) else orth[m][0])
-        matches = not _below(nn, orth[best]) and not _below(orth[best], nn)  # accuracy: neither clearly higher
-        beats_rnn_lstm = all(_below(_entry(table, "psmnist", m), nn) for m in ("rnn", "lstm"))
-        verdict = "holds" if matches and beats_rnn_lstm else "partly" if matches or beats_rnn_lstm else "does not hold"
+        rnn, lstm = _entry(table, "psmnist", "rnn"), _entry(table, "psmnist", "lstm")
+        best = max(orth, key=lambda m: -math.inf if orth[m] is None or math.isnan(orth[m][0]) else orth[m][0])
+        if _untested(nn, rnn, lstm, *orth.values()):
+            verdict = UNTESTED
+        else:
+            matches = not _below(nn, orth[best]) and not _below(orth[best], nn)  # accuracy: neither clearly higher
+            beats_rnn_lstm = _below(rnn, nn) and _below(lstm, nn)
+            verdict = "holds" if matches and beats_rnn_lstm else "partly" if matches or beats_rnn_lstm else "does not hold"
         rows.append(("psMNIST: nnRNN matches the orthogonal RNNs; RNN and LSTM do worse", PAPER["psmnist"],
-                     f"nnRNN {_show(*nn, 3)}, best orthogonal ({best}) {_show(*orth[best], 3)}, "
-                     f"RNN {_show(*_entry(table, 'psmnist', 'rnn'), 3)}, LSTM {_show(*_entry(table, 'psmnist', 'lstm'), 3)} "
-                     f"(test accuracy)", verdict))
+                     f"nnRNN {_show(nn, 3)}, best orthogonal ({best}) {_show(orth[best], 3)}, "
+                     f"RNN {_show(rnn, 3)}, LSTM {_show(lstm, 3)} (test accuracy)", verdict))
     for column in ("hidden", "params"):
         if column not in table.get("ptb", {}):
             continue
         nongated = {m: _entry(table, "ptb", m, column) for m in MODELS if m != "lstm"}
         others = [m for m in nongated if m != "nnrnn"]
-        beaten = [m for m in others if _below(nongated["nnrnn"], nongated[m])]
-        verdict = "holds" if len(beaten) == len(others) else "partly" if beaten else "does not hold"
+        if _untested(*nongated.values()):
+            beaten, verdict = [], UNTESTED
+        else:
+            beaten = [m for m in others if _below(nongated["nnrnn"], nongated[m])]
+            verdict = "holds" if len(beaten) == len(others) else "partly" if beaten else "does not hold"
         label = "fixed hidden units" if column == "hidden" else "fixed parameter count"
         rows.append((f"PTB ({label}): nnRNN has the lowest test bpc of the non-gated models",
                      PAPER[f"ptb-{column}"],
-                     ", ".join(f"{m} {_show(*nongated[m], 3)}" for m in ("nnrnn", "exprnn", "eurnn", "rnn-orth", "rnn"))
-                     + f"; LSTM {_show(*_entry(table, 'ptb', 'lstm', column), 3)}"
+                     ", ".join(f"{m} {_show(nongated[m], 3)}" for m in ("nnrnn", "exprnn", "eurnn", "rnn-orth", "rnn"))
+                     + f"; LSTM {_show(_entry(table, 'ptb', 'lstm', column), 3)}"
                      + (f"; nnRNN clearly below {', '.join(beaten)}" if beaten else ""), verdict))
     return rows
 

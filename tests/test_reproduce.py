@@ -89,3 +89,23 @@ def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_mor
     for name in runs:
         metrics = (out / "runs" / name / "metrics.jsonl").read_text()
         assert '"split": "test"' not in metrics  # interrupted, not finished
+
+
+def test_claims_tell_missing_runs_from_diverged_ones():
+    """A model with no finished run is "not run yet" and leaves its claim untested; one whose every seed
+    diverged is "diverged" and counts against the claim."""
+    nan = float("nan")
+    entry = lambda mean, se: (mean, se, 3, 128, 3 if mean != mean else 0)  # noqa: E731
+    ptb = {"hidden": {"exprnn": entry(2.28, 0.01), "eurnn": entry(2.55, 0.03),
+                      "rnn-orth": entry(2.64, 0.003), "rnn": entry(3.76, 0.2)}}
+    (row,) = reproduce.claims_table({"ptb": ptb}, None)
+    assert row[2].startswith("nnrnn not run yet") and row[3] == reproduce.UNTESTED
+    ptb["hidden"]["nnrnn"] = entry(nan, nan)
+    (row,) = reproduce.claims_table({"ptb": ptb}, None)
+    assert row[2].startswith("nnrnn diverged") and row[3] == "does not hold"
+    ptb["hidden"]["nnrnn"] = entry(2.10, 0.01)
+    (row,) = reproduce.claims_table({"ptb": ptb}, None)
+    assert row[3] == "holds" and "nnRNN clearly below rnn, rnn-orth, eurnn, exprnn" in row[2]
+    ptb["hidden"]["nnrnn"] = entry(2.29, 0.01)  # within two combined standard errors of expRNN
+    (row,) = reproduce.claims_table({"ptb": ptb}, None)
+    assert row[3] == "partly"
