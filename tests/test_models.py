@@ -725,12 +725,20 @@ def test_nonlinearity_option(name):
 
 
 def test_lstm_gate_blocks():
-    model = make("lstm", 3, 4)
-    for k, gate in enumerate(["input", "forget", "cell", "output"]):
-        torch.testing.assert_close(model.recurrent_matrix(gate), model.weight_hh_l0[4 * k:4 * k + 4])
-    torch.testing.assert_close(model.recurrent_matrix(), model.recurrent_matrix("cell"))
-    with pytest.raises(ValueError):
-        model.recurrent_matrix("update")
+    """recurrent_matrix(gate, layer, direction) is the gate's N x N block of torch's weight_hh_l{k}[_reverse],
+    rows in torch's order input, forget, cell, output; the default is the cell gate of layer 0, forward."""
+    torch.manual_seed(0)
+    model = nnrnn.create("lstm", 3, 4, num_layers=2, bidirectional=True)
+    for layer in (0, 1):
+        for direction, suffix in ((0, ""), (1, "_reverse")):
+            weight = getattr(model, f"weight_hh_l{layer}{suffix}")
+            for index, gate in enumerate(("input", "forget", "cell", "output")):
+                block = model.recurrent_matrix(gate, layer, direction)
+                assert block.shape == (4, 4)
+                torch.testing.assert_close(block, weight[4 * index:4 * (index + 1)], rtol=0, atol=0)
+    torch.testing.assert_close(model.recurrent_matrix(), model.weight_hh_l0[8:12], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="gate must be one of"):
+        model.recurrent_matrix("hidden")
     assert torch.all(model.bias_ih_l0 == 0) and torch.all(model.bias_hh_l0 == 0)
 
 
@@ -756,3 +764,4 @@ def test_double_precision(name):
         assert_nnrnn_structure(model, atol=1e-12, eig_atol=1e-8)
     if name == "exprnn":
         assert orth_error(model.recurrent_matrix()) < 1e-12
+
