@@ -332,16 +332,24 @@ def test_a_second_constraint_on_one_weight_is_refused(constrain):
 # --------------------------------------------------------------------------- torch.compile and torch.export
 
 @pytest.mark.parametrize("name", ["nnrnn", "eurnn"])  # between them: the exponential, the loops, the Givens product
-def test_compile_without_graph_breaks_matches_eager(name):
+@pytest.mark.parametrize("inputs_need_grad", [False, True])
+def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
+    """Two layers, so the second layer's input needs a gradient in any case; with ``inputs_need_grad``
+    the input and h_0 need one too (the op's backward skips them otherwise)."""
     torch.manual_seed(4)
-    model = nnrnn.create(name, 3, 16)
-    x = torch.randn(12, 2, 3)
+    model = nnrnn.create(name, 3, 16, num_layers=2)
+    x = torch.randn(12, 2, 3, requires_grad=inputs_need_grad)
+    h0 = torch.randn(2, 2, 16, requires_grad=inputs_need_grad)
 
     def gradients(module):
         module.zero_grad(set_to_none=True)
-        out, h_n = module(x)
+        x.grad = h0.grad = None
+        out, h_n = module(x, h0)
         (out.pow(2).mean() + h_n.sum()).backward()
-        return {k: p.grad.clone() for k, p in model.named_parameters()}
+        grads = {k: p.grad.clone() for k, p in model.named_parameters()}
+        if inputs_need_grad:
+            grads.update(x=x.grad.clone(), h0=h0.grad.clone())
+        return grads
 
     compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # fullgraph: a graph break raises
     got, want = gradients(compiled), gradients(model)

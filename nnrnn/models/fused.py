@@ -286,16 +286,17 @@ def _(inputs, h0, weight_ih, bias, weight_hh, kind, modrelu_bias):
 @torch.library.custom_op("nnrnn::recurrence_backward", mutates_args=())
 def recurrence_backward_op(grad_h: torch.Tensor, h: torch.Tensor, h0: torch.Tensor, inputs: torch.Tensor,
                            weight_ih: torch.Tensor, weight_hh: torch.Tensor, kind: int, has_bias: bool,
-                           has_modrelu_bias: bool) -> list[torch.Tensor]:
+                           has_modrelu_bias: bool, need_inputs: bool, need_h0: bool) -> list[torch.Tensor]:
     grads = _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, _KINDS[kind], has_bias,
-                      (True, True, True, has_bias, True, has_modrelu_bias))
+                      (need_inputs, need_h0, True, has_bias, True, has_modrelu_bias))
     return [g if g is not None else h.new_empty(0) for g in grads]  # an op returns tensors, not None
 
 
 @recurrence_backward_op.register_fake
-def _(grad_h, h, h0, inputs, weight_ih, weight_hh, kind, has_bias, has_modrelu_bias):
+def _(grad_h, h, h0, inputs, weight_ih, weight_hh, kind, has_bias, has_modrelu_bias, need_inputs, need_h0):
     n = h.shape[-1]
-    return [torch.empty_like(inputs), torch.empty_like(h0), torch.empty_like(weight_ih),
+    return [torch.empty_like(inputs) if need_inputs else h.new_empty(0),
+            torch.empty_like(h0) if need_h0 else h.new_empty(0), torch.empty_like(weight_ih),
             h.new_empty(n if has_bias else 0), torch.empty_like(weight_hh), h.new_empty(n if has_modrelu_bias else 0)]
 
 
@@ -307,9 +308,11 @@ def _setup_context(ctx, inputs, output):
 
 def _op_backward(ctx, grad_h):
     h, h0, x, weight_ih, weight_hh = ctx.saved_tensors
+    need_x, need_h0 = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     gx, gh0, gw, gb, gv, gmb = recurrence_backward_op(grad_h.contiguous(), h, h0, x, weight_ih, weight_hh, ctx.kind,
-                                                      ctx.has_bias, ctx.has_modrelu_bias)
-    return gx, gh0, gw, gb if ctx.has_bias else None, gv, None, gmb if ctx.has_modrelu_bias else None
+                                                      ctx.has_bias, ctx.has_modrelu_bias, need_x, need_h0)
+    return (gx if need_x else None, gh0 if need_h0 else None, gw, gb if ctx.has_bias else None, gv, None,
+            gmb if ctx.has_modrelu_bias else None)
 
 
 recurrence_op.register_autograd(_op_backward, setup_context=_setup_context)
