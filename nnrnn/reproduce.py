@@ -18,10 +18,10 @@ of its validation file when only ``shared/data`` is present):
 
 * ``cpu``: about 15 minutes on 2 cores; a few epochs, so it measures early
   learning speed, not the converged models the paper's claims are about.
-* ``cpu-long``: runs to convergence at small sizes in about 2.5 hours with
-  ``--jobs 2``: copy and psMNIST in the fixed-hidden-units column (the paper's
-  main-text figures), PTB in both columns (its Table 1) trained until the plateau
-  schedule has halved the learning rates three times (at most 150 epochs), 3 seeds.
+* ``cpu-long``: long runs at small sizes, 3 seeds: copy (4000 updates) and psMNIST
+  (20 epochs) in the fixed-hidden-units column (the paper's main-text figures), PTB
+  in both columns (its Table 1) for 150 epochs with the plateau schedule.  About
+  7.5 hours of training in all, 3.7 hours with ``--jobs 2`` (2026-11, 2 cores).
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and lengths; meant for GPUs.
 """
