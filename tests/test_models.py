@@ -728,15 +728,15 @@ def test_lstm_gate_blocks():
     """recurrent_matrix(gate, layer, direction) is the gate's N x N block of torch's weight_hh_l{k}[_reverse],
     rows in torch's order input, forget, cell, output; the default is the cell gate of layer 0, forward."""
     torch.manual_seed(0)
-    model = nnrnn.create("lstm", 3, 4, num_layers=2, bidirectional=True)
+    model = nnrnn.create("lstm", 3, 6, num_layers=2, bidirectional=True)  # 6: chunk(5) would also give 4 blocks of 4
     for layer in (0, 1):
         for direction, suffix in ((0, ""), (1, "_reverse")):
             weight = getattr(model, f"weight_hh_l{layer}{suffix}")
             for index, gate in enumerate(("input", "forget", "cell", "output")):
                 block = model.recurrent_matrix(gate, layer, direction)
-                assert block.shape == (4, 4)
-                torch.testing.assert_close(block, weight[4 * index:4 * (index + 1)], rtol=0, atol=0)
-    torch.testing.assert_close(model.recurrent_matrix(), model.weight_hh_l0[8:12], rtol=0, atol=0)
+                assert block.shape == (6, 6)
+                torch.testing.assert_close(block, weight[6 * index:6 * (index + 1)], rtol=0, atol=0)
+    torch.testing.assert_close(model.recurrent_matrix(), model.weight_hh_l0[12:18], rtol=0, atol=0)
     with pytest.raises(ValueError, match="gate must be one of"):
         model.recurrent_matrix("hidden")
     assert torch.all(model.bias_ih_l0 == 0) and torch.all(model.bias_hh_l0 == 0)
