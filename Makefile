@@ -27,10 +27,13 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
 
-mutate: $(STAMP)  # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI
+# mutation testing of the training procedure: slow (hours on 2 cores), not part of CI.
+# MUTANTS="nnrnn.checkpoint* nnrnn.tasks.ptb*" runs only the mutants of those functions (mutmut's names).
+MUTANTS ?=
+mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-mutate.txt
 	# mutmut runs the tests from mutants/: tell them where the shared data is
-	NNRNN_SHARED_DATA=$${NNRNN_SHARED_DATA:-$(abspath ../shared/data)} $(BIN)/mutmut run --max-children 2 || true
+	NNRNN_SHARED_DATA=$${NNRNN_SHARED_DATA:-$(abspath ../shared/data)} $(BIN)/mutmut run --max-children 2 $(foreach m,$(MUTANTS),'$(m)') || true
 	$(BIN)/python tools/mutation_report.py
 
 clean:
