@@ -257,6 +257,32 @@ def test_one_step_of_a_bidirectional_stack_equals_the_autograd_pass(name):
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize("layout", ["unbatched", "batch_first", "three_layers_dropout"])
+@pytest.mark.parametrize("training", [False, True])
+def test_lstm_single_step_matches_torch_lstm(layout, training):
+    """The no-grad single-step path against torch.nn.LSTM with the same weights, h_0 and c_0 given, in each
+    input layout; with dropout, in training mode the same random masks (same seed) between layers only."""
+    torch.manual_seed(8)
+    options = {"unbatched": {}, "batch_first": {"batch_first": True},
+               "three_layers_dropout": {"num_layers": 3, "bidirectional": True, "dropout": 0.3}}[layout]
+    model = nnrnn.create("lstm", 3, 5, **options).train(training)
+    twin = nn.LSTM(3, 5, **options).train(training)
+    twin.load_state_dict(model.state_dict())
+    cells = model.num_layers * (2 if model.bidirectional else 1)
+    shape = {"unbatched": (1, 3), "batch_first": (4, 1, 3), "three_layers_dropout": (1, 4, 3)}[layout]
+    x = torch.randn(shape)
+    hx = tuple(torch.randn((cells, 5) if layout == "unbatched" else (cells, 4, 5)) for _ in range(2))
+    with torch.no_grad():
+        torch.manual_seed(9)
+        got = model(x, hx)
+        torch.manual_seed(9)
+        want = twin(x, hx)
+    torch.testing.assert_close(got[0], want[0])
+    for a, b in zip(got[1], want[1]):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b)
+
+
 # --------------------------------------------------------------------------- low precision
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -355,6 +381,41 @@ def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
     got, want = gradients(compiled), gradients(model)
     for key in want:
         torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-6, msg=key)
+
+
+def test_the_ops_used_under_compile_match_the_eager_functions():
+    """torch.compile sees the recurrence, the Givens product and the exponential as custom ops with their own
+    autograd registration; called eagerly they must give the eager functions' values and gradients."""
+    from nnrnn.models import eurnn, fused
+    from nnrnn.parametrizations import expm
+    torch.manual_seed(10)
+
+    def value_and_grads(function, *inputs):
+        leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) if isinstance(t, torch.Tensor) else t
+                  for t in inputs]
+        out = function(*leaves)
+        weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(0))  # the same for both
+        (out * weight).sum().backward(inputs=[t for t in leaves if isinstance(t, torch.Tensor)])
+        return [out] + [t.grad for t in leaves if isinstance(t, torch.Tensor)]
+
+    x, h0, w, b = torch.randn(7, 3, 2), torch.randn(3, 5), torch.randn(5, 2), torch.randn(5)
+    v, mb = torch.randn(5, 5) / 3, torch.rand(5) * 0.1
+    for name, kind in fused._KIND.items():
+        if name is None:
+            continue
+        extra = mb if name == "modrelu" else None
+        want = value_and_grads(lambda *a: fused.FusedRecurrence.apply(*a[:5], name, a[5]), x, h0, w, b, v, extra)
+        got = value_and_grads(lambda *a: fused.recurrence_op(*a[:5], kind, a[5]), x, h0, w, b, v, extra)
+        for g, e in zip(got, want):
+            torch.testing.assert_close(g, e, msg=name)
+    even, odd = torch.randn(3, 3), torch.randn(2, 2)
+    for g, e in zip(value_and_grads(lambda a, c: eurnn.givens_product_op(a, c, 6), even, odd),
+                    value_and_grads(lambda a, c: eurnn.GivensProduct.apply(a, c, 6), even, odd)):
+        torch.testing.assert_close(g, e)
+    a = torch.randn(6, 6)
+    a = a - a.T
+    for g, e in zip(value_and_grads(expm.expm_skew_op, a), value_and_grads(expm._ExpmSkew.apply, a)):
+        torch.testing.assert_close(g, e)
 
 
 @pytest.mark.parametrize("name", ALL)

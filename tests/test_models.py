@@ -664,6 +664,36 @@ def test_parameter_count_of_constrained_models_counts_degrees_of_freedom(n):
         assert nnrnn.parameter_count("nnrnn", 3, n, triangular=triangular) == trainable(model) - unused
 
 
+@pytest.mark.parametrize("name", ["exprnn", "nnrnn"])
+def test_parameter_count_of_stacked_bidirectional_constrained_models(name):
+    """Every layer and direction has its own constrained V: the count is the built model's trainable entries
+    less the entries a constraint leaves unused, per cell, with each option at its default."""
+    n = 5
+    model = nnrnn.create(name, 3, n, num_layers=2, bidirectional=True)
+    cells = 4
+    unused = {"exprnn": n * (n + 1) // 2,
+              "nnrnn": n * (n + 1) // 2 + n * n - int(triangular_mask(n, "strict").sum())}[name]
+    assert nnrnn.parameter_count(name, 3, n, num_layers=2, bidirectional=True) == trainable(model) - cells * unused
+    if name == "nnrnn":
+        with pytest.raises(ValueError, match="triangular"):  # not counted as if it were "strict"
+            nnrnn.parameter_count(name, 3, n, triangular="lower")
+
+
+def test_schur_factors_of_each_layer_and_direction_compose_that_cells_v():
+    torch.manual_seed(3)
+    model = nnrnn.create("nnrnn", 3, 6, num_layers=2, bidirectional=True)
+    with torch.no_grad():
+        for key, p in model.named_parameters():
+            p.add_(0.1 * torch.randn_like(p))  # every cell different from the others
+    for layer in range(2):
+        for direction in range(2):
+            p, lam, t = model.schur_factors(layer, direction)
+            torch.testing.assert_close(p @ (lam + t) @ p.T, model.recurrent_matrix(layer, direction),
+                                       atol=1e-5, rtol=0)
+    assert not torch.allclose(model.recurrent_matrix(1, 0), model.recurrent_matrix(0, 0))
+    assert not torch.allclose(model.recurrent_matrix(0, 1), model.recurrent_matrix(0, 0))
+
+
 # --------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("name", NAMES)

@@ -13,6 +13,7 @@ import torch
 from torch.nn import functional as F
 
 from nnrnn import checkpoint
+from nnrnn.errors import UserError
 from nnrnn import train as trainer
 from nnrnn.train import make_optimizer, read_metrics, resolve_config, train
 
@@ -140,8 +141,11 @@ def test_a_failed_checkpoint_write_leaves_the_previous_one_readable(tmp_path, mo
     checkpoint.save(path, {"step": 1, "model": {"w": torch.ones(3)}})
     real_save = torch.save
 
+    during = []
+
     def dies_half_way(obj, f, *args, **kwargs):
         f.write(b"PK\x03\x04 half of a zip archive")
+        during.extend(sorted(p.name for p in tmp_path.iterdir()))
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(torch, "save", dies_half_way)
     with pytest.raises(OSError):
@@ -149,6 +153,29 @@ def test_a_failed_checkpoint_write_leaves_the_previous_one_readable(tmp_path, mo
     monkeypatch.setattr(torch, "save", real_save)
     assert checkpoint.load(path)["step"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left behind
+    # the half-written file was a hidden temporary beside the target, named after it
+    assert len(during) == 2 and during[0].startswith(".last.pt.") and during[0].endswith(".tmp")
+    checkpoint.save(tmp_path / "new" / "folders" / "last.pt", {"step": 4})  # missing folders are made
+    assert checkpoint.load(tmp_path / "new" / "folders" / "last.pt")["step"] == 4
+
+
+class NotAllowedInACheckpoint:
+    """Any class outside torch's allow-list: unpickling it could run arbitrary code."""
+
+
+def test_checkpoint_load_maps_storages_and_refuses_arbitrary_objects(tmp_path):
+    path = tmp_path / "last.pt"
+    checkpoint.save(path, {"step": 3, "model": {"w": torch.ones(2)}})
+    seen = []
+
+    def where(storage, location):  # a map_location function sees every storage (a GPU run read on a CPU)
+        seen.append(location)
+        return storage
+    assert checkpoint.load(path, map_location=where)["step"] == 3 and seen == ["cpu"]
+    torch.save({"format": checkpoint.FORMAT, "version": checkpoint.VERSION, "step": NotAllowedInACheckpoint()},
+               tmp_path / "foreign.pt")
+    with pytest.raises(UserError, match="not a readable nnrnn checkpoint"):
+        checkpoint.load(tmp_path / "foreign.pt")  # only tensors and plain containers are unpickled
 
 
 # --------------------------------------------------------------------------- tasks, against the paper
@@ -182,6 +209,63 @@ def test_copy_baseline_is_the_cross_entropy_of_blanks_then_a_uniform_guess():
     assert CopyTask(T=200).baseline == pytest.approx(0.0945, abs=5e-5)       # "a baseline loss of 0.095"
 
 
+def test_copy_defaults_are_the_papers_and_every_symbol_is_drawn():
+    """Supplementary: T = 200, batch 10; the 10 symbols to copy are drawn from all 8 values."""
+    from nnrnn.tasks.copy import CopyTask
+    task = CopyTask()
+    assert (task.seed, task.batch_size, task.T) == (0, 10, 200)
+    assert len(list(task.eval_batches("valid"))) == 10
+    assert CopyTask(T=1).train_batch(0).inputs.shape[0] == 21  # the shortest delay: the cue right after
+    with pytest.raises(ValueError, match="T must be a positive int"):
+        CopyTask(T=0)
+    batch = CopyTask(T=3, batch_size=200).train_batch(0)
+    assert set(batch.inputs.argmax(-1)[:10].unique().tolist()) == set(range(8))
+    loss, stats = task.loss(torch.zeros(23, 200, 9), batch.targets)  # uniform guesses: loss ln 9
+    assert stats["loss"] == (pytest.approx(math.log(9) * 23 * 200, rel=1e-5), 23 * 200)  # a sum, and a count
+
+
+def test_synthetic_batches_are_a_function_of_seed_split_and_index():
+    """Training, validation and test batches come from three separate streams of the task's seed: no batch
+    is shared between splits, seeds or steps, and the same (seed, split, index) gives the same batch."""
+    from nnrnn.tasks.copy import CopyTask
+    from nnrnn.tasks.base import generator
+
+    def key(batch):
+        return tuple(batch.inputs.argmax(-1).flatten().tolist())
+    task = CopyTask(T=5, batch_size=4, seed=1, eval_batches=3)
+    seen = {}
+    for name, batches in (("train", [task.train_batch(i) for i in range(3)]),
+                          ("valid", list(task.eval_batches("valid"))), ("test", list(task.eval_batches("test"))),
+                          ("other seed", [CopyTask(T=5, batch_size=4, seed=2).train_batch(0)])):
+        for i, batch in enumerate(batches):
+            assert key(batch) not in seen, f"{name} {i} repeats {seen.get(key(batch))}"
+            seen[key(batch)] = (name, i)
+    again = CopyTask(T=5, batch_size=4, seed=1, eval_batches=3)
+    assert key(again.train_batch(2)) == key(task.train_batch(2))
+    assert [key(b) for b in again.eval_batches("valid")] == [key(b) for b in task.eval_batches("valid")]
+    valid_0 = task.make_batch(5, 4, generator(1, task.VALID, 0))
+    test_0 = task.make_batch(5, 4, generator(1, task.TEST, 0))
+    assert key(next(iter(task.eval_batches("valid")))) == tuple(valid_0[0].argmax(-1).flatten().tolist())
+    assert key(next(iter(task.eval_batches("test")))) == tuple(test_0[0].argmax(-1).flatten().tolist())
+
+
+def test_batch_generators_are_seeded_from_numpys_seed_sequence():
+    """generator(seed, stream, index) is numpy's SeedSequence of the key, its first 64-bit word masked to 63
+    bits: computed here with numpy, so that a release that changed it (and so every run's data) fails."""
+    import numpy as np
+    from nnrnn.tasks.base import generator
+    for key in ((0, 0, 0), (1, 2, 3), (5, 0, 7)):  # the first two have the top bit set, the last an odd word
+        word = int(np.random.SeedSequence(list(key)).generate_state(2, dtype=np.uint64)[0])
+        expected = torch.Generator().manual_seed(word & (2 ** 63 - 1))
+        assert torch.equal(torch.rand(5, generator=generator(*key)), torch.rand(5, generator=expected))
+
+
+def test_metric_sums_accumulate_over_batches():
+    from nnrnn.tasks.base import accumulate
+    sums = accumulate({}, {"loss": (2.5, 4), "accuracy": (3, 4)})
+    assert accumulate(sums, {"loss": (1.0, 2), "accuracy": (0, 2)}) == {"loss": (3.5, 6), "accuracy": (3.0, 6)}
+
+
 def test_copy_accuracy_counts_the_recall_steps_only():
     from nnrnn.tasks.copy import CopyTask
     task = CopyTask(T=6, batch_size=3)
@@ -202,8 +286,22 @@ def test_adding_layout_and_baseline():
     batch = task.train_batch(0)
     values, marks = batch.inputs[..., 0], batch.inputs[..., 1]
     assert torch.all(marks[:5].sum(0) == 1) and torch.all(marks[5:].sum(0) == 1)
+    assert torch.all(marks.sum(1) > 0)  # every position of each half is drawn, the first and last included
     torch.testing.assert_close(batch.targets[:, 0], (values * marks).sum(0))
     assert F.mse_loss(torch.ones_like(batch.targets), batch.targets).item() == pytest.approx(1 / 6, abs=0.01)
+
+
+def test_adding_batches_depend_on_seed_and_step_only_and_the_loss_metric_is_a_sum():
+    from nnrnn.tasks.adding import AddingTask
+    torch.manual_seed(1)
+    first = AddingTask(T=10, batch_size=4, seed=3).train_batch(5)
+    torch.manual_seed(2)  # the global generator must not matter
+    again = AddingTask(T=10, batch_size=4, seed=3).train_batch(5)
+    assert torch.equal(first.inputs, again.inputs) and torch.equal(first.targets, again.targets)
+    prediction = torch.zeros_like(first.targets)
+    loss, stats = AddingTask(T=10, batch_size=4).loss(prediction, first.targets)
+    total, count = stats["loss"]  # summed over the batch, so that epochs average over examples
+    assert count == 4 and total == pytest.approx(first.targets.pow(2).sum().item(), rel=1e-6)
 
 
 @pytest.mark.skipif(not (SHARED / "mnist" / "t10k-images-idx3-ubyte.gz").is_file(), reason="shared MNIST not found")

@@ -2,6 +2,7 @@
 relative to the repository, or $NNRNN_SHARED_DATA); skipped when it is absent."""
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from nnrnn.data.ptb import EOS
 from nnrnn.errors import UserError
@@ -88,12 +90,49 @@ def test_psmnist_loss_and_state(psmnist):
     logits[0, 0] = logits[1, 5] = 10.0
     loss, stats = psmnist.loss(logits, targets)
     assert stats["accuracy"] == (1, 4) and stats["loss"][1] == 4
-    loss3, _ = psmnist.loss(torch.stack([torch.randn(4, 10), logits]), targets)   # (T, B, 10): last step
-    assert torch.allclose(loss, loss3)
+    assert stats["loss"][0] == pytest.approx(loss.item() * 4)                         # a sum over the batch
+    loss3, stats3 = psmnist.loss(torch.stack([torch.randn(4, 10), torch.randn(4, 10), logits]), targets)
+    assert torch.allclose(loss, loss3) and stats3["accuracy"] == (1, 4)               # (T, B, 10): last step
+    assert psmnist.loss(F.one_hot(targets, 10).float(), targets)[1]["accuracy"] == (4, 4)
     state = psmnist.data_state()
     psmnist.check_data_state(state)
     with pytest.raises(UserError, match="different MNIST data"):
         psmnist.check_data_state({**state, "permutation_md5": "0" * 32})
+    # what checkpoints written by this version hold: the keys, and the permutation's md5 computed here
+    expected_md5 = hashlib.md5(np.random.RandomState(1234).permutation(784).astype(np.int64).tobytes()).hexdigest()
+    assert state == {"dataset": "mnist", "split": psmnist.data.split, "sizes": [8000, 1000, 1000], "permute": True,
+                     "permutation_md5": expected_md5}
+
+
+@needs_mnist
+def test_psmnist_eval_batches_split_at_the_eval_batch_size_and_describe():
+    task = make_task("psmnist", seed=3, batch_size=128, data_dir=SHARED, eval_batch_size=300)
+    sizes = [len(b.targets) for b in task.eval_batches("valid")]
+    assert sizes == [300, 300, 300, 100]
+    assert torch.equal(torch.cat([b.targets for b in task.eval_batches("valid")]), task._labels["valid"])
+    assert task.describe() == (
+        "permuted sequential MNIST (pixel permutation from RandomState(1234)): 784 steps of 1 pixel scaled to "
+        "[0,1], 10 classes read at the last step, batch 128, 63 updates per epoch in a new order each epoch; "
+        f"{task.data.describe()}; NOTE: {task.data_note}")
+    task.data_note = ""  # as with the official files: no note at all
+    assert task.describe().endswith(f"each epoch; {task.data.describe()}")
+    plain = make_task("psmnist", batch_size=128, data_dir=SHARED, permute=False, shuffle="fixed")
+    assert plain.describe().startswith("sequential MNIST (no permutation): 784 steps")
+    assert "in the same order every epoch" in plain.describe()
+
+
+@needs_mnist
+def test_psmnist_defaults_bounds_and_permutation_seed():
+    from nnrnn.tasks.psmnist import PermutedMNISTTask
+    task = PermutedMNISTTask(data_dir=SHARED)  # the paper's batch 128 and permutation seed 1234
+    assert (task.seed, task.batch_size, task.eval_batch_size, task.permute) == (0, 128, 1000, True)
+    np.testing.assert_array_equal(pixel_order(), np.random.RandomState(1234).permutation(784))
+    other = PermutedMNISTTask(data_dir=SHARED, batch_size=1, eval_batch_size=1, permutation_seed=7)
+    np.testing.assert_array_equal(other.order, np.random.RandomState(7).permutation(784))
+    assert other.train_batch(0).inputs.shape == (784, 1, 1)
+    for bad in ({"batch_size": 0}, {"eval_batch_size": 0}):
+        with pytest.raises(ValueError, match="batch sizes must be positive"):
+            PermutedMNISTTask(data_dir=SHARED, **bad)
 
 
 # ---------------------------------------------------------------------------- PTB
@@ -145,6 +184,10 @@ def test_ptb_bpc_is_loss_over_ln2(ptb):
     assert 0.0 <= values["accuracy"] <= 1.0
     uniform, _ = ptb.loss(torch.zeros(3, 2, 50), torch.zeros(3, 2, dtype=torch.long))
     assert math.isclose(uniform.item() / math.log(2), math.log2(50), rel_tol=1e-6)
+    targets = torch.tensor([[1, 2], [3, 4], [5, 6]])
+    logits = F.one_hot(targets, 50).float()
+    logits[0, 0] = F.one_hot(torch.tensor(9), 50).float()  # one of six predictions wrong
+    assert ptb.loss(logits, targets)[1]["accuracy"] == (5, 6)
 
 
 @needs_ptb
@@ -153,6 +196,11 @@ def test_ptb_checkpoint_vocab_check(ptb):
     ptb.check_data_state(state)
     with pytest.raises(UserError, match="different PTB vocabulary"):
         ptb.check_data_state({**state, "vocab": state["vocab"][:-1]})
+    assert sorted(state) == ["dataset", "sizes", "split", "vocab"] and state["dataset"] == "ptb"
+    assert state["sizes"] == [ptb._ids[s].numel() for s in ("train", "valid", "test")]
+    for key, other in (("split", "official"), ("sizes", [1, 2, 3])):
+        with pytest.raises(UserError, match=f"different PTB data \\({key}"):
+            ptb.check_data_state({**state, key: other})
 
 
 # ---------------------------------------------------------------------------- missing data
@@ -161,3 +209,33 @@ def test_missing_data_folder(tmp_path, task, command):
     with pytest.raises(UserError, match=command) as info:
         make_task(task, data_dir=tmp_path / "empty")
     assert str(tmp_path / "empty") in str(info.value)
+
+
+def test_ptb_segments_cover_every_target_once():
+    """A stream of L ids has L - 1 (input, next id) pairs, cut into ceil((L - 1) / bptt) segments."""
+    from nnrnn.tasks.ptb import n_segments, segment
+    for length in (7, 8, 9, 13):
+        data = torch.arange(length).view(length, 1)
+        parts = [segment(data, i, 3) for i in range(n_segments(data, 3))]
+        assert n_segments(data, 3) == math.ceil((length - 1) / 3)
+        assert torch.equal(torch.cat([p.targets for p in parts]).view(-1), torch.arange(1, length))
+
+
+@needs_ptb
+def test_ptb_defaults_and_bounds():
+    from nnrnn.tasks.ptb import PTBTask
+    task = PTBTask(data_dir=SHARED)
+    assert (task.seed, task.batch_size, task.bptt) == (0, 128, 150)  # the paper's batch and truncation
+    PTBTask(data_dir=SHARED, batch_size=1, eval_batch_size=1, bptt=1)  # the smallest valid values
+    for bad in ({"batch_size": 0}, {"eval_batch_size": 0}, {"bptt": 0}):
+        with pytest.raises(ValueError, match="must be positive"):
+            PTBTask(data_dir=SHARED, **bad)
+    assert PTBTask(data_dir=SHARED, batch_size=task._ids["train"].numel() // 2).train_data.shape[0] == 2
+    with pytest.raises(UserError, match="batch_size .* is too large"):
+        PTBTask(data_dir=SHARED, batch_size=task._ids["train"].numel())
+    task.data_note = ""  # as with the official files: no note at all
+    assert task.describe().endswith(f"evaluation with 10 streams; {task.corpus.describe()}")  # the paper code's 10
+    small = PTBTask(data_dir=SHARED, eval_batch_size=task._ids["valid"].numel() // 2)  # two rows: just enough
+    assert small.eval_data("valid").shape[0] == 2
+    with pytest.raises(UserError, match="too large"):
+        PTBTask(data_dir=SHARED, eval_batch_size=task._ids["valid"].numel()).eval_data("valid")

@@ -12,7 +12,7 @@ import torch
 
 from nnrnn import checkpoint
 from nnrnn.errors import UserError
-from nnrnn.train import evaluate_checkpoint, load_model, read_metrics, resolve_config, train
+from nnrnn.train import check_resume, evaluate_checkpoint, load_model, read_metrics, resolve_config, train
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {"task": "copy", "model": "nnrnn", "hidden": 16, "T": 5, "batch_size": 8, "log_every": 2,
@@ -134,6 +134,19 @@ def test_refuses_to_overwrite_and_resume_mismatch(tmp_path):
         train(tiny(tmp_path, steps=4, hidden=32), resume=True)
     with pytest.raises(UserError, match="no checkpoint"):
         train(tiny(tmp_path, "fresh", steps=2), resume=True)
+
+
+
+def test_resume_refuses_an_option_the_saved_run_did_not_have(tmp_path):
+    """An option present on one side only (a run saved by a release without it) counts as changed."""
+    import json
+    config = tiny(tmp_path, steps=2)
+    saved = {k: v for k, v in config.items() if k != "lr"}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(UserError, match="option lr was None"):
+        check_resume(tmp_path / "run", config)
+    assert check_resume(tmp_path / "run", saved) == saved
 
 
 def test_divergence_stops_and_keeps_last_good_checkpoint(tmp_path):

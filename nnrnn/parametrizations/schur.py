@@ -57,6 +57,9 @@ def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor
 
 
 def free_triangular_entries(n: int, triangular: str = "strict") -> int:
+    """How many entries of T are free (the ones of :func:`triangular_mask`)."""
+    if triangular not in TRIANGULAR:
+        raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
     return n * (n - 1) // 2 - (n // 2 if triangular == "block" else 0)
 
 
