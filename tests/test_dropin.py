@@ -383,7 +383,7 @@ def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
         torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-6, msg=key)
 
 
-def test_the_ops_used_under_compile_match_the_eager_functions():
+def test_the_custom_ops_match_the_eager_autograd_functions():
     """torch.compile sees the recurrence, the Givens product and the exponential as custom ops with their own
     autograd registration; called eagerly they must give the eager functions' values and gradients."""
     from nnrnn.models import eurnn, fused
