@@ -40,10 +40,15 @@ from .registration import register
 TRIANGULAR = ("strict", "block")
 
 
-def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device=None) -> torch.Tensor:
-    """1 where T may be non-zero: the strict lower triangle, minus the (2i+1, 2i) entries for "block"."""
+def check_triangular(triangular: str) -> None:
+    """ValueError unless ``triangular`` names one of the shapes of T in :data:`TRIANGULAR`."""
     if triangular not in TRIANGULAR:
         raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
+
+
+def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device=None) -> torch.Tensor:
+    """1 where T may be non-zero: the strict lower triangle, minus the (2i+1, 2i) entries for "block"."""
+    check_triangular(triangular)
     mask = torch.ones(n, n, dtype=torch.bool, device=device).tril(-1)
     if triangular == "block":
         idx = torch.arange(0, n - 1, 2, device=device)
@@ -58,8 +63,7 @@ def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor
 
 def free_triangular_entries(n: int, triangular: str = "strict") -> int:
     """How many entries of T are free (the ones of :func:`triangular_mask`)."""
-    if triangular not in TRIANGULAR:
-        raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
+    check_triangular(triangular)
     return n * (n - 1) // 2 - (n // 2 if triangular == "block" else 0)
 
 
@@ -90,8 +94,7 @@ class SchurForm(OrthogonalFactor):
         super().__init__(n, dynamic, dtype, device)
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        if triangular not in TRIANGULAR:
-            raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
+        check_triangular(triangular)
         self.n = n
         self.init = init
         self.triangular = triangular
