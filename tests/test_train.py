@@ -139,7 +139,6 @@ def test_refuses_to_overwrite_and_resume_mismatch(tmp_path):
 
 def test_resume_refuses_an_option_the_saved_run_did_not_have(tmp_path):
     """An option present on one side only (a run saved by a release without it) counts as changed."""
-    import json
     config = tiny(tmp_path, steps=2)
     saved = {k: v for k, v in config.items() if k != "lr"}
     (tmp_path / "run").mkdir()
