@@ -195,6 +195,17 @@ def test_torch_rnn_with_a_constraint_saves_pickles_and_copies(constrain):
         assert not torch.allclose(restored(x)[0], rnn(x)[0]), f"{how}: the copy shares parameters"
 
 
+@pytest.mark.parametrize("constrain", [schur, orthogonal])
+def test_deepcopy_keeps_references_shared_within_what_is_copied(constrain):
+    """Tied modules and a parameter listed beside its module (as in an optimizer's groups) stay one object."""
+    rnn = constrain(nn.RNN(3, 4), "weight_hh_l0")
+    rnn(torch.randn(2, 1, 3))
+    copied = copy.deepcopy({"tied": [rnn, rnn], "parameter": rnn.parametrizations.weight_hh_l0.original})
+    first, second = copied["tied"]
+    assert first is second and first is not rnn
+    assert copied["parameter"] is first.parametrizations.weight_hh_l0.original
+
+
 # --------------------------------------------------------------------------- stepping and the inference cache
 
 @pytest.mark.parametrize("name", NON_GATED)
@@ -349,7 +360,7 @@ def test_reset_parameters_redraws_the_papers_initialisation(name):
 def test_a_second_constraint_on_one_weight_is_refused(constrain):
     rnn = constrain(nn.RNN(3, 4), "weight_hh_l0")
     for again in (schur, orthogonal):
-        with pytest.raises(ValueError, match="already has a .* constraint"):
+        with pytest.raises(ValueError, match=rf"^{again.__name__}\(\): 'weight_hh_l0' already has a .* constraint"):
             again(rnn, "weight_hh_l0")
     with pytest.raises(ValueError, match="already has"):
         schur(nnrnn.create("nnrnn", 3, 4), "weight_hh_l0")

@@ -21,6 +21,7 @@ from torch.func import functional_call
 
 from nnrnn.parametrizations import (INITS, MatrixExpOrthogonal, SchurForm, block_triangular_mask, init_skew_,
                                     orthogonal, rotation_blocks, schur, skew, triangular_mask)
+from nnrnn.parametrizations.schur import free_triangular_entries
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
 
@@ -257,6 +258,19 @@ def test_block_triangular_mask(n):
     assert torch.equal(mask, expected)
 
 
+def test_free_triangular_entries_counts_by_hand():
+    # n = 6: 15 entries below the diagonal; the block form frees all but the 3 inside the 2x2 blocks
+    assert free_triangular_entries(6) == 15 and free_triangular_entries(6, "strict") == 15
+    assert free_triangular_entries(6, "block") == 12 and free_triangular_entries(7, "block") == 18
+    with pytest.raises(ValueError, match="triangular"):
+        free_triangular_entries(5, "full")
+
+
+def test_block_triangular_mask_takes_dtype_and_device():
+    assert block_triangular_mask(4, dtype=torch.float64).dtype == torch.float64
+    assert block_triangular_mask(4, device="meta").device.type == "meta"
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 7])
 def test_rotation_blocks(n):
     torch.manual_seed(n)
@@ -316,6 +330,24 @@ def test_schur_on_linear_fresh(init, n):
     torch.testing.assert_close(layer(x), x @ layer.weight.T + layer.bias)
 
 
+def test_schur_is_static_unless_asked():
+    """The paper's parametrization P = exp(skew(X)) by default; a moving base only with dynamic=True."""
+    assert not schur(nn.Linear(4, 4)).parametrizations.weight[0].dynamic
+    assert schur(nn.Linear(4, 4), dynamic=True).parametrizations.weight[0].dynamic
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_schur_in_half_precision_composes_every_factor_in_float32(dtype):
+    torch.manual_seed(3)
+    layer = schur(nn.Linear(6, 6))
+    with torch.no_grad():
+        layer.parametrizations.weight[0].lower.normal_()  # T ≠ 0, as after training
+    expected = layer.weight.detach().clone()
+    got = layer.to(dtype).weight
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.float(), expected, atol=0.05, rtol=0)
+
+
 def test_schur_generator_makes_it_reproducible():
     a = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")
     b = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")
@@ -325,7 +357,7 @@ def test_schur_generator_makes_it_reproducible():
 
 
 def test_schur_errors():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^schur\(\) needs a square"):  # names the function the user called
         schur(nn.Linear(4, 5))  # weight 5×4
     with pytest.raises(ValueError):
         schur(nn.Linear(4, 4), name="bias")
@@ -410,6 +442,10 @@ def test_schur_regularization(triangular):
     mask = triangular_mask(5, triangular)
     expected = 3.0 * (0.25 + 0.0625 + 0.01) + 2.0 / 2 * form.lower.detach()[mask].pow(2).sum()
     assert form.regularization(3.0, 2.0).item() == pytest.approx(expected.item(), rel=1e-6)
+    for bad in (True, math.inf, -1.0, "1"):  # a flag passed by mistake, or no finite non-negative weight
+        for delta, t_decay in ((bad, 0.0), (0.0, bad)):
+            with pytest.raises(ValueError, match="delta" if delta is bad else "t_decay"):
+                form.regularization(delta, t_decay)
 
 
 def test_an_expanded_incoming_gradient_is_as_fast_as_a_dense_one():

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from nnrnn import checkpoint
 from nnrnn.errors import UserError
 from nnrnn import train as trainer
-from nnrnn.train import make_optimizer, read_metrics, resolve_config, train
+from nnrnn.train import OneHot, load_model, make_optimizer, read_metrics, resolve_config, train
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or REPO.parent / "shared" / "data")
@@ -123,6 +124,21 @@ def test_resume_restores_the_carried_ptb_state_and_the_schedule(tmp_path, monkey
     assert all(torch.equal(a[k], b[k]) for k in a)
     lrs = lambda run: [r["lr"] for r in read_metrics(tmp_path / run) if r["split"] == "train"]
     assert lrs("whole") == lrs("split") and len(set(lrs("whole"))) > 1  # the schedule fired, identically
+
+
+@pytest.mark.parametrize("task, options, encoder", [("adding", {}, None), ("ptb", {}, nn.Embedding),
+                                                     ("ptb", {"embedding": 0}, OneHot)])
+def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encoder):
+    if task == "ptb":
+        options = {**options, "data_dir": str(fake_ptb(tmp_path / "ptb")), "bptt": 7, "batch_size": 4}
+    train(resolve_config(dict(task=task, model="nnrnn", hidden=8, steps=1, eval_every=1, log_every=1,
+                              progress=False, out=str(tmp_path / "run"), **options)))
+    net, config = load_model(tmp_path / "run")
+    saved = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")["model"]
+    assert config["task"] == task and net.state_dict().keys() == saved.keys()
+    assert all(torch.equal(net.state_dict()[name], value) for name, value in saved.items())
+    assert net.readout_mode == {"adding": "last", "ptb": "all"}[task]  # the task's read-out, not the default
+    assert type(net.encoder) is encoder if encoder else net.encoder is None
 
 
 def test_last_checkpoint_holds_the_state_carried_into_the_next_segment(tmp_path):

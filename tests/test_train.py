@@ -182,6 +182,18 @@ def test_load_model_for_analysis(tmp_path):
     assert net.rnn.recurrent_matrix().shape == (16, 16)
 
 
+def test_load_model_takes_the_best_checkpoint_of_a_folder_else_the_last(tmp_path):
+    train(tiny(tmp_path, steps=2))
+    folder = tmp_path / "run" / "checkpoints"
+    last = checkpoint.load(folder / "last.pt")
+    last["model"]["readout.bias"] = last["model"]["readout.bias"] + 1.0  # tell the two files apart
+    checkpoint.save(folder / "last.pt", last)
+    best_bias = model_params(folder / "best.pt")["readout.bias"]
+    assert torch.equal(load_model(tmp_path / "run")[0].readout.bias, best_bias)
+    (folder / "best.pt").unlink()
+    assert torch.equal(load_model(tmp_path / "run")[0].readout.bias, last["model"]["readout.bias"])
+
+
 @pytest.mark.parametrize("model", ["rnn", "exprnn"])
 def test_two_processes_match_one(tmp_path, model):
     """torchrun with 2 CPU processes (gloo) reaches the parameters of 1 process on the same global batch."""

@@ -43,9 +43,7 @@ def _deepcopy(self, memo):
     """A deep copy through the same state as pickling: torch's own ``__deepcopy__`` for parametrized modules
     copies every attribute, which fails on a torch RNN whose ``_flat_weights`` hold a composed weight."""
     rebuild, (base, state, names) = _reduce(self, 4)
-    copy = rebuild(base, deepcopy(state, memo), names)
-    memo[id(self)] = copy
-    return copy
+    return rebuild(base, deepcopy(state, memo), names)  # copy.deepcopy records the result in memo itself
 
 
 def _make_picklable(module: nn.Module) -> None:

@@ -125,8 +125,8 @@ class SchurForm(OrthogonalFactor):
         with torch.autocast(x.device.type, enabled=False):  # V in the parameters' precision, also under autocast
             if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
                 p = self.orthogonal(x.float())
-                theta = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
-                return matmul(matmul(p, theta), p.T).to(x.dtype)
+                middle = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
+                return matmul(matmul(p, middle), p.T).to(x.dtype)
             p, lam, t = self.factors(x)
             return matmul(matmul(p, lam + t), p.transpose(-2, -1))
 
