@@ -425,8 +425,11 @@ def test_the_custom_ops_match_the_eager_autograd_functions():
         torch.testing.assert_close(g, e)
     a = torch.randn(6, 6)
     a = a - a.T
-    for g, e in zip(value_and_grads(expm.expm_skew_op, a), value_and_grads(expm._ExpmSkew.apply, a)):
-        torch.testing.assert_close(g, e)
+    for degree in (1.0, 1e-9):  # a series with products, and the one that is I + A
+        got = value_and_grads(lambda t: expm.expm_skew_recorded_op(t * degree)[0], a)
+        for g, e in zip(got, value_and_grads(lambda t: expm._ExpmSkew.apply(t * degree), a)):
+            torch.testing.assert_close(g, e)
+        torch.testing.assert_close(expm.expm_skew_op(a * degree), got[0])  # inference: the value only
 
 
 @pytest.mark.parametrize("name", ALL)

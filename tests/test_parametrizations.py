@@ -348,6 +348,12 @@ def test_schur_in_half_precision_composes_every_factor_in_float32(dtype):
     torch.testing.assert_close(got.float(), expected, atol=0.05, rtol=0)
 
 
+def test_schur_form_defaults_are_the_papers():
+    form = SchurForm(4)
+    assert form.triangular == "strict" and not form.dynamic and form.init == "cayley"
+    assert torch.equal(form.mask, triangular_mask(4))
+
+
 def test_schur_generator_makes_it_reproducible():
     a = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")
     b = schur(nn.Linear(6, 6), generator=torch.Generator().manual_seed(5), init="random")

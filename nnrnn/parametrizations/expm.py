@@ -212,14 +212,34 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
     if a.shape[0] == 0:
         return torch.eye(0, dtype=a.dtype, device=a.device) + a
-    if torch.compiler.is_compiling():  # degree and scaling depend on A's values: one opaque op
+    if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
+        if torch.is_grad_enabled() and a.requires_grad:
+            return expm_skew_recorded_op(a)[0]
         return expm_skew_op(a)
     return _ExpmSkew.apply(a)
 
 
 # torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the
-# exponential is one custom op.  Its backward evaluates the series again to have the products the adjoint
-# needs: they depend on that choice, so they cannot be outputs of fixed shape.
+# exponential is a custom op.  For training, the products the adjoint needs leave the op as one stacked
+# tensor whose length depends on that choice (an unbacked size), with the plan in a small tensor beside it,
+# so that the backward reuses them instead of evaluating the series again.
+
+def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
+    """The record of :func:`_evaluate` as (stacked products (k, n, n), plan [scale, m, q, #powers, #steps])."""
+    scale, m, q, powers, steps, squares = record
+    products = powers[1:] + steps + squares
+    plan_ = torch.tensor([scale, m, q, len(powers) - 1, len(steps)], dtype=torch.float64)
+    return torch.stack(products), plan_
+
+
+def _unpack(products: torch.Tensor, plan_: torch.Tensor):
+    scale, m, q, n_powers, n_steps = plan_.tolist()
+    m, q, n_powers, n_steps = int(m), int(q), int(n_powers), int(n_steps)
+    matrices = list(products.unbind(0))
+    powers = [None] + matrices[:n_powers]
+    steps = matrices[n_powers:n_powers + n_steps]
+    return scale, m, q, powers, steps, matrices[n_powers + n_steps:]
+
 
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
 def expm_skew_op(a: torch.Tensor) -> torch.Tensor:
@@ -232,24 +252,42 @@ def _(a):
     return torch.empty_like(a)
 
 
-@torch.library.custom_op("nnrnn::expm_skew_backward", mutates_args=())
-def expm_skew_backward_op(a: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+@torch.library.custom_op("nnrnn::expm_skew_recorded", mutates_args=())
+def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
-        return _adjoint(grad, _evaluate(a)[1])
+        p, record = _evaluate(a)
+        products, plan_ = _pack(record)
+        return p, products, plan_
 
 
-@expm_skew_backward_op.register_fake
-def _(a, grad):
-    return torch.empty_like(a)
+@expm_skew_recorded_op.register_fake
+def _(a):
+    k = torch.library.get_ctx().new_dynamic_size()
+    n = a.shape[-1]
+    return torch.empty_like(a), a.new_empty(k, n, n), a.new_empty(5, dtype=torch.float64, device="cpu")
+
+
+@torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
+def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        g = grad.contiguous()
+        out = _adjoint(g, _unpack(products, plan_))
+        return out.clone() if out is g or out is grad else out  # exp(A) = I + A passes grad through: no alias
+
+
+@expm_skew_adjoint_op.register_fake
+def _(grad, products, plan_):
+    return torch.empty_like(grad)
 
 
 def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
+    ctx.save_for_backward(output[1], output[2])
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _backward(ctx, grad):
-    (a,) = ctx.saved_tensors
-    return expm_skew_backward_op(a, grad)
+def _backward(ctx, grad, _products_grad, _plan_grad):
+    products, plan_ = ctx.saved_tensors
+    return expm_skew_adjoint_op(grad, products, plan_)
 
 
-expm_skew_op.register_autograd(_backward, setup_context=_setup_context)
+expm_skew_recorded_op.register_autograd(_backward, setup_context=_setup_context)
