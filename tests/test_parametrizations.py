@@ -351,7 +351,26 @@ def test_schur_in_half_precision_composes_every_factor_in_float32(dtype):
 def test_schur_form_defaults_are_the_papers():
     form = SchurForm(4)
     assert form.triangular == "strict" and not form.dynamic and form.init == "cayley"
-    assert torch.equal(form.mask, triangular_mask(4))
+    assert torch.equal(form.mask, triangular_mask(4, dtype=torch.float32))
+    assert all(t.dtype == torch.float32 for t in (form.theta, form.gamma, form.lower, form.mask))  # the default
+
+
+def test_schur_form_draws_theta_uniformly_on_the_circle_in_float64():
+    """θ ~ U(0, 2π), drawn in float64 whatever the model's dtype, so that one seed gives one set of angles
+    (a change here would change every seeded run)."""
+    form = SchurForm(4000, generator=torch.Generator().manual_seed(3))
+    theta = form.theta.detach()
+    assert 0 <= theta.min() < 0.05 and 2 * math.pi - 0.05 < theta.max() < 2 * math.pi
+    assert abs(theta.mean().item() - math.pi) < 0.1
+    expected = torch.rand(2000, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * (2 * math.pi)
+    assert torch.equal(theta, expected.float())
+
+
+def test_schur_form_makes_its_tensors_in_the_dtype_asked():
+    form = SchurForm(4, dtype=torch.float64, dynamic=True)
+    tensors = dict(form.named_parameters()) | dict(form.named_buffers())
+    assert set(tensors) == {"theta", "gamma", "lower", "mask", "base", "rebases"}
+    assert all(t.dtype == torch.float64 for name, t in tensors.items() if name != "rebases")  # a counter
 
 
 def test_schur_generator_makes_it_reproducible():

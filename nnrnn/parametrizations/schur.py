@@ -99,13 +99,13 @@ class SchurForm(OrthogonalFactor):
         self.init = init
         self.triangular = triangular
         self._generator = generator
-        factory = {"dtype": dtype, "device": device}
+        factory = {"dtype": dtype or torch.get_default_dtype(), "device": device}
+        # drawn in float64 whatever the dtype, so that one seed gives the same angles in every precision
         theta = torch.rand(n // 2, generator=generator, dtype=torch.float64) * (2 * math.pi)
         self.theta = nn.Parameter(theta.to(**factory))
         self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
         self.lower = nn.Parameter(torch.zeros(n, n, **factory))
-        self.register_buffer("mask", triangular_mask(n, triangular, dtype=dtype or torch.get_default_dtype(),
-                                                     device=device))
+        self.register_buffer("mask", triangular_mask(n, triangular, **factory))
         self._applied = False
 
     def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
