@@ -378,6 +378,19 @@ def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
     assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
 
 
+def test_the_number_of_updates_from_steps_epochs_or_the_task():
+    from types import SimpleNamespace
+    fixed, fresh = SimpleNamespace(name="psmnist", steps_per_epoch=7), SimpleNamespace(name="copy", steps_per_epoch=None)
+    assert trainer.total_steps({"steps": 5, "epochs": None}, fixed) == 5
+    assert trainer.total_steps({"steps": None, "epochs": 3}, fixed) == 21
+    assert trainer.total_steps({"steps": None, "epochs": None}, fixed) == 7  # one epoch
+    with pytest.raises(ValueError, match="epochs needs a task with a fixed training set"):
+        trainer.total_steps({"steps": None, "epochs": 3}, fresh)
+    assert trainer.total_steps({"steps": None, "epochs": None}, fresh) == 3000
+    assert trainer.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="adding", steps_per_epoch=None)) == 3000
+    assert trainer.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="new", steps_per_epoch=None)) == 1000
+
+
 def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch):
     scores = iter([3.0, 3.1, 2.9, 3.0, 3.0, 2.0, 1.0, 0.5, 9.0])  # halvings after validations 2, 4 and 5
     monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
