@@ -378,6 +378,21 @@ def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
     assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
 
 
+@pytest.mark.parametrize("mode, first, better, worse", [("max", 0.5, 0.5 + 1e-9, 0.4), ("min", 2.0, 2.0 - 1e-9, 2.5)])
+def test_the_plateau_schedule_halves_every_rate_after_a_validation_not_strictly_better(mode, first, better, worse):
+    """The authors' PTB rule: any strict improvement keeps the rates, however small; an equal or worse score
+    halves lr and lr_orth, however small lr_orth already is."""
+    p, q = nn.Parameter(torch.zeros(1)), nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.RMSprop([{"params": [p], "lr": 1e-3}, {"params": [q], "lr": 1e-8}])
+    assert trainer.make_schedule({"lr_schedule": "none"}, optimizer, mode) is None
+    schedule = trainer.make_schedule({"lr_schedule": "plateau"}, optimizer, mode)
+    rates = lambda: [group["lr"] for group in optimizer.param_groups]  # noqa: E731
+    for score, expected in ((first, [1e-3, 1e-8]), (better, [1e-3, 1e-8]), (better, [5e-4, 5e-9]),
+                            (worse, [2.5e-4, 2.5e-9])):
+        schedule.step(score)
+        assert rates() == expected, score
+
+
 def test_the_number_of_updates_from_steps_epochs_or_the_task():
     from types import SimpleNamespace
     fixed, fresh = SimpleNamespace(name="psmnist", steps_per_epoch=7), SimpleNamespace(name="copy", steps_per_epoch=None)
