@@ -55,6 +55,10 @@ def test_optimizer_groups_hold_each_parameter_once_at_its_learning_rate(tmp_path
     rest = {id(p) for p in groups["default"]["params"]}
     assert rest == {id(p) for p in net.parameters() if p is not generator} and groups["default"]["lr"] == 3e-3
     assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.defaults["alpha"] == config["alpha"]
+    adam = make_optimizer({**config, "optimizer": "adam", "betas": [0.8, 0.95]}, net)
+    assert isinstance(adam, torch.optim.Adam) and adam.defaults["betas"] == (0.8, 0.95)
+    assert [(g["name"], g["lr"], len(g["params"])) for g in adam.param_groups] == \
+        [(g["name"], g["lr"], len(g["params"])) for g in optimizer.param_groups]
 
 
 def test_the_penalty_acts_on_gamma_and_t_in_the_training_loop(tmp_path, monkeypatch):
