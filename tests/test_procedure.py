@@ -130,6 +130,15 @@ def test_resume_restores_the_carried_ptb_state_and_the_schedule(tmp_path, monkey
     assert lrs("whole") == lrs("split") and len(set(lrs("whole"))) > 1  # the schedule fired, identically
 
 
+def test_build_task_passes_the_configs_task_options(tmp_path):
+    copy_task = trainer.build_task(copy_config(tmp_path, seed=7, batch_size=3, T=6))
+    assert (copy_task.seed, copy_task.batch_size, copy_task.T) == (7, 3, 6)
+    ptb = trainer.build_task(resolve_config(dict(task="ptb", model="rnn", seed=5, batch_size=4, bptt=7,
+                                                 eval_batch_size=9, data_dir=str(fake_ptb(tmp_path / "ptb")),
+                                                 out=str(tmp_path / "run"))))
+    assert (ptb.seed, ptb.batch_size, ptb.bptt, ptb.eval_batch_size) == (5, 4, 7, 9)
+
+
 @pytest.mark.parametrize("task, options, encoder", [("adding", {}, None), ("ptb", {}, nn.Embedding),
                                                      ("ptb", {"embedding": 0}, OneHot)])
 def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encoder):
