@@ -139,6 +139,28 @@ def test_build_task_passes_the_configs_task_options(tmp_path):
     assert (ptb.seed, ptb.batch_size, ptb.bptt, ptb.eval_batch_size) == (5, 4, 7, 9)
 
 
+@pytest.mark.skipif(not (SHARED / "mnist" / "t10k-images-idx3-ubyte.gz").is_file(),
+                    reason=f"MNIST test files not found in {SHARED}/mnist (set NNRNN_SHARED_DATA)")
+def test_build_task_passes_psmnists_permutation_and_order_options(tmp_path):
+    task = trainer.build_task(resolve_config(dict(task="psmnist", model="rnn", permute=False, shuffle="fixed",
+                                                  data_dir=str(SHARED), out=str(tmp_path / "run"))))
+    assert task.permute is False and task.shuffle == "fixed"
+
+
+def test_each_model_gets_the_options_its_constructor_takes():
+    config = {"nonlinearity": "tanh", "input_init": "xavier", "bias_init": "zeros", "bias": False,
+              "init": "random", "triangular": "block", "capacity": 4, "rebase_every": None}
+    shared = {"nonlinearity", "input_init", "bias_init", "bias"}
+    takes = {"lstm": {"init", "bias"}, "rnn": shared, "eurnn": shared | {"capacity"},
+             "nnrnn": shared | {"init", "triangular"}, "exprnn": shared | {"init"}, "rnn-orth": shared | {"init"}}
+    for model, names in takes.items():
+        options = trainer.model_options({**config, "model": model})
+        assert options == {name: config[name] for name in names}, model
+        built = {**config, "model": model, "hidden": 6, "task": "copy", "init": "concat" if model == "lstm" else "random"}
+        trainer.build_network(built, 3, 2, "all")  # the constructor accepts them
+    assert trainer.model_options({**config, "model": "nnrnn", "rebase_every": 10})["dynamic"] is True
+
+
 @pytest.mark.parametrize("task, options, encoder", [("adding", {}, None), ("ptb", {}, nn.Embedding),
                                                      ("ptb", {"embedding": 0}, OneHot)])
 def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encoder):
