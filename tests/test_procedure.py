@@ -174,6 +174,8 @@ def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encode
     assert all(torch.equal(net.state_dict()[name], value) for name, value in saved.items())
     assert net.readout_mode == {"adding": "last", "ptb": "all"}[task]  # the task's read-out, not the default
     assert type(net.encoder) is encoder if encoder else net.encoder is None
+    if task == "ptb":  # runs on any ids, even a batch that holds only the first symbol
+        assert net(torch.zeros(2, 1, dtype=torch.long))[0].shape == (2, 1, net.readout.out_features)
 
 
 def test_last_checkpoint_holds_the_state_carried_into_the_next_segment(tmp_path):
