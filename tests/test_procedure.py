@@ -55,6 +55,7 @@ def test_optimizer_groups_hold_each_parameter_once_at_its_learning_rate(tmp_path
     rest = {id(p) for p in groups["default"]["params"]}
     assert rest == {id(p) for p in net.parameters() if p is not generator} and groups["default"]["lr"] == 3e-3
     assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.defaults["alpha"] == config["alpha"]
+    assert make_optimizer({**config, "alpha": 0.9}, net).defaults["alpha"] == 0.9
     adam = make_optimizer({**config, "optimizer": "adam", "betas": [0.8, 0.95]}, net)
     assert isinstance(adam, torch.optim.Adam) and adam.defaults["betas"] == (0.8, 0.95)
     assert [(g["name"], g["lr"], len(g["params"])) for g in adam.param_groups] == \
@@ -145,6 +146,14 @@ def test_build_task_passes_psmnists_permutation_and_order_options(tmp_path):
     task = trainer.build_task(resolve_config(dict(task="psmnist", model="rnn", permute=False, shuffle="fixed",
                                                   data_dir=str(SHARED), out=str(tmp_path / "run"))))
     assert task.permute is False and task.shuffle == "fixed"
+
+
+def test_a_config_saved_without_the_read_out_options_gets_the_original_read_out():
+    """Runs saved before --readout-init existed: Glorot-normal weight, N(0, 2 / (fan_in + fan_out)), zero bias."""
+    torch.manual_seed(0)
+    net = trainer.build_network({"model": "rnn", "hidden": 40, "task": "copy"}, 3, 60, "all")
+    assert abs(net.readout.weight.detach().std().item() - math.sqrt(2 / (40 + 60))) < 0.01  # 2,400 draws
+    assert torch.equal(net.readout.bias.detach(), torch.zeros(60))
 
 
 def test_each_model_gets_the_options_its_constructor_takes():
