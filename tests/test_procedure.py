@@ -154,6 +154,9 @@ def test_a_config_saved_without_the_read_out_options_gets_the_original_read_out(
     net = trainer.build_network({"model": "rnn", "hidden": 40, "task": "copy"}, 3, 60, "all")
     assert abs(net.readout.weight.detach().std().item() - math.sqrt(2 / (40 + 60))) < 0.01  # 2,400 draws
     assert torch.equal(net.readout.bias.detach(), torch.zeros(60))
+    given = trainer.build_network({"model": "rnn", "hidden": 40, "task": "copy", "readout_bias_init": "uniform"},
+                                  3, 60, "all")
+    assert given.readout.bias.detach().abs().min() > 0  # the config's scheme when it has one
 
 
 def test_each_model_gets_the_options_its_constructor_takes():

@@ -50,6 +50,7 @@ def test_run_folder_contents(tmp_path):
 
 def test_preset_then_explicit_flags():
     config = resolve_config({"task": "copy", "model": "nnrnn", "lr": 0.01}, "paper")
+    assert config["preset"] == "paper"  # recorded in the run's config.json
     assert config["hidden"] == 128 and config["lr_orth"] == 1e-6 and config["delta"] == 1e-4
     assert config["lr"] == 0.01 and config["init"] == "henaff"
     assert resolve_config({"task": "copy", "model": "exprnn"}, "paper-params")["hidden"] == 176
