@@ -272,7 +272,7 @@ def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torc
     with torch.no_grad():
         g = grad.contiguous()
         out = _adjoint(g, _unpack(products, plan_))
-        return out.clone() if out is g or out is grad else out  # exp(A) = I + A passes grad through: no alias
+        return out.clone() if out is g else out  # exp(A) = I + A passes g (maybe grad itself) through: no alias
 
 
 @expm_skew_adjoint_op.register_fake
