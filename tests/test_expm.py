@@ -135,3 +135,43 @@ def test_rejects_what_it_cannot_exponentiate():
         expm_skew(torch.zeros(3, 4))
     with pytest.raises(ValueError, match="square"):
         expm_skew(torch.zeros(3, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("s, m, q", [(0, 1, 1), (0, 2, 2), (0, 3, 2), (0, 5, 2), (1, 6, 2), (0, 6, 3), (0, 9, 3),
+                                     (0, 11, 3), (2, 14, 3), (0, 4, 4), (0, 16, 4), (1, 19, 4)])
+def test_every_plan_evaluates_the_truncated_series_and_its_exact_derivative(monkeypatch, s, m, q):
+    """Whatever (s, m, q) the plan picks, P = (Σ_{k≤m} (A/2^s)^k / k!)^(2^s) and the gradient is that
+    polynomial's exact derivative: both against the series written out term by term (float64, autograd).
+    A has norm 1.5, so that every term, the top block's included, is well above rounding."""
+    from nnrnn.parametrizations import expm
+    monkeypatch.setattr(expm, "plan", lambda theta, dtype: (s, m, q))
+    a = generator(7, "dense", 1.5, seed=3).requires_grad_(True)
+    x = a / 2 ** s
+    term, want = torch.eye(7, dtype=torch.float64), torch.eye(7, dtype=torch.float64)
+    for k in range(1, m + 1):
+        term = term @ x / k
+        want = want + term
+    for _ in range(s):
+        want = want @ want
+    weight = torch.randn(7, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    got = expm_skew(a)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-13)
+    grad_got, = torch.autograd.grad(got, a, weight)
+    grad_want, = torch.autograd.grad(want, a, weight)
+    torch.testing.assert_close(grad_got, grad_want, rtol=0, atol=1e-13)
+
+
+def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
+    """What torch.compile and torch.export rely on (torch.library.opcheck): each op's fake kernel gives the
+    real outputs' shapes and dtypes (the plan is float64), the autograd registration is complete, and the
+    recorded products and plan carry no gradient."""
+    from nnrnn.parametrizations import expm
+    a = generator(6, "dense", 1.0, dtype=torch.float32).requires_grad_(True)
+    for op, args in ((expm.expm_skew_op, (a.detach(),)), (expm.expm_skew_recorded_op, (a,))):
+        results = torch.library.opcheck(op, args)
+        assert set(results.values()) == {"SUCCESS"}, results
+    p, products, plan_ = expm.expm_skew_recorded_op(a)
+    assert p.requires_grad and not products.requires_grad and not plan_.requires_grad
+    assert plan_.dtype == torch.float64
+    results = torch.library.opcheck(expm.expm_skew_adjoint_op, (torch.randn(6, 6), products, plan_))
+    assert set(results.values()) == {"SUCCESS"}, results

@@ -176,6 +176,99 @@ def test_random_init_is_a_haar_rotation_logarithm():
     torch.testing.assert_close(x, x2)
 
 
+def test_henaff_angles_are_uniform_on_minus_pi_to_pi_drawn_in_float64_from_the_generator():
+    """s_i = 2π u_i − π with u ~ U(0, 1) (Henaff et al. 2016), the u drawn in float64 from the generator
+    given, one per 2×2 block, so that a seed fixes the init whatever the default dtype."""
+    x = init_skew_(torch.empty(7, 7), "henaff", generator=torch.Generator().manual_seed(5))
+    u = torch.rand(3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    want = (2 * math.pi * u - math.pi).float()
+    a = skew(x)
+    torch.testing.assert_close(torch.stack([a[2 * i, 2 * i + 1] for i in range(3)]), want, rtol=0, atol=0)
+
+
+def test_cayley_angles_are_minus_tan_of_half_a_uniform_angle_drawn_in_float64_from_the_generator():
+    """s_i = −√((1 − cos u_i)/(1 + cos u_i)) = −tan(u_i/2), u ~ U(0, π/2) (Helfrich et al. 2018), the u drawn
+    in float64 from the generator given; the reference uses the tangent form."""
+    x = init_skew_(torch.empty(6, 6), "cayley", generator=torch.Generator().manual_seed(2))
+    u = torch.rand(3, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * (math.pi / 2)
+    a = skew(x)
+    torch.testing.assert_close(torch.stack([a[2 * i, 2 * i + 1] for i in range(3)]), (-torch.tan(u / 2)).float(),
+                               rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_init_is_the_haar_rotation_of_the_generators_gaussian(seed):
+    """Mezzadri (2007): Q from the QR of a float64 Gaussian G (drawn from the generator) with R's diagonal
+    made positive is Haar on O(n); negating Q's first column when det Q = −1 puts it in SO(n).  The
+    reference QR is numpy's, not torch's; the stored generator is the strict lower triangle of log Q."""
+    g = torch.randn(5, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
+    q, r = np.linalg.qr(g)
+    q = q * np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    x = init_skew_(torch.empty(5, 5, dtype=torch.float64), "random", generator=torch.Generator().manual_seed(seed))
+    assert torch.all(x.triu() == 0)
+    np.testing.assert_allclose(torch.linalg.matrix_exp(skew(x)).numpy(), q, rtol=0, atol=1e-10)
+
+
+def test_rebase_moves_every_dynamic_factor_and_counts_them():
+    from nnrnn.parametrizations import rebase_
+    model = nn.Sequential(orthogonal(nn.Linear(4, 4), dynamic=True), orthogonal(nn.Linear(3, 3)),
+                          schur(nn.Linear(5, 5), dynamic=True))
+    for factor in (model[0], model[2]):
+        with torch.no_grad():
+            factor.parametrizations.weight.original.normal_()
+    assert rebase_(model) == 2
+    assert torch.all(model[0].parametrizations.weight.original == 0)
+
+
+def test_a_dynamic_half_precision_weight_is_the_base_times_the_exponential_rounded_once():
+    torch.manual_seed(4)
+    layer = orthogonal(nn.Linear(6, 6, bias=False), dynamic=True)
+    with torch.no_grad():
+        layer.parametrizations.weight.original.normal_(0, 0.5)
+    from nnrnn.parametrizations import rebase_
+    rebase_(layer)  # a base B ≠ I
+    with torch.no_grad():
+        layer.parametrizations.weight.original.normal_(0, 0.5)
+    base = layer.parametrizations.weight[0].base.double()
+    x = layer.parametrizations.weight.original.detach().double()
+    want = (base @ torch.linalg.matrix_exp(skew(x))).to(torch.bfloat16)
+    layer.to(torch.bfloat16)
+    assert layer.weight.dtype == torch.bfloat16
+    torch.testing.assert_close(layer.weight.detach(), want, rtol=0, atol=2 ** -8)
+
+
+def test_skew_of_a_stack_is_the_stack_of_skews():
+    x = torch.randn(3, 4, 4)
+    torch.testing.assert_close(skew(x), torch.stack([skew(m) for m in x]), rtol=0, atol=0)
+
+
+def test_the_rebase_count_stays_an_exact_integer_in_half_precision():
+    """The Newton–Schulz step fires on every NS_EVERY-th rebase: a float count in bfloat16 (8 bits) would
+    stop counting at 256."""
+    layer = orthogonal(nn.Linear(2, 2, bias=False), dynamic=True).to(torch.bfloat16)
+    factor = layer.parametrizations.weight[0]
+    assert factor.rebases.dtype == torch.long
+    from nnrnn.parametrizations import rebase_
+    for _ in range(300):
+        rebase_(layer)
+    assert int(factor.rebases) == 300
+
+
+def test_a_dynamic_factors_buffers_go_to_the_device_asked():
+    """On the meta device, which this CPU-only machine has, so that a dropped ``device=`` is seen here too."""
+    from nnrnn.parametrizations.orthogonal import OrthogonalFactor
+    factor = OrthogonalFactor(4, dynamic=True, device="meta")
+    assert factor.base.device.type == "meta" and factor.rebases.device.type == "meta"
+
+
+def test_a_dynamic_base_takes_the_weights_dtype():
+    layer = orthogonal(nn.Linear(4, 4, bias=False, dtype=torch.float64), dynamic=True)
+    assert layer.parametrizations.weight[0].base.dtype == torch.float64
+    assert layer.weight.dtype == torch.float64
+
+
 def test_orthogonal_init_none_keeps_a_rotation_and_rejects_others():
     torch.manual_seed(0)
     q = torch.linalg.matrix_exp(skew(torch.randn(5, 5, dtype=torch.float64) * 0.5))
