@@ -124,10 +124,26 @@ def test_paterson_stockmeyer_costs():
 
 
 def test_spectral_norm_estimate():
+    """A lower estimate of ‖A‖₂, close from below, above and below 1, and exact where every vector is a
+    singular vector (a single rotation block) and at zero."""
     for kind in ("dense", "blocks"):
-        a = generator(200, kind, 2.0)
-        est = spectral_norm_from_square(a @ a)
-        assert 1.8 <= est <= 2.0 + 1e-12
+        for norm2 in (2.0, 0.5):
+            a = generator(200, kind, norm2)
+            est = spectral_norm_from_square(a @ a)
+            assert 0.9 * norm2 <= est <= norm2 + 1e-12
+    block = torch.tensor([[0.0, 0.7], [-0.7, 0.0]], dtype=torch.float64)
+    assert spectral_norm_from_square(block @ block) == pytest.approx(0.7, rel=1e-12)
+    assert spectral_norm_from_square(torch.zeros(3, 3)) == 0.0
+
+
+def test_spectral_norm_estimate_does_not_depend_on_the_global_random_state():
+    """Its start vectors are fixed, so the degree chosen, and so P, repeat bit for bit."""
+    a = generator(40, "dense", 1.3)
+    estimates = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        estimates.append(spectral_norm_from_square(a @ a))
+    assert estimates[0] == estimates[1]
 
 
 def test_rejects_what_it_cannot_exponentiate():
