@@ -191,3 +191,9 @@ def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
     assert plan_.dtype == torch.float64
     results = torch.library.opcheck(expm.expm_skew_adjoint_op, (torch.randn(6, 6), products, plan_))
     assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_the_empty_matrix_has_the_empty_exponential():
+    a = torch.zeros(0, 0, dtype=torch.float64, requires_grad=True)
+    p = expm_skew(a)
+    assert p.shape == (0, 0) and p.dtype == torch.float64 and p.requires_grad

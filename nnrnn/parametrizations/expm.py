@@ -210,8 +210,8 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
     """
     if a.dim() != 2 or a.shape[0] != a.shape[1] or not a.is_floating_point():
         raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
-    if a.shape[0] == 0:
-        return torch.eye(0, dtype=a.dtype, device=a.device) + a
+    if a.shape[0] == 0:  # the 0 × 0 exponential (the norm below needs an entry)
+        return a.clone()
     if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
         if torch.is_grad_enabled() and a.requires_grad:
             return expm_skew_recorded_op(a)[0]
