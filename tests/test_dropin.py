@@ -432,6 +432,31 @@ def test_the_custom_ops_match_the_eager_autograd_functions():
         torch.testing.assert_close(expm.expm_skew_op(a * degree), got[0])  # inference: the value only
 
 
+@pytest.mark.parametrize("name", ["nnrnn", "exprnn"])
+def test_graph_captured_inference_uses_the_value_only_exponential(name):
+    """Under torch.compile without gradients, the exponential is the op that keeps no products for a
+    backward (parameters still require grad), and the result is eager's.  A capturing backend, not inductor:
+    what is checked is the graph nnrnn's code gives, not inductor's code."""
+    model = nnrnn.create(name, 3, 8)
+    x = torch.randn(5, 2, 3)
+    ops = []
+
+    def capture(graph_module, example_inputs):
+        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
+        return graph_module
+
+    with torch.no_grad():
+        got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
+        want, _ = model(x)
+    assert "nnrnn.expm_skew.default" in ops and not any("recorded" in op for op in ops), ops
+    torch.testing.assert_close(got, want)
+    ops.clear()  # gradients on, but none wanted for the frozen parameters
+    frozen = copy.deepcopy(model).requires_grad_(False)
+    got, _ = torch.compile(frozen, backend=capture, fullgraph=True)(x)
+    assert "nnrnn.expm_skew.default" in ops and not any("recorded" in op for op in ops), ops
+    torch.testing.assert_close(got, want)
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_export_of_an_eval_model_runs_inference(name):
     model = nnrnn.create(name, 3, 8, num_layers=2).eval()
