@@ -197,3 +197,41 @@ def test_the_empty_matrix_has_the_empty_exponential():
     a = torch.zeros(0, 0, dtype=torch.float64, requires_grad=True)
     p = expm_skew(a)
     assert p.shape == (0, 0) and p.dtype == torch.float64 and p.requires_grad
+
+
+def rule_plan(theta: float, eps: float) -> tuple[int, int, int]:
+    """The module docstring's rule, in exact rational arithmetic and by brute force: for s = s_min … s_min + 2
+    squarings (s_min the fewest with θ/2^s ≤ THETA_MAX), m ≥ 1 the smallest degree whose tail
+    Σ_{k>m} (θ/2^s)^k/k! is at most half the unit roundoff, evaluated with the q that needs the fewest
+    products, (q − 1) + ⌊m/q⌋ − [q | m]; the plan with the fewest products + squarings, then the fewest
+    squarings."""
+    from fractions import Fraction
+    tolerance = Fraction(eps) / 4
+    s_min = 0
+    while Fraction(theta) / 2 ** s_min > THETA_MAX:
+        s_min += 1
+    plans = []
+    for s in range(s_min, s_min + 3):
+        x = Fraction(theta) / 2 ** s
+        terms = [Fraction(1)]
+        while len(terms) < 80:
+            terms.append(terms[-1] * x / len(terms))
+        m = next(m for m in range(80) if sum(terms[m + 1:]) <= tolerance)
+        m = max(1, m)
+        products, q = (0, 1) if m == 1 else min(((q - 1) + m // q - (m % q == 0), q) for q in range(2, m + 1))
+        plans.append((products + s, s, m, q))
+    _, s, m, q = min(plans)
+    return s, m, q
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_plan_follows_its_rule(dtype):
+    eps = torch.finfo(dtype).eps
+    for theta in [0.0, 1e-9] + [10 ** (k / 8) for k in range(-40, 13)]:
+        assert plan(theta, dtype) == rule_plan(theta, eps), theta
+
+
+def test_paterson_stockmeyer_costs_counted_by_hand():
+    # degree 2: X² is the one product; degree 4: X², then (c₂I + c₃X + c₄X²)·X² is the second
+    assert paterson_stockmeyer_plan(2) == (1, 2)
+    assert paterson_stockmeyer_plan(4) == (2, 2)
