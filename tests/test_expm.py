@@ -235,3 +235,17 @@ def test_paterson_stockmeyer_costs_counted_by_hand():
     # degree 2: X² is the one product; degree 4: X², then (c₂I + c₃X + c₄X²)·X² is the second
     assert paterson_stockmeyer_plan(2) == (1, 2)
     assert paterson_stockmeyer_plan(4) == (2, 2)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-9])
+def test_a_generator_at_or_near_zero_costs_no_matrix_product(monkeypatch, scale):
+    """exp(A) = I + A to rounding: what the exponential costs right after a rebase (see OrthogonalFactor)."""
+    from nnrnn.parametrizations import expm
+    calls = []
+    real = expm.matmul
+    monkeypatch.setattr(expm, "matmul", lambda *args: calls.append(1) or real(*args))
+    a = (generator(16, "dense", 1.0, dtype=torch.float32) * scale).requires_grad_(True)
+    p = expm_skew(a)
+    p.backward(torch.randn(16, 16))
+    assert not calls
+    torch.testing.assert_close(p, torch.eye(16) + a, rtol=0, atol=0)
