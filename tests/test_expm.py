@@ -249,3 +249,16 @@ def test_a_generator_at_or_near_zero_costs_no_matrix_product(monkeypatch, scale)
     p.backward(torch.randn(16, 16))
     assert not calls
     torch.testing.assert_close(p, torch.eye(16) + a, rtol=0, atol=0)
+
+
+def test_a_generator_whose_one_norm_hides_a_degree_one_plan_gives_i_plus_a():
+    """‖A‖₁ asks for degree 2 while the 2-norm allows degree 1: the series path, not the shortcut, returns
+    I + A, and its gradient is the incoming one."""
+    a = generator(64, "dense", 1.5e-4, dtype=torch.float32)
+    assert plan(float(a.abs().sum(0).max()), torch.float32)[1] >= 2
+    assert plan(1.1 * 1.5e-4, torch.float32)[1] == 1
+    a.requires_grad_(True)
+    p = expm_skew(a)
+    torch.testing.assert_close(p, torch.eye(64) + a, rtol=0, atol=0)
+    g = torch.randn(64, 64)
+    torch.testing.assert_close(torch.autograd.grad(p, a, g)[0], g, rtol=0, atol=0)
