@@ -262,3 +262,10 @@ def test_a_generator_whose_one_norm_hides_a_degree_one_plan_gives_i_plus_a():
     torch.testing.assert_close(p, torch.eye(64) + a, rtol=0, atol=0)
     g = torch.randn(64, 64)
     torch.testing.assert_close(torch.autograd.grad(p, a, g)[0], g, rtol=0, atol=0)
+
+
+def test_taylor_degree_at_the_small_end():
+    """θ = 0 needs no term beyond the constant; θ = 1e-5 needs the linear one (θ ≈ 1e-5 > 2^-25, θ²/2 below)."""
+    assert taylor_degree(0.0, 2.0 ** -25) == 0
+    assert taylor_degree(1e-5, 2.0 ** -25) == 1
+    assert taylor_degree(1e-5, 2.0 ** -54) == 3  # θ³/6 ≈ 1.7e-16 > 2^-54 ≈ 5.6e-17, θ⁴/24 below

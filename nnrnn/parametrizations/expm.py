@@ -58,11 +58,11 @@ def taylor_degree(theta: float, tolerance: float) -> int:
     while len(terms) <= theta or terms[-1] > tolerance * 1e-6:
         terms.append(terms[-1] * theta / len(terms))
     tail = 0.0
-    for m in range(len(terms) - 1, -1, -1):  # tail = Σ_{k>m} θ^k/k!
+    for m in range(len(terms) - 1, 0, -1):  # tail = Σ_{k>m} θ^k/k!
         if tail + terms[m] > tolerance:
             return m
         tail += terms[m]
-    return 0
+    return 0  # Σ_{k≥1} θ^k/k! is within the tolerance: the constant term alone
 
 
 def paterson_stockmeyer_plan(m: int) -> tuple[int, int]:
