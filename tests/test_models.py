@@ -795,3 +795,49 @@ def test_double_precision(name):
     if name == "exprnn":
         assert orth_error(model.recurrent_matrix()) < 1e-12
 
+
+
+def test_a_uniform_scheme_takes_exactly_one_bound():
+    from nnrnn.models.init import check_scheme
+    assert check_scheme("input_init", "uniform:0.1") == "uniform:0.1"
+    assert check_scheme("input_init", "uniform:0") == "uniform:0"  # A ≥ 0: U(-0, 0) is allowed
+    for spec in ("uniform:0.1:2", "uniform:2:0.1", "uniform:"):
+        with pytest.raises(ValueError, match="input_init must be one of"):
+            check_scheme("input_init", spec)
+
+
+def test_exprnn_is_static_unless_asked_and_builds_in_the_dtype_asked():
+    static = nnrnn.create("exprnn", 3, 4)
+    assert static.dynamic is False
+    assert not hasattr(static.parametrizations.weight_hh_l0[0], "base")
+    dynamic = nnrnn.create("exprnn", 3, 4, dynamic=True, num_layers=2)
+    assert all(hasattr(dynamic.parametrizations[f"weight_hh_l{k}"][0], "base") for k in range(2))
+    wide = nnrnn.create("exprnn", 3, 4, dtype=torch.float64)
+    assert wide.parametrizations.weight_hh_l0.original.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", list(nnrnn.MODELS))
+def test_parameter_counts_are_ints(name):
+    """Counts feed hidden_size_for and the tables of matched sizes: an int, never a float that equals one."""
+    for hidden in (5, 6):
+        assert type(nnrnn.parameter_count(name, 3, hidden, 2)) is int
+
+
+def test_reset_parameters_puts_a_dynamic_exprnns_base_back_to_the_identity():
+    from nnrnn.parametrizations import rebase_
+    model = nnrnn.create("exprnn", 3, 6, dynamic=True)
+    plist = model.parametrizations.weight_hh_l0
+    with torch.no_grad():
+        plist.original.normal_()
+    rebase_(model)
+    assert not torch.equal(plist[0].base, torch.eye(6))
+    model.reset_parameters()
+    assert torch.equal(plist[0].base, torch.eye(6))
+    torch.testing.assert_close(model.weight_hh_l0.detach(), torch.linalg.matrix_exp(skew(plist.original.detach())))
+    model.eval()  # inference composes V once; a rebase changes the factors, not V
+    x = torch.randn(4, 2, 3)
+    with torch.no_grad():
+        before, _ = model(x)
+        rebase_(model)
+        after, _ = model(x)
+    torch.testing.assert_close(after, before)

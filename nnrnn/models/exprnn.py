@@ -32,7 +32,7 @@ class ExpRNN(RecurrentModel):
         plist = self.parametrizations["weight_hh" + suffix]
         init_skew_(plist.original, self.init)
         if self.dynamic:
-            plist[0].base.copy_(torch.eye(self.hidden_size, dtype=plist[0].base.dtype, device=plist[0].base.device))
+            plist[0].base.zero_().fill_diagonal_(1.0)
 
     def _compose(self, suffix):
         return getattr(self, "weight_hh" + suffix)
