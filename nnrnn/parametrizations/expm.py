@@ -152,7 +152,7 @@ def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
     scale, m, q, powers, steps, squares = record
-    g = grad
+    g = grad.contiguous()
     for p in reversed(squares):  # P_{i+1} = P_i P_i
         g = matmul(g, p.T) + matmul(p.T, g)
     x = powers[1]
@@ -196,7 +196,7 @@ class _ExpmSkew(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         with torch.autocast(grad.device.type, enabled=False):
-            return _adjoint(grad.contiguous(), ctx.record)  # autograd gives grad in P's dtype, also under autocast
+            return _adjoint(grad, ctx.record)  # autograd gives grad in P's dtype, also under autocast
 
 
 def expm_skew(a: torch.Tensor) -> torch.Tensor:
@@ -269,7 +269,7 @@ def _(a):
 @torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
 def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return _adjoint(grad.contiguous(), _unpack(products, plan_))
+        return _adjoint(grad, _unpack(products, plan_))
 
 
 @expm_skew_adjoint_op.register_fake
