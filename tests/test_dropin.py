@@ -103,6 +103,20 @@ def test_dropout_between_layers_only_in_training():
     torch.testing.assert_close(single(x)[0], single(x)[0])  # no layer after the last: no dropout
 
 
+@pytest.mark.parametrize("name", ["rnn", "nnrnn"])
+def test_dropout_between_layers_is_torch_rnns_draw_for_draw(name):
+    """In training, the same random state gives the same dropout masks as torch.nn.RNN with that dropout."""
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 8, num_layers=3, dropout=0.25, nonlinearity="tanh", dtype=torch.float64)
+    twin = torch_twin(model, "tanh")
+    twin.dropout = 0.25
+    x = torch.randn(6, 2, 3, dtype=torch.float64)
+    torch.manual_seed(5)
+    got = model(x)[0]
+    torch.manual_seed(5)
+    torch.testing.assert_close(got, twin(x)[0], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", NON_GATED)
 def test_every_layer_is_constrained_trained_and_regularised(name):
     model = nnrnn.create(name, 3, 6, num_layers=2, bidirectional=True)
@@ -136,19 +150,24 @@ def test_analyze_covers_every_layer_and_direction(tmp_path):
 def test_packed_sequences_match_per_sequence_runs_and_torch(name, enforce_sorted):
     torch.manual_seed(1)
     model = nnrnn.create(name, 3, 5, num_layers=2, bidirectional=True, nonlinearity="tanh", dtype=torch.float64)
-    lengths = torch.tensor([6, 4, 1, 3]) if not enforce_sorted else torch.tensor([6, 4, 3, 1])
+    # unsorted: an order whose sorting permutation is not its own inverse
+    lengths = torch.tensor([1, 6, 4, 3]) if not enforce_sorted else torch.tensor([6, 4, 3, 1])
     x = torch.randn(6, 4, 3, dtype=torch.float64)
     packed = pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted)
-    out, h_n = model(packed)
+    hx = torch.randn(4, 4, 5, dtype=torch.float64)  # (layers · directions, B, N), in the batch's own order
+    out, h_n = model(packed, hx)
     assert isinstance(out, nn.utils.rnn.PackedSequence)
     assert torch.equal(out.batch_sizes, packed.batch_sizes)
     padded, out_lengths = pad_packed_sequence(out)
     assert torch.equal(out_lengths, lengths) and padded.shape == (6, 4, 10)
     for b in range(4):  # each sequence alone, unbatched: the same outputs and final states
-        alone_out, alone_h = model(x[:lengths[b], b])
+        alone_out, alone_h = model(x[:lengths[b], b], hx[:, b])
         torch.testing.assert_close(padded[:lengths[b], b], alone_out, rtol=1e-10, atol=1e-10)
         torch.testing.assert_close(h_n[:, b], alone_h, rtol=1e-10, atol=1e-10)
-    ref_out, ref_h = torch_twin(model, "tanh")(packed)
+    ref_out, ref_h = torch_twin(model, "tanh")(packed, hx)
+    for indices in ("sorted_indices", "unsorted_indices"):  # as torch.nn.RNN returns them
+        assert torch.equal(getattr(out, indices), getattr(ref_out, indices)) if not enforce_sorted else \
+            getattr(out, indices) is None and getattr(ref_out, indices) is None
     torch.testing.assert_close(out.data, ref_out.data, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(h_n, ref_h, rtol=1e-10, atol=1e-10)
 
@@ -181,6 +200,21 @@ def test_whole_model_save_pickle_and_deepcopy(name):
         torch.testing.assert_close(restored(x)[0], expected, msg=how)
         restored(x)[0].sum().backward()  # trainable on its own
         assert all(p.grad is not None for p in restored.parameters() if p.requires_grad), how
+
+
+@pytest.mark.parametrize("name", NON_GATED)
+def test_a_saved_model_carries_no_composed_matrix(name):
+    """V composed for inference is reused, not saved: what is written is the same before and after an
+    inference pass, and the restored model composes its own V."""
+    model = nnrnn.create(name, 3, 6)
+    x = torch.randn(4, 2, 3)
+    before = len(pickle.dumps(model))
+    with torch.no_grad():
+        expected = model(x)[0]
+    assert len(pickle.dumps(model)) == before
+    for how, restored in roundtrips(model).items():
+        with torch.no_grad():
+            torch.testing.assert_close(restored(x)[0], expected, msg=how)
 
 
 @pytest.mark.parametrize("constrain", [schur, orthogonal])
@@ -326,6 +360,21 @@ def test_cpu_autocast_runs_like_torch_rnn(name):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         torch_out, _ = nn.RNN(3, 8)(x)  # torch.nn.RNN under the same autocast works too
     assert torch.isfinite(torch_out).all()
+
+
+@pytest.mark.parametrize("options", [{}, {"bias": False, "nonlinearity": "relu"}])
+@pytest.mark.parametrize("name", NON_GATED)
+def test_cpu_autocast_output_is_the_float32_output_to_bfloat16_accuracy(name, options):
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 8, **options)
+    x = torch.randn(10, 2, 3)
+    hx = torch.randn(1, 2, 8)  # a float32 state, as the caller's code holds it
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, h_n = model(x, hx)
+    want, want_h = model(x, hx)
+    for got, expected in ((out, want), (h_n, want_h)):  # bfloat16 keeps 8 bits: about 0.4% per rounding
+        assert got.dtype == torch.bfloat16
+        assert ((got.float() - expected).norm() / expected.norm()).item() <= 0.02
 
 
 @pytest.mark.parametrize("name", NON_GATED)

@@ -36,9 +36,10 @@ def relative_error(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
+@pytest.mark.parametrize("steps", [2, 4])  # 2: dV's sum over steps after the first has one term
 @pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
-def test_gradcheck_float64(nonlinearity):
-    x, h0, w, b, v, mb = make_inputs(4, 2, 5, 3, torch.float64, nonlinearity)
+def test_gradcheck_float64(nonlinearity, steps):
+    x, h0, w, b, v, mb = make_inputs(steps, 2, 5, 3, torch.float64, nonlinearity)
 
     def f(x, h0, w, b, v, *mb):
         return FusedRecurrence.apply(x, h0, w, b, v, nonlinearity, mb[0] if mb else None)
@@ -102,6 +103,28 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
     for gf, gr in zip(grads_f, grads_r):
         assert relative_error(gf, gr) <= 1e-5
 
+
+
+@pytest.mark.parametrize("loops", ["compiled", "onednn", "aten"])
+def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
+    """A loss on batch_first outputs alone sends the loops a gradient whose strides are (B, T, N)'s, dense
+    but not contiguous; each loop must read it as such (and write ∂L/∂z in its own layout)."""
+    from nnrnn import kernels
+    from nnrnn.models import fused
+    if loops == "onednn" and kernels.onednn_linear is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    if loops == "compiled":
+        compiled_loops_or_skip()
+    monkeypatch.setattr(fused, "choose_loops", lambda h: loops)
+    x, h0, w, b, v, mb = make_inputs(7, 3, 6, 2, torch.float32, "modrelu", seed=8)
+    weights = torch.randn(3, 7, 6, generator=torch.Generator().manual_seed(9))
+    params = leaves((x, h0, w, b, v, mb))
+    out_f, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
+    out_r, _ = reference_recurrence(x, h0, w, b, v, "modrelu", mb)
+    grads_f = torch.autograd.grad((out_f.transpose(0, 1) * weights).sum(), params)
+    grads_r = torch.autograd.grad((out_r.transpose(0, 1) * weights).sum(), params)
+    for gf, gr in zip(grads_f, grads_r):
+        assert relative_error(gf, gr) <= 1e-5
 
 def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
     from nnrnn import kernels
@@ -175,6 +198,12 @@ def test_single_step(nonlinearity):
     params = leaves(args + (mb,))
     for gf, gr in zip(torch.autograd.grad(h_f.sum(), params), torch.autograd.grad(h_r.sum(), params)):
         torch.testing.assert_close(gf, gr)
+
+
+def test_modrelu_without_its_bias_is_refused():
+    x, h0, w, b, v, _ = make_inputs(3, 2, 4, 2, torch.float64, None)
+    with pytest.raises(ValueError, match="modrelu needs modrelu_bias"):
+        fused_recurrence(x, h0, w, b, v, "modrelu", None)
 
 
 def test_zero_steps_returns_h0():

@@ -315,8 +315,8 @@ class RecurrentModel(nn.Module):
 
     # ------------------------------------------------------------------ description
     @staticmethod
-    def shared_parameter_count(input_size: int, hidden_size: int, bias: bool = True, nonlinearity="modrelu",
-                               num_layers: int = 1, bidirectional: bool = False) -> int:
+    def shared_parameter_count(input_size: int, hidden_size: int, bias: bool, nonlinearity, num_layers: int,
+                               bidirectional: bool) -> int:
         """Input weights, biases and modReLU biases of every layer and direction."""
         d = 2 if bidirectional else 1
         per_cell = hidden_size * bool(bias) + hidden_size * (check_nonlinearity(nonlinearity) == "modrelu")
@@ -324,7 +324,7 @@ class RecurrentModel(nn.Module):
         return d * (inputs + num_layers * per_cell)
 
     @staticmethod
-    def cells_count(num_layers: int = 1, bidirectional: bool = False) -> int:
+    def cells_count(num_layers: int, bidirectional: bool) -> int:
         return num_layers * (2 if bidirectional else 1)
 
     def extra_repr(self) -> str:
