@@ -103,6 +103,11 @@ def test_dropout_between_layers_only_in_training():
     torch.testing.assert_close(single(x)[0], single(x)[0])  # no layer after the last: no dropout
 
 
+def test_dropout_of_one_is_allowed_as_in_torch_rnn():
+    assert nn.RNN(3, 4, 2, dropout=1.0).dropout == 1.0  # torch.nn.RNN takes p in [0, 1]
+    assert nnrnn.create("rnn", 3, 4, num_layers=2, dropout=1.0).dropout == 1.0
+
+
 @pytest.mark.parametrize("name", ["rnn", "nnrnn"])
 def test_dropout_between_layers_is_torch_rnns_draw_for_draw(name):
     """In training, the same random state gives the same dropout masks as torch.nn.RNN with that dropout."""

@@ -841,3 +841,22 @@ def test_reset_parameters_puts_a_dynamic_exprnns_base_back_to_the_identity():
         rebase_(model)
         after, _ = model(x)
     torch.testing.assert_close(after, before)
+
+
+@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"])
+def test_modrelu_bias_starts_uniform_in_plus_minus_one_hundredth(name):
+    """expRNN's choice, which nnrnn takes for every modReLU model: b ~ U(-0.01, 0.01), modReLU close to the
+    identity at the start; every layer and direction draws its own."""
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 512, num_layers=2, bidirectional=True)
+    for suffix in model.cells:
+        b = getattr(model, "modrelu_bias" + suffix)
+        assert b.min() >= -0.01 and b.max() <= 0.01
+        assert b.min() < -0.009 and b.max() > 0.009  # the whole interval is drawn from
+        assert abs(b.mean().item()) < 0.002  # 512 draws: standard error 0.00026
+    assert not torch.equal(model.modrelu_bias_l0, model.modrelu_bias_l1)
+
+
+def test_cell_names_layer_zero_forward_by_default():
+    model = nnrnn.create("nnrnn", 3, 4, num_layers=2, bidirectional=True)
+    assert model.cell() == "_l0" and model.cell(1) == "_l1" and model.cell(1, 1) == "_l1_reverse"
