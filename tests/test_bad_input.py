@@ -255,6 +255,8 @@ API_CASES = [
     (lambda: nnrnn.create("nnrnn", 3, 4, dropout=True), ValueError, "dropout must be a number in [0, 1]"),
     (lambda: nnrnn.create("nnrnn", 3, 4, bidirectional="yes"), TypeError, "bidirectional must be True or False"),
     (lambda: nnrnn.create("rnn", 3, 4, bias=1), TypeError, "bias must be True or False"),
+    (lambda: nnrnn.create("rnn", 3, 4, batch_first=None), TypeError, "batch_first must be True or False"),
+    (lambda: nnrnn.create("rnn", 3, 4, bias_init="orthogonal"), ValueError, "bias_init must be one of"),
     (lambda: nnrnn.create("nnrnn", 3, 4, num_layers=2).cell(2), ValueError, "layer must be in [0, 2)"),
     (lambda: nnrnn.create("nnrnn", 3, 4).cell(0, 1), ValueError, "direction in [0, 1)"),
     (lambda: nnrnn.create("nnrnn", 3, 4, nonlinearity="gelu"), ValueError, "nonlinearity must be one of"),

@@ -860,3 +860,20 @@ def test_modrelu_bias_starts_uniform_in_plus_minus_one_hundredth(name):
 def test_cell_names_layer_zero_forward_by_default():
     model = nnrnn.create("nnrnn", 3, 4, num_layers=2, bidirectional=True)
     assert model.cell() == "_l0" and model.cell(1) == "_l1" and model.cell(1, 1) == "_l1_reverse"
+
+
+def test_repr_lists_the_constructor_arguments_as_torch_rnn_does():
+    """torch.nn.RNN's extra_repr, with the nonlinearity always shown (its default here is modReLU)."""
+    assert nnrnn.create("nnrnn", 3, 4).extra_repr() == "3, 4, nonlinearity='modrelu'"
+    full = dict(num_layers=2, bias=False, batch_first=True, dropout=0.5, bidirectional=True)
+    torch_repr = repr(torch.nn.RNN(3, 4, **full))  # RNN(3, 4, num_layers=2, bias=False, …)
+    ours = nnrnn.create("rnn", 3, 4, nonlinearity="relu", **full).extra_repr()
+    assert ours == "3, 4, num_layers=2, nonlinearity='relu', bias=False, batch_first=True, dropout=0.5, bidirectional=True"
+    assert ours.replace(", nonlinearity='relu'", "") == torch_repr[len("RNN("):-1]
+
+
+@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"])
+def test_every_parameter_takes_the_dtype_asked(name):
+    model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True, dtype=torch.float64)
+    for pname, p in model.named_parameters():
+        assert p.dtype == torch.float64, pname
