@@ -160,10 +160,10 @@ def test_loops_chosen_per_size_and_processor(preferred, size, expected, monkeypa
 
 def test_modrelu_bias_gradient_in_chunks(monkeypatch):
     from nnrnn.models import fused
-    x, h0, w, b, v, mb = make_inputs(9, 3, 5, 2, torch.float64, "modrelu", seed=4)
+    x, h0, w, b, v, mb = make_inputs(9, 6, 3, 2, torch.float64, "modrelu", seed=4)  # B > N
     out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
     whole, = torch.autograd.grad(out.sum(), mb)
-    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 2 * 3 * 5)  # two steps a chunk, the last one short
+    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 2 * 6 * 3)  # two steps a chunk, the last one short
     out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
     chunked, = torch.autograd.grad(out.sum(), mb)
     torch.testing.assert_close(chunked, whole)
