@@ -322,8 +322,7 @@ def check_memory(config: dict) -> None:
     available = available_memory()
     if available is None:
         return
-    layers = 1
-    storage = 4 * (3 * config["hidden"] ** 2 + 4 * config["hidden"]) * layers  # weight_hh (+ T, generator)
+    storage = 4 * (3 * config["hidden"] ** 2 + 4 * config["hidden"])  # weight_hh (+ T, generator), float32
     needed = 4 * storage  # parameter, gradient and two optimizer buffers
     if needed > available:
         raise UserError(f"--hidden {config['hidden']} needs at least {needed / 2 ** 30:,.0f} GiB of memory for its "

@@ -482,3 +482,43 @@ def test_dynamic_trivialization_trains_and_resumes_exactly(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ValueError, match="rebase_every moves the base"):
         copy_config(tmp_path, model="lstm", rebase_every=1)
+
+
+# --------------------------------------------------------------------------- configuration and resources
+
+def test_the_preset_is_recorded_in_the_config_and_explicit_options_win():
+    config = resolve_config({"task": "copy", "model": "nnrnn", "lr": 0.5}, "paper")
+    assert config["preset"] == "paper" and config["lr"] == 0.5
+    assert "preset" not in resolve_config({"task": "copy", "model": "nnrnn"})
+
+
+def test_device_names():
+    assert trainer.check_device("cpu") == torch.device("cpu")
+    assert resolve_config({"device": "cpu"})["device"] == "cpu"
+    assert trainer.check_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(UserError, match="nnrnn trains on cpu or cuda"):
+        trainer.check_device("meta")
+
+
+def test_available_memory_reads_memavailable_in_kib(monkeypatch):
+    import io
+    meminfo = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n"
+    monkeypatch.setattr(trainer, "open", lambda *a, **k: io.StringIO(meminfo), raising=False)
+    assert trainer.available_memory() == 2048 * 1024
+
+    def unreadable(*args, **kwargs):
+        raise OSError("no /proc here")
+    monkeypatch.setattr(trainer, "open", unreadable, raising=False)
+    assert trainer.available_memory() is None
+    trainer.check_memory({"hidden": 10 ** 9})  # unknown memory: no refusal
+
+
+def test_memory_check_is_four_float32_copies_of_three_n_squared_plus_four_n(monkeypatch):
+    """The documented low estimate: parameter, gradient and two optimizer buffers of V (+ T, generator)."""
+    n = 1000
+    needed = 4 * 4 * (3 * n * n + 4 * n)
+    monkeypatch.setattr(trainer, "available_memory", lambda: needed)
+    trainer.check_memory({"hidden": n})  # exactly enough
+    monkeypatch.setattr(trainer, "available_memory", lambda: needed - 1)
+    with pytest.raises(UserError, match="--hidden 1000 needs at least"):
+        trainer.check_memory({"hidden": n})
