@@ -522,3 +522,41 @@ def test_memory_check_is_four_float32_copies_of_three_n_squared_plus_four_n(monk
     monkeypatch.setattr(trainer, "available_memory", lambda: needed - 1)
     with pytest.raises(UserError, match="--hidden 1000 needs at least"):
         trainer.check_memory({"hidden": n})
+
+
+POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
+                     "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
+                     "rebase_every"]
+
+
+@pytest.mark.parametrize("key", POSITIVE_INTEGERS)
+@pytest.mark.parametrize("value", [0, -3, True, 2.0])
+def test_each_count_option_must_be_a_positive_integer(key, value):
+    """From the library (the command line's parser catches non-integers before this)."""
+    with pytest.raises(ValueError, match=f"^{key} must be a positive integer"):
+        resolve_config({key: value})
+
+
+@pytest.mark.parametrize("seed, ok", [(0, True), (2 ** 63 - 1, True), (2 ** 63, False), (-1, False),
+                                      (True, False), (1.0, False)])
+def test_seed_range(seed, ok):
+    if ok:
+        assert resolve_config({"seed": seed})["seed"] == seed
+    else:
+        with pytest.raises(ValueError, match="seed must be a non-negative integer below 2\\*\\*63"):
+            resolve_config({"seed": seed})
+
+
+@pytest.mark.parametrize("key", ["lr", "lr_orth"])
+@pytest.mark.parametrize("value", [0.0, -1e-3, float("nan"), float("inf"), True, "0.1"])
+def test_learning_rates_must_be_positive_finite_numbers(key, value):
+    with pytest.raises(ValueError, match=f"{key} must be a positive finite number"):
+        resolve_config({key: value})
+
+
+@pytest.mark.parametrize("key", ["delta", "t_decay", "clip"])
+@pytest.mark.parametrize("value", [-1e-9, float("nan"), float("-inf"), False])
+def test_penalties_and_clip_must_be_zero_or_positive_finite_numbers(key, value):
+    with pytest.raises(ValueError, match=f"{key} must be zero or a positive finite number"):
+        resolve_config({key: value})
+    assert resolve_config({key: 0.0})[key] == 0.0 and resolve_config({key: 2})[key] == 2
