@@ -22,6 +22,7 @@ and in other dtypes always do.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -35,6 +36,20 @@ from pathlib import Path
 
 import torch
 from torch.autograd.function import once_differentiable
+
+
+def autocast_off(device_type: str):
+    """A context that turns autocast off on ``device_type``: nnrnn composes V and runs its loops in the
+    parameters' precision.  Devices with no autocast (``meta``, where models are built without memory)
+    get a context that does nothing, since ``torch.autocast`` refuses them."""
+    if torch.amp.is_autocast_available(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
+
+
+def autocast_enabled(device_type: str) -> bool:
+    """``torch.is_autocast_enabled`` that answers False for devices with no autocast (``meta``)."""
+    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
 
 
 def _find_onednn_linear():

@@ -148,6 +148,28 @@ def test_analyze_covers_every_layer_and_direction(tmp_path):
     assert (tmp_path / "schur_V_l1_reverse.png").is_file()
 
 
+@pytest.mark.parametrize("name,dynamic", [(name, False) for name in ALL] + [("exprnn", True), ("nnrnn", True)])
+def test_built_on_meta_then_materialised_as_torch_rnn_is(name, dynamic):
+    """device="meta" builds a model without memory (as for torch.nn.RNN, to shard or load weights later);
+    its forward gives torch.nn.RNN's shapes, and to_empty + reset_parameters gives a whole model: every
+    buffer (nnRNN's mask of T, the dynamic base and its count) as a new model has it."""
+    extra = {"dynamic": True} if dynamic else {}
+    model = nnrnn.create(name, 4, 6, num_layers=2, bidirectional=True, device="meta", **extra)
+    twin = nn.RNN(4, 6, 2, bidirectional=True, device="meta")
+    x = torch.randn(5, 3, 4, device="meta")
+    out, h = model(x)
+    out_t, h_t = twin(x)
+    assert out.device.type == "meta" and out.shape == out_t.shape
+    assert (h[0] if name == "lstm" else h).shape == h_t.shape
+    model.to_empty(device="cpu")
+    model.reset_parameters()
+    fresh = nnrnn.create(name, 4, 6, num_layers=2, bidirectional=True, **extra)
+    for key, buffer in model.named_buffers():
+        assert torch.equal(buffer, dict(fresh.named_buffers())[key]), key
+    out, _ = model(torch.randn(5, 3, 4))
+    assert torch.isfinite(out).all()
+
+
 # --------------------------------------------------------------------------- packed sequences
 
 @pytest.mark.parametrize("enforce_sorted", [False, True])

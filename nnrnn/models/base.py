@@ -51,6 +51,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from ..kernels import autocast_enabled, autocast_off
 from .fused import fused_recurrence
 from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
@@ -239,7 +240,7 @@ class RecurrentModel(nn.Module):
             unbatched = input.dim() == 2
             x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
         dtype = self._compute_dtype()
-        if not torch.is_autocast_enabled(x.device.type) and x.dtype != dtype:
+        if not autocast_enabled(x.device.type) and x.dtype != dtype:
             raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype} "
                             f"(convert one of them, e.g. input.to({dtype}) or model.to({x.dtype}))")
         x = x.to(dtype)
@@ -281,13 +282,13 @@ class RecurrentModel(nn.Module):
             weight_ih, v = weight_ih.to(dtype), v.to(dtype)
             bias = bias.to(dtype) if bias is not None else None
             modrelu_bias = modrelu_bias.to(dtype) if modrelu_bias is not None else None
-        with torch.autocast(x.device.type, enabled=False):
+        with autocast_off(x.device.type):
             return IMPLEMENTATIONS[self.implementation](x, h0, weight_ih, bias, v, self.nonlinearity, modrelu_bias)
 
     def _compute_dtype(self) -> torch.dtype:
         """The parameters' dtype, or the autocast dtype while autocast is on for their device."""
         weight = self.weight_ih_l0
-        if torch.is_autocast_enabled(weight.device.type):
+        if autocast_enabled(weight.device.type):
             return torch.get_autocast_dtype(weight.device.type)
         return weight.dtype
 
@@ -301,7 +302,7 @@ class RecurrentModel(nn.Module):
         if tuple(hx.shape) != expected:
             raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
                              f"{'' if unbatched else 'batch, '}hidden_size); got {tuple(hx.shape)}")
-        if hx.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
+        if hx.dtype != dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
         return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
 

@@ -31,8 +31,7 @@ class ExpRNN(RecurrentModel):
     def _reset_recurrent(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
         init_skew_(plist.original, self.init)
-        if self.dynamic:
-            plist[0].base.zero_().fill_diagonal_(1.0)
+        plist[0].reset_base_()
 
     def _compose(self, suffix):
         return getattr(self, "weight_hh" + suffix)

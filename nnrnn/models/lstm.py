@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..kernels import autocast_enabled
 from .base import check_input, check_size
 from .init import init_
 
@@ -71,10 +72,10 @@ class LSTM(nn.LSTM):
             self._check(input, hx)
             steps = input.shape[1 if self.batch_first and input.dim() == 3 else 0]
             if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
-                    and not torch.is_autocast_enabled(input.device.type):
+                    and not autocast_enabled(input.device.type):
                 return self._one_step(input, hx)
         device = self.weight_ih_l0.device.type
-        if device == "cpu" and torch.is_autocast_enabled(device):
+        if device == "cpu" and autocast_enabled(device):
             try:
                 return super().forward(input, hx)
             except RuntimeError as error:  # oneDNN has no low-precision LSTM for this CPU: run in float32

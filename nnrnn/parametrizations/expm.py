@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from ..kernels import matmul
+from ..kernels import autocast_off, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
@@ -188,14 +188,14 @@ class _ExpmSkew(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a):
-        with torch.autocast(a.device.type, enabled=False):  # in A's precision, also under autocast
+        with autocast_off(a.device.type):  # in A's precision, also under autocast
             p, ctx.record = _evaluate(a)
         return p
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        with torch.autocast(grad.device.type, enabled=False):
+        with autocast_off(grad.device.type):
             return _adjoint(grad, ctx.record)  # autograd gives grad in P's dtype, also under autocast
 
 
@@ -209,7 +209,7 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
     """
     if a.dim() != 2 or a.shape[0] != a.shape[1] or not a.is_floating_point():
         raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
-    if a.shape[0] == 0:  # the 0 × 0 exponential (the norm below needs an entry)
+    if a.shape[0] == 0 or a.device.type == "meta":  # the norm below needs entries; meta tensors have none
         return a.clone()
     if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
         if torch.is_grad_enabled() and a.requires_grad:

@@ -122,6 +122,13 @@ class OrthogonalFactor(nn.Module):
             self.register_buffer("base", torch.eye(n, dtype=dtype, device=device))
             self.register_buffer("rebases", torch.zeros((), dtype=torch.long, device=device))
 
+    @torch.no_grad()
+    def reset_base_(self) -> None:
+        """B = I and no rebases yet, as a new factor has them (dynamic only; nothing otherwise)."""
+        if self.dynamic:
+            self.base.copy_(torch.eye(self.base.shape[0], dtype=self.base.dtype, device=self.base.device))
+            self.rebases.zero_()
+
     def orthogonal(self, x: torch.Tensor) -> torch.Tensor:
         """Q from the generator storage ``x`` (in float32 for half-precision x, rounded once)."""
         if x.dtype in LOW_PRECISION:

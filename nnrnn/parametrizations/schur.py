@@ -32,7 +32,7 @@ import math
 import torch
 from torch import nn
 
-from ..kernels import matmul
+from ..kernels import autocast_off, matmul
 from .orthogonal import INITS, LOW_PRECISION, OrthogonalFactor, init_skew_, skew, square_weight
 from .registration import register
 
@@ -122,7 +122,7 @@ class SchurForm(OrthogonalFactor):
         return self.orthogonal_factor(x), self.normal_factor(), self.triangular_factor()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast(x.device.type, enabled=False):  # V in the parameters' precision, also under autocast
+        with autocast_off(x.device.type):  # V in the parameters' precision, also under autocast
             if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
                 p = self.orthogonal(x.float())
                 middle = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
@@ -133,10 +133,11 @@ class SchurForm(OrthogonalFactor):
     @torch.no_grad()
     def reset_(self, original: torch.Tensor) -> None:
         """Re-draw the factors as a fresh constraint has them: P by ``init`` (its generator written into
-        ``original``), θ ~ U(0, 2π), γ = 1, T = 0 (and B = I when dynamic)."""
+        ``original``), θ ~ U(0, 2π), γ = 1, T = 0 (and B = I when dynamic).  The buffers are written
+        again too, so that a model made on the ``meta`` device and moved with ``to_empty`` is whole."""
         init_skew_(original, self.init)
-        if self.dynamic:
-            self.base.copy_(torch.eye(self.n, dtype=self.base.dtype, device=self.base.device))
+        self.reset_base_()
+        self.mask.copy_(triangular_mask(self.n, self.triangular, dtype=self.mask.dtype, device=self.mask.device))
         self.theta.copy_(torch.rand(self.n // 2, dtype=torch.float64) * (2 * math.pi))
         self.gamma.fill_(1.0)
         self.lower.zero_()
