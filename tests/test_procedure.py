@@ -560,3 +560,36 @@ def test_penalties_and_clip_must_be_zero_or_positive_finite_numbers(key, value):
     with pytest.raises(ValueError, match=f"{key} must be zero or a positive finite number"):
         resolve_config({key: value})
     assert resolve_config({key: 0.0})[key] == 0.0 and resolve_config({key: 2})[key] == 2
+
+
+def test_resuming_with_the_metrics_file_gone_starts_a_new_one(tmp_path):
+    trainer.MetricsLog(tmp_path, resume_step=4).close()  # no metrics.jsonl: nothing to keep, no error
+    assert (tmp_path / "metrics.jsonl").read_text() == ""
+
+
+def test_interrupted_names_the_signal_and_the_checkpoint_and_exits_as_a_shell_would(tmp_path):
+    import pickle
+    import signal
+    error = trainer.Interrupted(signal.SIGTERM, tmp_path / "last.pt")
+    assert str(error) == f"stopped by signal SIGTERM; checkpoint saved to {tmp_path / 'last.pt'}"
+    assert error.exit_code == 128 + 15 and error.advice == "continue with --resume"
+    copy = pickle.loads(pickle.dumps(trainer.Interrupted(signal.SIGINT, tmp_path, "run it again")))
+    assert (copy.signum, copy.path, copy.advice, copy.exit_code) == (signal.SIGINT, tmp_path, "run it again", 130)
+
+
+def test_a_signal_during_training_is_recorded_and_the_handlers_are_restored():
+    import signal
+    before = signal.getsignal(signal.SIGTERM)
+    with trainer.StopRequested() as stop:
+        assert stop.signal is None
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode: the process does not end
+        assert stop.signal == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_synthetic_tasks_refuse_an_unknown_split():
+    from nnrnn.tasks.adding import AddingTask
+    from nnrnn.tasks.copy import CopyTask
+    for task in (CopyTask(T=5, batch_size=2), AddingTask(T=5, batch_size=2)):
+        with pytest.raises(ValueError, match="unknown split 'tset'; choose valid or test"):
+            next(task.eval_batches("tset"))

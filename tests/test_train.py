@@ -46,6 +46,8 @@ def test_run_folder_contents(tmp_path):
     config = json.loads((folder / "config.json").read_text())
     assert config["hidden"] == 16 and config["lr"] == 1e-2 and config["optimizer"] == "rmsprop"
     assert result["test"] == evaluate_checkpoint(folder / "checkpoints" / "best.pt")
+    assert result["valid"] == [r for r in records if r["split"] == "valid"][-1]  # the last validation
+    assert evaluate_checkpoint(folder / "checkpoints" / "best.pt", split="valid") != result["test"]
 
 
 def test_preset_then_explicit_flags():

@@ -89,6 +89,8 @@ class SyntheticTask(Task):
         return Batch(*self.make_batch(self.T, self.batch_size, generator(self.seed, self.TRAIN, step)))
 
     def eval_batches(self, split: str):
+        if split not in self.splits:
+            raise ValueError(f"unknown split {split!r}; choose {' or '.join(self.splits)}")
         stream = self.VALID if split == "valid" else self.TEST
         for i in range(self.n_eval):
             yield Batch(*self.make_batch(self.T, self.batch_size, generator(self.seed, stream, i)))
