@@ -593,3 +593,36 @@ def test_synthetic_tasks_refuse_an_unknown_split():
     for task in (CopyTask(T=5, batch_size=2), AddingTask(T=5, batch_size=2)):
         with pytest.raises(ValueError, match="unknown split 'tset'; choose valid or test"):
             next(task.eval_batches("tset"))
+
+
+def tensorboard_scalars(folder: Path) -> dict:
+    """{tag: [(step, value), ...]} read back from the run's event files with TensorBoard's own reader."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(str(folder / "tensorboard"))
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_tensorboard_holds_every_logged_scalar_at_its_step(tmp_path):
+    train(copy_config(tmp_path, steps=8, log_every=2, eval_every=4))
+    records = read_metrics(tmp_path / "run")
+    expected = {}
+    for r in records:
+        for key, value in r.items():
+            if key not in ("step", "split") and isinstance(value, (int, float)):
+                expected.setdefault(f"{r['split']}/{key}", []).append((r["step"], value))
+    assert {"train/loss", "train/lr", "valid/loss", "test/loss"} <= set(expected)
+    scalars = tensorboard_scalars(tmp_path / "run")
+    assert set(scalars) == set(expected)  # "step" and "split" are the coordinates, not scalars
+    for tag, points in expected.items():
+        assert [s for s, _ in scalars[tag]] == [s for s, _ in points], tag
+        assert [v for _, v in scalars[tag]] == pytest.approx([v for _, v in points], rel=1e-6), tag
+
+
+def test_without_tensorboard_the_metrics_file_is_still_written(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # `import` of it now raises ImportError
+    log = trainer.MetricsLog(tmp_path, resume_step=None)
+    log.log({"step": 1, "split": "train", "loss": 0.5})
+    log.close()
+    assert read_metrics(tmp_path) == [{"step": 1, "split": "train", "loss": 0.5}]
+    assert not (tmp_path / "tensorboard").exists()
