@@ -369,7 +369,9 @@ class MetricsLog:
         self.writer = None
         try:
             from torch.utils.tensorboard import SummaryWriter
-            self.writer = SummaryWriter(str(folder / "tensorboard"), purge_step=resume_step)
+            # TensorBoard hides the points at purge_step and after; those up to the checkpoint's step stay
+            purge = None if resume_step is None else resume_step + 1
+            self.writer = SummaryWriter(str(folder / "tensorboard"), purge_step=purge)
         except ImportError:  # TensorBoard is optional for library users
             pass
 
@@ -396,14 +398,15 @@ def read_metrics(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
-    """curves.png: each metric against updates, train and validation."""
-    records = read_metrics(folder)
+def curves_figure(records: list[dict], baseline: float | None = None):
+    """A matplotlib Figure with one panel per metric logged (loss, accuracy, bpc, in that order): the
+    training and validation points against updates, and the task's baseline on the loss panel;
+    None when no record holds a metric (e.g. every update so far was skipped as non-finite)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     metrics = [m for m in ("loss", "accuracy", "bpc") if any(m in r for r in records)]
-    if not metrics:  # e.g. every update so far was skipped as non-finite
+    if not metrics:
         return None
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
@@ -418,6 +421,15 @@ def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
+    """curves.png in ``folder``: :func:`curves_figure` of its metrics.jsonl; None when there is nothing to plot."""
+    fig = curves_figure(read_metrics(folder), baseline)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
     path = Path(folder) / "curves.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -626,3 +626,51 @@ def test_without_tensorboard_the_metrics_file_is_still_written(tmp_path, monkeyp
     log.close()
     assert read_metrics(tmp_path) == [{"step": 1, "split": "train", "loss": 0.5}]
     assert not (tmp_path / "tensorboard").exists()
+
+
+def test_tensorboard_after_a_resume_holds_what_one_uninterrupted_run_does(tmp_path):
+    """The run stops after update 6 with its last checkpoint at 4: the resumed run logs 5-6 again, so
+    TensorBoard must hide the first attempt's points after 4, and keep those up to 4."""
+    options = dict(steps=8, log_every=2, eval_every=2, checkpoint_every=4)
+    train(copy_config(tmp_path, "whole", **options))
+
+    def stop_after_six(step, record):
+        if step == 6:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(copy_config(tmp_path, "part", **options), on_eval=stop_after_six)
+    assert checkpoint.load(tmp_path / "part" / "checkpoints" / "last.pt")["step"] == 4
+    train(copy_config(tmp_path, "part", **options), resume=True)
+    assert read_metrics(tmp_path / "part") == read_metrics(tmp_path / "whole")
+    assert tensorboard_scalars(tmp_path / "part") == tensorboard_scalars(tmp_path / "whole")
+
+
+def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_loss():
+    records = [{"step": 2, "split": "train", "loss": 0.9, "accuracy": 0.1},
+               {"step": 4, "split": "train", "loss": 0.7, "accuracy": 0.3},
+               {"step": 4, "split": "valid", "loss": 0.8, "accuracy": 0.2},
+               {"step": 5, "split": "train", "event": "skipped update"},
+               {"step": 6, "split": "test", "loss": 0.1, "accuracy": 0.9}]
+    fig = trainer.curves_figure(records, baseline=0.095)
+    loss, accuracy = fig.axes
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "accuracy"]  # no bpc logged: no bpc panel
+    assert all(ax.get_xlabel() == "update" for ax in fig.axes)
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
+    assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
+    assert list(lines["baseline"][1]) == [0.095, 0.095] and "test" not in lines
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in accuracy.get_lines()}
+    assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2])}
+    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline"]
+    assert fig.get_size_inches()[0] > fig.get_size_inches()[1]  # panels side by side
+    ptb = trainer.curves_figure([{"step": 1, "split": "valid", "loss": 2.0, "bpc": 2.9}])
+    assert [ax.get_ylabel() for ax in ptb.axes] == ["loss", "bpc"]
+    assert trainer.curves_figure([{"step": 1, "split": "train", "event": "skipped update"}]) is None
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train", "loss": 1.0}\n')
+    path = trainer.plot_curves(tmp_path)
+    assert path == tmp_path / "curves.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert trainer.plot_curves(tmp_path / "no-run-here") is None
