@@ -674,3 +674,13 @@ def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path):
     path = trainer.plot_curves(tmp_path)
     assert path == tmp_path / "curves.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert trainer.plot_curves(tmp_path / "no-run-here") is None
+
+
+def test_resuming_a_finished_run_returns_what_the_run_returned(tmp_path):
+    config = copy_config(tmp_path, steps=4, log_every=2, eval_every=2)
+    first = train(config)
+    assert set(first) == {"valid", "test"} and set(first["test"]) == {"loss", "accuracy"}
+    assert first["valid"]["step"] == 4
+    assert train(config, resume=True) == first  # read back from metrics.jsonl this time
+    assert trainer._result(tmp_path / "no-metrics-yet", main=True) == {"valid": None}
+    assert trainer._result(tmp_path / "run", main=False) == {}  # other ranks report nothing
