@@ -130,10 +130,15 @@ def test_out_is_a_file_or_inside_one(capsys, tmp_path):
 
 
 def test_unwritable_out_and_checkpoints(capsys, tmp_path, monkeypatch, finished_run):
-    # the sandbox may run as root, which ignores file modes: the refusal itself is what is simulated
+    # the sandbox may run as root, which ignores file modes: the refusal itself is what is simulated, as for
+    # a folder with mode 555 (it exists and can be read and entered, but not written)
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode: False if "locked" in str(path) or "checkpoints" in str(path)
-                        else real_access(path, mode))
+
+    def access(path, mode):
+        if ("locked" in str(path) or "checkpoints" in str(path)) and mode & os.W_OK:
+            return False
+        return real_access(path, mode)
+    monkeypatch.setattr(os, "access", access)
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "locked", *TINY), "permission denied")
     before = snapshot(finished_run)
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "6", *TINY),
