@@ -342,6 +342,12 @@ def total_steps(config: dict, task) -> int:
     return DEFAULT_STEPS.get(task.name, 1000)
 
 
+def evaluation_interval(config: dict, task) -> int:
+    """Updates between validations: --eval-every, else once per epoch, else every 250 updates (tasks that draw
+    fresh batches)."""
+    return config["eval_every"] or task.steps_per_epoch or 250
+
+
 @torch.no_grad()
 def evaluate(net: nn.Module, task, split: str, device) -> dict:
     was_training = net.training
@@ -535,7 +541,7 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
         model = torch.nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(config, net)
     steps = total_steps(config, task)
-    eval_every = config["eval_every"] or task.steps_per_epoch or 250
+    eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
     monitor, mode = task.monitor
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)

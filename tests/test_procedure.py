@@ -684,3 +684,50 @@ def test_resuming_a_finished_run_returns_what_the_run_returned(tmp_path):
     assert train(config, resume=True) == first  # read back from metrics.jsonl this time
     assert trainer._result(tmp_path / "no-metrics-yet", main=True) == {"valid": None}
     assert trainer._result(tmp_path / "run", main=False) == {}  # other ranks report nothing
+
+
+def test_synthetic_tasks_validate_every_250_updates_unless_told(tmp_path):
+    copy = trainer.build_task(copy_config(tmp_path))
+    assert trainer.evaluation_interval(copy_config(tmp_path, eval_every=None), copy) == 250
+    assert trainer.evaluation_interval(copy_config(tmp_path, eval_every=7), copy) == 7
+
+
+def test_epochs_train_that_many_passes_over_the_training_segments(tmp_path):
+    data = fake_ptb(tmp_path / "ptb")
+    config = resolve_config(dict(task="ptb", model="rnn", hidden=8, batch_size=32, bptt=50, eval_batch_size=8,
+                                 epochs=2, log_every=1, progress=False, data_dir=str(data),
+                                 out=str(tmp_path / "run")))
+    per_epoch = trainer.build_task(config).steps_per_epoch
+    assert 1 < per_epoch < 20
+    train(config)
+    records = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in records if r["split"] == "train"] == list(range(1, 2 * per_epoch + 1))
+    assert [r["step"] for r in records if r["split"] == "valid"] == [per_epoch, 2 * per_epoch]  # once per epoch
+
+
+def test_best_checkpoint_holds_the_lowest_validation_loss(tmp_path, monkeypatch):
+    losses = iter([0.5, 0.3, 0.4, 0.35])
+    real_evaluate = trainer.evaluate
+
+    def scripted(net, task, split, device):
+        metrics = real_evaluate(net, task, split, device)
+        return {**metrics, "loss": next(losses)} if split == "valid" else metrics
+    monkeypatch.setattr(trainer, "evaluate", scripted)
+    train(copy_config(tmp_path, steps=4, eval_every=1))
+    best = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
+    assert best["step"] == 2 and best["valid"]["loss"] == 0.3
+
+
+def test_best_checkpoint_holds_the_highest_score_where_higher_is_better(tmp_path, monkeypatch):
+    from nnrnn.tasks.copy import CopyTask
+    monkeypatch.setattr(CopyTask, "monitor", ("accuracy", "max"))  # as psMNIST's
+    scores = iter([0.5, 0.7, 0.6, 0.7])
+    real_evaluate = trainer.evaluate
+
+    def scripted(net, task, split, device):
+        metrics = real_evaluate(net, task, split, device)
+        return {**metrics, "accuracy": next(scores)} if split == "valid" else metrics
+    monkeypatch.setattr(trainer, "evaluate", scripted)
+    train(copy_config(tmp_path, steps=4, eval_every=1))
+    best = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
+    assert best["step"] == 2 and best["valid"]["accuracy"] == 0.7  # a later tie does not replace it
