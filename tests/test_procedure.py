@@ -731,3 +731,36 @@ def test_best_checkpoint_holds_the_highest_score_where_higher_is_better(tmp_path
     train(copy_config(tmp_path, steps=4, eval_every=1))
     best = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
     assert best["step"] == 2 and best["valid"]["accuracy"] == 0.7  # a later tie does not replace it
+
+
+def nan_losses_at(monkeypatch, updates: set):
+    """The copy task's training loss is NaN at the given 0-based updates (the validation loss is untouched)."""
+    from nnrnn.tasks.copy import CopyTask
+    real_loss, count = CopyTask.loss, {"n": 0}
+
+    def loss(self, outputs, targets):
+        value, stats = real_loss(self, outputs, targets)
+        if outputs.requires_grad:  # a training update, not an evaluation
+            count["n"] += 1
+            if count["n"] - 1 in updates:
+                value = value * float("nan")
+        return value, stats
+    monkeypatch.setattr(CopyTask, "loss", loss)
+
+
+def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_path, monkeypatch):
+    nan_losses_at(monkeypatch, {0, 2})  # never two in a row: training goes on past both
+    train(copy_config(tmp_path, "apart", steps=4, max_bad_steps=2, eval_every=4))
+    events = [r["step"] for r in read_metrics(tmp_path / "apart") if r.get("event") == "skipped update"]
+    assert events == [1, 3]
+    nan_losses_at(monkeypatch, {0, 1})
+    with pytest.raises(UserError, match="2 non-finite losses or gradients in a row at update 2"):
+        train(copy_config(tmp_path, "row", steps=4, max_bad_steps=2, eval_every=4))
+
+
+def test_resume_refuses_a_checkpoint_from_another_task(tmp_path):
+    train(copy_config(tmp_path, "a", steps=2))
+    train(resolve_config({**copy_config(tmp_path, "b", steps=2), "task": "adding"}))
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    with pytest.raises(UserError, match="nnrnn run on adding .* not the 'copy' task"):
+        train(copy_config(tmp_path, "a", steps=4), resume=True)
