@@ -758,9 +758,19 @@ def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_pat
         train(copy_config(tmp_path, "row", steps=4, max_bad_steps=2, eval_every=4))
 
 
-def test_resume_refuses_a_checkpoint_from_another_task(tmp_path):
+@pytest.mark.parametrize("other, message", [({"task": "adding"}, "nnrnn run on adding .* not the 'copy' task"),
+                                            ({"hidden": 6}, "with 6 hidden units, not the 8 hidden")])
+def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, message):
+    """config.json is the run's own; only last.pt was replaced (copied from another run)."""
     train(copy_config(tmp_path, "a", steps=2))
-    train(resolve_config({**copy_config(tmp_path, "b", steps=2), "task": "adding"}))
+    train(resolve_config({**copy_config(tmp_path, "b", steps=2), **other}))
     (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
-    with pytest.raises(UserError, match="nnrnn run on adding .* not the 'copy' task"):
+    with pytest.raises(UserError, match=message):
         train(copy_config(tmp_path, "a", steps=4), resume=True)
+
+
+def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
+    nan_losses_at(monkeypatch, {0, 2, 4})  # never two in a row, but 3 in all: more than --max-bad-steps 2
+    train(copy_config(tmp_path, steps=4, max_bad_steps=2, eval_every=2))  # 2 skipped: allowed
+    with pytest.raises(UserError, match="3 of the 6 updates had a non-finite loss"):
+        train(copy_config(tmp_path, steps=6, max_bad_steps=2, eval_every=2), resume=True)
