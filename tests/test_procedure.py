@@ -774,3 +774,25 @@ def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
     train(copy_config(tmp_path, steps=4, max_bad_steps=2, eval_every=2))  # 2 skipped: allowed
     with pytest.raises(UserError, match="3 of the 6 updates had a non-finite loss"):
         train(copy_config(tmp_path, steps=6, max_bad_steps=2, eval_every=2), resume=True)
+
+
+def test_resume_refuses_ptb_data_that_changed_since_the_checkpoint(tmp_path):
+    data = fake_ptb(tmp_path / "ptb")
+    options = dict(task="ptb", model="exprnn", hidden=8, batch_size=4, bptt=7, eval_batch_size=2, eval_every=2,
+                   progress=False, data_dir=str(data), out=str(tmp_path / "run"))
+    train(resolve_config({**options, "steps": 2}))
+    with (data / "ptb.char.valid.txt").open("a") as f:  # the training text is now longer
+        f.write("a b c d e f g h\n" * 50)
+    with pytest.raises(UserError, match="trained on different PTB data"):
+        train(resolve_config({**options, "steps": 4}), resume=True)
+
+
+def test_a_checkpoint_from_before_skipped_updates_were_saved_resumes_with_none_skipped(tmp_path, monkeypatch):
+    train(copy_config(tmp_path, steps=4, eval_every=2))
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+    saved = checkpoint.load(last)
+    del saved["skipped"]
+    checkpoint.save(last, saved)
+    nan_losses_at(monkeypatch, {0, 2})  # the resumed run's 1st and 3rd updates: 2 skipped, not more than 2
+    train(copy_config(tmp_path, steps=8, max_bad_steps=2, eval_every=2), resume=True)
+    assert [r["step"] for r in read_metrics(tmp_path / "run") if r.get("event") == "skipped update"] == [5, 7]
