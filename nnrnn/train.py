@@ -375,8 +375,9 @@ class MetricsLog:
         self.writer = None
         try:
             from torch.utils.tensorboard import SummaryWriter
-            # TensorBoard hides the points at purge_step and after; those up to the checkpoint's step stay
-            purge = None if resume_step is None else resume_step + 1
+            # TensorBoard hides earlier event files' points at purge_step and after: on resume, those after
+            # the checkpoint (logged again); in a new run, all of an attempt that died before its first checkpoint
+            purge = 0 if resume_step is None else resume_step + 1
             self.writer = SummaryWriter(str(folder / "tensorboard"), purge_step=purge)
         except ImportError:  # TensorBoard is optional for library users
             pass

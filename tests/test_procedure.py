@@ -455,7 +455,7 @@ def test_the_number_of_updates_from_steps_epochs_or_the_task():
     assert trainer.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="new", steps_per_epoch=None)) == 1000
 
 
-def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch):
+def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch, capsys):
     scores = iter([3.0, 3.1, 2.9, 3.0, 3.0, 2.0, 1.0, 0.5, 9.0])  # halvings after validations 2, 4 and 5
     monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
     config = copy_config(tmp_path, steps=40, lr=1e-3, lr_schedule="plateau", stop_after_halvings=3)
@@ -466,8 +466,10 @@ def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp
     assert records[-1]["split"] == "test" and records[-1]["step"] == 5
     assert checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt")["step"] == 5
     before = (tmp_path / "run" / "metrics.jsonl").read_text()
+    capsys.readouterr()
     train(config, resume=True)  # nothing more to train
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
+    assert "already stopped after 3 halvings of the learning rate; nothing to train" in capsys.readouterr().out
     with pytest.raises(ValueError, match="stop_after_halvings needs lr_schedule plateau"):
         copy_config(tmp_path, stop_after_halvings=2)
 
@@ -796,3 +798,15 @@ def test_a_checkpoint_from_before_skipped_updates_were_saved_resumes_with_none_s
     nan_losses_at(monkeypatch, {0, 2})  # the resumed run's 1st and 3rd updates: 2 skipped, not more than 2
     train(copy_config(tmp_path, steps=8, max_bad_steps=2, eval_every=2), resume=True)
     assert [r["step"] for r in read_metrics(tmp_path / "run") if r.get("event") == "skipped update"] == [5, 7]
+
+
+def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_its_first_checkpoint(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    attempt = trainer.MetricsLog(folder, resume_step=None)  # an earlier attempt: logged, then killed
+    attempt.log({"step": 1, "split": "train", "loss": 99.0})
+    attempt.close()
+    train(copy_config(tmp_path, steps=2, eval_every=2))
+    assert 99.0 not in [v for _, v in tensorboard_scalars(folder)["train/loss"]]
+    assert tensorboard_scalars(folder)["train/loss"] == [
+        (r["step"], pytest.approx(r["loss"])) for r in read_metrics(folder) if r["split"] == "train"]
