@@ -810,3 +810,14 @@ def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_i
     assert 99.0 not in [v for _, v in tensorboard_scalars(folder)["train/loss"]]
     assert tensorboard_scalars(folder)["train/loss"] == [
         (r["step"], pytest.approx(r["loss"])) for r in read_metrics(folder) if r["split"] == "train"]
+
+
+def test_the_progress_bar_counts_updates_from_where_a_resumed_run_starts(tmp_path, capsys):
+    train(copy_config(tmp_path, steps=4, eval_every=2, progress=True))
+    err = capsys.readouterr().err
+    assert "4/4" in err and "upd" in err.split("4/4")[-1]  # "… 4/4 [00:00<00:00, 21.3upd/s, loss=…]"
+    train(copy_config(tmp_path, steps=6, eval_every=2, progress=True), resume=True)
+    err = capsys.readouterr().err
+    assert "4/6" in err and "6/6" in err and "0/6" not in err and "1/6" not in err
+    train(copy_config(tmp_path, "quiet", steps=2, progress=False))
+    assert "2/2" not in capsys.readouterr().err
