@@ -821,3 +821,33 @@ def test_the_progress_bar_counts_updates_from_where_a_resumed_run_starts(tmp_pat
     assert "4/6" in err and "6/6" in err and "0/6" not in err and "1/6" not in err
     train(copy_config(tmp_path, "quiet", steps=2, progress=False))
     assert "2/2" not in capsys.readouterr().err
+
+
+def spy_states(monkeypatch) -> list:
+    """Record (state passed in, state returned) of every training forward of the trainer's network."""
+    calls = []
+
+    def spy(net):
+        real_forward = net.forward
+
+        def forward(inputs, state=None):
+            out, new_state = real_forward(inputs, state)
+            if torch.is_grad_enabled():
+                calls.append((state, new_state))
+            return out, new_state
+        net.forward = forward
+    with_network(monkeypatch, spy)
+    return calls
+
+
+def test_independent_batches_start_from_a_zero_state_and_ptb_segments_carry_it(tmp_path, monkeypatch):
+    calls = spy_states(monkeypatch)
+    train(copy_config(tmp_path, "copy", steps=3, eval_every=3))
+    assert [state for state, _ in calls] == [None, None, None]
+    calls.clear()
+    data = fake_ptb(tmp_path / "ptb")
+    train(resolve_config(dict(task="ptb", model="exprnn", hidden=8, batch_size=4, bptt=7, eval_batch_size=2,
+                              steps=3, eval_every=3, progress=False, data_dir=str(data), out=str(tmp_path / "ptb-run"))))
+    assert calls[0][0] is None
+    for (_, returned), (passed, _) in zip(calls, calls[1:]):  # the last state, cut from its graph
+        assert torch.equal(passed, returned) and not passed.requires_grad
