@@ -851,3 +851,18 @@ def test_independent_batches_start_from_a_zero_state_and_ptb_segments_carry_it(t
     assert calls[0][0] is None
     for (_, returned), (passed, _) in zip(calls, calls[1:]):  # the last state, cut from its graph
         assert torch.equal(passed, returned) and not passed.requires_grad
+
+
+def test_an_update_with_a_finite_loss_but_a_non_finite_gradient_is_skipped(tmp_path, monkeypatch):
+    def inf_gradient_once(net):
+        seen = {"n": 0}
+
+        def hook(grad):
+            seen["n"] += 1
+            return grad * float("inf") if seen["n"] == 2 else grad
+        net.readout.weight.register_hook(hook)
+    with_network(monkeypatch, inf_gradient_once)
+    train(copy_config(tmp_path, steps=3, eval_every=3))
+    records = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in records if r.get("event") == "skipped update"] == [2]
+    assert all(torch.isfinite(v).all() for v in parameters(tmp_path / "run").values())
