@@ -867,3 +867,15 @@ def test_an_update_with_a_finite_loss_but_a_non_finite_gradient_is_skipped(tmp_p
     records = read_metrics(tmp_path / "run")
     assert [r["step"] for r in records if r.get("event") == "skipped update"] == [2]
     assert all(torch.isfinite(v).all() for v in parameters(tmp_path / "run").values())
+
+
+def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypatch):
+    from torch.utils.tensorboard import SummaryWriter
+    closed, real_close = [], SummaryWriter.close
+
+    def close(self):
+        closed.append(self.log_dir)
+        real_close(self)
+    monkeypatch.setattr(SummaryWriter, "close", close)
+    train(copy_config(tmp_path, steps=2, eval_every=2))
+    assert closed == [str(tmp_path / "run" / "tensorboard")]  # its thread and file released, once
