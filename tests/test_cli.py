@@ -29,8 +29,8 @@ def nnrnn(*args, cwd=None):
     (["eval", "/nonexistent/run"], "no checkpoint"),
     (["frobnicate"], "invalid choice"),
 ])
-def test_user_errors_are_one_line_exit_2(args, needle):
-    result = nnrnn(*args)
+def test_user_errors_are_one_line_exit_2(args, needle, tmp_path):
+    result = nnrnn(*args, cwd=tmp_path)  # a default --out (runs/TASK-MODEL) lands there, not in the checkout
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
