@@ -708,14 +708,18 @@ def test_epochs_train_that_many_passes_over_the_training_segments(tmp_path):
     assert [r["step"] for r in records if r["split"] == "valid"] == [per_epoch, 2 * per_epoch]  # once per epoch
 
 
-def test_best_checkpoint_holds_the_lowest_validation_loss(tmp_path, monkeypatch):
-    losses = iter([0.5, 0.3, 0.4, 0.3])  # a later tie does not replace the first
-    real_evaluate = trainer.evaluate
+def script_validation(monkeypatch, metric: str, values: list) -> None:
+    """The trainer's validations report ``values`` for ``metric``, one per validation, the rest as measured."""
+    values, real_evaluate = iter(values), trainer.evaluate
 
     def scripted(net, task, split, device):
         metrics = real_evaluate(net, task, split, device)
-        return {**metrics, "loss": next(losses)} if split == "valid" else metrics
+        return {**metrics, metric: next(values)} if split == "valid" else metrics
     monkeypatch.setattr(trainer, "evaluate", scripted)
+
+
+def test_best_checkpoint_holds_the_lowest_validation_loss(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [0.5, 0.3, 0.4, 0.3])  # a later tie does not replace the first
     train(copy_config(tmp_path, steps=4, eval_every=1))
     best = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
     assert best["step"] == 2 and best["valid"]["loss"] == 0.3
@@ -724,13 +728,7 @@ def test_best_checkpoint_holds_the_lowest_validation_loss(tmp_path, monkeypatch)
 def test_best_checkpoint_holds_the_highest_score_where_higher_is_better(tmp_path, monkeypatch):
     from nnrnn.tasks.copy import CopyTask
     monkeypatch.setattr(CopyTask, "monitor", ("accuracy", "max"))  # as psMNIST's
-    scores = iter([0.5, 0.7, 0.6, 0.7])
-    real_evaluate = trainer.evaluate
-
-    def scripted(net, task, split, device):
-        metrics = real_evaluate(net, task, split, device)
-        return {**metrics, "accuracy": next(scores)} if split == "valid" else metrics
-    monkeypatch.setattr(trainer, "evaluate", scripted)
+    script_validation(monkeypatch, "accuracy", [0.5, 0.7, 0.6, 0.7])
     train(copy_config(tmp_path, steps=4, eval_every=1))
     best = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
     assert best["step"] == 2 and best["valid"]["accuracy"] == 0.7  # a later tie does not replace it
