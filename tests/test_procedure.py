@@ -463,7 +463,7 @@ def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp
     train(config)
     records = read_metrics(tmp_path / "run")
     stop = next(r for r in records if r.get("event") == "stopped")
-    assert stop["step"] == 5 and "halved 3 times" in stop["reason"]
+    assert stop == {"step": 5, "split": "train", "event": "stopped", "reason": "learning rates halved 3 times"}
     assert records[-1]["split"] == "test" and records[-1]["step"] == 5
     assert checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt")["step"] == 5
     before = (tmp_path / "run" / "metrics.jsonl").read_text()
@@ -476,12 +476,13 @@ def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp
 
 
 def test_dynamic_trivialization_trains_and_resumes_exactly(tmp_path):
-    whole = copy_config(tmp_path, "whole", steps=6, rebase_every=2, model="exprnn")
+    # 7 updates, a rebase after updates 3 and 6: a rule off by one or inverted counts 3 or 5
+    whole = copy_config(tmp_path, "whole", steps=7, rebase_every=3, model="exprnn")
     train(whole)
-    train(copy_config(tmp_path, "split", steps=3, rebase_every=2, model="exprnn"))
-    train(copy_config(tmp_path, "split", steps=6, rebase_every=2, model="exprnn"), resume=True)
+    train(copy_config(tmp_path, "split", steps=4, rebase_every=3, model="exprnn"))
+    train(copy_config(tmp_path, "split", steps=7, rebase_every=3, model="exprnn"), resume=True)
     a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "split")
-    assert "rnn.parametrizations.weight_hh_l0.0.base" in a and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 3
+    assert "rnn.parametrizations.weight_hh_l0.0.base" in a and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 2
     assert all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ValueError, match="rebase_every moves the base"):
         copy_config(tmp_path, model="lstm", rebase_every=1)
@@ -501,6 +502,27 @@ def test_device_names():
     assert trainer.check_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(UserError, match="nnrnn trains on cpu or cuda"):
         trainer.check_device("meta")
+
+
+def test_device_names_on_a_machine_with_two_cuda_devices(monkeypatch):
+    """The CUDA rules, checked on a CPU-only machine by telling torch it has two devices."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert trainer.check_device("auto") == torch.device("cuda")
+    assert trainer.check_device("cuda") == torch.device("cuda")
+    assert trainer.check_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(UserError, match="this machine has 2 CUDA device"):
+        trainer.check_device("cuda:2")
+
+
+def test_build_gives_the_network_the_tasks_read_out(monkeypatch):
+    from types import SimpleNamespace
+    for readout, shape in (("last", (2, 10)), ("all", (3, 2, 10))):
+        task = SimpleNamespace(input_size=1, output_size=10, readout=readout, vocab_size=None)
+        monkeypatch.setattr(trainer, "build_task", lambda config: task)
+        built, net = trainer.build(resolve_config({"task": "psmnist", "model": "rnn", "hidden": 4}))
+        assert built is task and net.readout_mode == readout
+        assert net(torch.zeros(3, 2, 1))[0].shape == shape  # psMNIST reads out the last step only
 
 
 def test_available_memory_reads_memavailable_in_kib(monkeypatch):
@@ -548,6 +570,21 @@ def test_seed_range(seed, ok):
     else:
         with pytest.raises(ValueError, match="seed must be a non-negative integer below 2\\*\\*63"):
             resolve_config({"seed": seed})
+
+
+@pytest.mark.parametrize("options", [{"optimizer": "adam", "betas": [0.0, 0.0]}, {"optimizer": "rmsprop", "alpha": 0.0},
+                                     {"model": "nnrnn", "rebase_every": 1}, {"model": "exprnn", "rebase_every": 1}])
+def test_optimizer_and_rebase_options_at_the_edge_of_their_range_are_accepted(options):
+    config = resolve_config(options)
+    assert all(config[k] == v for k, v in options.items())
+
+
+@pytest.mark.parametrize("options, message", [({"betas": [0.9, 1.0]}, "betas must be two numbers in"),
+                                              ({"alpha": 1.0}, "alpha must be in"),
+                                              ({"optimizer": "sgd"}, "optimizer must be 'rmsprop' or 'adam'")])
+def test_optimizer_options_outside_their_range_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_config(options)
 
 
 @pytest.mark.parametrize("key", ["lr", "lr_orth"])
@@ -710,11 +747,12 @@ def test_epochs_train_that_many_passes_over_the_training_segments(tmp_path):
 
 def script_validation(monkeypatch, metric: str, values: list) -> None:
     """The trainer's validations report ``values`` for ``metric``, one per validation, the rest as measured."""
-    values, real_evaluate = iter(values), trainer.evaluate
+    values, real_evaluate = iter(values), getattr(trainer.evaluate, "real", trainer.evaluate)
 
     def scripted(net, task, split, device):
         metrics = real_evaluate(net, task, split, device)
         return {**metrics, metric: next(values)} if split == "valid" else metrics
+    scripted.real = real_evaluate  # scripting again replaces this script instead of wrapping it
     monkeypatch.setattr(trainer, "evaluate", scripted)
 
 
@@ -752,11 +790,36 @@ def nan_losses_at(monkeypatch, updates: set):
 def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_path, monkeypatch):
     nan_losses_at(monkeypatch, {0, 2})  # never two in a row: training goes on past both
     train(copy_config(tmp_path, "apart", steps=4, max_bad_steps=2, eval_every=4))
-    events = [r["step"] for r in read_metrics(tmp_path / "apart") if r.get("event") == "skipped update"]
-    assert events == [1, 3]
+    events = [r for r in read_metrics(tmp_path / "apart") if "event" in r]
+    assert events == [{"step": step, "split": "train", "event": "skipped update",
+                       "reason": "non-finite loss or gradient"} for step in (1, 3)]
+    # updates 1 and 3 were skipped: their windows are empty, so they log no training record
+    assert [r["step"] for r in read_metrics(tmp_path / "apart") if r["split"] == "train" and "event" not in r] == [2, 4]
     nan_losses_at(monkeypatch, {0, 1})
-    with pytest.raises(UserError, match="2 non-finite losses or gradients in a row at update 2"):
+    with pytest.raises(UserError, match="2 non-finite losses or gradients in a row at update 2; "
+                                        "no checkpoint had been written yet"):
         train(copy_config(tmp_path, "row", steps=4, max_bad_steps=2, eval_every=4))
+    nan_losses_at(monkeypatch, {2, 3})
+    last = tmp_path / "later" / "checkpoints" / "last.pt"
+    with pytest.raises(UserError, match=f"in a row at update 4; the last good checkpoint is {re.escape(str(last))};"):
+        train(copy_config(tmp_path, "later", steps=6, max_bad_steps=2, eval_every=2))
+    assert checkpoint.load(last)["step"] == 2
+
+
+def test_the_logged_gradient_norm_is_the_mean_over_the_window_before_clipping(tmp_path, monkeypatch):
+    norms, clip = [], nn.utils.clip_grad_norm_
+
+    def spy(parameters, max_norm, *args, **kwargs):
+        norms.append(float(clip(parameters, max_norm, *args, **kwargs)))
+        return torch.tensor(norms[-1])
+    monkeypatch.setattr(nn.utils, "clip_grad_norm_", spy)
+    train(copy_config(tmp_path, steps=4, log_every=2, eval_every=4, clip=1e-3, lr=1e-2, lr_orth=1e-3))
+    records = [r for r in read_metrics(tmp_path / "run") if r["split"] == "train"]
+    assert [sorted(r) for r in records] == [["accuracy", "grad_norm", "loss", "lr", "split", "step"]] * 2
+    assert [r["lr"] for r in records] == [1e-2, 1e-2]  # the main group's rate, not lr_orth
+    logged = [r["grad_norm"] for r in records]
+    assert len(norms) == 4 and min(norms) > 1e-3  # the norms before clipping, not the clip value
+    assert logged == pytest.approx([(norms[0] + norms[1]) / 2, (norms[2] + norms[3]) / 2], rel=1e-6)
 
 
 @pytest.mark.parametrize("other, message", [({"task": "adding"}, "nnrnn run on adding .* not the 'copy' task"),
@@ -773,7 +836,8 @@ def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, me
 def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
     nan_losses_at(monkeypatch, {0, 2, 4})  # never two in a row, but 3 in all: more than --max-bad-steps 2
     train(copy_config(tmp_path, steps=4, max_bad_steps=2, eval_every=2))  # 2 skipped: allowed
-    with pytest.raises(UserError, match="3 of the 6 updates had a non-finite loss"):
+    with pytest.raises(UserError, match=r"3 of the 6 updates had a non-finite loss or gradient and were skipped "
+                                        r"\(more than --max-bad-steps 2\)"):
         train(copy_config(tmp_path, steps=6, max_bad_steps=2, eval_every=2), resume=True)
 
 
@@ -815,6 +879,8 @@ def test_the_progress_bar_counts_updates_from_where_a_resumed_run_starts(tmp_pat
     train(copy_config(tmp_path, steps=4, eval_every=2, progress=True))
     err = capsys.readouterr().err
     assert "4/4" in err and re.search(r"[0-9?]upd/s", err.split("4/4")[-1])  # "4/4 [00:00<00:00, 21.3upd/s, …]"
+    final = err.rstrip().split("\r")[-1]  # what the bar shows at the end: one count per update, 4 of 4
+    assert "4/4" in final and re.search(r"loss=\d+\.\d{4}\]", final)  # and the last logged training loss
     train(copy_config(tmp_path, steps=6, eval_every=2, progress=True), resume=True)
     err = capsys.readouterr().err
     assert "4/6" in err and "6/6" in err and "0/6" not in err and "1/6" not in err
@@ -877,3 +943,101 @@ def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypat
     monkeypatch.setattr(SummaryWriter, "close", close)
     train(copy_config(tmp_path, steps=2, eval_every=2))
     assert closed == [str(tmp_path / "run" / "tensorboard")]  # its thread and file released, once
+
+
+def test_a_signal_mid_update_checkpoints_that_update_then_stops_and_resume_continues_exactly(tmp_path, monkeypatch):
+    import signal
+    from nnrnn.tasks.copy import CopyTask
+    options = dict(steps=6, log_every=1, eval_every=2, checkpoint_every=100)  # no regular checkpoint before 6
+    train(copy_config(tmp_path, "whole", **options))
+    real_loss, count = CopyTask.loss, {"n": 0}
+
+    def loss(self, outputs, targets):  # SIGTERM arrives during the 3rd update
+        if outputs.requires_grad:
+            count["n"] += 1
+            if count["n"] == 3:
+                os.kill(os.getpid(), signal.SIGTERM)
+        return real_loss(self, outputs, targets)
+    monkeypatch.setattr(CopyTask, "loss", loss)
+    with pytest.raises(trainer.Interrupted) as stopped:
+        train(copy_config(tmp_path, "part", **options))
+    last = tmp_path / "part" / "checkpoints" / "last.pt"
+    assert (stopped.value.signum, stopped.value.path) == (signal.SIGTERM, last)
+    assert checkpoint.load(last)["step"] == 3  # the update it arrived in was finished and saved
+    assert [r["step"] for r in read_metrics(tmp_path / "part")] == [1, 2, 2, 3]
+    monkeypatch.setattr(CopyTask, "loss", real_loss)
+    train(copy_config(tmp_path, "part", **options), resume=True)
+    assert read_metrics(tmp_path / "part") == read_metrics(tmp_path / "whole")
+    assert parameters(tmp_path / "part").keys() == parameters(tmp_path / "whole").keys()
+    assert all(torch.equal(a, b) for a, b in zip(parameters(tmp_path / "part").values(),
+                                                  parameters(tmp_path / "whole").values()))
+
+
+def test_checkpoints_are_written_every_checkpoint_every_updates_and_at_the_end(tmp_path, monkeypatch):
+    saves, save = [], checkpoint.save
+
+    def spy(path, obj):
+        saves.append((Path(path).name, obj["step"]))
+        save(path, obj)
+    monkeypatch.setattr(checkpoint, "save", spy)
+    script_validation(monkeypatch, "loss", [0.5, 0.4])
+    train(copy_config(tmp_path, "every4", steps=6, eval_every=3, checkpoint_every=4))
+    assert saves == [("best.pt", 3), ("last.pt", 4), ("best.pt", 6), ("last.pt", 6)]
+    saves.clear()
+    script_validation(monkeypatch, "loss", [0.5, 0.6])
+    train(copy_config(tmp_path, "default", steps=6, eval_every=3))  # by default, at every validation
+    assert saves == [("best.pt", 3), ("last.pt", 3), ("last.pt", 6)]
+
+
+def test_on_eval_sees_every_validation_record_as_logged(tmp_path):
+    calls = []
+    train(copy_config(tmp_path, steps=5, eval_every=2), on_eval=lambda step, record: calls.append((step, record)))
+    valid = [r for r in read_metrics(tmp_path / "run") if r["split"] == "valid"]
+    assert [step for step, _ in calls] == [2, 4, 5] and [record for _, record in calls] == valid
+
+
+def test_the_test_split_is_scored_with_the_best_parameters_and_the_curves_get_the_baseline(tmp_path, monkeypatch):
+    from nnrnn.tasks.copy import CopyTask
+    plotted = []
+    monkeypatch.setattr(trainer, "plot_curves", lambda folder, baseline=None: plotted.append((folder, baseline)))
+    script_validation(monkeypatch, "loss", [0.2, 0.5])  # the best validation is the first
+    result = train(copy_config(tmp_path, steps=2, eval_every=1))
+    folder = tmp_path / "run"
+    test = read_metrics(folder)[-1]
+    assert test["split"] == "test" and test["step"] == 2
+    best = trainer.evaluate_checkpoint(folder / "checkpoints" / "best.pt")
+    assert {k: v for k, v in test.items() if k not in ("step", "split")} == best == result["test"]
+    assert best != trainer.evaluate_checkpoint(folder / "checkpoints" / "last.pt")
+    assert plotted == [(folder, CopyTask(T=4, batch_size=4).baseline)]
+
+
+def test_a_run_whose_last_validation_is_not_finite_fails_and_an_earlier_one_does_not(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [float("nan"), 0.5])
+    assert train(copy_config(tmp_path, "recovered", steps=2))["valid"]["loss"] == 0.5
+    script_validation(monkeypatch, "loss", [0.5, float("inf")])
+    with pytest.raises(UserError, match="training diverged: the validation loss after update 2 is inf"):
+        train(copy_config(tmp_path, "diverged", steps=2))
+    assert checkpoint.load(tmp_path / "diverged" / "checkpoints" / "best.pt")["step"] == 1
+
+
+@pytest.mark.parametrize("embedding", [True, 1.5, -1, "8"])
+def test_embedding_must_be_a_non_negative_integer(embedding):
+    with pytest.raises(ValueError, match="embedding must be a non-negative integer"):
+        resolve_config({"task": "ptb", "embedding": embedding})
+    assert resolve_config({"task": "ptb", "embedding": 0})["embedding"] == 0  # one-hot inputs
+
+
+def test_a_length_given_explicitly_replaces_the_presets():
+    from nnrnn import presets
+    ptb = {"task": "ptb", "model": "nnrnn"}
+    preset_epochs = presets.lookup("paper", "ptb", "nnrnn")["epochs"]
+    assert preset_epochs and [resolve_config(ptb, "paper")[k] for k in ("steps", "epochs")] == [None, preset_epochs]
+    assert [resolve_config({**ptb, "steps": 5}, "paper")[k] for k in ("steps", "epochs")] == [5, None]
+    assert [resolve_config({**ptb, "epochs": 2}, "paper")[k] for k in ("steps", "epochs")] == [None, 2]
+
+
+def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
+    with pytest.raises(ValueError, match="unknown option\\(s\\) lrr, stpes"):
+        resolve_config({"task": "copy", "lrr": 0.1, "stpes": 3})
+    saved = resolve_config({"task": "ptb", "model": "nnrnn", "steps": 5}, "paper")  # holds "preset"
+    assert resolve_config(saved) == saved

@@ -203,6 +203,14 @@ def test_two_processes_match_one(tmp_path, model):
     script = tmp_path / "run.py"
     script.write_text(
         "import sys\nfrom nnrnn.train import resolve_config, train\nfrom nnrnn import distributed\n"
+        "from nnrnn.tasks.copy import CopyTask\n"
+        # update 3's last sequence, in rank 1's half, holds a NaN: one process skips that update, so two must
+        "batch = CopyTask.train_batch\n"
+        "def poisoned(self, step):\n"
+        "    b = batch(self, step)\n"
+        "    if step == 2:\n        b.inputs[0, -1, 0] = float('nan')\n"
+        "    return b\n"
+        "CopyTask.train_batch = poisoned\n"
         f"c = resolve_config({{**{TINY!r}, 'model': {model!r}, 'out': sys.argv[1], 'steps': 6}})\n"
         "train(c)\ndistributed.cleanup()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -216,6 +224,7 @@ def test_two_processes_match_one(tmp_path, model):
     for key in a:
         torch.testing.assert_close(a[key], b[key], rtol=1e-4, atol=1e-5)
     assert [r["step"] for r in read_metrics(tmp_path / "two")] == [r["step"] for r in read_metrics(tmp_path / "one")]
+    assert [r["step"] for r in read_metrics(tmp_path / "two") if r.get("event") == "skipped update"] == [3]
 
 
 def test_resume_refuses_a_checkpoint_from_another_model(tmp_path):
