@@ -772,8 +772,8 @@ def test_best_checkpoint_holds_the_highest_score_where_higher_is_better(tmp_path
     assert best["step"] == 2 and best["valid"]["accuracy"] == 0.7  # a later tie does not replace it
 
 
-def nan_losses_at(monkeypatch, updates: set):
-    """The copy task's training loss is NaN at the given 0-based updates (the validation loss is untouched)."""
+def on_training_losses(monkeypatch, edit):
+    """The copy task's training loss of 0-based update i becomes ``edit(i, loss)`` (evaluations untouched)."""
     from nnrnn.tasks.copy import CopyTask
     real_loss, count = CopyTask.loss, {"n": 0}
 
@@ -781,20 +781,24 @@ def nan_losses_at(monkeypatch, updates: set):
         value, stats = real_loss(self, outputs, targets)
         if outputs.requires_grad:  # a training update, not an evaluation
             count["n"] += 1
-            if count["n"] - 1 in updates:
-                value = value * float("nan")
+            value = edit(count["n"] - 1, value)
         return value, stats
     monkeypatch.setattr(CopyTask, "loss", loss)
+
+
+def nan_losses_at(monkeypatch, updates: set):
+    """The copy task's training loss is NaN at the given 0-based updates."""
+    on_training_losses(monkeypatch, lambda i, loss: loss * float("nan") if i in updates else loss)
 
 
 def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_path, monkeypatch):
     nan_losses_at(monkeypatch, {0, 2})  # never two in a row: training goes on past both
     train(copy_config(tmp_path, "apart", steps=4, max_bad_steps=2, eval_every=4))
-    events = [r for r in read_metrics(tmp_path / "apart") if "event" in r]
-    assert events == [{"step": step, "split": "train", "event": "skipped update",
-                       "reason": "non-finite loss or gradient"} for step in (1, 3)]
+    records = read_metrics(tmp_path / "apart")
+    assert [r for r in records if "event" in r] == [{"step": step, "split": "train", "event": "skipped update",
+                                                     "reason": "non-finite loss or gradient"} for step in (1, 3)]
     # updates 1 and 3 were skipped: their windows are empty, so they log no training record
-    assert [r["step"] for r in read_metrics(tmp_path / "apart") if r["split"] == "train" and "event" not in r] == [2, 4]
+    assert [r["step"] for r in records if r["split"] == "train" and "event" not in r] == [2, 4]
     nan_losses_at(monkeypatch, {0, 1})
     with pytest.raises(UserError, match="2 non-finite losses or gradients in a row at update 2; "
                                         "no checkpoint had been written yet"):
@@ -947,30 +951,25 @@ def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypat
 
 def test_a_signal_mid_update_checkpoints_that_update_then_stops_and_resume_continues_exactly(tmp_path, monkeypatch):
     import signal
-    from nnrnn.tasks.copy import CopyTask
     options = dict(steps=6, log_every=1, eval_every=2, checkpoint_every=100)  # no regular checkpoint before 6
     train(copy_config(tmp_path, "whole", **options))
-    real_loss, count = CopyTask.loss, {"n": 0}
 
-    def loss(self, outputs, targets):  # SIGTERM arrives during the 3rd update
-        if outputs.requires_grad:
-            count["n"] += 1
-            if count["n"] == 3:
-                os.kill(os.getpid(), signal.SIGTERM)
-        return real_loss(self, outputs, targets)
-    monkeypatch.setattr(CopyTask, "loss", loss)
+    def sigterm_in_third_update(i, loss):
+        if i == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return loss
+    on_training_losses(monkeypatch, sigterm_in_third_update)
     with pytest.raises(trainer.Interrupted) as stopped:
         train(copy_config(tmp_path, "part", **options))
     last = tmp_path / "part" / "checkpoints" / "last.pt"
     assert (stopped.value.signum, stopped.value.path) == (signal.SIGTERM, last)
     assert checkpoint.load(last)["step"] == 3  # the update it arrived in was finished and saved
     assert [r["step"] for r in read_metrics(tmp_path / "part")] == [1, 2, 2, 3]
-    monkeypatch.setattr(CopyTask, "loss", real_loss)
+    monkeypatch.undo()
     train(copy_config(tmp_path, "part", **options), resume=True)
     assert read_metrics(tmp_path / "part") == read_metrics(tmp_path / "whole")
-    assert parameters(tmp_path / "part").keys() == parameters(tmp_path / "whole").keys()
-    assert all(torch.equal(a, b) for a, b in zip(parameters(tmp_path / "part").values(),
-                                                  parameters(tmp_path / "whole").values()))
+    a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "part")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_checkpoints_are_written_every_checkpoint_every_updates_and_at_the_end(tmp_path, monkeypatch):
