@@ -99,9 +99,9 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
     given = {k: v for k, v in options.items() if v is not None}
-    if "steps" in given and "epochs" not in given:  # a length given explicitly replaces the preset's
+    if "steps" in given:  # a length given explicitly replaces the preset's (both given: refused by validate)
         config["epochs"] = None
-    if "epochs" in given and "steps" not in given:
+    if "epochs" in given:
         config["steps"] = None
     config.update(given)
     validate(config)

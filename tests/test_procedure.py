@@ -1035,6 +1035,17 @@ def test_a_length_given_explicitly_replaces_the_presets():
     assert [resolve_config({**ptb, "epochs": 2}, "paper")[k] for k in ("steps", "epochs")] == [None, 2]
 
 
+def test_explicit_epochs_replace_a_presets_steps(monkeypatch):
+    """The paper's presets give PTB and psMNIST in epochs; a preset that gives steps instead is replaced
+    the same way by an explicit --epochs (and still by an explicit --steps)."""
+    from nnrnn import presets
+    monkeypatch.setattr(presets, "lookup", lambda *args: {"steps": 7, "epochs": None, "lr": 0.01})
+    ptb = {"task": "ptb", "model": "nnrnn"}
+    assert [resolve_config(ptb, "mine")[k] for k in ("steps", "epochs", "lr")] == [7, None, 0.01]
+    assert [resolve_config({**ptb, "epochs": 2}, "mine")[k] for k in ("steps", "epochs")] == [None, 2]
+    assert [resolve_config({**ptb, "steps": 3}, "mine")[k] for k in ("steps", "epochs")] == [3, None]
+
+
 def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
     with pytest.raises(ValueError, match="unknown option\\(s\\) lrr, stpes"):
         resolve_config({"task": "copy", "lrr": 0.1, "stpes": 3})
