@@ -355,6 +355,82 @@ def test_lstm_single_step_matches_torch_lstm(layout, training):
         torch.testing.assert_close(a, b)
 
 
+def test_lstm_defaults_and_projection_are_torch_lstms():
+    ours, theirs = nnrnn.create("lstm", 3, 5), nn.LSTM(3, 5)
+    for attr in ("num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    torch.manual_seed(1)
+    model = nnrnn.create("lstm", 3, 5, proj_size=2)
+    twin = nn.LSTM(3, 5, proj_size=2)
+    twin.load_state_dict(model.state_dict())
+    x, hx = torch.randn(6, 4, 3), (torch.randn(1, 4, 2), torch.randn(1, 4, 5))  # h_0 has P columns, c_0 has N
+    got, want = model(x, hx), twin(x, hx)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[0].shape == (6, 4, 2)
+
+
+@pytest.mark.parametrize("shape,batch_first", [((1, 3), False), ((3, 1), False), ((1, 4, 3), False),
+                                               ((4, 1, 3), True), ((1, 5, 1), True), ((3, 2, 1), False)])
+def test_lstm_one_step_path_is_taken_exactly_for_one_step_without_autograd(monkeypatch, shape, batch_first):
+    """Generation (one step, no autograd) skips torch's sequence kernel; anything else goes to torch. Either way
+    the result is torch.nn.LSTM's, for unbatched, batch-first and one-feature inputs."""
+    from nnrnn.models.lstm import LSTM
+    calls = []
+    real = LSTM._one_step
+    monkeypatch.setattr(LSTM, "_one_step", lambda self, *a: calls.append(1) or real(self, *a))
+    torch.manual_seed(2)
+    model = nnrnn.create("lstm", shape[-1], 4, batch_first=batch_first)
+    twin = nn.LSTM(shape[-1], 4, batch_first=batch_first)
+    twin.load_state_dict(model.state_dict())
+    x = torch.randn(shape)
+    steps = shape[1] if batch_first and len(shape) == 3 else shape[0]
+    with torch.no_grad():
+        torch.testing.assert_close(model(x)[0], twin(x)[0])
+    assert len(calls) == (steps == 1)
+    model(x)  # with autograd: torch's kernel
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        model(x)  # under autocast: torch's kernel, which autocast knows
+    assert len(calls) == (steps == 1)
+    with torch.no_grad():
+        nnrnn.create("lstm", shape[-1], 4, proj_size=2, batch_first=batch_first)(x)  # torch's kernel has P
+    assert len(calls) == (steps == 1)
+
+
+def test_lstm_under_cpu_autocast_takes_the_state_given():
+    torch.manual_seed(3)
+    model = nnrnn.create("lstm", 3, 8)
+    x, hx = torch.randn(10, 2, 3), (torch.randn(1, 2, 8), torch.randn(1, 2, 8))
+    reference = model(x, hx)[0]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x, hx)[0]
+    assert ((out.float() - reference).norm() / reference.norm()).item() < 0.02
+
+
+def test_lstm_falls_back_to_float32_where_onednn_has_no_low_precision_lstm(monkeypatch):
+    """On CPUs where oneDNN cannot build a bfloat16 LSTM (AVX2), torch raises under autocast; nnrnn's LSTM then
+    runs that call in float32.  Other errors are not swallowed."""
+    real = nn.LSTM.forward
+    message = ["could not create a primitive descriptor for an LSTM forward propagation primitive"]
+
+    def forward(self, *args):
+        if torch.is_autocast_enabled("cpu"):
+            raise RuntimeError(message[0])
+        return real(self, *args)
+
+    monkeypatch.setattr(nn.LSTM, "forward", forward)
+    torch.manual_seed(4)
+    model = nnrnn.create("lstm", 3, 8)
+    x, hx = torch.randn(10, 2, 3), (torch.randn(1, 2, 8), torch.randn(1, 2, 8))
+    reference = model(x, hx)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x, hx)
+    assert out[0].dtype == torch.float32
+    torch.testing.assert_close(out, reference, rtol=0, atol=0)
+    message[0] = "some other failure"
+    with pytest.raises(RuntimeError, match="some other failure"), torch.autocast("cpu", dtype=torch.bfloat16):
+        model(x, hx)
+
+
 # --------------------------------------------------------------------------- low precision
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -531,6 +607,23 @@ def test_graph_captured_inference_uses_the_value_only_exponential(name):
     got, _ = torch.compile(frozen, backend=capture, fullgraph=True)(x)
     assert "nnrnn.expm_skew.default" in ops and not any("recorded" in op for op in ops), ops
     torch.testing.assert_close(got, want)
+
+
+def test_compiled_eurnn_keeps_the_givens_product_one_op():
+    """Traced, the product would be unrolled into capacity × 2 rotations forward and back (64 layers at the copy
+    task's N = 128), so compile sees it as one op, with its own backward."""
+    torch.compiler.reset()  # the compile tests before this one may have used up the recompile limit
+    model = nnrnn.create("eurnn", 3, 8, capacity=6)
+    x = torch.randn(5, 2, 3)
+    ops = []
+
+    def capture(graph_module, example_inputs):
+        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
+        return graph_module
+
+    got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
+    assert "nnrnn.givens_product.default" in ops, ops
+    torch.testing.assert_close(got, model(x)[0])
 
 
 @pytest.mark.parametrize("name", ALL)

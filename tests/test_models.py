@@ -423,6 +423,44 @@ def test_regularization_is_zero_for_the_other_models(name):
     assert reg.shape == () and reg.item() == 0.0
 
 
+def test_regularization_without_arguments_is_zero():
+    """Both coefficients default to 0, so a bare call adds nothing, even away from γ = 1 and T = 0."""
+    model = make("nnrnn", 3, 6)
+    with torch.no_grad():
+        model.schur_form.gamma.fill_(0.5)
+        model.schur_form.lower.fill_(0.3)
+    assert model.regularization().item() == 0.0
+    assert model.regularization(1.0, 0.0).item() > 0 and model.regularization(0.0, 1.0).item() > 0
+
+
+def test_random_orthogonal_init_reaches_both_components_of_the_orthogonal_group():
+    """rnn-orth's "random" is torch.nn.init.orthogonal_, Haar over O(N): det V = −1 as often as +1, where
+    the exponential of a skew matrix ("cayley", "henaff") is always a rotation."""
+    signs = set()
+    for seed in range(16):
+        torch.manual_seed(seed)
+        signs.add(round(torch.linalg.det(make("rnn-orth", 2, 6).recurrent_matrix().double()).item()))
+    assert signs == {-1, 1}
+    torch.manual_seed(0)
+    v = make("rnn-orth", 2, 64, init="cayley", dtype=torch.float64).recurrent_matrix().detach()
+    assert (v.T @ v - torch.eye(64, dtype=torch.float64)).abs().max() < 1e-12  # drawn and composed in float64
+
+
+def test_dynamic_nnrnn_has_a_base_in_every_cell_and_inference_sees_it_move():
+    model = make("nnrnn", 3, 6, num_layers=2, dynamic=True).eval()
+    assert [form.dynamic for form in model.schur_forms()] == [True, True]
+    x = randn(4, 2, 3)
+    with torch.no_grad():
+        before = model(x)[0]
+        form = model.schur_form
+        rotation = torch.linalg.matrix_exp(skew(randn(6, 6)))
+        form.base.copy_(rotation)  # moved in place, as rebase_ does: the cached V must not be reused
+        after = model(x)[0]
+        fresh = copy.deepcopy(model)(x)[0]
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, fresh)
+
+
 def test_nnrnn_generator_argument_is_reproducible():
     a = make("nnrnn", 2, 6, generator=torch.Generator().manual_seed(11), init="random")
     b = make("nnrnn", 2, 6, generator=torch.Generator().manual_seed(11), init="random")
@@ -529,6 +567,55 @@ def test_eurnn_full_capacity_is_not_block_diagonal():
     torch.manual_seed(16)
     v = make("eurnn", 2, 6, capacity=6).recurrent_matrix().detach()
     assert (v.abs() > 1e-6).sum() > 6 * 4  # mixes every unit with every other
+
+
+@pytest.mark.parametrize("init", ["glorot", "concat"])
+def test_lstm_initialisation_reaches_every_layer_and_direction(init):
+    """The paper's "glorot": each gate's input and recurrent blocks Glorot normal on their own, zero biases, all
+    trained.  The release's "concat": each gate's [W_hh | W_ih] Glorot normal as one matrix, one trained bias
+    per gate.  Every layer and direction is drawn so, not only the first."""
+    torch.manual_seed(4)
+    i, n = 16, 256
+    model = nnrnn.create("lstm", i, n, num_layers=2, bidirectional=True, init=init)
+    for suffix in ("_l0", "_l0_reverse", "_l1", "_l1_reverse"):
+        weight_ih, weight_hh = getattr(model, "weight_ih" + suffix), getattr(model, "weight_hh" + suffix)
+        inputs = weight_ih.shape[1]  # i in layer 0, 2n (both directions) in layer 1
+        for gate_ih, gate_hh in zip(weight_ih.chunk(4), weight_hh.chunk(4)):
+            if init == "glorot":
+                stds = (gate_ih.std().item(), math.sqrt(2 / (n + inputs))), (gate_hh.std().item(), math.sqrt(1 / n))
+            else:
+                whole = torch.cat([gate_hh, gate_ih], 1).std().item()
+                stds = ((whole, math.sqrt(2 / (2 * n + inputs))),)
+            for got, want in stds:
+                assert abs(got / want - 1) < 0.05, (suffix, got, want)
+        bias_ih, bias_hh = getattr(model, "bias_ih" + suffix), getattr(model, "bias_hh" + suffix)
+        assert torch.all(bias_hh == 0) and bias_hh.requires_grad == (init == "glorot"), suffix
+        if init == "glorot":
+            assert torch.all(bias_ih == 0), suffix
+        else:
+            assert 0 < bias_ih.abs().max() <= 1 / math.sqrt(inputs + n), suffix
+
+
+def test_lstm_concat_initialisation_with_a_projection():
+    """With proj_size, W_hh is 4N × P: each gate's [W_hh | W_ih] is N × (P + I)."""
+    torch.manual_seed(5)
+    model = nnrnn.create("lstm", 3, 8, proj_size=2, init="concat", dtype=torch.float64)
+    assert model.weight_hh_l0.shape == (32, 2) and model.weight_hh_l0.dtype == torch.float64
+    assert model(torch.randn(4, 1, 3, dtype=torch.float64))[0].shape == (4, 1, 2)
+
+
+def test_eurnn_angles_start_uniform_over_the_whole_circle():
+    """Jing et al.'s code draws every angle U(-π, π), the even and the odd layers alike."""
+    torch.manual_seed(3)
+    model = make("eurnn", 2, 64, capacity=64)
+    for angles in (model.even_angles_l0, model.odd_angles_l0):
+        assert -math.pi <= angles.min() < -3.0 and 3.0 < angles.max() <= math.pi
+        assert abs(angles.mean().item()) < 0.2
+
+
+def test_eurnn_repr_shows_a_capacity_given():
+    assert nnrnn.create("eurnn", 3, 8, capacity=4).extra_repr() == "3, 8, nonlinearity='modrelu', capacity=4"
+    assert nnrnn.create("eurnn", 3, 8).extra_repr() == "3, 8, nonlinearity='modrelu'"
 
 
 def test_eurnn_bad_capacity():

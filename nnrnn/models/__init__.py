@@ -78,7 +78,7 @@ def parameter_count(name: str, input_size: int, hidden_size: int, output_size: i
     if vocab_size:
         count += vocab_size * input_size
     features = hidden_size * (2 if options.get("bidirectional") else 1)
-    return count + (features * output_size + output_size if output_size else 0)
+    return count + features * output_size + output_size
 
 
 def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int, vocab_size: int | None = None,

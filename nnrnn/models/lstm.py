@@ -47,13 +47,12 @@ class LSTM(nn.LSTM):
         with torch.no_grad():
             for suffix in self._cell_suffixes():
                 weight_ih, weight_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
-                for gate_ih, gate_hh in zip(weight_ih.chunk(4, 0), weight_hh.chunk(4, 0)):
+                for gate_ih, gate_hh in zip(weight_ih.chunk(4), weight_hh.chunk(4)):
                     if self.init == "glorot":
                         init_(gate_ih, "xavier")
                         init_(gate_hh, "xavier")
                     else:
-                        gate = init_(torch.empty(gate_hh.shape[0], gate_hh.shape[1] + gate_ih.shape[1],
-                                                 dtype=gate_ih.dtype, device=gate_ih.device), "xavier")
+                        gate = init_(gate_ih.new_empty(gate_hh.shape[0], gate_hh.shape[1] + gate_ih.shape[1]), "xavier")
                         gate_hh.copy_(gate[:, :gate_hh.shape[1]])
                         gate_ih.copy_(gate[:, gate_hh.shape[1]:])
                 if self.bias:
@@ -64,8 +63,8 @@ class LSTM(nn.LSTM):
                     getattr(self, "bias_hh" + suffix).requires_grad_(self.init == "glorot")
 
     def _cell_suffixes(self) -> list[str]:
-        directions = 2 if self.bidirectional else 1
-        return [f"_l{k}" + ("_reverse" if d else "") for k in range(self.num_layers) for d in range(directions)]
+        """One suffix per layer and direction ("_l0", "_l0_reverse", "_l1", …), from torch's parameter names."""
+        return [name.removeprefix("weight_ih") for name, _ in self.named_parameters() if name.startswith("weight_ih")]
 
     def forward(self, input, hx=None):
         if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
@@ -74,16 +73,14 @@ class LSTM(nn.LSTM):
             if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
                     and not autocast_enabled(input.device.type):
                 return self._one_step(input, hx)
-        device = self.weight_ih_l0.device.type
-        if device == "cpu" and autocast_enabled(device):
-            try:
+        try:
+            return super().forward(input, hx)
+        except RuntimeError as error:  # oneDNN has no low-precision LSTM for this CPU: run in float32
+            device = self.weight_ih_l0.device.type
+            if not (autocast_enabled(device) and "primitive descriptor" in str(error)):
+                raise
+            with torch.autocast(device, enabled=False):
                 return super().forward(input, hx)
-            except RuntimeError as error:  # oneDNN has no low-precision LSTM for this CPU: run in float32
-                if "primitive descriptor" not in str(error):
-                    raise
-                with torch.autocast(device, enabled=False):
-                    return super().forward(input, hx)
-        return super().forward(input, hx)
 
     def _one_step(self, input: torch.Tensor, hx):
         """One time step without autograd (generation): torch's fused LSTM cell per layer and direction, which
@@ -138,7 +135,7 @@ class LSTM(nn.LSTM):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         if not hasattr(self, "weight_hh" + suffix):
             raise ValueError(f"this LSTM has no layer {layer}, direction {direction}")
-        return getattr(self, "weight_hh" + suffix).chunk(4, 0)[GATES.index(gate)]
+        return getattr(self, "weight_hh" + suffix).chunk(4)[GATES.index(gate)]
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
         return self.weight_hh_l0.new_zeros(())

@@ -34,7 +34,7 @@ class NonNormalRNN(RecurrentModel):
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
         self.init, self.triangular, self._generator, self.dynamic = init, triangular, generator, bool(dynamic)
         super().__init__(*args, **kwargs)
-        self._generator = None  # only needed while the factors are drawn; not picklable
+        del self._generator  # only needed while the factors are drawn; not picklable
 
     def _make_recurrent(self, suffix, factory):
         name = "weight_hh" + suffix
