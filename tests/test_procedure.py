@@ -290,6 +290,34 @@ def test_copy_defaults_are_the_papers_and_every_symbol_is_drawn():
     assert stats["loss"] == (pytest.approx(math.log(9) * 23 * 200, rel=1e-5), 23 * 200)  # a sum, and a count
 
 
+def test_adding_defaults_and_baseline():
+    """Defaults T = 200, batch 50, 10 evaluation batches, seed 0; the shortest problem has T = 2 (one mark
+    in each half).  Always predicting 1 scores Var(u1 + u2) = 2 × 1/12 for independent U(0, 1) values."""
+    from nnrnn.tasks.adding import AddingTask
+    task = AddingTask()
+    assert (task.seed, task.batch_size, task.T) == (0, 50, 200)
+    assert len(list(task.eval_batches("valid"))) == 10
+    assert task.baseline == pytest.approx(2 / 12, rel=1e-12)
+    assert AddingTask(T=2).train_batch(0).inputs[:, :, 1].sum(0).tolist() == [2.0] * 50  # both marks
+    with pytest.raises(ValueError, match="T must be at least 2"):
+        AddingTask(T=1)
+
+
+def test_sequence_model_carries_the_state_given_and_reads_the_last_step():
+    """The network the trainer builds runs the recurrent layer from the state it is given (PTB carries it
+    across segments) and, for a "last" read-out, maps only the final step's hidden state."""
+    torch.manual_seed(0)
+    config = copy_config(Path("unused"), model="rnn", hidden=6)
+    for mode in ("all", "last"):
+        net = trainer.build_network(config, 10, 9, mode)
+        x, h0 = torch.randn(3, 2, 10), torch.randn(1, 2, 6)
+        out, h_n = net(x, h0)
+        hidden, want_h_n = net.rnn(x, h0)
+        torch.testing.assert_close(out, net.readout(hidden[-1] if mode == "last" else hidden))
+        torch.testing.assert_close(h_n, want_h_n)
+        assert not torch.allclose(out, net(x)[0])  # from zeros: another result
+
+
 def test_synthetic_batches_are_a_function_of_seed_split_and_index():
     """Training, validation and test batches come from three separate streams of the task's seed: no batch
     is shared between splits, seeds or steps, and the same (seed, split, index) gives the same batch."""
@@ -698,6 +726,10 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_los
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
     assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
     assert list(lines["baseline"][1]) == [0.095, 0.095] and "test" not in lines
+    # a single validation point must show: validation as small dots on a line, training as a line
+    styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
+              for line in loss.get_lines()}
+    assert styles["train"][:2] == ("-", "None") and styles["valid"] == ("-", "o", 3)
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in accuracy.get_lines()}
     assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2])}
     assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline"]
@@ -709,10 +741,17 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_los
     plt.close("all")
 
 
-def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path):
+def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path, monkeypatch):
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train", "loss": 1.0}\n')
-    path = trainer.plot_curves(tmp_path)
-    assert path == tmp_path / "curves.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    drawn = []
+    real = trainer.curves_figure
+    monkeypatch.setattr(trainer, "curves_figure", lambda records, baseline=None: drawn.append(baseline) or
+                        real(records, baseline))
+    path = trainer.plot_curves(tmp_path, baseline=0.5)
+    png = path.read_bytes()
+    assert path == tmp_path / "curves.png" and png[:8] == b"\x89PNG\r\n\x1a\n" and drawn == [0.5]
+    # one 4.2 × 3.2 in panel per metric, at 120 dpi: readable in a browser without scaling
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (504, 384)
     assert trainer.plot_curves(tmp_path / "no-run-here") is None
 
 
