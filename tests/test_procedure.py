@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+import nnrnn
 from nnrnn import checkpoint
 from nnrnn.errors import UserError
 from nnrnn import train as trainer
@@ -316,6 +317,9 @@ def test_sequence_model_carries_the_state_given_and_reads_the_last_step():
         torch.testing.assert_close(out, net.readout(hidden[-1] if mode == "last" else hidden))
         torch.testing.assert_close(h_n, want_h_n)
         assert not torch.allclose(out, net(x)[0])  # from zeros: another result
+    standalone = trainer.SequenceModel(nnrnn.create("rnn", 3, 200), 100, "all")  # its defaults: Glorot, zero bias
+    assert abs(standalone.readout.weight.std().item() / math.sqrt(2 / 300) - 1) < 0.05
+    assert torch.all(standalone.readout.bias == 0)
 
 
 def test_synthetic_batches_are_a_function_of_seed_split_and_index():
@@ -730,6 +734,10 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_los
     styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
               for line in loss.get_lines()}
     assert styles["train"][:2] == ("-", "None") and styles["valid"] == ("-", "o", 3)
+    from matplotlib.colors import to_rgba
+    baseline = next(line for line in loss.get_lines() if line.get_label() == "baseline")
+    assert baseline.get_linestyle() == "--" and to_rgba(baseline.get_color()) == to_rgba("gray")  # not data
+    assert loss.xaxis.get_gridlines()[0].get_alpha() == 0.3  # a faint grid
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in accuracy.get_lines()}
     assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2])}
     assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline"]
