@@ -391,7 +391,7 @@ class MetricsLog:
         self.file.flush()
         if self.writer is not None:
             for key, value in record.items():
-                if key not in ("step", "split") and isinstance(value, (int, float)):
+                if key != "step" and isinstance(value, (int, float)):  # the split is a string, part of the tag
                     self.writer.add_scalar(f"{record['split']}/{key}", value, record["step"])
 
     def close(self) -> None:

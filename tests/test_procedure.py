@@ -701,9 +701,9 @@ def test_without_tensorboard_the_metrics_file_is_still_written(tmp_path, monkeyp
 
 
 def test_tensorboard_after_a_resume_holds_what_one_uninterrupted_run_does(tmp_path):
-    """The run stops after update 6 with its last checkpoint at 4: the resumed run logs 5-6 again, so
-    TensorBoard must hide the first attempt's points after 4, and keep those up to 4."""
-    options = dict(steps=8, log_every=2, eval_every=2, checkpoint_every=4)
+    """The run stops after update 6 with its last checkpoint at 4: the resumed run logs 5 and 6 again, so
+    TensorBoard must hide the first attempt's points after 4 (5 included), and keep those up to 4."""
+    options = dict(steps=8, log_every=1, eval_every=2, checkpoint_every=4)
     train(copy_config(tmp_path, "whole", **options))
 
     def stop_after_six(step, record):
