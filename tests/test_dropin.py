@@ -34,6 +34,26 @@ def torch_twin(model: nn.Module, nonlinearity: str) -> nn.RNN:
     return twin
 
 
+def lstm_twin(model: nn.Module) -> nn.LSTM:
+    """A torch.nn.LSTM with nnrnn's LSTM ``model``'s architecture, weights and mode."""
+    twin = nn.LSTM(model.input_size, model.hidden_size, model.num_layers, bias=model.bias,
+                   batch_first=model.batch_first, dropout=model.dropout, bidirectional=model.bidirectional,
+                   proj_size=model.proj_size)
+    twin.load_state_dict(model.state_dict())
+    return twin.train(model.training)
+
+
+def capturing_backend() -> tuple[list[str], object]:
+    """(ops, backend): a torch.compile backend that runs each graph as traced and appends the nnrnn ops in it
+    to ``ops``; what is checked is the graph nnrnn's code gives, not inductor's code."""
+    ops = []
+
+    def backend(graph_module, example_inputs):
+        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
+        return graph_module
+    return ops, backend
+
+
 # --------------------------------------------------------------------------- constructor and shapes
 
 @pytest.mark.parametrize("name", ALL)
@@ -338,8 +358,7 @@ def test_lstm_single_step_matches_torch_lstm(layout, training):
     options = {"unbatched": {}, "batch_first": {"batch_first": True},
                "three_layers_dropout": {"num_layers": 3, "bidirectional": True, "dropout": 0.3}}[layout]
     model = nnrnn.create("lstm", 3, 5, **options).train(training)
-    twin = nn.LSTM(3, 5, **options).train(training)
-    twin.load_state_dict(model.state_dict())
+    twin = lstm_twin(model)
     cells = model.num_layers * (2 if model.bidirectional else 1)
     shape = {"unbatched": (1, 3), "batch_first": (4, 1, 3), "three_layers_dropout": (1, 4, 3)}[layout]
     x = torch.randn(shape)
@@ -361,8 +380,7 @@ def test_lstm_defaults_and_projection_are_torch_lstms():
         assert getattr(ours, attr) == getattr(theirs, attr), attr
     torch.manual_seed(1)
     model = nnrnn.create("lstm", 3, 5, proj_size=2)
-    twin = nn.LSTM(3, 5, proj_size=2)
-    twin.load_state_dict(model.state_dict())
+    twin = lstm_twin(model)
     x, hx = torch.randn(6, 4, 3), (torch.randn(1, 4, 2), torch.randn(1, 4, 5))  # h_0 has P columns, c_0 has N
     got, want = model(x, hx), twin(x, hx)
     torch.testing.assert_close(got[0], want[0])
@@ -380,8 +398,7 @@ def test_lstm_one_step_path_is_taken_exactly_for_one_step_without_autograd(monke
     monkeypatch.setattr(LSTM, "_one_step", lambda self, *a: calls.append(1) or real(self, *a))
     torch.manual_seed(2)
     model = nnrnn.create("lstm", shape[-1], 4, batch_first=batch_first)
-    twin = nn.LSTM(shape[-1], 4, batch_first=batch_first)
-    twin.load_state_dict(model.state_dict())
+    twin = lstm_twin(model)
     x = torch.randn(shape)
     steps = shape[1] if batch_first and len(shape) == 3 else shape[0]
     with torch.no_grad():
@@ -591,12 +608,7 @@ def test_graph_captured_inference_uses_the_value_only_exponential(name):
     what is checked is the graph nnrnn's code gives, not inductor's code."""
     model = nnrnn.create(name, 3, 8)
     x = torch.randn(5, 2, 3)
-    ops = []
-
-    def capture(graph_module, example_inputs):
-        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
-        return graph_module
-
+    ops, capture = capturing_backend()
     with torch.no_grad():
         got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
         want, _ = model(x)
@@ -615,12 +627,7 @@ def test_compiled_eurnn_keeps_the_givens_product_one_op():
     torch.compiler.reset()  # the compile tests before this one may have used up the recompile limit
     model = nnrnn.create("eurnn", 3, 8, capacity=6)
     x = torch.randn(5, 2, 3)
-    ops = []
-
-    def capture(graph_module, example_inputs):
-        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
-        return graph_module
-
+    ops, capture = capturing_backend()
     got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
     assert "nnrnn.givens_product.default" in ops, ops
     torch.testing.assert_close(got, model(x)[0])
