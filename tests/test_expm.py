@@ -193,6 +193,27 @@ def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
     assert set(results.values()) == {"SUCCESS"}, results
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("norm2", [1e-3, 0.5, 3.0, 20.0])  # up to 4 squarings
+def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2):
+    """The stack of products the compiled backward reuses has record_capacity(dtype) slots whatever the plan
+    (a data-dependent length would break a default torch.compile graph), holds every Horner step, and the
+    backward that squares again from the first squaring's input gives eager's gradient exactly."""
+    from nnrnn.parametrizations import expm
+    a = generator(9, "dense", norm2, dtype=dtype, seed=3).requires_grad_(True)
+    _, record = expm._evaluate(a.detach())
+    scale, m, q, powers, steps, squares = record
+    assert len(steps) == expm._horner_steps(m, q)
+    assert len(powers) - 1 + len(steps) + min(len(squares), 1) <= expm.record_capacity(dtype)
+    p, products, plan_ = expm.expm_skew_recorded_op(a)
+    assert products.shape == (expm.record_capacity(dtype), 9, 9)
+    assert plan_[-1].item() == len(squares) and (norm2 < 20 or len(squares) >= 2)
+    weight = torch.randn(9, 9, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    got, = torch.autograd.grad(p, a, weight)
+    want, = torch.autograd.grad(expm._ExpmSkew.apply(a), a, weight)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_the_empty_matrix_has_the_empty_exponential():
     a = torch.zeros(0, 0, dtype=torch.float64, requires_grad=True)
     p = expm_skew(a)

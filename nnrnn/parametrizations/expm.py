@@ -220,24 +220,52 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
 
 # torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the
 # exponential is a custom op.  For training, the products the adjoint needs leave the op as one stacked
-# tensor whose length depends on that choice (an unbacked size), with the plan in a small tensor beside it,
-# so that the backward reuses them instead of evaluating the series again.
+# tensor, with the plan in a small tensor beside it, so that the backward reuses them instead of evaluating
+# the series again.  The stack has a length fixed by the dtype (record_capacity), not by the plan: an output
+# whose size depends on the data makes Dynamo break the graph there unless the caller compiles with
+# fullgraph=True.  Only the first squaring's input is kept; the backward squares again for the others
+# (none at ‖A‖₂ ≤ 2·THETA_MAX, one squaring).
+
+def _horner_steps(m: int, q: int) -> int:
+    """How many Horner steps (each one product, kept for the adjoint) :func:`_evaluate` takes for (m, q)."""
+    if m == 1:
+        return 0
+    blocks = math.ceil((m + 1) / q)
+    return blocks - 2 if (m + 1) % q == 1 else blocks - 1
+
+
+def record_capacity(dtype: torch.dtype) -> int:
+    """The most matrices a record holds for this dtype: X … X^q, the Horner steps, the first squaring's
+    input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most that of THETA_MAX."""
+    m_max = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
+    return 1 + max(q + _horner_steps(m, q) for m, q in
+                   ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
+
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
-    """The record of :func:`_evaluate` as (stacked products (k, n, n), plan [scale, m, q, #powers, #steps])."""
+    """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan [scale, m, q, #powers,
+    #steps, #squarings]); the slots past the record's own matrices are zero (an op's output is deterministic)."""
     scale, m, q, powers, steps, squares = record
-    products = powers[1:] + steps + squares
-    plan_ = torch.tensor([scale, m, q, len(powers) - 1, len(steps)], dtype=torch.float64)
-    return torch.stack(products), plan_
+    products = powers[1:] + steps + squares[:1]
+    x = powers[1]
+    stacked = x.new_empty(record_capacity(x.dtype), *x.shape)
+    for slot, matrix in zip(stacked, products):
+        slot.copy_(matrix)
+    stacked[len(products):].zero_()
+    plan_ = torch.tensor([scale, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
+    return stacked, plan_
 
 
 def _unpack(products: torch.Tensor, plan_: torch.Tensor):
-    scale, m, q, n_powers, n_steps = plan_.tolist()
-    m, q, n_powers, n_steps = int(m), int(q), int(n_powers), int(n_steps)
+    scale, m, q, n_powers, n_steps, n_squares = plan_.tolist()
+    m, q, n_powers, n_steps, n_squares = int(m), int(q), int(n_powers), int(n_steps), int(n_squares)
     matrices = list(products.unbind(0))
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
-    return scale, m, q, powers, steps, matrices[n_powers + n_steps:]
+    squares = matrices[n_powers + n_steps:n_powers + n_steps + min(n_squares, 1)]
+    while len(squares) < n_squares:
+        squares.append(matmul(squares[-1], squares[-1]))
+    return scale, m, q, powers, steps, squares
 
 
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
@@ -261,9 +289,9 @@ def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, 
 
 @expm_skew_recorded_op.register_fake
 def _(a):
-    k = torch.library.get_ctx().new_dynamic_size()
     n = a.shape[-1]
-    return torch.empty_like(a), a.new_empty(k, n, n), a.new_empty(5, dtype=torch.float64, device="cpu")
+    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), a.new_empty(6, dtype=torch.float64,
+                                                                                        device="cpu")
 
 
 @torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
