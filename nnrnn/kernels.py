@@ -128,9 +128,10 @@ class _MatMul(torch.autograd.Function):
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b, by oneDNN (forward and backward) for float32 CPU matrices with every side ≥ 256 where
     oneDNN is preferred (with AVX-512 it measured about twice as fast as torch.mm at 256, 512 and
-    1024); torch.matmul otherwise."""
+    1024); torch.matmul otherwise, and while torch.compile traces: inductor lowers the oneDNN op only
+    for a frozen (constant) weight and fails on any other."""
     if a.dim() == 2 and b.dim() == 2 and _onednn_float32_cpu(a) and b.dtype == a.dtype \
-            and min(a.shape[0], a.shape[1], b.shape[1]) >= 256:
+            and min(a.shape[0], a.shape[1], b.shape[1]) >= 256 and not torch.compiler.is_compiling():
         return _MatMul.apply(a, b)
     return torch.matmul(a, b)
 

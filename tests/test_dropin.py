@@ -563,6 +563,44 @@ def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
         torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-6, msg=key)
 
 
+@pytest.mark.parametrize("name, kwargs", [("nnrnn", {}), ("nnrnn", {"dynamic": True}), ("exprnn", {}),
+                                          ("eurnn", {}), ("rnn-orth", {})])
+def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
+    """``torch.compile(model)`` as users write it, without fullgraph=True (which would raise at a break and so
+    tolerates things a default compile breaks at, such as an op whose output size depends on the data):
+    forward and backward give one graph, so no piece of the update falls back to eager between graphs."""
+    torch.compiler.reset()
+    model = nnrnn.create(name, 3, 16, **kwargs)
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module
+    out, _ = torch.compile(model, backend=backend)(torch.randn(6, 2, 3))
+    out.pow(2).sum().backward()
+    assert len(graphs) == 1, [g.code for g in graphs]
+
+
+def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
+    """Eagerly, nnRNN's P (Λ + T) Pᵀ goes to oneDNN's private linear op where oneDNN is preferred and N ≥ 256.
+    Traced, it must not: inductor lowers that op only for a frozen weight and fails at compile time on V's."""
+    from nnrnn import kernels
+    if kernels.onednn_linear is None:
+        pytest.skip("this torch build has no usable oneDNN linear op")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    torch.compiler.reset()
+    model = nnrnn.create("nnrnn", 3, 256)
+    targets = []
+
+    def backend(graph_module, example_inputs):  # with the subgraphs of autograd functions
+        targets.extend(str(node.target) for module in graph_module.modules()
+                       if isinstance(module, torch.fx.GraphModule) for node in module.graph.nodes)
+        return graph_module
+    out, _ = torch.compile(model, backend=backend)(torch.randn(4, 2, 3))
+    out.pow(2).sum().backward()
+    assert targets and not any("mkldnn" in target for target in targets), targets
+
+
 def test_the_custom_ops_match_the_eager_autograd_functions():
     """torch.compile sees the recurrence, the Givens product and the exponential as custom ops with their own
     autograd registration; called eagerly they must give the eager functions' values and gradients."""
