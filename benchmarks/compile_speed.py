@@ -4,7 +4,11 @@ For each model, one eager copy and one ``torch.compile(model)`` copy with the sa
 batch: forward over all T steps, the sum of the outputs' squares as the loss, backward.  The compiled
 copy is first run until it stops recompiling (the compile time is printed, not timed); then eager and
 compiled alternate, round-robin over all models, and the table gives the median seconds and the ratio
-compiled / eager.  torch.nn.RNN(relu) is timed the same way as a reference.
+compiled / eager, and compiled − eager in milliseconds.  Two references are timed the same way:
+torch.nn.RNN(relu), which Dynamo does not trace by default (it runs eagerly inside the compiled frame), and
+a torch.nn.Linear of the same input and output sizes, whose compiled − eager at small sizes is the fixed
+cost that torch.compile adds to any forward and backward on this machine (guards, AOTAutograd's wrappers;
+at large sizes inductor's own code for it differs from eager's, and the row is no longer a floor).
 
 Usage::
 
@@ -28,6 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import nnrnn  # noqa: E402
 
 BASELINE = "torch.nn.RNN(relu)"
+FLOOR = "torch.nn.Linear (floor)"
+
+
+class LinearFloor(nn.Module):
+    """outputs (T, B, N) = Linear(inputs), returned as (outputs, None) like a recurrent layer's."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(input_size, hidden_size)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.linear(x), None
 
 
 def one_update(model: nn.Module, x: torch.Tensor) -> None:
@@ -60,7 +76,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     x = torch.randn(t, b, i)
-    builders = {BASELINE: lambda: nn.RNN(i, n, nonlinearity="relu")}
+    builders = {BASELINE: lambda: nn.RNN(i, n, nonlinearity="relu"), FLOOR: lambda: LinearFloor(i, n)}
     builders.update({name: (lambda name=name: nnrnn.create(name, i, n)) for name in names})
     pairs = {}
     for name, build in builders.items():
@@ -80,10 +96,11 @@ def main(argv=None) -> None:
             times[key].append(timed(pairs[key[0]][key[1]], x))
     print(f"\ntorch {torch.__version__}, {args.threads} thread(s), (T, B, N, I) = ({t}, {b}, {n}, {i}), "
           f"forward + backward, median of {args.rounds} alternating rounds")
-    print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled / eager':>17s}")
+    print(f"{'model':24s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled / eager':>17s} {'compiled − eager ms':>20s}")
     for name in pairs:
         eager, compiled = (statistics.median(times[(name, k)]) for k in (0, 1))
-        print(f"{name:22s} {eager * 1e3:9.2f} {compiled * 1e3:12.2f} {compiled / eager:17.2f}")
+        print(f"{name:24s} {eager * 1e3:9.2f} {compiled * 1e3:12.2f} {compiled / eager:17.2f} "
+              f"{(compiled - eager) * 1e3:20.2f}")
 
 
 if __name__ == "__main__":
