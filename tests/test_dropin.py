@@ -111,6 +111,23 @@ def test_torch_rnn_helpers_exist(name):
     torch.testing.assert_close(weights[1][1], model.recurrent_matrix(0, 1))
 
 
+@pytest.mark.parametrize("name", NON_GATED)
+def test_every_cells_recurrent_weight_reads_by_torch_name(name):
+    """``model.weight_hh_l1_reverse`` reads that cell's V, with its gradient, as on torch.nn.RNN; EURNN's V
+    (a product of rotations, no parametrization) too, and assigning it raises instead of shadowing it."""
+    model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True)
+    for layer in range(2):
+        for direction, suffix in enumerate(("", "_reverse")):
+            v = getattr(model, f"weight_hh_l{layer}{suffix}")
+            torch.testing.assert_close(v, model.recurrent_matrix(layer, direction))
+            assert v.requires_grad
+    with pytest.raises(AttributeError, match="weight_hh_l2"):
+        model.weight_hh_l2
+    if name == "eurnn":
+        with pytest.raises(ValueError, match="^EURNN's weight_hh_l0 is a product of Givens rotations.*even_angles_l0"):
+            model.weight_hh_l0 = torch.eye(4)
+
+
 def test_dropout_between_layers_only_in_training():
     torch.manual_seed(0)
     model = nnrnn.create("nnrnn", 3, 8, num_layers=2, dropout=0.5)
