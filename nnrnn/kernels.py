@@ -23,6 +23,7 @@ and in other dtypes always do.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -36,6 +37,25 @@ from pathlib import Path
 
 import torch
 from torch.autograd.function import once_differentiable
+
+
+def first_order_only(what: str, instead: str = ""):
+    """For the backward of a hand-written autograd function: where autograd wants a graph of the gradient
+    (``create_graph=True``, for gradients of gradients such as a gradient penalty) raise, naming ``what``
+    and the way out (``instead``), rather than return a gradient that silently counts as a constant, which
+    is what ``once_differentiable`` alone does when the incoming gradient needs none.  Otherwise the
+    backward runs as ``once_differentiable`` runs it."""
+    def decorate(backward):
+        wrapped = once_differentiable(backward)
+
+        @functools.wraps(backward)
+        def checked(ctx, *grads):
+            if torch.is_grad_enabled():
+                raise RuntimeError(f"{what} has a hand-written first-order backward: gradients of gradients "
+                                   f"(create_graph=True) are not supported{instead}")
+            return wrapped(ctx, *grads)
+        return checked
+    return decorate
 
 
 def autocast_off(device_type: str):
@@ -116,7 +136,7 @@ class _MatMul(torch.autograd.Function):
         return _mm(a, b)
 
     @staticmethod
-    @once_differentiable
+    @first_order_only("nnrnn's oneDNN matrix product", "; NNRNN_ONEDNN=0 uses torch.mm instead")
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         grad = grad.contiguous()  # an expanded gradient (from .sum(), stride 0) takes oneDNN's slow path: 30x

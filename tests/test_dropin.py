@@ -3,6 +3,7 @@ saving, stepping, low precision and initialisation, checked against torch.nn.RNN
 import copy
 import io
 import pickle
+import re
 
 import pytest
 import torch
@@ -126,6 +127,45 @@ def test_every_cells_recurrent_weight_reads_by_torch_name(name):
     if name == "eurnn":
         with pytest.raises(ValueError, match="^EURNN's weight_hh_l0 is a product of Givens rotations.*even_angles_l0"):
             model.weight_hh_l0 = torch.eye(4)
+
+
+@pytest.mark.parametrize("name", ["rnn", "nnrnn", "eurnn"])
+def test_an_input_gradient_penalty_trains_every_parameter(name):
+    """‖∂L/∂x‖² (create_graph=True for the input's gradient, then backward to the parameters), as on
+    torch.nn.RNN: with the reference loop, the penalty's gradient matches finite differences, through the
+    recurrent generator too (nnRNN's P = exp(A) and EURNN's angles need only first-order gradients here)."""
+    torch.manual_seed(5)
+    model = nnrnn.create(name, 3, 4).double()
+    model.implementation = "reference"
+    x = torch.randn(6, 2, 3, dtype=torch.float64, requires_grad=True)
+    recurrent = {"rnn": "weight_hh_l0", "nnrnn": "parametrizations.weight_hh_l0.original",
+                 "eurnn": "even_angles_l0"}[name]
+    start = dict(model.named_parameters())
+    names = ["weight_ih_l0", recurrent]
+
+    def penalty(*values):
+        out, _ = torch.func.functional_call(model, dict(zip(names, values)), (x,))
+        grad_x, = torch.autograd.grad(out.pow(2).sum(), x, create_graph=True)
+        return grad_x.pow(2).sum()
+    torch.autograd.gradcheck(penalty, tuple(start[n].detach().clone().requires_grad_(True) for n in names))
+
+
+@pytest.mark.parametrize("name, implementation, message", [
+    ("rnn", "fused", "nnrnn's fused recurrence .*; model.implementation = 'reference' supports them"),
+    ("nnrnn", "reference", "nnrnn's matrix exponential"),
+    ("eurnn", "reference", "EURNN's Givens product"),
+])
+def test_gradients_of_gradients_through_a_hand_written_backward_raise(name, implementation, message):
+    """create_graph=True through a function whose backward is hand-written (the fused loops, the exponential,
+    the Givens product) raises naming it, where once_differentiable alone would hand back a gradient that
+    silently counts as a constant."""
+    torch.manual_seed(5)
+    model = nnrnn.create(name, 3, 4).double()
+    model.implementation = implementation
+    out, _ = model(torch.randn(6, 2, 3, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match=message) as error:
+        torch.autograd.grad(out.pow(2).sum(), list(model.parameters()), create_graph=True)
+    assert "gradients of gradients (create_graph=True) are not supported" in str(error.value)
 
 
 def test_dropout_between_layers_only_in_training():

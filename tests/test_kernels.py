@@ -38,6 +38,16 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch
     assert relative_error(grad_a, ref_a) < 1e-6 and relative_error(grad_b, ref_b) < 1e-6
 
 
+def test_matmul_refuses_gradients_of_gradients(monkeypatch):
+    if kernels.onednn_linear is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    a = torch.randn(256, 256, requires_grad=True)
+    out = kernels.matmul(a, a)
+    with pytest.raises(RuntimeError, match=r"oneDNN matrix product .*create_graph=True.*NNRNN_ONEDNN=0"):
+        torch.autograd.grad(out.pow(2).sum(), a, create_graph=True)
+
+
 @pytest.mark.parametrize("a,b", [(torch.randn(128, 300), torch.randn(300, 256)),       # a side below 256
                                  (torch.randn(300, 300).double(), torch.randn(300, 300).double()),
                                  (torch.randn(2, 256, 256), torch.randn(2, 256, 256))])  # batched

@@ -22,8 +22,8 @@ import math
 
 import torch
 from torch import nn
-from torch.autograd.function import once_differentiable
 
+from ..kernels import first_order_only
 from .base import RecurrentModel
 
 
@@ -73,7 +73,7 @@ class GivensProduct(torch.autograd.Function):
         return v
 
     @staticmethod
-    @once_differentiable
+    @first_order_only("EURNN's Givens product")
     def backward(ctx, grad_v: torch.Tensor):
         return *_givens_backward(*ctx.saved_tensors, grad_v), None
 

@@ -32,8 +32,8 @@ as a single :class:`torch.autograd.Function`:
 
 The ``aten`` loops use only ``torch`` operations, so the same code runs on CUDA,
 in float32 and float64; the other two are for float32 tensors on the CPU.
-Double backward is not supported (``once_differentiable``); use the reference
-loop for that.
+Double backward is not supported (it raises, ``kernels.first_order_only``); use the
+reference loop for that.
 
 Memory of the backward pass: ∂L/∂z (T × B × N) and, in the Python loops, φ' of
 a chunk of steps (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
@@ -55,10 +55,9 @@ The two loops have three implementations, picked per call by :func:`choose_loops
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .. import kernels
-from ..kernels import onednn_linear, recurrence_loops, use_onednn, use_recurrence_loops
+from ..kernels import first_order_only, onednn_linear, recurrence_loops, use_onednn, use_recurrence_loops
 from .recurrence import NONLINEARITIES
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
@@ -256,7 +255,7 @@ class FusedRecurrence(torch.autograd.Function):
         return h
 
     @staticmethod
-    @once_differentiable
+    @first_order_only("nnrnn's fused recurrence", "; model.implementation = 'reference' supports them")
     def backward(ctx, grad_h):
         h, h0, inputs, weight_ih, weight_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad

@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from ..kernels import autocast_off, matmul
+from ..kernels import autocast_off, first_order_only, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
@@ -193,7 +193,7 @@ class _ExpmSkew(torch.autograd.Function):
         return p
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @first_order_only("nnrnn's matrix exponential (P = exp(A) of nnRNN and expRNN)")
     def backward(ctx, grad):
         with autocast_off(grad.device.type):
             return _adjoint(grad, ctx.record)  # autograd gives grad in P's dtype, also under autocast
