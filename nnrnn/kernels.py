@@ -156,6 +156,19 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.matmul(a, b)
 
 
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x Wᵀ (+ b) over x's last dimension, (…, K) · (M × K)ᵀ -> (…, M), contiguous; no autograd (for the
+    fused recurrence's forward and backward, which run under no_grad).  By oneDNN for float32 CPU tensors with
+    at least 1024 rows and K or M ≥ 128 where oneDNN is preferred: there the recurrence's input projection
+    and input gradient took 0.3-0.9× the time of torch.nn.functional.linear and torch.matmul, from the copy
+    task's sizes to PTB's (docs/performance.md); by torch otherwise."""
+    rows = x.numel() // max(1, x.shape[-1])
+    if _onednn_float32_cpu(x) and weight.dtype == x.dtype and rows >= 1024 and max(weight.shape) >= 128:
+        flat = onednn_linear(x.reshape(rows, x.shape[-1]), weight, bias, "none", [], "")
+        return flat.view(*x.shape[:-1], weight.shape[0])
+    return torch.nn.functional.linear(x, weight, bias).contiguous()
+
+
 # ----------------------------------------------------------------------------- compiled time loops
 
 LOOPS_SOURCE = Path(__file__).with_name("csrc") / "recurrence_loops.cpp"

@@ -57,6 +57,27 @@ def test_matmul_falls_back_to_torch(a, b, monkeypatch):
     assert torch.equal(out, torch.matmul(a, b))
 
 
+@pytest.mark.parametrize("preferred", [True, False])
+def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
+    """The recurrence's input projection (3-D input, bias) and input gradient (a transposed weight view, no
+    bias) by kernels.linear: oneDNN at ≥ 1024 rows and a side ≥ 128 where preferred, torch elsewhere."""
+    if kernels.onednn_linear is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", preferred)
+    calls = []
+    monkeypatch.setattr(kernels, "onednn_linear", lambda *args, op=kernels.onednn_linear: calls.append(1) or op(*args))
+    g = torch.Generator().manual_seed(3)
+    for x, weight, bias in ((torch.randn(40, 32, 7, generator=g), torch.randn(256, 7, generator=g),
+                             torch.randn(256, generator=g)),
+                            (torch.randn(1280, 256, generator=g), torch.randn(256, 9, generator=g).t(), None),
+                            (torch.randn(8, 2, 7, generator=g), torch.randn(300, 7, generator=g), None)):
+        out = kernels.linear(x, weight, bias)
+        want = x.double() @ weight.double().t() + (0 if bias is None else bias.double())
+        assert out.shape == want.shape and out.dtype == torch.float32 and out.is_contiguous()
+        assert relative_error(out, want) < 1e-6
+    assert len(calls) == (2 if preferred else 0)  # the 16-row product goes to torch in any case
+
+
 def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
     for capability, expected in (("AVX2", False), ("AVX512", True), ("DEFAULT", False)):
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)

@@ -203,7 +203,7 @@ def _modrelu_bias_grad(g: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
 def _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias) -> torch.Tensor:
     """H (T, B, N): the input projection of every step, then the loop over steps in place."""
     with torch.no_grad():
-        h = torch.nn.functional.linear(inputs, weight_ih, bias).contiguous()
+        h = kernels.linear(inputs, weight_ih, bias)
         _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, choose_loops(h))
     return h
 
@@ -219,7 +219,7 @@ def _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, nonlinearity, has_bia
     dz = g.view(steps * batch, n)
     grad_x = grad_h0 = grad_w = grad_b = grad_v = None
     if need_x:
-        grad_x = torch.matmul(g, weight_ih)
+        grad_x = kernels.linear(g, weight_ih.t())
     if need_h0:
         grad_h0 = torch.mm(g[0], weight_hh)
     if need_w:
