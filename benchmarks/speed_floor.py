@@ -7,8 +7,9 @@ has here for its shape:
 * ``loops``: the 2T sequential products of a (B × N) state by V, T forward and T backward; each step
   needs the one before, so they cannot be merged.  Timed as T products of each kind, by torch.addmm and
   (where this torch has it) oneDNN's linear with the ``add`` post-op, the faster of the two per round;
-* ``weights``: dV = Σ_t δ_tᵀ h_{t-1} as one (N × TB)·(TB × N) product, and the input projection with its
-  gradients, (TB × I)·(I × N) forward and (N × TB)·(TB × I), (TB × N)·(N × I) backward;
+* ``weights``: dV = Σ_t δ_tᵀ h_{t-1} as one (N × TB)·(TB × N) product, the input projection (TB × I)·(I × N)
+  and its weight's gradient (N × TB)·(TB × I), each by the faster of torch.mm and oneDNN (the update's
+  inputs need no gradient, so there is no (TB × N)·(N × I) product);
 * ``read-out``: the read-out's linear, cross entropy and their backward and RMSprop step on a fixed H,
   the same work in every model's update;
 * ``compose``: the products that composing V = P(Λ + T)Pᵀ and its gradient do in nnrnn today, counted with
@@ -119,23 +120,11 @@ def main(argv=None) -> None:
             for step in range(2 * t):
                 kernels.onednn_linear.binary(state, z[step % t], v, None, "add")
 
-        def weights_mm():
-            torch.mm(dz.t(), h)
-            torch.mm(x, w_ih.t())
-            torch.mm(dz.t(), x)
-            torch.mm(dz, w_ih)
-
         def read_out():
             readout_opt.zero_grad(set_to_none=True)
             hidden.grad = None
             F.cross_entropy(readout(hidden).reshape(-1, CLASSES), targets).backward()
             readout_opt.step()
-
-        def weights_onednn():
-            kernels.onednn_linear(dz.t(), h.t(), None, "none", [], "")
-            torch.mm(x, w_ih.t())
-            torch.mm(dz.t(), x)
-            torch.mm(dz, w_ih)
 
         def squares_mm():
             for _ in range(SQUARES):
@@ -145,12 +134,15 @@ def main(argv=None) -> None:
             for _ in range(SQUARES):
                 kernels.onednn_linear(square_a, square_b, None, "none", [], "")
 
-        parts = {"loops (torch.addmm)": loops_addmm, "weights (torch.mm)": weights_mm, "read-out": read_out,
-                 "N×N (torch.mm)": squares_mm}
+        parts = {"loops (torch.addmm)": loops_addmm, "read-out": read_out, "N×N (torch.mm)": squares_mm,
+                 "dV (torch.mm)": lambda: torch.mm(dz.t(), h),
+                 "projection (torch.mm)": lambda: torch.mm(x, w_ih.t()),
+                 "dW_ih (torch.mm)": lambda: torch.mm(dz.t(), x)}
         if kernels.onednn_linear is not None:
-            parts["loops (oneDNN)"] = loops_onednn
-            parts["weights (oneDNN)"] = weights_onednn
-            parts["N×N (oneDNN)"] = squares_onednn
+            parts.update({"loops (oneDNN)": loops_onednn, "N×N (oneDNN)": squares_onednn,
+                          "dV (oneDNN)": lambda: kernels.onednn_linear(dz.t(), h.t(), None, "none", [], ""),
+                          "projection (oneDNN)": lambda: kernels.onednn_linear(x, w_ih, None, "none", [], ""),
+                          "dW_ih (oneDNN)": lambda: kernels.onednn_linear(dz.t(), x.t(), None, "none", [], "")})
         jobs = {**{name: updates[name] for name in MODELS}, **parts}
         for job in jobs.values():  # warm-up
             job()
@@ -162,7 +154,8 @@ def main(argv=None) -> None:
         med = {name: statistics.median(values) for name, values in times.items()}
         def fastest(part):
             return min(value for key, value in med.items() if key.startswith(part + " ("))
-        loops, weights, square = fastest("loops"), fastest("weights"), fastest("N×N") / SQUARES
+        loops, square = fastest("loops"), fastest("N×N") / SQUARES
+        weights = fastest("dV") + fastest("projection") + fastest("dW_ih")
         base = med[BASELINE]
         common = loops + weights + med["read-out"]
         roof = roofline.sample(3)
