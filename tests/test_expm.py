@@ -214,6 +214,18 @@ def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_record_capacity_is_the_most_any_plan_keeps(dtype):
+    """Over ‖A‖₂ from 1e-4 to 1e3, the matrices a record keeps for the compiled backward (X … X^q, the Horner
+    steps, the first squaring's input) never exceed record_capacity, and some plan needs all of it."""
+    from nnrnn.parametrizations import expm
+    kept = []
+    for k in range(-80, 61):
+        s, m, q = plan(10 ** (k / 20), dtype)
+        kept.append(q + expm._horner_steps(m, q) + min(s, 1))
+    assert max(kept) == expm.record_capacity(dtype)
+
+
 def test_the_empty_matrix_has_the_empty_exponential():
     a = torch.zeros(0, 0, dtype=torch.float64, requires_grad=True)
     p = expm_skew(a)

@@ -249,6 +249,8 @@ def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
     products = powers[1:] + steps + squares[:1]
     x = powers[1]
     stacked = x.new_empty(record_capacity(x.dtype), *x.shape)
+    if len(products) > len(stacked):  # record_capacity's bound failed: never drop a matrix the adjoint needs
+        raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {len(stacked)} (plan m={m}, q={q})")
     for slot, matrix in zip(stacked, products):
         slot.copy_(matrix)
     stacked[len(products):].zero_()
