@@ -235,10 +235,11 @@ def _horner_steps(m: int, q: int) -> int:
 
 
 def record_capacity(dtype: torch.dtype) -> int:
-    """The most matrices a record holds for this dtype: X … X^q, the Horner steps, the first squaring's
-    input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most that of THETA_MAX."""
+    """The most matrices a record holds for this dtype: X … X^q (X² at least, formed for the norm), the
+    Horner steps, the first squaring's input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most
+    that of THETA_MAX."""
     m_max = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
-    return 1 + max(q + _horner_steps(m, q) for m, q in
+    return 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
                    ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
 
 
