@@ -344,6 +344,9 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
                         help=f"torch.set_num_threads for every implementation (default {torch.get_num_threads()})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="nnrnn.kernels.keep_freed_memory() first, as the nnrnn command line does for its "
+                             "training runs (default: the allocator as a library user's program has it)")
     parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -355,6 +358,8 @@ def main(argv=None):
         memory_worker(parse_sizes(args.memory_worker)[0][1], only, args.threads)
         return
     torch.set_num_threads(args.threads)
+    if args.keep_freed_memory and not kernels.keep_freed_memory():
+        print("--keep-freed-memory: not available here (glibc's malloc only)", flush=True)
     sizes = parse_sizes(args.sizes)
     roofline = Roofline()
     roofline.sample(5)

@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     from .train import Interrupted
     try:
         args = make_parser().parse_args(argv)
+        if os.environ.get("NNRNN_KEEP_FREED_MEMORY", "1") != "0":
+            from .kernels import keep_freed_memory
+            keep_freed_memory()
         return args.func(args)
     except Interrupted as exc:
         print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""nnrnn.kernels.matmul: oneDNN for large float32 CPU products, torch.matmul for everything else."""
+"""nnrnn.kernels: oneDNN for large float32 CPU products (torch elsewhere), the compiled loops, the allocator setting."""
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -143,3 +144,32 @@ def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path
     second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     assert "compiling" not in second.stderr
+
+
+# ----------------------------------------------------------------------------- allocator
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
+def test_keep_freed_memory_keeps_a_freed_tensor_for_reuse():
+    """After keep_freed_memory(), a freed 64 MB tensor stays with the process (the next one of that size
+    reuses its pages instead of faulting in fresh ones); glibc's default hands it back at once."""
+    assert kernels.keep_freed_memory()
+    big = torch.ones(1 << 24)  # 64 MB, written
+    before = _rss_bytes()
+    del big
+    assert before - _rss_bytes() < 8 << 20
+
+
+def test_the_command_line_keeps_freed_memory_unless_told_not(monkeypatch, capsys):
+    from nnrnn import cli
+    calls = []
+    monkeypatch.setattr(kernels, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.delenv("NNRNN_KEEP_FREED_MEMORY", raising=False)
+    assert cli.main(["presets"]) == 0 and calls == [1]
+    monkeypatch.setenv("NNRNN_KEEP_FREED_MEMORY", "0")
+    assert cli.main(["presets"]) == 0 and calls == [1]
