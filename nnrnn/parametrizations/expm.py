@@ -35,6 +35,7 @@ the measured best compromise.  The same rule serves float64, with more terms.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -234,6 +235,7 @@ def _horner_steps(m: int, q: int) -> int:
     return blocks - 2 if (m + 1) % q == 1 else blocks - 1
 
 
+@functools.cache
 def record_capacity(dtype: torch.dtype) -> int:
     """The most matrices a record holds for this dtype: X … X^q (X² at least, formed for the norm), the
     Horner steps, the first squaring's input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most
