@@ -174,9 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     from .train import Interrupted
     try:
         args = make_parser().parse_args(argv)
-        if os.environ.get("NNRNN_KEEP_FREED_MEMORY", "1") != "0":
-            from .kernels import keep_freed_memory
-            keep_freed_memory()
         return args.func(args)
     except Interrupted as exc:
         print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
@@ -192,5 +189,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def entry(argv: list[str] | None = None) -> None:
+    """The ``nnrnn`` command (and ``python -m nnrnn``): :func:`main` in a process of its own, whose freed
+    memory is kept for reuse (:func:`nnrnn.kernels.keep_freed_memory`) unless NNRNN_KEEP_FREED_MEMORY is
+    0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is."""
+    if os.environ.get("NNRNN_KEEP_FREED_MEMORY", "1").strip().lower() not in ("0", "false", "no", "off"):
+        from .kernels import keep_freed_memory
+        keep_freed_memory()
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # output piped into a reader that stopped early, e.g. `nnrnn presets | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
+        code = 1
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

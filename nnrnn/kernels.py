@@ -36,24 +36,32 @@ import time
 from pathlib import Path
 
 import torch
-from torch.autograd.function import once_differentiable
+from torch._C import _functions  # DelayedError: what once_differentiable marks gradients with
 
 
 def first_order_only(what: str, instead: str = ""):
-    """For the backward of a hand-written autograd function: where autograd wants a graph of the gradient
-    (``create_graph=True``, for gradients of gradients such as a gradient penalty) raise, naming ``what``
-    and the way out (``instead``), rather than return a gradient that silently counts as a constant, which
-    is what ``once_differentiable`` alone does when the incoming gradient needs none.  Otherwise the
-    backward runs as ``once_differentiable`` runs it."""
-    def decorate(backward):
-        wrapped = once_differentiable(backward)
+    """For the backward of a hand-written autograd function: it runs without building a graph, and where
+    autograd asks for one (``create_graph=True``) its gradients come back marked so that differentiating them
+    raises a RuntimeError naming ``what`` and the way out (``instead``).  Gradients that are never
+    differentiated (a ``create_graph=True`` backward whose second derivative involves other parameters only)
+    are unaffected.  ``once_differentiable`` alone marks them only when the incoming gradient requires grad,
+    so a gradient penalty through the function silently got a gradient that counted as a constant."""
+    message = (f"{what} has a hand-written first-order backward: gradients of gradients (create_graph=True) "
+               f"through it are not supported{instead}").encode()
 
+    def decorate(backward):
         @functools.wraps(backward)
         def checked(ctx, *grads):
-            if torch.is_grad_enabled():
-                raise RuntimeError(f"{what} has a hand-written first-order backward: gradients of gradients "
-                                   f"(create_graph=True) are not supported{instead}")
-            return wrapped(ctx, *grads)
+            with torch.no_grad():
+                outputs = backward(ctx, *grads)
+            if not torch.is_grad_enabled():
+                return outputs
+            single = not isinstance(outputs, tuple)
+            outputs = (outputs,) if single else outputs
+            marked = _functions.DelayedError(message, len(outputs))(
+                *[None if g is None else g.detach().requires_grad_(True) for g in outputs])
+            marked = marked if isinstance(marked, tuple) else (marked,)
+            return marked[0] if single else marked
         return checked
     return decorate
 
@@ -153,7 +161,11 @@ def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b by oneDNN; it reorders the weight operand anyway, so passing bᵀ as a view costs nothing."""
+    """a @ b by oneDNN; it reorders the weight operand anyway, so passing bᵀ as a view costs nothing.  While
+    torch.compile traces (also a backward, under compiled autograd) by torch.mm: inductor lowers the oneDNN
+    op only for a frozen weight."""
+    if torch.compiler.is_compiling():
+        return torch.mm(a, b)
     return onednn_linear(a, b.t(), None, "none", [], "")
 
 

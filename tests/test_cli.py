@@ -83,3 +83,10 @@ def test_analyze_a_run_folder(tmp_path):
     assert result.returncode == 0, result.stderr
     for name in ("schur.png", "spectrum.png", "summary.json", "gradient_norm_training.png"):
         assert (out / "analysis" / name).is_file(), name
+
+
+def test_output_into_a_reader_that_stops_early_is_no_error():
+    """`nnrnn presets | head -1`: the rest of the output has nowhere to go; that is no traceback."""
+    command = f"{sys.executable} -m nnrnn presets | head -1"
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
+    assert result.stdout.startswith("paper") and result.stderr == "", result.stderr

@@ -151,21 +151,39 @@ def test_an_input_gradient_penalty_trains_every_parameter(name):
 
 
 @pytest.mark.parametrize("name, implementation, message", [
-    ("rnn", "fused", "nnrnn's fused recurrence .*; model.implementation = 'reference' supports them"),
+    ("rnn", "fused", "nnrnn's fused recurrence .*; model.implementation = 'reference' runs the recurrence"),
     ("nnrnn", "reference", "nnrnn's matrix exponential"),
     ("eurnn", "reference", "EURNN's Givens product"),
 ])
 def test_gradients_of_gradients_through_a_hand_written_backward_raise(name, implementation, message):
-    """create_graph=True through a function whose backward is hand-written (the fused loops, the exponential,
-    the Givens product) raises naming it, where once_differentiable alone would hand back a gradient that
-    silently counts as a constant."""
+    """Differentiating a gradient that came out of a hand-written backward (the fused loops, the exponential,
+    the Givens product) under create_graph=True raises naming it, where once_differentiable alone would hand
+    back a gradient that silently counts as a constant."""
     torch.manual_seed(5)
     model = nnrnn.create(name, 3, 4).double()
     model.implementation = implementation
     out, _ = model(torch.randn(6, 2, 3, dtype=torch.float64))
+    grads = torch.autograd.grad(out.pow(2).sum(), list(model.parameters()), create_graph=True)
     with pytest.raises(RuntimeError, match=message) as error:
-        torch.autograd.grad(out.pow(2).sum(), list(model.parameters()), create_graph=True)
-    assert "gradients of gradients (create_graph=True) are not supported" in str(error.value)
+        sum(g.pow(2).sum() for g in grads).backward()
+    assert "gradients of gradients (create_graph=True) through it are not supported" in str(error.value)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # torch's note on .grad cycles
+def test_create_graph_backward_works_where_only_other_gradients_are_differentiated():
+    """backward(create_graph=True) through the fused loops, then a second derivative of another module's
+    gradient (which depends on the recurrence's outputs, differentiated first-order): as on torch.nn.RNN,
+    the same as with the autograd loop."""
+    def second_derivative(implementation):
+        torch.manual_seed(6)
+        model = nnrnn.create("rnn", 3, 8).double()
+        model.implementation = implementation
+        head = nn.Linear(8, 1).double()
+        out, _ = model(torch.randn(6, 2, 3, dtype=torch.float64))
+        head(out).pow(2).sum().backward(create_graph=True)
+        return torch.autograd.grad(head.weight.grad.pow(2).sum(), list(model.parameters()))
+    for got, want in zip(second_derivative("fused"), second_derivative("reference")):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
 
 
 def test_dropout_between_layers_only_in_training():

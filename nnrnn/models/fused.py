@@ -255,7 +255,8 @@ class FusedRecurrence(torch.autograd.Function):
         return h
 
     @staticmethod
-    @first_order_only("nnrnn's fused recurrence", "; model.implementation = 'reference' supports them")
+    @first_order_only("nnrnn's fused recurrence",
+                      "; model.implementation = 'reference' runs the recurrence through autograd, which supports them")
     def backward(ctx, grad_h):
         h, h0, inputs, weight_ih, weight_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad
