@@ -44,15 +44,21 @@ def lstm_twin(model: nn.Module) -> nn.LSTM:
     return twin.train(model.training)
 
 
-def capturing_backend() -> tuple[list[str], object]:
-    """(ops, backend): a torch.compile backend that runs each graph as traced and appends the nnrnn ops in it
-    to ``ops``; what is checked is the graph nnrnn's code gives, not inductor's code."""
-    ops = []
+def capturing_backend() -> tuple[list, object]:
+    """(graphs, backend): a torch.compile backend that runs each graph as traced and appends it to ``graphs``;
+    what is checked is the graph nnrnn's code gives, not inductor's code."""
+    graphs = []
 
     def backend(graph_module, example_inputs):
-        ops.extend(str(node.target) for node in graph_module.graph.nodes if "nnrnn" in str(node.target))
+        graphs.append(graph_module)
         return graph_module
-    return ops, backend
+    return graphs, backend
+
+
+def node_targets(graphs) -> list[str]:
+    """The target of every node in the captured graphs, with the subgraphs of autograd functions traced into them."""
+    return [str(node.target) for graph in graphs for module in graph.modules()
+            if isinstance(module, torch.fx.GraphModule) for node in module.graph.nodes]
 
 
 # --------------------------------------------------------------------------- constructor and shapes
@@ -646,11 +652,7 @@ def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
     forward and backward give one graph, so no piece of the update falls back to eager between graphs."""
     torch.compiler.reset()
     model = nnrnn.create(name, 3, 16, **kwargs)
-    graphs = []
-
-    def backend(graph_module, example_inputs):
-        graphs.append(graph_module)
-        return graph_module
+    graphs, backend = capturing_backend()
     out, _ = torch.compile(model, backend=backend)(torch.randn(6, 2, 3))
     out.pow(2).sum().backward()
     assert len(graphs) == 1, [g.code for g in graphs]
@@ -665,14 +667,10 @@ def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
     monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
     torch.compiler.reset()
     model = nnrnn.create("nnrnn", 3, 256)
-    targets = []
-
-    def backend(graph_module, example_inputs):  # with the subgraphs of autograd functions
-        targets.extend(str(node.target) for module in graph_module.modules()
-                       if isinstance(module, torch.fx.GraphModule) for node in module.graph.nodes)
-        return graph_module
+    graphs, backend = capturing_backend()
     out, _ = torch.compile(model, backend=backend)(torch.randn(4, 2, 3))
     out.pow(2).sum().backward()
+    targets = node_targets(graphs)
     assert targets and not any("mkldnn" in target for target in targets), targets
 
 
@@ -721,15 +719,17 @@ def test_graph_captured_inference_uses_the_value_only_exponential(name):
     what is checked is the graph nnrnn's code gives, not inductor's code."""
     model = nnrnn.create(name, 3, 8)
     x = torch.randn(5, 2, 3)
-    ops, capture = capturing_backend()
+    graphs, capture = capturing_backend()
     with torch.no_grad():
         got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
         want, _ = model(x)
+    ops = node_targets(graphs)
     assert "nnrnn.expm_skew.default" in ops and not any("recorded" in op for op in ops), ops
     torch.testing.assert_close(got, want)
-    ops.clear()  # gradients on, but none wanted for the frozen parameters
+    graphs.clear()  # gradients on, but none wanted for the frozen parameters
     frozen = copy.deepcopy(model).requires_grad_(False)
     got, _ = torch.compile(frozen, backend=capture, fullgraph=True)(x)
+    ops = node_targets(graphs)
     assert "nnrnn.expm_skew.default" in ops and not any("recorded" in op for op in ops), ops
     torch.testing.assert_close(got, want)
 
@@ -740,8 +740,9 @@ def test_compiled_eurnn_keeps_the_givens_product_one_op():
     torch.compiler.reset()  # the compile tests before this one may have used up the recompile limit
     model = nnrnn.create("eurnn", 3, 8, capacity=6)
     x = torch.randn(5, 2, 3)
-    ops, capture = capturing_backend()
+    graphs, capture = capturing_backend()
     got, _ = torch.compile(model, backend=capture, fullgraph=True)(x)
+    ops = node_targets(graphs)
     assert "nnrnn.givens_product.default" in ops, ops
     torch.testing.assert_close(got, model(x)[0])
 

@@ -173,18 +173,22 @@ class EURNN(RecurrentModel):
     def _recurrent_parameters(self, suffix):
         return [getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)]
 
+    def _weight_suffix(self, name: str) -> str | None:
+        """The cell suffix of ``weight_hh_l{k}[_reverse]`` for one of this model's cells, else None."""
+        suffix = name[len("weight_hh"):] if name.startswith("weight_hh_l") else None
+        return suffix if suffix in self.__dict__.get("cells", ()) else None
+
     def __getattr__(self, name: str):
         """``weight_hh_l{k}`` (and ``_reverse``) reads V composed from that cell's angles, as nnRNN's and
         expRNN's parametrized weights do; code written for torch.nn.RNN that reads the weight keeps working."""
-        if name.startswith("weight_hh_l"):
-            cells = self.__dict__.get("cells", ())
-            if name[len("weight_hh"):] in cells:
-                return self._compose(name[len("weight_hh"):])
+        suffix = self._weight_suffix(name)
+        if suffix is not None:
+            return self._compose(suffix)
         return super().__getattr__(name)
 
     def __setattr__(self, name: str, value) -> None:
-        if name.startswith("weight_hh_l") and name[len("weight_hh"):] in self.__dict__.get("cells", ()):
-            suffix = name[len("weight_hh"):]
+        suffix = self._weight_suffix(name)
+        if suffix is not None:
             raise ValueError(f"EURNN's {name} is a product of Givens rotations and cannot be assigned; "
                              f"set its angles even_angles{suffix} and odd_angles{suffix} instead")
         super().__setattr__(name, value)
