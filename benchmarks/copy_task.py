@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 from nnrnn.tasks.copy import baseline_loss
-from nnrnn.train import read_metrics, resolve_config, train
+from nnrnn.config import resolve_config
+from nnrnn.runlog import read_metrics
+from nnrnn.train import train
 
 
 def last_fraction_loss(folder: Path, steps: int, fraction: float = 0.1) -> float:

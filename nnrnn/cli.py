@@ -1,7 +1,8 @@
 """The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce.
 
-User errors print one line on stderr and exit with code 2 (set NNRNN_DEBUG=1
-for the traceback).
+Errors nnrnn expects (:class:`nnrnn.errors.NnrnnError`: a user's mistake, a diverged run, an interrupt)
+print one line on stderr and exit with the error's code, 2 for a user's mistake (set NNRNN_DEBUG=1 for the
+traceback); anything else is a bug in nnrnn and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import UserError
-
-EXIT_USAGE = 2
-
+from .environment import flag
+from .errors import Interrupted, NnrnnError, UserError
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage block is noise; one line says it
@@ -23,7 +22,7 @@ class Parser(argparse.ArgumentParser):
 
 def add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
-                       "Options left out come from --preset, then from the defaults in nnrnn/train.py.")
+                       "Options left out come from --preset, then from the defaults in nnrnn/config.py.")
     p.add_argument("task", help="copy, adding, psmnist or ptb")
     p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
     p.add_argument("--preset", help="paper (fixed hidden units) or paper-params (fixed parameter count)")
@@ -32,8 +31,9 @@ def add_train_parser(sub) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
-    g.add_argument("--init", choices=["henaff", "cayley", "random", "glorot", "concat"],
-                   help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: glorot or concat")
+    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot"],
+                   help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: xavier or concat "
+                        "(glorot: the earlier name of xavier)")
     g.add_argument("--capacity", type=int, help="EURNN layers")
     g.add_argument("--triangular", choices=["strict", "block"],
                    help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")
@@ -89,7 +89,8 @@ def add_train_parser(sub) -> None:
 
 def run_train(args) -> int:
     from . import distributed
-    from .train import read_config, resolve_config, train
+    from .config import read_config, resolve_config
+    from .train import train
     options = {k: v for k, v in vars(args).items()
                if k not in ("command", "func", "resume", "preset") and v is not None}
     out = Path(options.get("out") or f"runs/{args.task}-{options.get('model', 'nnrnn')}")
@@ -108,9 +109,10 @@ def run_train(args) -> int:
 
 
 def run_eval(args) -> int:
+    from .network import best_checkpoint
     from .train import evaluate_checkpoint
     folder = Path(args.run)
-    path = folder / "checkpoints" / "best.pt" if folder.is_dir() else folder
+    path = best_checkpoint(folder) if folder.is_dir() else folder
     print(json.dumps(evaluate_checkpoint(path, split=args.split)))
     return 0
 
@@ -149,11 +151,10 @@ def make_parser() -> Parser:
     from .data.cli import add_data_parser
     from .reproduce import add_reproduce_parser
     from .sweep import add_sweep_parser
-    from .train import load_model
     add_data_parser(sub)
     add_sweep_parser(sub)
     add_theory_parser(sub)
-    add_analyze_parser(sub, load_model)
+    add_analyze_parser(sub)
     add_reproduce_parser(sub)
     return parser
 
@@ -171,19 +172,18 @@ def run_kernels(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .train import Interrupted
     try:
         args = make_parser().parse_args(argv)
         return args.func(args)
     except Interrupted as exc:
         print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
         return exc.exit_code
-    except (UserError, ValueError, TypeError) as exc:
-        if os.environ.get("NNRNN_DEBUG"):
+    except NnrnnError as exc:
+        if flag("NNRNN_DEBUG"):
             raise
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"nnrnn: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
+        return exc.exit_code
     except KeyboardInterrupt:
         print("nnrnn: interrupted", file=sys.stderr)
         return 130
@@ -193,7 +193,7 @@ def entry(argv: list[str] | None = None) -> None:
     """The ``nnrnn`` command (and ``python -m nnrnn``): :func:`main` in a process of its own, whose freed
     memory is kept for reuse (:func:`nnrnn.kernels.keep_freed_memory`) unless NNRNN_KEEP_FREED_MEMORY is
     0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is."""
-    if os.environ.get("NNRNN_KEEP_FREED_MEMORY", "1").strip().lower() not in ("0", "false", "no", "off"):
+    if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
         from .kernels import keep_freed_memory
         keep_freed_memory()
     try:

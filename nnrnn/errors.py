@@ -1,6 +1,50 @@
-"""The one exception type the CLI turns into a single line on stderr and exit code 2."""
+"""The exceptions nnrnn's code reacts to, by type (never by message).
+
+* :class:`NnrnnError`: a condition the command line reports as one line on stderr, exiting with the
+  exception's ``exit_code``; everything else is an internal bug and keeps its traceback.
+* :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder).
+* :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
+  so library callers that catch ``ValueError`` keep working.
+* :class:`TrainingDiverged`: training produced non-finite losses, gradients or scores; the reproduction
+  grid and sweeps record it as a result.
+* :class:`Interrupted`: SIGINT/SIGTERM ended training after a checkpoint.
+"""
+from __future__ import annotations
+
+import signal
+from pathlib import Path
 
 
-class UserError(Exception):
+class NnrnnError(Exception):
+    """An error the command line prints as one line and exits with ``exit_code``."""
+
+    exit_code = 1
+
+
+class UserError(NnrnnError):
     """Something the user can fix: a bad option, a missing or corrupt file.  The message
     is one plain sentence saying what is wrong and how to fix it."""
+
+    exit_code = 2
+
+
+class OptionError(UserError, ValueError):
+    """An option (a configuration key, a command-line flag or a library argument) has a value nnrnn
+    cannot use; the message names the option and the values it takes."""
+
+
+class TrainingDiverged(UserError):
+    """Training produced non-finite losses, gradients or validation scores; the message says where the
+    last good checkpoint is and what to try."""
+
+
+class Interrupted(NnrnnError):
+    """SIGINT/SIGTERM ended training after a checkpoint; ``advice`` says how to continue."""
+
+    def __init__(self, signum: int, path: Path, advice: str = "continue with --resume"):
+        super().__init__(f"stopped by signal {signal.Signals(signum).name}; checkpoint saved to {path}")
+        self.signum, self.path, self.advice = signum, path, advice
+        self.exit_code = 128 + signum
+
+    def __reduce__(self):  # crosses process boundaries (reproduce --jobs, sweeps)
+        return Interrupted, (self.signum, self.path, self.advice)

@@ -38,6 +38,11 @@ from pathlib import Path
 import torch
 from torch._C import _functions  # DelayedError: what once_differentiable marks gradients with
 
+from .environment import flag
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)  # composed in float32 and rounded once: see the parametrizations
+
 
 def first_order_only(what: str, instead: str = ""):
     """For the backward of a hand-written autograd function: it runs without building a graph, and where
@@ -64,6 +69,13 @@ def first_order_only(what: str, instead: str = ""):
             return marked[0] if single else marked
         return checked
     return decorate
+
+
+def eager_or_traced(function: type[torch.autograd.Function], op):
+    """How to call a hand-written autograd ``function``: its ``apply`` in eager mode, or ``op``, the same forward
+    and backward registered as a ``torch.library`` custom op, while torch.compile or torch.export traces (a
+    traced Python loop would be unrolled into the graph, or cannot be traced at all)."""
+    return op if torch.compiler.is_compiling() else function.apply
 
 
 def autocast_off(device_type: str):
@@ -110,7 +122,7 @@ def keep_freed_memory() -> bool:
 
 def _find_onednn_linear():
     """The oneDNN op if this torch build has it and it computes X Wᵀ (+ Y), else None."""
-    if os.environ.get("NNRNN_ONEDNN", "1") == "0" or not torch.backends.mkldnn.is_available():
+    if flag("NNRNN_ONEDNN", default=None) is False or not torch.backends.mkldnn.is_available():
         return None
     try:
         op = torch.ops.mkldnn._linear_pointwise
@@ -126,9 +138,9 @@ onednn_linear = _find_onednn_linear()
 
 
 def _onednn_preferred() -> bool:
-    setting = os.environ.get("NNRNN_ONEDNN", "")
-    if setting in ("0", "1"):
-        return setting == "1"
+    setting = flag("NNRNN_ONEDNN", default=None)
+    if setting is not None:
+        return setting
     return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
 
 
@@ -294,7 +306,7 @@ def recurrence_loops():
     """
     if "module" not in _loops:
         _loops["module"], _loops["reason"] = None, "NNRNN_CPP=0"
-        if os.environ.get("NNRNN_CPP", "1") != "0":
+        if flag("NNRNN_CPP", default=True):
             try:
                 name = _loops_name()
                 target = extensions_dir() / (name + ".so")

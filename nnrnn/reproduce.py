@@ -41,14 +41,16 @@ from pathlib import Path
 import numpy as np
 
 from . import presets, runlock
-from .errors import UserError
+from .config import DEFAULTS, model_options, resolve_config
+from .errors import Interrupted, OptionError, TrainingDiverged, UserError
 from .models import MODELS, hidden_size_for, parameter_count
+from .network import best_checkpoint, embedding_width, load_model
+from .runlog import read_metrics
 from .tasks import make_task, task_class
-from .train import Interrupted, load_model, model_options, read_metrics, resolve_config, train
+from .tasks.copy import baseline_loss
+from .train import train
 
 BOTH = ("hidden", "params")
-# options added to the trainer after runs were named: left out of a run's name when unset
-LATER_OPTIONS = ("stop_after_halvings", "rebase_every")
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
@@ -101,9 +103,13 @@ SCALES = {
     },
 }
 COLUMNS = {"hidden": "paper", "params": "paper-params"}
-REPORTED = {"copy": ("loss", "valid loss (baseline {baseline:.3f})", "min"),
-            "psmnist": ("accuracy", "test accuracy", "max"),
-            "ptb": ("bpc", "test bits per character", "min")}
+REPORTED = {"copy": "valid loss (baseline {baseline:.3f})", "psmnist": "test accuracy",
+            "ptb": "test bits per character"}  # what the report calls each task's monitored metric
+
+
+def metric(task: str) -> str:
+    """The metric a task is judged by: its validation monitor (copy: loss, psMNIST: accuracy, PTB: bpc)."""
+    return task_class(task).monitor[0]
 
 
 def sizes(task: str, data_dir=None) -> tuple[int, int, int | None]:
@@ -119,7 +125,7 @@ def network_sizes(config: dict, io: tuple[int, int, int | None]) -> tuple[int, i
     input_size, output_size, vocab = io
     if not vocab:
         return input_size, output_size, None
-    embedding = 200 if config.get("embedding") is None else config["embedding"]
+    embedding = embedding_width(config)
     return (embedding, output_size, vocab) if embedding else (vocab, output_size, None)
 
 
@@ -155,14 +161,13 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
                                **setting["options"]}
-                    if data_dir and cls.__name__ != "CopyTask":
+                    if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
                     config = resolve_config(options, preset)
                     for name in ("data_dir", "preset"):  # neither changes what is trained
                         config.pop(name, None)
-                    for name in LATER_OPTIONS:  # options added later, when unset: old run names stay valid
-                        if config.get(name) is None:
-                            config.pop(name, None)
+                    # named by the options that differ from the defaults: adding an option keeps names valid
+                    config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
                     digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
                     runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
                                  "preset": preset, "options": options, "budget": budget,
@@ -195,9 +200,7 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     start = time.time()
     try:
         train(config, resume=resume)
-    except UserError as exc:
-        if not str(exc).startswith("training diverged"):
-            raise
+    except TrainingDiverged as exc:
         # a result in its own right (the paper reports failed runs too): record it, go on
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "DIVERGED").write_text(str(exc) + "\n")
@@ -277,10 +280,10 @@ def final_value(folder: Path, task: str) -> float | None:
     """The reported metric of a finished run; None for a run that diverged."""
     if diverged(folder):
         return None
-    metric, _, _ = REPORTED[task]
+    name = metric(task)
     records = read_metrics(folder)
     split = "valid" if task == "copy" else "test"
-    values = [r[metric] for r in records if r.get("split") == split and metric in r]
+    values = [r[name] for r in records if r.get("split") == split and name in r]
     return values[-1] if values else None
 
 
@@ -312,7 +315,7 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    metric = {"copy": "loss", "psmnist": "accuracy", "ptb": "bpc"}[task]
+    name = metric(task)
     split = "train" if task == "copy" else "valid"
     columns = [c for c in COLUMNS if any(r["task"] == task and r["column"] == c for r in runs)]
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.8), sharey=True, squeeze=False)
@@ -323,8 +326,8 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
             for run in runs:
                 if (run["task"], run["column"], run["model"]) != (task, column, model):
                     continue
-                points = [(r["step"], r[metric]) for r in read_metrics(run_folder(out, run))
-                          if r.get("split") == split and metric in r]
+                points = [(r["step"], r[name]) for r in read_metrics(run_folder(out, run))
+                          if r.get("split") == split and name in r]
                 if points:
                     curves.append(points)
             if not curves:
@@ -340,14 +343,14 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
         if task == "copy":
             T = next(r["options"]["T"] for r in runs if r["task"] == task)
-            ax.axhline(10 * math.log(8) / (T + 20), color="gray", linestyle="--", label="baseline")
+            ax.axhline(baseline_loss(T), color="gray", linestyle="--", label="baseline")
             ax.set_yscale("log")  # from the baseline down to ~1e-4, and the vanilla RNN's spikes
         ax.set_title("fixed hidden units" if column == "hidden" else "fixed parameter count", fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7.5, loc="best")
-    axes[0].set_ylabel(f"{split} {metric}")
-    fig.suptitle(f"{task}: {split} {metric}, mean ± s.e. over seeds", fontsize=11)
+    axes[0].set_ylabel(f"{split} {name}")
+    fig.suptitle(f"{task}: {split} {name}, mean ± s.e. over seeds", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -360,10 +363,6 @@ def fmt(entry, digits: int) -> str:
         return "diverged" if n == 1 else f"diverged ({n} of {n} seeds)"
     text = f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
     return text + (f" ({failed} of {n} seeds diverged)" if failed else "")
-
-
-def show(value: float, digits: int = 3) -> str:
-    return "diverged" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def training_minutes(out: Path, runs: list[dict]) -> float:
@@ -478,13 +477,13 @@ def learned_structure_claim(learned: dict) -> str | None:
 def convergence(out: Path, runs: list[dict], task: str, column: str, model: str) -> dict:
     """How settled a group of runs is: the validation metric's mean change over the last 20% of training,
     relative to its whole change (0: flat), and for PTB how many times the learning rate was halved."""
-    metric = {"copy": "loss", "psmnist": "accuracy", "ptb": "bpc"}[task]
+    name = metric(task)
     shares, halvings = [], []
     for run in runs:
         if (run["task"], run["column"], run["model"]) != (task, column, model):
             continue
         records = read_metrics(run_folder(out, run))
-        curve = [r[metric] for r in records if r.get("split") == "valid" and metric in r and math.isfinite(r[metric])]
+        curve = [r[name] for r in records if r.get("split") == "valid" and name in r and math.isfinite(r[name])]
         if len(curve) >= 5:
             tail = curve[-max(2, len(curve) // 5):]
             total = abs(curve[-1] - curve[0])
@@ -504,7 +503,7 @@ def analyse_nnrnn(out: Path, runs: list[dict]) -> dict:
         if run["model"] != "nnrnn" or run["seed"] != min(r["seed"] for r in runs) or run["column"] != "hidden":
             continue
         folder = run_folder(out, run)
-        best = folder / "checkpoints" / "best.pt"
+        best = best_checkpoint(folder)
         if not best.exists():
             continue
         summary = out / "analysis" / run["task"] / "summary.json"
@@ -523,7 +522,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     figures.mkdir(parents=True, exist_ok=True)
     table = collect(out, runs)
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
-    baseline = 10 * math.log(8) / (copy_T + 20) if copy_T else None
+    baseline = baseline_loss(copy_T) if copy_T else None
     seeds = sorted({r["seed"] for r in runs})
     data_dir = next((r["options"]["data_dir"] for r in runs if "data_dir" in r["options"]), None)
     command = f"nnrnn reproduce --scale {scale} --out {out}" + (f" --data-dir {data_dir}" if data_dir else "")
@@ -537,7 +536,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
              "(as in `shared/data`: the MNIST test set, the PTB validation and test files), psMNIST trains on 8,000 "
              "images of the MNIST test set and PTB on 90% of `ptb.char.valid.txt` (docs/data.md), so the numbers "
              "are not comparable with the paper's; the comparison between models is the point.", ""]
-    for task, (metric, label, _) in REPORTED.items():
+    for task, label in REPORTED.items():
         if task not in table:
             continue
         sample = next(r for r in runs if r["task"] == task)
@@ -612,9 +611,9 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
 
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1) -> Path:
     if scale not in SCALES:
-        raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
+        raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer; got {jobs!r}")
+        raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
     out = Path(out)
     runs = plan(scale, models, tasks, seeds, data_dir)
     with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train

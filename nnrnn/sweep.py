@@ -38,7 +38,7 @@ import time
 import warnings
 from pathlib import Path
 
-from .errors import UserError
+from .errors import Interrupted, OptionError, TrainingDiverged, UserError
 
 LR_RANGE = (1e-5, 5e-3)           # log-uniform
 LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
@@ -185,7 +185,8 @@ def planned_steps(config: dict) -> int:
     """The number of updates a run of ``config`` will make (builds the task if it must)."""
     if config.get("steps"):
         return config["steps"]
-    from .train import DEFAULT_STEPS, build, total_steps
+    from .config import DEFAULT_STEPS, total_steps
+    from .network import build
     if config.get("epochs") is None and config["task"] in DEFAULT_STEPS:
         return DEFAULT_STEPS[config["task"]]
     task, _ = build(config)
@@ -215,7 +216,8 @@ class _Objective:
     def __call__(self, trial):
         import optuna
 
-        from .train import Interrupted, resolve_config, train
+        from .config import resolve_config
+        from .train import train
         params = suggest(trial, self.space)
         run = self.out / f"trial-{trial.number:04d}"
         trial.set_user_attr("run", str(run.resolve()))
@@ -245,9 +247,7 @@ class _Objective:
 
         try:
             result = train(config, on_eval=on_eval)
-        except UserError as exc:
-            if not str(exc).startswith("training diverged"):
-                raise
+        except TrainingDiverged as exc:
             trial.set_user_attr("stopped", "diverged")
             trial.set_user_attr("reason", str(exc))
             raise optuna.TrialPruned(str(exc)) from None
@@ -305,21 +305,22 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     from .models import model_class
     from .tasks import task_class
     from .runlock import make_folder
-    from .train import build_task, resolve_config
+    from .config import resolve_config
+    from .network import build_task
     if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
-        raise ValueError(f"trials must be a positive integer; got {trials!r}")
+        raise OptionError(f"trials must be a positive integer; got {trials!r}")
     if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
                                      or total_trials <= 0):
-        raise ValueError(f"total_trials must be a positive integer; got {total_trials!r}")
+        raise OptionError(f"total_trials must be a positive integer; got {total_trials!r}")
     if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+        raise OptionError(f"timeout must be a positive number of seconds; got {timeout!r}")
     monitor, mode = task_class(task).monitor
     model_class(model)
     options = dict(train_options or {})
     preset = options.pop("preset", None)
     for key in ("task", "model", "out"):
         if options.get(key) is not None:
-            raise ValueError(f"train_options must not set {key!r}; give it to run_sweep directly")
+            raise OptionError(f"train_options must not set {key!r}; give it to run_sweep directly")
         options.pop(key, None)
     options = {k: v for k, v in options.items() if v is not None}
     out = Path(out or f"runs/sweep-{task}-{model}")
@@ -327,7 +328,7 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     space = search_space(model, fixed=[k for k in SEARCHED if k in options], optimizer=base["optimizer"])
     for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"{key} must be zero or a positive integer; got {value!r}")
+            raise OptionError(f"{key} must be zero or a positive integer; got {value!r}")
     if pruner is None:
         pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
                              warmup_steps=prune_warmup)
@@ -411,9 +412,9 @@ def summary(out=None, storage: str | None = None, study: str | None = None, top:
     """
     import optuna
     if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
-        raise ValueError(f"top must be a positive integer; got {top!r}")
+        raise OptionError(f"top must be a positive integer; got {top!r}")
     if storage is None and out is None:
-        raise ValueError("summary needs the sweep folder (out) or a storage URL")
+        raise OptionError("summary needs the sweep folder (out) or a storage URL")
     file = file or sys.stdout
     url = storage or default_storage(out)
     store = open_storage(url, must_exist=True)
@@ -515,7 +516,6 @@ def add_sweep_parser(sub) -> None:
 
 
 def run_sweep_command(args) -> int:
-    from .train import Interrupted
     import optuna
     out = args.out or f"runs/sweep-{args.task}-{args.model}"
     study = args.study or f"{args.task}-{args.model}"

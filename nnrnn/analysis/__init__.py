@@ -3,13 +3,13 @@
 * :mod:`.theory` — Θ(α, β, d) of Eq. (simpletheta), Fisher memory curves and J_tot
   (Table 3), linear transients (Fig. 1b), Proposition 2 (polynomial growth).
 * :mod:`.plots` — the figures (Agg, PNG).
-* :mod:`.inspect` — Schur form Θ = Λ + T, spectra, Henrici departure from
+* :mod:`.trained` — trained models' recurrent matrices: Schur form Θ = Λ + T, spectra, Henrici departure from
   normality, gradient propagation, and :func:`analyze_model` (figures + summary.json).
 * :mod:`.cli` — argparse glue for ``nnrnn theory …`` and ``nnrnn analyze …``.
 
 See docs/theory.md.
 """
-from .inspect import (SchurView, analyze_model, eigen_angles_moduli, find_schur_form, gradient_propagation,
+from .trained import (SchurView, analyze_model, eigen_angles_moduli, find_schur_form, gradient_propagation,
                       henrici_departure, matrix_summary, model_name, real_schur_lower, recurrent_layer,
                       recurrent_matrices, schur_view,
                       split_theta, subdiagonal_profile)

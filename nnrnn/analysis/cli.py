@@ -11,6 +11,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..errors import OptionError, UserError
+
 DEFAULT_THEORY_OUT = "figures/theory"
 
 
@@ -64,7 +66,7 @@ def format_table3(rows: list[dict]) -> str:
 def run_table3(args) -> int:
     from .theory import table3
     if args.n < 2:
-        raise ValueError(f"--n must be >= 2; got {args.n}")
+        raise OptionError(f"--n must be >= 2; got {args.n}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rows = table3(n=args.n, method=args.method, compare_lyapunov=args.method != "lyapunov")
@@ -78,7 +80,7 @@ def run_table3(args) -> int:
 def run_figure1(args) -> int:
     from . import plots
     if args.n_init < 2:
-        raise ValueError(f"--n-init must be >= 2; got {args.n_init}")
+        raise OptionError(f"--n-init must be >= 2; got {args.n_init}")
     out = Path(args.out)
     print(plots.figure1b(out / "figure1b.png", n_init=args.n_init, seed=args.seed))
     print(plots.figure1c(out / "figure1c.png"))
@@ -88,7 +90,7 @@ def run_figure1(args) -> int:
 def run_prop2(args) -> int:
     from . import plots
     if min(args.n) < 2 or args.t_max < 10:
-        raise ValueError("--n values must be >= 2 and --t-max >= 10")
+        raise OptionError("--n values must be >= 2 and --t-max >= 10")
     path, results = plots.figure_proposition2(Path(args.out) / "proposition2.png", ns=args.n, x=args.x,
                                               t_max=args.t_max)
     fits = [{"n": r.n, "x": r.x, "degree": r.degree, "bound": r.bound, "loglog_r2": r.loglog_r2,
@@ -104,8 +106,8 @@ def run_prop2(args) -> int:
     return 0 if all(f["is_polynomial"] for f in fits) else 1
 
 
-def add_analyze_parser(subparsers, load_model) -> None:
-    """``nnrnn analyze PATH [--out DIR] [--no-gradients]``; ``load_model(PATH) -> (model, config)``."""
+def add_analyze_parser(subparsers) -> None:
+    """``nnrnn analyze PATH [--out DIR] [--no-gradients]``."""
     p = subparsers.add_parser(
         "analyze", help="figures and summary.json of a trained model's recurrent matrix",
         description="Schur form, spectrum, departure from normality and gradient propagation of the recurrent "
@@ -115,7 +117,7 @@ def add_analyze_parser(subparsers, load_model) -> None:
                                  "<checkpoint>-analysis beside a checkpoint file)")
     p.add_argument("--no-gradients", dest="gradients", action="store_false",
                    help="skip the gradient-propagation probe")
-    p.set_defaults(func=lambda args: run_analyze(args, load_model))
+    p.set_defaults(func=run_analyze)
 
 
 def default_analysis_dir(path) -> Path:
@@ -127,22 +129,16 @@ def default_analysis_dir(path) -> Path:
 
 def training_gradient_norms(path) -> list[tuple[int, float]]:
     """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
-    metrics = Path(path) / "metrics.jsonl"
-    if not metrics.is_file():
-        return []
-    points = []
-    for line in metrics.read_text().splitlines():
-        record = json.loads(line) if line.strip() else {}
-        if record.get("split") == "train" and "grad_norm" in record:
-            points.append((record["step"], record["grad_norm"]))
-    return points
+    from ..runlog import read_metrics
+    return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
 
 
-def run_analyze(args, load_model) -> int:
-    from .inspect import analyze_model
-    if not os.path.exists(args.path):
-        raise ValueError(f"no run folder or checkpoint at {args.path}")
+def run_analyze(args) -> int:
+    from ..network import load_model
     from ..runlock import hold
+    from .trained import analyze_model
+    if not os.path.exists(args.path):
+        raise UserError(f"no run folder or checkpoint at {args.path}")
     model, config = load_model(args.path)
     out = Path(args.out) if args.out else default_analysis_dir(args.path)
     extra = {"source": str(args.path)}

@@ -1,5 +1,5 @@
 """Publication-quality figures (Agg canvas, no pyplot state): Figure 1(b, c), Proposition 2,
-and the per-model inspection plots used by :func:`nnrnn.analysis.inspect.analyze_model`.
+and the per-model inspection plots used by :func:`nnrnn.analysis.trained.analyze_model`.
 
 Every function writes one PNG and returns its path.  Figures are sized for a page
 width of ~7 in (one panel row ≈ 3 in high) with fonts ≥ 9 pt.

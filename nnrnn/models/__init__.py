@@ -1,4 +1,8 @@
-"""The recurrent models of the paper behind one constructor, :func:`create`."""
+"""The recurrent models of the paper behind one constructor, :func:`create`.
+
+Adding a model is one file in this package (a subclass of :class:`~nnrnn.models.base.RecurrentModel` for a
+non-gated one) and one line in :data:`MODELS`.
+"""
 from __future__ import annotations
 
 import math
@@ -6,6 +10,7 @@ import math
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..errors import OptionError
 from ..parametrizations import MatrixExpOrthogonal, SchurForm
 from .base import RecurrentModel
 from .eurnn import EURNN
@@ -25,14 +30,16 @@ MODELS: dict[str, type[nn.Module]] = {
 
 
 def model_class(name: str) -> type[nn.Module]:
+    """The class of model ``name``; an OptionError (a ValueError) listing the names for an unknown one."""
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+        raise OptionError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     return MODELS[name]
 
 
-def create(name: str, input_size: int, hidden_size: int, **options) -> nn.Module:
-    """Build model ``name`` (one of :data:`MODELS`) with torch.nn.RNN's forward contract."""
-    return model_class(name)(input_size, hidden_size, **options)
+def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn.Module:
+    """Build model ``name`` (one of :data:`MODELS`): the rest of torch.nn.RNN's arguments follow in its order
+    (``num_layers``, …; torch.nn.LSTM's for ``"lstm"``), then the model's own keywords."""
+    return model_class(name)(input_size, hidden_size, *args, **options)
 
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:

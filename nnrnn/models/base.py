@@ -57,7 +57,11 @@ from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
 
 IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def cell_suffix(layer: int, direction: int) -> str:
+    """The parameter-name suffix torch gives one layer and direction: '_l0', '_l1_reverse', …"""
+    return f"_l{layer}" + ("_reverse" if direction else "")
 
 
 def check_size(name: str, value) -> int:
@@ -113,6 +117,10 @@ class RecurrentModel(nn.Module):
     """
 
     implementation = "fused"
+    # The options of a training configuration this model's constructor takes (nnrnn.config.model_options),
+    # and the orthogonal initialisation schemes its ``init`` accepts (empty: it has no ``init``).
+    CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")
+    INITS: tuple[str, ...] = ()
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
@@ -133,7 +141,7 @@ class RecurrentModel(nn.Module):
         self.bias = bias
         factory = {"device": device, "dtype": dtype}
         directions = 2 if bidirectional else 1
-        self.cells = [f"_l{layer}" + ("_reverse" if d else "") for layer in range(num_layers) for d in range(directions)]
+        self.cells = [cell_suffix(layer, d) for layer in range(num_layers) for d in range(directions)]
         self._v_cache: dict = {}
         for index, suffix in enumerate(self.cells):
             layer_input = input_size if index < directions else hidden_size * directions
@@ -145,14 +153,20 @@ class RecurrentModel(nn.Module):
             self._make_recurrent(suffix, factory)
         self._reset_shared()
 
+    @property
+    def num_directions(self) -> int:
+        """D: 2 if bidirectional else 1."""
+        return 2 if self.bidirectional else 1
+
     # ------------------------------------------------------------------ subclass hooks
     def _make_recurrent(self, suffix: str, factory: dict) -> None:
         """Create and initialise the recurrent parameters of the cell named by ``suffix``."""
         raise NotImplementedError
 
     def _compose(self, suffix: str) -> torch.Tensor:
-        """V of the cell named by ``suffix`` (hidden_size × hidden_size), from its current parameters."""
-        raise NotImplementedError
+        """V of the cell named by ``suffix`` (hidden_size × hidden_size), from its current parameters: by
+        default the weight ``weight_hh{suffix}`` (composed by its parametrization, if it has one)."""
+        return getattr(self, "weight_hh" + suffix)
 
     def _reset_recurrent(self, suffix: str) -> None:
         """Re-draw the recurrent parameters of one cell by the model's initialisation."""
@@ -186,7 +200,7 @@ class RecurrentModel(nn.Module):
 
     def cell(self, layer: int = 0, direction: int = 0) -> str:
         """The parameter-name suffix of one layer and direction: '_l0', '_l1_reverse', …"""
-        directions = 2 if self.bidirectional else 1
+        directions = self.num_directions
         if not (0 <= layer < self.num_layers and 0 <= direction < directions):
             raise ValueError(f"layer must be in [0, {self.num_layers}) and direction in [0, {directions}); "
                              f"got layer={layer}, direction={direction}")
@@ -223,8 +237,8 @@ class RecurrentModel(nn.Module):
     @property
     def all_weights(self) -> list[list[torch.Tensor]]:
         """Per layer and direction, [weight_ih, V, bias_ih] (V composed), as torch.nn.RNN lists its own."""
-        return [[getattr(self, "weight_ih" + s), self.recurrent_matrix(i // (2 if self.bidirectional else 1),
-                                                                        i % (2 if self.bidirectional else 1))]
+        d = self.num_directions
+        return [[getattr(self, "weight_ih" + s), self.recurrent_matrix(i // d, i % d)]
                 + ([getattr(self, "bias_ih" + s)] if self.bias else []) for i, s in enumerate(self.cells)]
 
     # ------------------------------------------------------------------ forward
@@ -244,7 +258,7 @@ class RecurrentModel(nn.Module):
             raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype} "
                             f"(convert one of them, e.g. input.to({dtype}) or model.to({x.dtype}))")
         x = x.to(dtype)
-        directions = 2 if self.bidirectional else 1
+        directions = self.num_directions
         batch = x.shape[1]
         hx = self._check_hx(hx, batch, unbatched, x, dtype)
         last = None if lengths is None else (lengths - 1).to(x.device)
@@ -293,7 +307,7 @@ class RecurrentModel(nn.Module):
         return weight.dtype
 
     def _check_hx(self, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        layers = self.num_layers * (2 if self.bidirectional else 1)
+        layers = self.num_layers * self.num_directions
         if hx is None:
             return x.new_zeros(layers, batch, self.hidden_size)
         if not isinstance(hx, torch.Tensor):
@@ -315,18 +329,21 @@ class RecurrentModel(nn.Module):
         return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
     # ------------------------------------------------------------------ description
-    @staticmethod
-    def shared_parameter_count(input_size: int, hidden_size: int, bias: bool, nonlinearity, num_layers: int,
-                               bidirectional: bool) -> int:
-        """Input weights, biases and modReLU biases of every layer and direction."""
+    @classmethod
+    def parameter_count(cls, input_size: int, hidden_size: int, bias: bool = True, nonlinearity="modrelu",
+                        num_layers: int = 1, bidirectional: bool = False, **options) -> int:
+        """Free parameters: input weights, biases and modReLU biases of every layer and direction, plus
+        each cell's :meth:`recurrent_parameter_count`."""
         d = 2 if bidirectional else 1
         per_cell = hidden_size * bool(bias) + hidden_size * (check_nonlinearity(nonlinearity) == "modrelu")
         inputs = hidden_size * input_size + (num_layers - 1) * hidden_size * d * hidden_size
-        return d * (inputs + num_layers * per_cell)
+        cells = num_layers * d
+        return d * (inputs + num_layers * per_cell) + cells * cls.recurrent_parameter_count(hidden_size, **options)
 
-    @staticmethod
-    def cells_count(num_layers: int, bidirectional: bool) -> int:
-        return num_layers * (2 if bidirectional else 1)
+    @classmethod
+    def recurrent_parameter_count(cls, hidden_size: int, **options) -> int:
+        """Free parameters of one cell's V (its degrees of freedom: a constrained V counts its factors')."""
+        raise NotImplementedError
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"

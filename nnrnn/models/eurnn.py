@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from ..kernels import first_order_only
+from ..kernels import LOW_PRECISION, eager_or_traced, first_order_only
 from .base import RecurrentModel
 
 
@@ -135,12 +135,31 @@ givens_product_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
 class EURNN(RecurrentModel):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = R_{L-1} ⋯ R_0 a product of ``capacity`` Givens layers.
+    r"""EURNN (Jing et al. 2017), the real orthogonal tunable-space version: each layer and direction computes
 
-    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's), then ``capacity``
-    (layers L; default max(2, hidden_size // 2)).  Per layer and direction the angles are
-    ``even_angles_l{k}`` (⌈L/2⌉ × ⌊N/2⌋) and ``odd_angles_l{k}`` (⌊L/2⌋ × ⌊(N-1)/2⌋), U(-π, π).
+    .. math::
+        h_t = \phi(V h_{t-1} + W_{ih} x_t + b), \qquad V = R_{L-1} \cdots R_1 R_0,
+
+    each R_ℓ a layer of 2×2 Givens rotations of unit pairs (0,1), (2,3), … (ℓ even) or (1,2), (3,4), …
+    (ℓ odd), each pair by its own angle, so V is exactly orthogonal for any angles.
+
+    Args:
+        input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
+            device, dtype: as :class:`~nnrnn.NonNormalRNN` (torch.nn.RNN's, modReLU by default).
+        capacity: L, the number of Givens layers (default max(2, hidden_size // 2)).
+        input_init, bias_init: schemes of :mod:`nnrnn.models.init`.
+
+    Inputs and outputs: as :class:`~nnrnn.NonNormalRNN`: ``input`` (L, B, N_in) (or batch-first,
+    unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n`` like h_0.
+
+    Attributes:
+        weight_ih_l[k], bias_ih_l[k], modrelu_bias_l[k]: as :class:`~nnrnn.NonNormalRNN`.
+        even_angles_l[k]: (⌈L/2⌉, ⌊N/2⌋), U(-π, π).
+        odd_angles_l[k]: (⌊L/2⌋, ⌊(N-1)/2⌋), U(-π, π).
+        weight_hh_l[k]: V (N, N), composed from the angles on access; it cannot be assigned.
     """
+
+    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("capacity",)
 
     def __init__(self, *args, capacity: int | None = None, **kwargs):
         if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0):
@@ -165,8 +184,8 @@ class EURNN(RecurrentModel):
 
     def _compose(self, suffix):
         even, odd = getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)
-        product = givens_product_op if torch.compiler.is_compiling() else GivensProduct.apply
-        if even.dtype in (torch.float16, torch.bfloat16):  # composed in float32, then rounded once
+        product = eager_or_traced(GivensProduct, givens_product_op)
+        if even.dtype in LOW_PRECISION:  # composed in float32, then rounded once
             return product(even.float(), odd.float(), self.hidden_size).to(even.dtype)
         return product(even, odd, self.hidden_size)
 
@@ -197,10 +216,7 @@ class EURNN(RecurrentModel):
         return super().extra_repr() + (f", capacity={self._capacity_option}" if self._capacity_option else "")
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
-                        bidirectional=False, capacity=None, **_) -> int:
+    def recurrent_parameter_count(cls, hidden_size, capacity=None, **_) -> int:
         n = hidden_size
         layers = default_capacity(n) if capacity is None else capacity
-        angles = (layers + 1) // 2 * (n // 2) + layers // 2 * ((n - 1) // 2)
-        return (cls.shared_parameter_count(input_size, n, bias, nonlinearity, num_layers, bidirectional)
-                + cls.cells_count(num_layers, bidirectional) * angles)
+        return (layers + 1) // 2 * (n // 2) + layers // 2 * ((n - 1) // 2)

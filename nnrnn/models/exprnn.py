@@ -3,24 +3,41 @@ from __future__ import annotations
 
 import torch
 
-from ..parametrizations import orthogonal
-from ..parametrizations.orthogonal import INITS, init_skew_
+from ..parametrizations import INITS, check_init, orthogonal
+from ..parametrizations.orthogonal import init_skew_
 from .base import RecurrentModel
 
 
 class ExpRNN(RecurrentModel):
-    """h_t = φ(exp(A) h_{t-1} + W_ih x_t + b), φ = modReLU by default.
+    r"""expRNN (Lezcano-Casado & Martínez-Rubio 2019): each layer and direction computes
 
-    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's), then ``init``:
-    'henaff', 'cayley' or 'random' for the skew-symmetric A, whose free entries live in
-    ``parametrizations.weight_hh_l{k}.original``, and ``dynamic``: V = B exp(A) with a base moved by
-    :func:`nnrnn.parametrizations.rebase_` (off, as in the paper, by default).
+    .. math::
+        h_t = \phi(\exp(A) h_{t-1} + W_{ih} x_t + b),
+
+    A skew-symmetric, so V = exp(A) is orthogonal (det +1) after any update.
+
+    Args:
+        input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
+            device, dtype: as :class:`~nnrnn.NonNormalRNN` (torch.nn.RNN's, modReLU by default).
+        init: A's initialisation: ``'henaff'`` (default), ``'cayley'`` or ``'random'``.
+        dynamic: V = B exp(A) with a base moved by :func:`nnrnn.parametrizations.rebase_` (off, as in
+            the paper).
+        input_init, bias_init: schemes of :mod:`nnrnn.models.init`.
+
+    Inputs and outputs: as :class:`~nnrnn.NonNormalRNN`: ``input`` (L, B, N_in) (or batch-first,
+    unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n`` like h_0.
+
+    Attributes:
+        weight_ih_l[k], bias_ih_l[k], modrelu_bias_l[k]: as :class:`~nnrnn.NonNormalRNN`.
+        weight_hh_l[k]: V (N, N) = exp(A), composed on access; A's free entries are the strict lower
+            triangle of ``parametrizations.weight_hh_l[k].original`` (N × N).
     """
 
+    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "dynamic")
+    INITS = INITS
+
     def __init__(self, *args, init: str = "henaff", dynamic: bool = False, **kwargs):
-        if init not in INITS:
-            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        self.init, self.dynamic = init, bool(dynamic)
+        self.init, self.dynamic = check_init(init), bool(dynamic)
         super().__init__(*args, **kwargs)
 
     def _make_recurrent(self, suffix, factory):
@@ -33,15 +50,10 @@ class ExpRNN(RecurrentModel):
         init_skew_(plist.original, self.init)
         plist[0].reset_base_()
 
-    def _compose(self, suffix):
-        return getattr(self, "weight_hh" + suffix)
-
     def _recurrent_parameters(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
         return [plist.original] + ([plist[0].base] if self.dynamic else [])
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
-                        bidirectional=False, **_) -> int:
-        return (cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity, num_layers, bidirectional)
-                + cls.cells_count(num_layers, bidirectional) * hidden_size * (hidden_size - 1) // 2)
+    def recurrent_parameter_count(cls, hidden_size, **_) -> int:
+        return hidden_size * (hidden_size - 1) // 2

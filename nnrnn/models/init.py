@@ -18,9 +18,6 @@ import math
 import torch
 from torch import nn
 
-SCHEMES = ("xavier", "kaiming", "uniform", "uniform:A", "zeros")
-
-
 def check_scheme(name: str, spec) -> str:
     """``spec`` if it names a scheme, else a ValueError naming the option ``name``."""
     if isinstance(spec, str):

@@ -1,44 +1,72 @@
 """LSTM baseline: ``torch.nn.LSTM`` (fused kernels) with the paper's or the release's initialisation."""
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
 
 from ..kernels import autocast_enabled
-from .base import check_input, check_size
+from .base import cell_suffix, check_input, check_size
 from .init import init_
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
-INITS = ("glorot", "concat")
+INITS = ("xavier", "concat")
+RENAMED_INITS = {"glorot": "xavier"}  # an earlier name, still accepted with a warning
+
+
+def check_lstm_init(init) -> str:
+    """``init`` as one of :data:`INITS` (an earlier name is translated with a FutureWarning), else a
+    ValueError."""
+    if init in RENAMED_INITS:
+        warnings.warn(f"the LSTM's init {init!r} is now called {RENAMED_INITS[init]!r}; {init!r} will be removed",
+                      FutureWarning, stacklevel=3)
+        return RENAMED_INITS[init]
+    if init not in INITS:
+        raise ValueError(f"init must be 'xavier' or 'concat' for the LSTM; got {init!r}")
+    return init
 
 
 class LSTM(nn.LSTM):
-    """``torch.nn.LSTM`` with the paper's Glorot-normal initialisation; takes torch.nn.LSTM's arguments
-    (``input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-    bidirectional=False, proj_size=0, device=None, dtype=None``), then ``init``:
+    r"""``torch.nn.LSTM`` (its fused kernels and equations) with the paper's or the release's initialisation.
 
-    * ``"glorot"``: each gate's input block and recurrent block Glorot normal on its own, zero biases.
-    * ``"concat"``: what the authors' released code does, whose LSTM computes each gate as one
-      ``nn.Linear`` of the concatenated [h, x]: each gate's N × (N + I) weight Glorot normal as a
-      whole (std sqrt(2 / (2N + I))), its single bias U(±1/sqrt(N + I)).  torch's fused LSTM has two
-      biases per gate; with "concat" the recurrent ones (``bias_hh_l*``) are held at zero and not
-      trained, so the parameters are the release's.
+    Args:
+        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, proj_size,
+            device, dtype: torch.nn.LSTM's, in its order.
+        init: ``'xavier'`` (default): each gate's input block and recurrent block Glorot normal on its
+            own, zero biases (the paper's).  ``'concat'``: what the authors' released code does, whose
+            LSTM computes each gate as one ``nn.Linear`` of the concatenated [h, x]: each gate's
+            N × (N + I) weight Glorot normal as a whole (std sqrt(2 / (2N + I))), its single bias
+            U(±1/sqrt(N + I)); torch's second bias per gate (``bias_hh_l*``) is held at zero and not
+            trained, so the parameters are the release's.  (``'glorot'`` is the earlier name of
+            ``'xavier'``.)
 
-    The state is torch's tuple ``(h, c)``: ``forward(input, hx=None)`` returns ``(output, (h_n, c_n))``.
+    Inputs: input, (h_0, c_0); Outputs: output, (h_n, c_n): torch.nn.LSTM's, with the same shapes:
+    ``input`` (L, B, N_in) (or batch-first, unbatched, packed), ``h_0``/``c_0`` (D·num_layers, B, N)
+    → ``output`` (L, B, D·N).
+
+    Attributes: torch.nn.LSTM's (``weight_ih_l[k]`` (4N, N_in), ``weight_hh_l[k]`` (4N, N), ``bias_ih_l[k]``,
+    ``bias_hh_l[k]`` (4N)), gates in torch's order (input, forget, cell, output).
     """
+
+    CONFIG_OPTIONS = ("init", "bias")
+    INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
-                 device=None, dtype=None, *, init: str = "glorot"):
+                 device=None, dtype=None, *, init: str = "xavier"):
         check_size("input_size", input_size)
         check_size("hidden_size", hidden_size)
         check_size("num_layers", num_layers)
-        if init not in INITS:
-            raise ValueError(f"init must be 'glorot' or 'concat' for the LSTM; got {init!r}")
-        self.init = init
+        self.init = check_lstm_init(init)
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
                          dropout=dropout, bidirectional=bidirectional, proj_size=proj_size, device=device,
                          dtype=dtype)
+
+    @property
+    def num_directions(self) -> int:
+        """D: 2 if bidirectional else 1."""
+        return 2 if self.bidirectional else 1
 
     def reset_parameters(self) -> None:
         """Re-draw every weight by ``init`` (torch.nn.LSTM calls this from its constructor)."""
@@ -48,7 +76,7 @@ class LSTM(nn.LSTM):
             for suffix in self._cell_suffixes():
                 weight_ih, weight_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
                 for gate_ih, gate_hh in zip(weight_ih.chunk(4), weight_hh.chunk(4)):
-                    if self.init == "glorot":
+                    if self.init == "xavier":
                         init_(gate_ih, "xavier")
                         init_(gate_hh, "xavier")
                     else:
@@ -57,10 +85,10 @@ class LSTM(nn.LSTM):
                         gate_ih.copy_(gate[:, gate_hh.shape[1]:])
                 if self.bias:
                     fan_in = weight_ih.shape[1] + weight_hh.shape[1]
-                    init_(getattr(self, "bias_ih" + suffix), "zeros" if self.init == "glorot" else "uniform",
+                    init_(getattr(self, "bias_ih" + suffix), "zeros" if self.init == "xavier" else "uniform",
                           fan_in=fan_in)
                     getattr(self, "bias_hh" + suffix).zero_()
-                    getattr(self, "bias_hh" + suffix).requires_grad_(self.init == "glorot")
+                    getattr(self, "bias_hh" + suffix).requires_grad_(self.init == "xavier")
 
     def _cell_suffixes(self) -> list[str]:
         """One suffix per layer and direction ("_l0", "_l0_reverse", "_l1", …), from torch's parameter names."""
@@ -87,7 +115,7 @@ class LSTM(nn.LSTM):
         costs a fraction of building the fused sequence kernel for a single step."""
         unbatched = input.dim() == 2
         x = input.reshape(-1, input.shape[-1])  # (B, I): one step
-        directions = 2 if self.bidirectional else 1
+        directions = self.num_directions
         cells = self.num_layers * directions
         if hx is None:
             h0 = c0 = x.new_zeros(cells, x.shape[0], self.hidden_size)
@@ -97,7 +125,7 @@ class LSTM(nn.LSTM):
         for layer in range(self.num_layers):
             outputs = []
             for d in range(directions):
-                suffix, i = f"_l{layer}" + ("_reverse" if d else ""), layer * directions + d
+                suffix, i = cell_suffix(layer, d), layer * directions + d
                 bias = (getattr(self, "bias_ih" + suffix), getattr(self, "bias_hh" + suffix)) if self.bias \
                     else (None, None)
                 h, c = torch._VF.lstm_cell(x, (h0[i], c0[i]), getattr(self, "weight_ih" + suffix),
@@ -120,19 +148,23 @@ class LSTM(nn.LSTM):
             return
         if not (isinstance(hx, (tuple, list)) and len(hx) == 2 and all(isinstance(h, torch.Tensor) for h in hx)):
             raise TypeError(f"hx must be a tuple (h_0, c_0) of tensors or None; got {type(hx).__name__}")
-        layers = self.num_layers * (2 if self.bidirectional else 1)
+        layers = self.num_layers * self.num_directions
         batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
         for name, h, width in (("h_0", hx[0], self.proj_size or self.hidden_size), ("c_0", hx[1], self.hidden_size)):
             expected = (layers, *batch, width)
             if tuple(h.shape) != expected:
                 raise ValueError(f"{name} must have shape {expected}; got {tuple(h.shape)}")
 
-    def recurrent_matrix(self, gate: str = "cell", layer: int = 0, direction: int = 0) -> torch.Tensor:
-        """The hidden-to-hidden block of one gate ('input', 'forget', 'cell' or 'output') of one layer and
-        direction."""
+    def recurrent_matrix(self, layer: int = 0, direction: int = 0, gate: str = "cell") -> torch.Tensor:
+        """The hidden-to-hidden block (N × N) of one gate ('input', 'forget', 'cell' or 'output') of one layer and
+        direction; the layer and direction come first, as every other model's ``recurrent_matrix``."""
+        if isinstance(layer, str):  # the earlier order, recurrent_matrix(gate, layer, direction)
+            warnings.warn("LSTM.recurrent_matrix(gate, layer, direction) is now recurrent_matrix(layer, direction, "
+                          "gate=...)", FutureWarning, stacklevel=2)
+            layer, direction, gate = (direction, gate if isinstance(gate, int) else 0, layer)
         if gate not in GATES:
             raise ValueError(f"gate must be one of {', '.join(GATES)}; got {gate!r}")
-        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        suffix = cell_suffix(layer, direction)
         if not hasattr(self, "weight_hh" + suffix):
             raise ValueError(f"this LSTM has no layer {layer}, direction {direction}")
         return getattr(self, "weight_hh" + suffix).chunk(4)[GATES.index(gate)]
@@ -141,7 +173,7 @@ class LSTM(nn.LSTM):
         return self.weight_hh_l0.new_zeros(())
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, init="glorot", num_layers=1, bidirectional=False,
+    def parameter_count(cls, input_size, hidden_size, bias=True, init="xavier", num_layers=1, bidirectional=False,
                         proj_size=0, **_) -> int:
         if proj_size:
             raise ValueError("parameter_count does not count an LSTM with proj_size; count model.parameters()")

@@ -3,36 +3,72 @@ from __future__ import annotations
 
 import torch
 
-from ..parametrizations import free_triangular_entries, schur
-from ..parametrizations.orthogonal import INITS
+from ..parametrizations import INITS, check_init, free_triangular_entries, schur
 from .base import RecurrentModel
 
 
 class NonNormalRNN(RecurrentModel):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b),  V = P (Λ + T) Pᵀ, per layer and direction.
+    r"""The non-normal RNN (nnRNN) of Kerg, Goyette et al. (2019): for each element of the input sequence,
+    each layer and direction computes
 
-    Arguments as :class:`~nnrnn.models.base.RecurrentModel`, which are torch.nn.RNN's in its order
-    (``NonNormalRNN(input_size, hidden_size, num_layers=1, nonlinearity="modrelu", bias=True,
-    batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None)``; the default
-    nonlinearity is the paper's modReLU), then these keywords:
+    .. math::
+        h_t = \phi(V h_{t-1} + W_{ih} x_t + b), \qquad V = P (\Lambda + T) P^\top
 
-    * ``init``: P's scheme, 'cayley' (default), 'henaff' or 'random'; θ ~ U(0, 2π), γ = 1, T = 0;
-    * ``triangular``: T strictly lower triangular, "strict" (the paper's, default), or "block";
-    * ``generator``: a ``torch.Generator`` for a reproducible P, θ;
-    * ``dynamic``: P = B exp(A) with a base B moved by :func:`nnrnn.parametrizations.rebase_`
-      (dynamic trivialization; off, as in the paper, by default);
-    * ``input_init``, ``bias_init``: see :mod:`nnrnn.models.init`.
+    with P = exp(A) orthogonal (A skew-symmetric), Λ = blockdiag(γ_i R(θ_i)) (R(θ) a 2×2 rotation) and
+    T strictly lower triangular.  The eigenvalues of Λ + T are γ_i e^{±iθ_i} (with ``triangular="block"``
+    also those of V throughout training), so the spectrum is controlled while T adds non-normal
+    (transient) dynamics.  φ is the paper's modReLU by default.
 
-    P = exp(A) orthogonal (A skew-symmetric, expRNN) and Λ = blockdiag(γ_i R(θ_i)); see
-    :mod:`nnrnn.parametrizations.schur` for the exact form and odd sizes.  With
-    ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.
+    Args:
+        input_size: the number of expected features in the input x.
+        hidden_size: the number of features in the hidden state h (N).
+        num_layers: number of stacked recurrent layers. Default: 1.
+        nonlinearity: ``'modrelu'`` (default), ``'tanh'``, ``'relu'`` or ``None`` (identity).
+        bias: if ``False``, the layer has no input bias b. Default: ``True``.
+        batch_first: if ``True``, input and output are (batch, seq, feature). Default: ``False``.
+        dropout: dropout on the outputs of each layer except the last. Default: 0.
+        bidirectional: if ``True``, a bidirectional RNN. Default: ``False``.
+        device, dtype: factory keywords, as torch's.
+        init: P's initial skew generator: ``'cayley'`` (default), ``'henaff'`` or ``'random'``;
+            θ ~ U(0, 2π), γ = 1, T = 0.
+        triangular: the shape of T: ``'strict'`` (the paper's, default) or ``'block'`` (the in-block
+            entries held at zero, so V's eigenvalues stay exactly γ_i e^{±iθ_i}).
+        generator: a ``torch.Generator`` for reproducible P and θ.
+        dynamic: P = B exp(A) with a base B moved by :func:`nnrnn.parametrizations.rebase_` (dynamic
+            trivialization; off, as in the paper).
+        input_init, bias_init: schemes of :mod:`nnrnn.models.init` for W_ih (Glorot normal) and b (zeros).
+
+    Inputs: input, h_0
+        * **input**: (L, N_in) unbatched, (L, B, N_in), or (B, L, N_in) with ``batch_first``; or a
+          ``PackedSequence``.
+        * **h_0**: (D·num_layers, N) or (D·num_layers, B, N); zeros if omitted.
+
+    Outputs: output, h_n
+        * **output**: (L, D·N), (L, B, D·N) or (B, L, D·N); packed in, packed out.
+        * **h_n**: shaped like h_0: the final state of every layer and direction.
+
+    where L is the sequence length, B the batch size, N_in ``input_size``, N ``hidden_size`` and
+    D = 2 if bidirectional else 1.
+
+    Attributes:
+        weight_ih_l[k]: (N, N_in) for k = 0, else (N, D·N); ``input_init``.
+        bias_ih_l[k]: (N); ``bias_init``.
+        modrelu_bias_l[k]: (N), U(-0.01, 0.01) (modReLU only).
+        weight_hh_l[k]: V (N, N), composed from its factors on access (it cannot be assigned): P's skew
+            generator ``parametrizations.weight_hh_l[k].original`` and ``theta`` (N//2), ``gamma``
+            (⌈N/2⌉), ``lower`` (N × N, masked to T) of the :class:`~nnrnn.parametrizations.SchurForm`
+            ``parametrizations.weight_hh_l[k][0]``.  The reverse direction's names end in ``_reverse``.
+
+    With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.  Train P's generator at
+    its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
     """
+
+    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic")
+    INITS = INITS
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",
                  generator: torch.Generator | None = None, dynamic: bool = False, **kwargs):
-        if init not in INITS:
-            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        self.init, self.triangular, self._generator, self.dynamic = init, triangular, generator, bool(dynamic)
+        self.init, self.triangular, self._generator, self.dynamic = check_init(init), triangular, generator, bool(dynamic)
         super().__init__(*args, **kwargs)
         del self._generator  # only needed while the factors are drawn; not picklable
 
@@ -44,9 +80,6 @@ class NonNormalRNN(RecurrentModel):
     def _reset_recurrent(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
         plist[0].reset_(plist.original)
-
-    def _compose(self, suffix):
-        return getattr(self, "weight_hh" + suffix)
 
     def _recurrent_parameters(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
@@ -75,9 +108,6 @@ class NonNormalRNN(RecurrentModel):
         return sum(self.parametrizations["weight_hh" + s][0].regularization(delta, t_decay) for s in self.cells)
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
-                        bidirectional=False, triangular="strict", **_) -> int:
+    def recurrent_parameter_count(cls, hidden_size, triangular="strict", **_) -> int:
         n = hidden_size
-        per_cell = n * (n - 1) // 2 + free_triangular_entries(n, triangular) + n // 2 + (n + 1) // 2
-        return (cls.shared_parameter_count(input_size, n, bias, nonlinearity, num_layers, bidirectional)
-                + cls.cells_count(num_layers, bidirectional) * per_cell)
+        return n * (n - 1) // 2 + free_triangular_entries(n, triangular) + n // 2 + (n + 1) // 2

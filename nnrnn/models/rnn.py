@@ -5,16 +5,31 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..parametrizations import INITS, check_init
 from ..parametrizations.expm import expm_skew
-from ..parametrizations.orthogonal import INITS, init_skew_, skew
+from ..parametrizations.orthogonal import init_skew_, skew
 from .base import RecurrentModel
 
 
 class VanillaRNN(RecurrentModel):
-    """h_t = φ(V h_{t-1} + W_ih x_t + b), V = ``weight_hh_l{k}`` free, Glorot normal.
+    r"""An unconstrained RNN: each layer and direction computes
 
-    Arguments as :class:`~nnrnn.models.base.RecurrentModel` (torch.nn.RNN's); nonlinearity defaults to
-    the paper's modReLU.
+    .. math::
+        h_t = \phi(V h_{t-1} + W_{ih} x_t + b),
+
+    V = ``weight_hh_l[k]`` a free (N, N) parameter, Glorot normal at initialisation.
+
+    Args:
+        input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
+            device, dtype: as :class:`~nnrnn.NonNormalRNN` (torch.nn.RNN's, modReLU by default).
+        input_init, bias_init: schemes of :mod:`nnrnn.models.init`.
+
+    Inputs and outputs: as :class:`~nnrnn.NonNormalRNN`: ``input`` (L, B, N_in) (or batch-first,
+    unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n`` like h_0.
+
+    Attributes:
+        weight_ih_l[k], bias_ih_l[k], modrelu_bias_l[k]: as :class:`~nnrnn.NonNormalRNN`.
+        weight_hh_l[k]: V (N, N), Glorot normal.
     """
 
     def _make_recurrent(self, suffix, factory):
@@ -25,31 +40,28 @@ class VanillaRNN(RecurrentModel):
     def _reset_recurrent(self, suffix):
         nn.init.xavier_normal_(getattr(self, "weight_hh" + suffix))
 
-    def _compose(self, suffix):
-        return getattr(self, "weight_hh" + suffix)
-
     def _recurrent_parameters(self, suffix):
         return [getattr(self, "weight_hh" + suffix)]
 
     @classmethod
-    def parameter_count(cls, input_size, hidden_size, bias=True, nonlinearity="modrelu", num_layers=1,
-                        bidirectional=False, **_) -> int:
-        return (cls.shared_parameter_count(input_size, hidden_size, bias, nonlinearity, num_layers, bidirectional)
-                + cls.cells_count(num_layers, bidirectional) * hidden_size ** 2)
+    def recurrent_parameter_count(cls, hidden_size, **_) -> int:
+        return hidden_size ** 2
 
 
 class OrthogonalInitRNN(VanillaRNN):
-    """As :class:`VanillaRNN`, with V orthogonal at initialisation only.
+    """As :class:`VanillaRNN` ("rnn-orth"), with V orthogonal at initialisation only, then trained freely.
 
-    ``init="random"``: Haar-random (``torch.nn.init.orthogonal_``); ``"cayley"``
-    or ``"henaff"``: exp of that scheme's skew-symmetric matrix (the paper's
-    PTB-300 setting uses Cayley).
+    Args (beyond :class:`VanillaRNN`'s):
+        init: ``'random'`` (default): Haar-random (``torch.nn.init.orthogonal_``); ``'cayley'`` or
+            ``'henaff'``: the exponential of that scheme's skew-symmetric matrix (the paper's PTB-300
+            setting uses Cayley).
     """
 
+    CONFIG_OPTIONS = VanillaRNN.CONFIG_OPTIONS + ("init",)
+    INITS = INITS
+
     def __init__(self, *args, init: str = "random", **kwargs):
-        if init not in INITS:
-            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-        self.init = init
+        self.init = check_init(init)
         super().__init__(*args, **kwargs)
 
     def _reset_recurrent(self, suffix):
@@ -58,5 +70,5 @@ class OrthogonalInitRNN(VanillaRNN):
             if self.init == "random":
                 nn.init.orthogonal_(weight)
             else:
-                generator = init_skew_(torch.empty(weight.shape, dtype=torch.float64), self.init)
-                weight.copy_(expm_skew(skew(generator)))
+                log = init_skew_(torch.empty(weight.shape, dtype=torch.float64), self.init)
+                weight.copy_(expm_skew(skew(log)))

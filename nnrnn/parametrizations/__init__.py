@@ -1,9 +1,8 @@
 """Constraints on square weights, as ``torch.nn.utils.parametrize`` parametrizations."""
 from .expm import expm_skew
-from .orthogonal import INITS, MatrixExpOrthogonal, OrthogonalFactor, init_skew_, orthogonal, rebase_, skew
-from .schur import (TRIANGULAR, SchurForm, block_triangular_mask, free_triangular_entries, rotation_blocks, schur,
-                    triangular_mask)
+from .orthogonal import INITS, check_init, MatrixExpOrthogonal, OrthogonalFactor, init_skew_, orthogonal, rebase_, skew
+from .schur import TRIANGULAR, SchurForm, free_triangular_entries, rotation_blocks, schur, triangular_mask
 
-__all__ = ["INITS", "MatrixExpOrthogonal", "OrthogonalFactor", "SchurForm", "TRIANGULAR", "block_triangular_mask", "expm_skew",
+__all__ = ["INITS", "MatrixExpOrthogonal", "OrthogonalFactor", "SchurForm", "TRIANGULAR", "check_init", "expm_skew",
            "free_triangular_entries", "init_skew_", "orthogonal", "rebase_", "rotation_blocks", "schur", "skew",
            "triangular_mask"]

@@ -29,12 +29,11 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from ..kernels import matmul
+from ..kernels import LOW_PRECISION, matmul
 from .expm import expm_skew
 from .registration import check_unconstrained, register
 
 INITS = ("henaff", "cayley", "random")
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def skew(x: torch.Tensor) -> torch.Tensor:
@@ -88,11 +87,16 @@ def log_orthogonal_(x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 INIT_FUNCTIONS = {"henaff": henaff_, "cayley": cayley_, "random": random_orthogonal_}
 
 
-def init_skew_(x: torch.Tensor, init: str, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Fill the generator ``x`` with one of :data:`INITS`."""
+def check_init(init) -> str:
+    """``init`` if it names one of :data:`INITS`, else a ValueError listing them."""
     if init not in INIT_FUNCTIONS:
         raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-    return INIT_FUNCTIONS[init](x, generator)
+    return init
+
+
+def init_skew_(x: torch.Tensor, init: str, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Fill the generator ``x`` with one of :data:`INITS`."""
+    return INIT_FUNCTIONS[check_init(init)](x, generator)
 
 
 class OrthogonalFactor(nn.Module):
@@ -204,8 +208,8 @@ def orthogonal(module: nn.Module, name: str = "weight", init: str | None = "hena
     :class:`OrthogonalFactor`).
     """
     weight = square_weight(module, name, "orthogonal()")
-    if init is not None and init not in INIT_FUNCTIONS:
-        raise ValueError(f"init must be one of {', '.join(INITS)} or None; got {init!r}")
+    if init is not None:
+        check_init(init)
     check_unconstrained(module, name, "orthogonal()")
     if init is not None:
         with torch.no_grad():  # a rotation, so right_inverse accepts it; replaced just below

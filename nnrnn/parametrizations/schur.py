@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..kernels import autocast_off, matmul
-from .orthogonal import INITS, LOW_PRECISION, OrthogonalFactor, init_skew_, skew, square_weight
+from .orthogonal import LOW_PRECISION, OrthogonalFactor, check_init, init_skew_, square_weight
 from .registration import register
 
 
@@ -54,11 +54,6 @@ def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device
         idx = torch.arange(0, n - 1, 2, device=device)
         mask[idx + 1, idx] = False
     return mask.to(dtype)
-
-
-def block_triangular_mask(n: int, dtype=torch.bool, device=None) -> torch.Tensor:
-    """1 where a strictly lower block-triangular T may be non-zero."""
-    return triangular_mask(n, "block", dtype, device)
 
 
 def free_triangular_entries(n: int, triangular: str = "strict") -> int:
@@ -92,8 +87,7 @@ class SchurForm(OrthogonalFactor):
     def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
                  generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False):
         super().__init__(n, dynamic, dtype, device)
-        if init not in INITS:
-            raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+        check_init(init)
         check_triangular(triangular)
         self.n = n
         self.init = init
@@ -108,18 +102,13 @@ class SchurForm(OrthogonalFactor):
         self.register_buffer("mask", triangular_mask(n, triangular, **factory))
         self._applied = False
 
-    def orthogonal_factor(self, x: torch.Tensor) -> torch.Tensor:
-        return self.orthogonal(x)
-
     def triangular_factor(self) -> torch.Tensor:
+        """T: ``lower`` masked to the entries ``triangular`` leaves free."""
         return self.lower * self.mask
 
-    def normal_factor(self) -> torch.Tensor:
-        return rotation_blocks(self.theta, self.gamma, self.n)
-
     def factors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(P, Λ, T) with V = P (Λ + T) Pᵀ."""
-        return self.orthogonal_factor(x), self.normal_factor(), self.triangular_factor()
+        """(P, Λ, T) with V = P (Λ + T) Pᵀ, from P's generator storage ``x``."""
+        return self.orthogonal(x), rotation_blocks(self.theta, self.gamma, self.n), self.triangular_factor()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with autocast_off(x.device.type):  # V in the parameters' precision, also under autocast

@@ -9,6 +9,8 @@ import json
 from functools import cache
 from importlib import resources
 
+from ..errors import OptionError
+
 
 def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".json"))
@@ -17,7 +19,7 @@ def preset_names() -> list[str]:
 @cache
 def load(name: str) -> dict:
     if name not in preset_names():
-        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(preset_names())}")
+        raise OptionError(f"unknown preset {name!r}; choose one of {', '.join(preset_names())}")
     return json.loads(resources.files(__package__).joinpath(f"{name}.json").read_text())
 
 
@@ -31,8 +33,8 @@ def lookup(name: str, task: str, model: str, bptt: int | None = None) -> dict:
     key = table_key(task, bptt)
     if key not in preset:
         tables = ", ".join(k for k in preset if not k.startswith("_"))
-        raise ValueError(f"preset {name!r} has no settings for task {key!r}; it covers {tables}")
+        raise OptionError(f"preset {name!r} has no settings for task {key!r}; it covers {tables}")
     if model not in preset[key]:
-        raise ValueError(f"preset {name!r} has no settings for model {model!r} on {key}; "
+        raise OptionError(f"preset {name!r} has no settings for model {model!r} on {key}; "
                          f"it covers {', '.join(preset[key])}")
     return dict(preset[key][model])

@@ -1,8 +1,13 @@
-"""The paper's tasks, one module each (data, loss, metric), behind :func:`make_task`."""
+"""The paper's tasks, one module each (data, loss, metric), behind :func:`make_task`.
+
+Adding a task is one file in this package (a subclass of :class:`~nnrnn.tasks.base.Task`) and one line in
+:data:`TASKS`.
+"""
 from __future__ import annotations
 
 import importlib
 
+from ..errors import OptionError
 from .base import Batch, Task
 
 TASKS = {
@@ -15,7 +20,7 @@ TASKS = {
 
 def task_class(name: str) -> type[Task]:
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+        raise OptionError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
     module, cls = TASKS[name]
     return getattr(importlib.import_module(module), cls)
 

@@ -36,8 +36,9 @@ class Task:
     readout: str = "all"          # "all": a prediction at every step; "last": at the last step only
     token_inputs: bool = False     # inputs are token ids, which the trainer embeds or one-hot encodes
     vocab_size: int | None = None  # their vocabulary size (set by token tasks once the data is read)
-    steps_per_epoch: int | None = None  # None: fresh random batches, no epochs
-    has_epochs: bool = True        # False for tasks that draw fresh random batches (copy, adding)
+    steps_per_epoch: int | None = None  # updates per epoch, set once the data is read; None: no epochs
+    has_data_files: bool = True    # reads a fixed training set from files (--data-dir, epochs); False: fresh
+                                   # random batches each update (copy, adding)
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")
 
@@ -59,6 +60,14 @@ class Task:
         """One line for the log: what data this task trains on."""
         return self.name
 
+    def data_state(self) -> dict | None:
+        """What a checkpoint records of the data this task read (e.g. its vocabulary), so that
+        :meth:`check_data_state` can refuse to resume on other data; None for tasks that read no files."""
+        return None
+
+    def check_data_state(self, saved: dict) -> None:
+        """UserError if the data read now differs from the ``saved`` :meth:`data_state` of a checkpoint."""
+
 
 def accumulate(into: dict, stats: dict) -> dict:
     for name, (total, count) in stats.items():
@@ -74,7 +83,7 @@ class SyntheticTask(Task):
     """A task whose batches are drawn fresh from ``make_batch(T, batch_size, generator)``:
     training batch k from stream (seed, 0, k), evaluation batch i from (seed, 1 or 2, i)."""
 
-    has_epochs = False
+    has_data_files = False
 
     TRAIN, VALID, TEST = 0, 1, 2
 
