@@ -208,11 +208,11 @@ def test_analyze_model_writes_files_for_lstm(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def _parser(load_model=None):
+def _parser():
     parser = argparse.ArgumentParser(prog="nnrnn")
     sub = parser.add_subparsers(dest="command", required=True)
     add_theory_parser(sub)
-    add_analyze_parser(sub, load_model or (lambda path: (_nnrnn(8), {"model": "nnrnn"})))
+    add_analyze_parser(sub)
     return parser
 
 
@@ -235,9 +235,11 @@ def test_cli_theory_figures(tmp_path, capsys):
         assert (tmp_path / name).stat().st_size > 1000
 
 
-def test_cli_analyze(tmp_path, capsys):
+def test_cli_analyze(tmp_path, capsys, monkeypatch):
+    import nnrnn.network
     ckpt = tmp_path / "model.pt"
     ckpt.write_bytes(b"")
+    monkeypatch.setattr(nnrnn.network, "load_model", lambda path: (_nnrnn(8), {"model": "nnrnn"}))
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
     assert args.func(args) == 0
     out = tmp_path / "model-analysis"

@@ -13,7 +13,7 @@ import nnrnn
 from nnrnn import cli, runlock
 from nnrnn.parametrizations import orthogonal, schur
 
-SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402
 TINY = ["--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
 
 
@@ -81,7 +81,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--max-bad-steps", "0"], "max_bad_steps must be a positive integer"),
     (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
     (["train", "copy", "--model", "nnrnn", "--init", "glorot"], "init must be one of henaff, cayley, random"),
-    (["train", "copy", "--model", "lstm", "--init", "cayley"], "init must be 'glorot' or 'concat'"),
+    (["train", "copy", "--model", "lstm", "--init", "cayley"], "init must be one of xavier, concat for lstm"),
     (["train", "copy", "--input-init", "orthogonal"], "input_init must be one of"),
     (["train", "copy", "--readout-init", "uniform:-1"], "readout_init must be one of"),
     (["train", "copy", "--embedding", "-1"], "embedding must be a non-negative integer"),
@@ -154,6 +154,7 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_folder(capsys, tmp
     assert run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "busy", *TINY)[0] == 0  # released
 
 
+@pytest.mark.subprocess
 def test_a_killed_holders_lock_is_not_stale(tmp_path):
     import subprocess
     import sys
@@ -342,6 +343,7 @@ def bad_command(draw):
     return argv, draw(st.booleans()), draw(st.booleans())
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=bad_command())
 def test_random_bad_combinations_exit_2_and_touch_no_run(case, capsys, finished_run):

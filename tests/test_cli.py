@@ -6,6 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
+
+from nnrnn import config as config_module
+from nnrnn.runlog import read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,6 +33,7 @@ def nnrnn(*args, cwd=None):
     (["eval", "/nonexistent/run"], "no checkpoint"),
     (["frobnicate"], "invalid choice"),
 ])
+@pytest.mark.subprocess
 def test_user_errors_are_one_line_exit_2(args, needle, tmp_path):
     result = nnrnn(*args, cwd=tmp_path)  # a default --out (runs/TASK-MODEL) lands there, not in the checkout
     assert result.returncode == 2, result.stderr
@@ -37,6 +42,7 @@ def test_user_errors_are_one_line_exit_2(args, needle, tmp_path):
     assert needle in lines[0]
 
 
+@pytest.mark.subprocess
 def test_presets_lists_the_paper_tables():
     result = nnrnn("presets")
     assert result.returncode == 0
@@ -44,6 +50,7 @@ def test_presets_lists_the_paper_tables():
     assert "lr_orth=1e-06" in result.stdout  # nnRNN on copy, supplementary Table 4
 
 
+@pytest.mark.subprocess
 def test_kernels_says_which_loops_run_and_why_not():
     result = nnrnn("kernels")
     assert result.returncode == 0, result.stderr
@@ -53,6 +60,7 @@ def test_kernels_says_which_loops_run_and_why_not():
     assert "compiled recurrence loops: no, Python loops instead (NNRNN_CPP=0)" in off.stdout
 
 
+@pytest.mark.subprocess
 def test_train_then_eval_then_resume_into_changed_config(tmp_path):
     out = tmp_path / "run"
     result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",
@@ -68,6 +76,7 @@ def test_train_then_eval_then_resume_into_changed_config(tmp_path):
     assert changed.returncode == 2 and "hidden" in changed.stderr
 
 
+@pytest.mark.subprocess
 def test_corrupt_checkpoint_is_one_line(tmp_path):
     bad = tmp_path / "x.pt"
     bad.write_bytes(b"\x00" * 100)
@@ -75,6 +84,7 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.subprocess
 def test_analyze_a_run_folder(tmp_path):
     out = tmp_path / "run"
     assert nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
@@ -85,8 +95,50 @@ def test_analyze_a_run_folder(tmp_path):
         assert (out / "analysis" / name).is_file(), name
 
 
+@pytest.mark.subprocess
 def test_output_into_a_reader_that_stops_early_is_no_error():
     """`nnrnn presets | head -1`: the rest of the output has nowhere to go; that is no traceback."""
     command = f"{sys.executable} -m nnrnn presets | head -1"
     result = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
     assert result.stdout.startswith("paper") and result.stderr == "", result.stderr
+
+
+NNRNN = Path(sys.executable).with_name("nnrnn")
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+@pytest.mark.skipif(not (SHARED / "ptb" / "ptb.char.valid.txt").is_file(), reason="shared data not found")
+@pytest.mark.parametrize("task", ["copy", "psmnist", "ptb"])
+def test_installed_command_trains_each_task_with_the_paper_preset(task, tmp_path):
+    """`nnrnn train TASK --preset paper` at the paper's sizes (128, 512, 1024 units), two updates."""
+    extra = {"copy": [], "psmnist": ["--eval-batch-size", "1000"], "ptb": ["--eval-batch-size", "4000"]}[task]
+    result = subprocess.run([str(NNRNN), "train", task, "--preset", "paper", "--steps", "2", "--no-progress",
+                             "--data-dir", str(SHARED), "--out", str(tmp_path / "run"), *extra],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    config = config_module.read_config(tmp_path / "run" / "config.json")
+    assert config["preset"] == "paper" and config["hidden"] == {"copy": 128, "psmnist": 512, "ptb": 1024}[task]
+    assert {r["split"] for r in read_metrics(tmp_path / "run")} >= {"train", "valid"}
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+def test_installed_command_runs_a_reproduction_and_writes_its_report(tmp_path):
+    result = subprocess.run([str(NNRNN), "reproduce", "--scale", "smoke", "--tasks", "copy", "--models", "nnrnn",
+                             "lstm", "--out", str(tmp_path / "repro")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = (tmp_path / "repro" / "report.md").read_text()
+    assert "| nnrnn |" in report and "| lstm |" in report and "The paper's claims at this scale" in report
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not NNRNN.is_file(), reason="the nnrnn command is not installed beside this Python")
+def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "nnrnn", "train", "copy",
+                             "--batch-size", "8", "--hidden", "8", "--T", "5", "--steps", "4", "--no-progress",
+                             "--out", str(tmp_path / "ddp")], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"

@@ -3,7 +3,6 @@ saving, stepping, low precision and initialisation, checked against torch.nn.RNN
 import copy
 import io
 import pickle
-import re
 
 import pytest
 import torch
@@ -618,6 +617,7 @@ def test_a_second_constraint_on_one_weight_is_refused(constrain):
 
 # --------------------------------------------------------------------------- torch.compile and torch.export
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["nnrnn", "eurnn"])  # between them: the exponential, the loops, the Givens product
 @pytest.mark.parametrize("inputs_need_grad", [False, True])
 def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
@@ -646,6 +646,7 @@ def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad):
 
 @pytest.mark.parametrize("name, kwargs", [("nnrnn", {}), ("nnrnn", {"dynamic": True}), ("exprnn", {}),
                                           ("eurnn", {}), ("rnn-orth", {})])
+@pytest.mark.slow
 def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
     """``torch.compile(model)`` as users write it, without fullgraph=True (which would raise at a break and so
     tolerates things a default compile breaks at, such as an op whose output size depends on the data):
@@ -658,6 +659,7 @@ def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
     assert len(graphs) == 1, [g.code for g in graphs]
 
 
+@pytest.mark.slow
 def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
     """Eagerly, nnRNN's P (Λ + T) Pᵀ goes to oneDNN's private linear op where oneDNN is preferred and N ≥ 256.
     Traced, it must not: inductor lowers that op only for a frozen weight and fails at compile time on V's."""
@@ -712,6 +714,7 @@ def test_the_custom_ops_match_the_eager_autograd_functions():
         torch.testing.assert_close(expm.expm_skew_op(a * degree), got[0])  # inference: the value only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["nnrnn", "exprnn"])
 def test_graph_captured_inference_uses_the_value_only_exponential(name):
     """Under torch.compile without gradients, the exponential is the op that keeps no products for a
@@ -734,6 +737,7 @@ def test_graph_captured_inference_uses_the_value_only_exponential(name):
     torch.testing.assert_close(got, want)
 
 
+@pytest.mark.slow
 def test_compiled_eurnn_keeps_the_givens_product_one_op():
     """Traced, the product would be unrolled into capacity × 2 rotations forward and back (64 layers at the copy
     task's N = 128), so compile sees it as one op, with its own backward."""

@@ -12,7 +12,10 @@ import torch
 from torch import nn
 
 import nnrnn
-from nnrnn.train import build, build_network, make_optimizer, make_schedule, resolve_config
+from nnrnn.config import resolve_config
+from nnrnn.network import build, build_network
+from nnrnn.runlog import read_metrics
+from nnrnn.train import make_optimizer, make_schedule
 
 # What the release does, per task and model, as its scripts set it (see the module docstring).
 RELEASE = {
@@ -163,7 +166,7 @@ def test_trainer_halves_both_learning_rates_after_a_validation_that_did_not_impr
                              "eval_every": 2, "log_every": 1, "progress": False, "lr": 1e-3, "lr_orth": 1e-4,
                              "lr_schedule": "plateau", "out": str(tmp_path / "run")})
     trainer.train(config)
-    records = trainer.read_metrics(tmp_path / "run")
+    records = read_metrics(tmp_path / "run")
     used = {r["step"]: r["lr"] for r in records if r["split"] == "train"}
     after = release_plateau_lrs([3.0, 2.5, 2.6, 2.5, 2.4, 2.45], 1e-3)  # lr in force after each validation
     assert [used[s] for s in (3, 5, 7, 9, 11)] == pytest.approx(after[:5], rel=1e-12)

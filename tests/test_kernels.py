@@ -131,6 +131,7 @@ def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):
     assert kernels.loops_unavailable_reason() == "NNRNN_CPP=0"
 
 
+@pytest.mark.subprocess
 def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path):
     """Compiles once into a private folder and renames the library into place; a new process then
     loads it without compiling (the build of the first is about 10 s, so this test is a slow one)."""

@@ -22,7 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 import nnrnn
-from nnrnn.parametrizations import block_triangular_mask, schur, skew, triangular_mask
+from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
 NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"]
@@ -347,7 +347,7 @@ def test_nnrnn_keeps_its_schur_form_through_training(n, triangular):
     assert torch.all(form.gamma != 1)
     # the generator of P moved off its block-diagonal initialisation
     a = skew(model.parametrizations.weight_hh_l0.original.detach())
-    assert torch.all(a.tril(-1)[block_triangular_mask(n, device=DEVICE)] != 0)
+    assert torch.all(a.tril(-1)[triangular_mask(n, "block", device=DEVICE)] != 0)
 
     assert_nnrnn_structure(model, atol=1e-5, eig_atol=1e-3)
     # the same factors composed in float64: the spectrum is exactly γ e^{±iθ} (+γ_last) for "block"
@@ -569,9 +569,9 @@ def test_eurnn_full_capacity_is_not_block_diagonal():
     assert (v.abs() > 1e-6).sum() > 6 * 4  # mixes every unit with every other
 
 
-@pytest.mark.parametrize("init", ["glorot", "concat"])
+@pytest.mark.parametrize("init", ["xavier", "concat"])
 def test_lstm_initialisation_reaches_every_layer_and_direction(init):
-    """The paper's "glorot": each gate's input and recurrent blocks Glorot normal on their own, zero biases, all
+    """The paper's "xavier" (Glorot): each gate's input and recurrent blocks Glorot normal on their own, zero biases, all
     trained.  The release's "concat": each gate's [W_hh | W_ih] Glorot normal as one matrix, one trained bias
     per gate.  Every layer and direction is drawn so, not only the first."""
     torch.manual_seed(4)
@@ -581,7 +581,7 @@ def test_lstm_initialisation_reaches_every_layer_and_direction(init):
         weight_ih, weight_hh = getattr(model, "weight_ih" + suffix), getattr(model, "weight_hh" + suffix)
         inputs = weight_ih.shape[1]  # i in layer 0, 2n (both directions) in layer 1
         for gate_ih, gate_hh in zip(weight_ih.chunk(4), weight_hh.chunk(4)):
-            if init == "glorot":
+            if init == "xavier":
                 stds = (gate_ih.std().item(), math.sqrt(2 / (n + inputs))), (gate_hh.std().item(), math.sqrt(1 / n))
             else:
                 whole = torch.cat([gate_hh, gate_ih], 1).std().item()
@@ -589,8 +589,8 @@ def test_lstm_initialisation_reaches_every_layer_and_direction(init):
             for got, want in stds:
                 assert abs(got / want - 1) < 0.05, (suffix, got, want)
         bias_ih, bias_hh = getattr(model, "bias_ih" + suffix), getattr(model, "bias_hh" + suffix)
-        assert torch.all(bias_hh == 0) and bias_hh.requires_grad == (init == "glorot"), suffix
-        if init == "glorot":
+        assert torch.all(bias_hh == 0) and bias_hh.requires_grad == (init == "xavier"), suffix
+        if init == "xavier":
             assert torch.all(bias_ih == 0), suffix
         else:
             assert 0 < bias_ih.abs().max() <= 1 / math.sqrt(inputs + n), suffix
@@ -842,7 +842,7 @@ def test_nonlinearity_option(name):
 
 
 def test_lstm_gate_blocks():
-    """recurrent_matrix(gate, layer, direction) is the gate's N x N block of torch's weight_hh_l{k}[_reverse],
+    """recurrent_matrix(layer, direction, gate) is the gate's N x N block of torch's weight_hh_l{k}[_reverse],
     rows in torch's order input, forget, cell, output; the default is the cell gate of layer 0, forward."""
     torch.manual_seed(0)
     model = nnrnn.create("lstm", 3, 6, num_layers=2, bidirectional=True)  # 6: chunk(5) would also give 4 blocks of 4
@@ -850,12 +850,14 @@ def test_lstm_gate_blocks():
         for direction, suffix in ((0, ""), (1, "_reverse")):
             weight = getattr(model, f"weight_hh_l{layer}{suffix}")
             for index, gate in enumerate(("input", "forget", "cell", "output")):
-                block = model.recurrent_matrix(gate, layer, direction)
+                block = model.recurrent_matrix(layer, direction, gate=gate)
                 assert block.shape == (6, 6)
                 torch.testing.assert_close(block, weight[6 * index:6 * (index + 1)], rtol=0, atol=0)
     torch.testing.assert_close(model.recurrent_matrix(), model.weight_hh_l0[12:18], rtol=0, atol=0)
     with pytest.raises(ValueError, match="gate must be one of"):
-        model.recurrent_matrix("hidden")
+        model.recurrent_matrix(gate="hidden")
+    with pytest.warns(FutureWarning, match="recurrent_matrix"):  # the earlier order still works, with a warning
+        torch.testing.assert_close(model.recurrent_matrix("forget", 1, 1), model.weight_hh_l1_reverse[6:12])
     assert torch.all(model.bias_ih_l0 == 0) and torch.all(model.bias_hh_l0 == 0)
 
 
@@ -964,3 +966,14 @@ def test_every_parameter_takes_the_dtype_asked(name):
     model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True, dtype=torch.float64)
     for pname, p in model.named_parameters():
         assert p.dtype == torch.float64, pname
+
+
+def test_lstm_init_glorot_is_the_earlier_name_of_xavier():
+    torch.manual_seed(0)
+    with pytest.warns(FutureWarning, match="now called 'xavier'"):
+        old = nnrnn.create("lstm", 3, 4, init="glorot")
+    torch.manual_seed(0)
+    new = nnrnn.create("lstm", 3, 4, init="xavier")
+    assert old.init == "xavier"
+    for (name, a), (_, b) in zip(old.named_parameters(), new.named_parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)

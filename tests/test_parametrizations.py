@@ -19,7 +19,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import nn
 from torch.func import functional_call
 
-from nnrnn.parametrizations import (INITS, MatrixExpOrthogonal, SchurForm, block_triangular_mask, init_skew_,
+from nnrnn.parametrizations import (INITS, MatrixExpOrthogonal, SchurForm, init_skew_,
                                     orthogonal, rotation_blocks, schur, skew, triangular_mask)
 from nnrnn.parametrizations.schur import free_triangular_entries
 
@@ -325,7 +325,7 @@ def test_orthogonal_weight_is_orthogonal_to_float32_rounding_for_block_generator
                                atol=1e-6, rtol=0)
     # the same in the Schur form's P
     lin = schur(nn.Linear(4, 4).to(DEVICE))
-    p = lin.parametrizations.weight[0].orthogonal_factor(x)
+    p = lin.parametrizations.weight[0].orthogonal(x)
     assert_orthogonal(p, atol=1e-6)
 
 
@@ -338,7 +338,7 @@ def test_matrix_exp_orthogonal_gradcheck():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
 def test_block_triangular_mask(n):
-    mask = block_triangular_mask(n)
+    mask = triangular_mask(n, "block")
     assert mask.dtype == torch.bool and mask.shape == (n, n)
     assert torch.equal(mask, mask.tril(-1))
     for i in range(n // 2):
@@ -360,8 +360,8 @@ def test_free_triangular_entries_counts_by_hand():
 
 
 def test_block_triangular_mask_takes_dtype_and_device():
-    assert block_triangular_mask(4, dtype=torch.float64).dtype == torch.float64
-    assert block_triangular_mask(4, device="meta").device.type == "meta"
+    assert triangular_mask(4, "block", dtype=torch.float64).dtype == torch.float64
+    assert triangular_mask(4, "block", device="meta").device.type == "meta"
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 7])

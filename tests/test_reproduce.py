@@ -2,6 +2,7 @@
 import pytest
 
 from nnrnn import reproduce
+from nnrnn.errors import TrainingDiverged
 
 
 @pytest.fixture
@@ -37,12 +38,11 @@ def test_report_and_no_rerun(tmp_path, tiny_scale):
 
 
 def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch):
-    from nnrnn.errors import UserError
     real_train = reproduce.train
 
     def train(config, resume=False):
         if config["model"] == "lstm":
-            raise UserError("training diverged: 20 non-finite losses or gradients in a row at update 20")
+            raise TrainingDiverged("training diverged: 20 non-finite losses or gradients in a row at update 20")
         return real_train(config, resume=resume)
     monkeypatch.setattr(reproduce, "train", train)
     report = reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=lambda m: None)
@@ -59,6 +59,7 @@ sys.exit(cli.main(["reproduce", "--scale", "slow", "--out", sys.argv[1], "--jobs
 """
 
 
+@pytest.mark.subprocess
 def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_more(tmp_path):
     """kill PID on `reproduce --jobs 2`: the signal reaches both training processes, each saves a checkpoint,
     the third run never starts, and the command ends with one line and 128 + SIGTERM."""

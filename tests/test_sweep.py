@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from nnrnn.errors import UserError
+from nnrnn.errors import TrainingDiverged, UserError
 from nnrnn.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser, open_storage,
                          run_sweep, search_space, summary)
 
@@ -122,6 +122,7 @@ for storage, out in zip(sys.argv[1::2], sys.argv[2::2]):
 """
 
 
+@pytest.mark.subprocess
 def test_concurrent_processes_share_one_study(tmp_path):
     """Two processes, started together, each run 2 trials on a shared journal file, then on a
     shared SQLite file: each study ends with 4 distinct trials and 4 run folders."""
@@ -173,7 +174,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     def diverging_train(config, resume=False, on_eval=None):
         calls.append(config["out"])
         if len(calls) == 1:
-            raise UserError("training diverged: 20 non-finite losses or gradients in a row at update 7; lower --lr")
+            raise TrainingDiverged("training diverged: 20 non-finite losses or gradients in a row at update 7; lower --lr")
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
@@ -201,10 +202,10 @@ def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
     import nnrnn.train
 
     def interrupted(config, resume=False, on_eval=None):
-        raise nnrnn.train.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
+        raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
     monkeypatch.setattr(nnrnn.train, "train", interrupted)
-    with pytest.raises(nnrnn.train.Interrupted):
+    with pytest.raises(nnrnn.errors.Interrupted):
         run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
     (trial,) = optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()
     assert trial.state.name == "FAIL" and trial.user_attrs["stopped"] == "interrupted"

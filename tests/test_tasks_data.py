@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,13 +16,7 @@ from nnrnn.tasks import make_task
 from nnrnn.tasks.base import accumulate
 from nnrnn.tasks.psmnist import pixel_order
 
-SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-HAS_MNIST = (SHARED / "mnist" / "t10k-images-idx3-ubyte.gz").is_file()
-HAS_PTB = (SHARED / "ptb" / "ptb.char.valid.txt").is_file() and (SHARED / "ptb" / "ptb.char.test.txt").is_file()
-needs_mnist = pytest.mark.skipif(not HAS_MNIST, reason=f"MNIST test files not found in {SHARED}/mnist "
-                                                       f"(set NNRNN_SHARED_DATA to the shared data folder)")
-needs_ptb = pytest.mark.skipif(not HAS_PTB, reason=f"ptb.char.valid/test.txt not found in {SHARED}/ptb "
-                                                   f"(set NNRNN_SHARED_DATA to the shared data folder)")
+from conftest import SHARED, needs_mnist, needs_ptb  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,97 @@
+"""Small training runs and scripted validations shared by the tests of the training procedure."""
+from pathlib import Path
+
+import torch
+
+from nnrnn import checkpoint
+from nnrnn import network as network_module
+from nnrnn import train as trainer
+from nnrnn.config import resolve_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def copy_config(tmp_path, name="run", **options):
+    return resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 4, "batch_size": 4, "steps": 2,
+                           "log_every": 1, "eval_every": 1, "progress": False, "out": str(tmp_path / name), **options})
+
+
+def with_network(monkeypatch, edit):
+    """Make the trainer's build() apply ``edit(net)`` to the network it builds, before training starts."""
+    real = network_module.build
+
+    def build(config):
+        task, net = real(config)
+        with torch.no_grad():
+            edit(net)
+        return task, net
+    monkeypatch.setattr(trainer, "build", build)
+
+
+def parameters(run: Path) -> dict:
+    return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
+
+
+def fake_ptb(folder: Path) -> Path:
+    import random
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, lines in (("valid", 400), ("test", 40)):
+        text = "\n".join(" ".join(rng.choice("abcdefgh_") for _ in range(rng.randint(5, 40))) for _ in range(lines))
+        (folder / f"ptb.char.{split}.txt").write_text(text + "\n")
+    return folder
+
+
+def tensorboard_scalars(folder: Path) -> dict:
+    """{tag: [(step, value), ...]} read back from the run's event files with TensorBoard's own reader."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(str(folder / "tensorboard"))
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def script_validation(monkeypatch, metric: str, values: list) -> None:
+    """The trainer's validations report ``values`` for ``metric``, one per validation, the rest as measured."""
+    values, real_evaluate = iter(values), getattr(trainer.evaluate, "real", trainer.evaluate)
+
+    def scripted(net, task, split, device):
+        metrics = real_evaluate(net, task, split, device)
+        return {**metrics, metric: next(values)} if split == "valid" else metrics
+    scripted.real = real_evaluate  # scripting again replaces this script instead of wrapping it
+    monkeypatch.setattr(trainer, "evaluate", scripted)
+
+
+def on_training_losses(monkeypatch, edit):
+    """The copy task's training loss of 0-based update i becomes ``edit(i, loss)`` (evaluations untouched)."""
+    from nnrnn.tasks.copy import CopyTask
+    real_loss, count = CopyTask.loss, {"n": 0}
+
+    def loss(self, outputs, targets):
+        value, stats = real_loss(self, outputs, targets)
+        if outputs.requires_grad:  # a training update, not an evaluation
+            count["n"] += 1
+            value = edit(count["n"] - 1, value)
+        return value, stats
+    monkeypatch.setattr(CopyTask, "loss", loss)
+
+
+def nan_losses_at(monkeypatch, updates: set):
+    """The copy task's training loss is NaN at the given 0-based updates."""
+    on_training_losses(monkeypatch, lambda i, loss: loss * float("nan") if i in updates else loss)
+
+
+def spy_states(monkeypatch) -> list:
+    """Record (state passed in, state returned) of every training forward of the trainer's network."""
+    calls = []
+
+    def spy(net):
+        real_forward = net.forward
+
+        def forward(inputs, state=None):
+            out, new_state = real_forward(inputs, state)
+            if torch.is_grad_enabled():
+                calls.append((state, new_state))
+            return out, new_state
+        net.forward = forward
+    with_network(monkeypatch, spy)
+    return calls

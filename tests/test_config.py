@@ -1,0 +1,171 @@
+"""nnrnn.config: the options, their defaults, how presets and explicit options combine, their checks."""
+
+import pytest
+import torch
+
+from nnrnn import config as config_module
+from nnrnn import network as network_module
+from nnrnn.config import resolve_config
+from nnrnn.errors import UserError
+
+POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
+                     "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
+                     "rebase_every"]
+
+
+def test_the_number_of_updates_from_steps_epochs_or_the_task():
+    from types import SimpleNamespace
+    fixed, fresh = SimpleNamespace(name="psmnist", steps_per_epoch=7), SimpleNamespace(name="copy", steps_per_epoch=None)
+    assert config_module.total_steps({"steps": 5, "epochs": None}, fixed) == 5
+    assert config_module.total_steps({"steps": None, "epochs": 3}, fixed) == 21
+    assert config_module.total_steps({"steps": None, "epochs": None}, fixed) == 7  # one epoch
+    with pytest.raises(ValueError, match="epochs needs a task with a fixed training set"):
+        config_module.total_steps({"steps": None, "epochs": 3}, fresh)
+    assert config_module.total_steps({"steps": None, "epochs": None}, fresh) == 3000
+    assert config_module.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="adding", steps_per_epoch=None)) == 3000
+    assert config_module.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="new", steps_per_epoch=None)) == 1000
+
+
+def test_the_preset_is_recorded_in_the_config_and_explicit_options_win():
+    config = resolve_config({"task": "copy", "model": "nnrnn", "lr": 0.5}, "paper")
+    assert config["preset"] == "paper" and config["lr"] == 0.5
+    assert "preset" not in resolve_config({"task": "copy", "model": "nnrnn"})
+
+
+def test_device_names():
+    assert config_module.check_device("cpu") == torch.device("cpu")
+    assert resolve_config({"device": "cpu"})["device"] == "cpu"
+    assert config_module.check_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(UserError, match="nnrnn trains on cpu or cuda"):
+        config_module.check_device("meta")
+
+
+def test_device_names_on_a_machine_with_two_cuda_devices(monkeypatch):
+    """The CUDA rules, checked on a CPU-only machine by telling torch it has two devices."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert config_module.check_device("auto") == torch.device("cuda")
+    assert config_module.check_device("cuda") == torch.device("cuda")
+    assert config_module.check_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(UserError, match="this machine has 2 CUDA device"):
+        config_module.check_device("cuda:2")
+
+
+def test_available_memory_reads_memavailable_in_kib(monkeypatch):
+    import io
+    meminfo = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n"
+    monkeypatch.setattr(config_module, "open", lambda *a, **k: io.StringIO(meminfo), raising=False)
+    assert config_module.available_memory() == 2048 * 1024
+
+    def unreadable(*args, **kwargs):
+        raise OSError("no /proc here")
+    monkeypatch.setattr(config_module, "open", unreadable, raising=False)
+    assert config_module.available_memory() is None
+    config_module.check_memory({"hidden": 10 ** 9})  # unknown memory: no refusal
+
+
+def test_memory_check_is_four_float32_copies_of_three_n_squared_plus_four_n(monkeypatch):
+    """The documented low estimate: parameter, gradient and two optimizer buffers of V (+ T, generator)."""
+    n = 1000
+    needed = 4 * 4 * (3 * n * n + 4 * n)
+    monkeypatch.setattr(config_module, "available_memory", lambda: needed)
+    config_module.check_memory({"hidden": n})  # exactly enough
+    monkeypatch.setattr(config_module, "available_memory", lambda: needed - 1)
+    with pytest.raises(UserError, match="--hidden 1000 needs at least"):
+        config_module.check_memory({"hidden": n})
+
+
+@pytest.mark.parametrize("key", POSITIVE_INTEGERS)
+@pytest.mark.parametrize("value", [0, -3, True, 2.0])
+def test_each_count_option_must_be_a_positive_integer(key, value):
+    """From the library (the command line's parser catches non-integers before this)."""
+    with pytest.raises(ValueError, match=f"^{key} must be a positive integer"):
+        resolve_config({key: value})
+
+
+@pytest.mark.parametrize("seed, ok", [(0, True), (2 ** 63 - 1, True), (2 ** 63, False), (-1, False),
+                                      (True, False), (1.0, False)])
+def test_seed_range(seed, ok):
+    if ok:
+        assert resolve_config({"seed": seed})["seed"] == seed
+    else:
+        with pytest.raises(ValueError, match="seed must be a non-negative integer below 2\\*\\*63"):
+            resolve_config({"seed": seed})
+
+
+@pytest.mark.parametrize("options", [{"optimizer": "adam", "betas": [0.0, 0.0]}, {"optimizer": "rmsprop", "alpha": 0.0},
+                                     {"model": "nnrnn", "rebase_every": 1}, {"model": "exprnn", "rebase_every": 1}])
+def test_optimizer_and_rebase_options_at_the_edge_of_their_range_are_accepted(options):
+    config = resolve_config(options)
+    assert all(config[k] == v for k, v in options.items())
+
+
+@pytest.mark.parametrize("options, message", [({"betas": [0.9, 1.0]}, "betas must be two numbers in"),
+                                              ({"alpha": 1.0}, "alpha must be in"),
+                                              ({"optimizer": "sgd"}, "optimizer must be 'rmsprop' or 'adam'")])
+def test_optimizer_options_outside_their_range_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_config(options)
+
+
+@pytest.mark.parametrize("key", ["lr", "lr_orth"])
+@pytest.mark.parametrize("value", [0.0, -1e-3, float("nan"), float("inf"), True, "0.1"])
+def test_learning_rates_must_be_positive_finite_numbers(key, value):
+    with pytest.raises(ValueError, match=f"{key} must be a positive finite number"):
+        resolve_config({key: value})
+
+
+@pytest.mark.parametrize("key", ["delta", "t_decay", "clip"])
+@pytest.mark.parametrize("value", [-1e-9, float("nan"), float("-inf"), False])
+def test_penalties_and_clip_must_be_zero_or_positive_finite_numbers(key, value):
+    with pytest.raises(ValueError, match=f"{key} must be zero or a positive finite number"):
+        resolve_config({key: value})
+    assert resolve_config({key: 0.0})[key] == 0.0 and resolve_config({key: 2})[key] == 2
+
+
+@pytest.mark.parametrize("embedding", [True, 1.5, -1, "8"])
+def test_embedding_must_be_a_non_negative_integer(embedding):
+    with pytest.raises(ValueError, match="embedding must be a non-negative integer"):
+        resolve_config({"task": "ptb", "embedding": embedding})
+    assert resolve_config({"task": "ptb", "embedding": 0})["embedding"] == 0  # one-hot inputs
+
+
+def test_a_length_given_explicitly_replaces_the_presets():
+    from nnrnn import presets
+    ptb = {"task": "ptb", "model": "nnrnn"}
+    preset_epochs = presets.lookup("paper", "ptb", "nnrnn")["epochs"]
+    assert preset_epochs and [resolve_config(ptb, "paper")[k] for k in ("steps", "epochs")] == [None, preset_epochs]
+    assert [resolve_config({**ptb, "steps": 5}, "paper")[k] for k in ("steps", "epochs")] == [5, None]
+    assert [resolve_config({**ptb, "epochs": 2}, "paper")[k] for k in ("steps", "epochs")] == [None, 2]
+
+
+def test_explicit_epochs_replace_a_presets_steps(monkeypatch):
+    """The paper's presets give PTB and psMNIST in epochs; a preset that gives steps instead is replaced
+    the same way by an explicit --epochs (and still by an explicit --steps)."""
+    from nnrnn import presets
+    monkeypatch.setattr(presets, "lookup", lambda *args: {"steps": 7, "epochs": None, "lr": 0.01})
+    ptb = {"task": "ptb", "model": "nnrnn"}
+    assert [resolve_config(ptb, "mine")[k] for k in ("steps", "epochs", "lr")] == [7, None, 0.01]
+    assert [resolve_config({**ptb, "epochs": 2}, "mine")[k] for k in ("steps", "epochs")] == [None, 2]
+    assert [resolve_config({**ptb, "steps": 3}, "mine")[k] for k in ("steps", "epochs")] == [3, None]
+
+
+def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
+    with pytest.raises(ValueError, match="unknown option\\(s\\) lrr, stpes"):
+        resolve_config({"task": "copy", "lrr": 0.1, "stpes": 3})
+    saved = resolve_config({"task": "ptb", "model": "nnrnn", "steps": 5}, "paper")  # holds "preset"
+    assert resolve_config(saved) == saved
+
+
+def test_each_model_gets_the_options_its_constructor_takes():
+    config = {"nonlinearity": "tanh", "input_init": "xavier", "bias_init": "zeros", "bias": False,
+              "init": "random", "triangular": "block", "capacity": 4, "rebase_every": None}
+    shared = {"nonlinearity", "input_init", "bias_init", "bias"}
+    takes = {"lstm": {"init", "bias"}, "rnn": shared, "eurnn": shared | {"capacity"},
+             "nnrnn": shared | {"init", "triangular"}, "exprnn": shared | {"init"}, "rnn-orth": shared | {"init"}}
+    for model, names in takes.items():
+        options = config_module.model_options({**config, "model": model})
+        assert options == {name: config[name] for name in names}, model
+        built = {**config, "model": model, "hidden": 6, "task": "copy", "init": "concat" if model == "lstm" else "random"}
+        network_module.build_network(built, 3, 2, "all")  # the constructor accepts them
+    assert config_module.model_options({**config, "model": "nnrnn", "rebase_every": 10})["dynamic"] is True

@@ -1,0 +1,122 @@
+"""nnrnn.runlog: metrics.jsonl, TensorBoard and the learning-curve figure."""
+import sys
+
+import pytest
+from helpers import copy_config, tensorboard_scalars
+
+from nnrnn import checkpoint
+from nnrnn import runlog as runlog_module
+from nnrnn.runlog import read_metrics
+from nnrnn.train import train
+
+
+def test_tensorboard_holds_every_logged_scalar_at_its_step(tmp_path):
+    train(copy_config(tmp_path, steps=8, log_every=2, eval_every=4))
+    records = read_metrics(tmp_path / "run")
+    expected = {}
+    for r in records:
+        for key, value in r.items():
+            if key not in ("step", "split") and isinstance(value, (int, float)):
+                expected.setdefault(f"{r['split']}/{key}", []).append((r["step"], value))
+    assert {"train/loss", "train/lr", "valid/loss", "test/loss"} <= set(expected)
+    scalars = tensorboard_scalars(tmp_path / "run")
+    assert set(scalars) == set(expected)  # "step" and "split" are the coordinates, not scalars
+    for tag, points in expected.items():
+        assert [s for s, _ in scalars[tag]] == [s for s, _ in points], tag
+        assert [v for _, v in scalars[tag]] == pytest.approx([v for _, v in points], rel=1e-6), tag
+
+
+def test_without_tensorboard_the_metrics_file_is_still_written(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # `import` of it now raises ImportError
+    log = runlog_module.MetricsLog(tmp_path, resume_step=None)
+    log.log({"step": 1, "split": "train", "loss": 0.5})
+    log.close()
+    assert read_metrics(tmp_path) == [{"step": 1, "split": "train", "loss": 0.5}]
+    assert not (tmp_path / "tensorboard").exists()
+
+
+def test_tensorboard_after_a_resume_holds_what_one_uninterrupted_run_does(tmp_path):
+    """The run stops after update 6 with its last checkpoint at 4: the resumed run logs 5 and 6 again, so
+    TensorBoard must hide the first attempt's points after 4 (5 included), and keep those up to 4."""
+    options = dict(steps=8, log_every=1, eval_every=2, checkpoint_every=4)
+    train(copy_config(tmp_path, "whole", **options))
+
+    def stop_after_six(step, record):
+        if step == 6:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(copy_config(tmp_path, "part", **options), on_eval=stop_after_six)
+    assert checkpoint.load(tmp_path / "part" / "checkpoints" / "last.pt")["step"] == 4
+    train(copy_config(tmp_path, "part", **options), resume=True)
+    assert read_metrics(tmp_path / "part") == read_metrics(tmp_path / "whole")
+    assert tensorboard_scalars(tmp_path / "part") == tensorboard_scalars(tmp_path / "whole")
+
+
+def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_loss():
+    records = [{"step": 2, "split": "train", "loss": 0.9, "accuracy": 0.1},
+               {"step": 4, "split": "train", "loss": 0.7, "accuracy": 0.3},
+               {"step": 4, "split": "valid", "loss": 0.8, "accuracy": 0.2},
+               {"step": 5, "split": "train", "event": "skipped update"},
+               {"step": 6, "split": "test", "loss": 0.1, "accuracy": 0.9}]
+    fig = runlog_module.curves_figure(records, baseline=0.095)
+    loss, accuracy = fig.axes
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "accuracy"]  # no bpc logged: no bpc panel
+    assert all(ax.get_xlabel() == "update" for ax in fig.axes)
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
+    assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
+    assert list(lines["baseline"][1]) == [0.095, 0.095] and "test" not in lines
+    # a single validation point must show: validation as small dots on a line, training as a line
+    styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
+              for line in loss.get_lines()}
+    assert styles["train"][:2] == ("-", "None") and styles["valid"] == ("-", "o", 3)
+    from matplotlib.colors import to_rgba
+    baseline = next(line for line in loss.get_lines() if line.get_label() == "baseline")
+    assert baseline.get_linestyle() == "--" and to_rgba(baseline.get_color()) == to_rgba("gray")  # not data
+    assert loss.xaxis.get_gridlines()[0].get_alpha() == 0.3  # a faint grid
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in accuracy.get_lines()}
+    assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2])}
+    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline"]
+    assert fig.get_size_inches()[0] > fig.get_size_inches()[1]  # panels side by side
+    ptb = runlog_module.curves_figure([{"step": 1, "split": "valid", "loss": 2.0, "bpc": 2.9}])
+    assert [ax.get_ylabel() for ax in ptb.axes] == ["loss", "bpc"]
+    assert runlog_module.curves_figure([{"step": 1, "split": "train", "event": "skipped update"}]) is None
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path, monkeypatch):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train", "loss": 1.0}\n')
+    drawn = []
+    real = runlog_module.curves_figure
+    monkeypatch.setattr(runlog_module, "curves_figure", lambda records, baseline=None: drawn.append(baseline) or
+                        real(records, baseline))
+    path = runlog_module.plot_curves(tmp_path, baseline=0.5)
+    png = path.read_bytes()
+    assert path == tmp_path / "curves.png" and png[:8] == b"\x89PNG\r\n\x1a\n" and drawn == [0.5]
+    # one 4.2 × 3.2 in panel per metric, at 120 dpi: readable in a browser without scaling
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (504, 384)
+    assert runlog_module.plot_curves(tmp_path / "no-run-here") is None
+
+
+def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypatch):
+    from torch.utils.tensorboard import SummaryWriter
+    closed, real_close = [], SummaryWriter.close
+
+    def close(self):
+        closed.append(self.log_dir)
+        real_close(self)
+    monkeypatch.setattr(SummaryWriter, "close", close)
+    train(copy_config(tmp_path, steps=2, eval_every=2))
+    assert closed == [str(tmp_path / "run" / "tensorboard")]  # its thread and file released, once
+
+
+def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_its_first_checkpoint(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    attempt = runlog_module.MetricsLog(folder, resume_step=None)  # an earlier attempt: logged, then killed
+    attempt.log({"step": 1, "split": "train", "loss": 99.0})
+    attempt.close()
+    train(copy_config(tmp_path, steps=2, eval_every=2))
+    assert 99.0 not in [v for _, v in tensorboard_scalars(folder)["train/loss"]]
+    assert tensorboard_scalars(folder)["train/loss"] == [
+        (r["step"], pytest.approx(r["loss"])) for r in read_metrics(folder) if r["split"] == "train"]
