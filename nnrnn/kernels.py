@@ -11,12 +11,11 @@ torch.nn.LSTM and torch.compile's CPU linear layers) is reached through
     linear(X, W)          = X Wᵀ
     linear.binary(X, Y, W) = X Wᵀ + Y      (the recurrence's V h_{t-1} + z_t in one call)
 
-Which of the two is faster depends on the processor (docs/performance.md): on an AMD EPYC
-with AVX-512 oneDNN reached about 420 GFLOP/s against MKL's 185, but on an AMD EPYC with
-AVX2 only it is no faster than MKL for plain products and 1.5-2× slower with a transposed
-operand.  So oneDNN is used only where torch reports AVX-512 (``ONEDNN_PREFERRED``), and
-there only for products large enough to repay its 15 µs more per call.  ``NNRNN_ONEDNN=1``
-uses it on any CPU, ``NNRNN_ONEDNN=0`` on none.  The op is private to torch, so it is
+Which of the two is faster depends on the processor: with AVX-512 oneDNN is the faster one,
+with AVX2 only it is no faster than MKL for plain products and slower with a transposed
+operand (docs/performance.md, 'Loop choice').  So oneDNN is used only where torch reports
+AVX-512 (``ONEDNN_PREFERRED``), and there only for products large enough to repay its higher
+cost per call.  ``NNRNN_ONEDNN=1`` uses it on any CPU, ``NNRNN_ONEDNN=0`` on none.  The op is private to torch, so it is
 checked once at import; without it everything uses torch.mm.  Tensors on other devices
 and in other dtypes always do.
 """
@@ -102,8 +101,8 @@ def keep_freed_memory() -> bool:
 
     Why: a training update allocates and frees several T × B × N tensors (26 MB each at (100, 128, 512),
     79 MB at PTB's size).  By default each comes back from the kernel as fresh pages, and the first write to
-    each page faults: about 60 µs per (128 × 512) step slice here, 11–19% of an update
-    (docs/performance.md).  Kept, the same memory is reused from one update to the next, as PyTorch's CUDA
+    each page faults, a cost that grows with the update's size (docs/performance.md, 'Freed memory').
+    Kept, the same memory is reused from one update to the next, as PyTorch's CUDA
     caching allocator does on GPUs.  The process then keeps its peak heap instead of returning it between
     updates.  The nnrnn command line calls this for its own process (``NNRNN_KEEP_FREED_MEMORY=0`` turns it
     off); a program that uses nnrnn as a library may call it itself.  Returns whether malloc took the
@@ -165,9 +164,8 @@ def _onednn_float32_cpu(x: torch.Tensor) -> bool:
 def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
     """Whether the recurrence's (batch × n) · (n × n) products go to oneDNN.
 
-    Measured per step with AVX-512: 2× faster than torch.mm at (B, N) = (128, 512), 2.4× at
-    (128, 1024), 1.6× at (10, 512); break-even around B·N² = 2²¹ and slower below (the copy task's
-    (10, 128) takes 7 µs with torch.mm, 20 with oneDNN).  Never where oneDNN is not preferred.
+    With AVX-512 oneDNN is faster per step from about B·N² = 2²¹ up and slower below, where its
+    cost per call dominates (docs/performance.md, 'Loop choice').  Never where oneDNN is not preferred.
     """
     return _onednn_float32_cpu(x) and n >= 256 and batch * n * n >= 1 << 21
 
@@ -199,8 +197,8 @@ class _MatMul(torch.autograd.Function):
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b, by oneDNN (forward and backward) for float32 CPU matrices with every side ≥ 256 where
-    oneDNN is preferred (with AVX-512 it measured about twice as fast as torch.mm at 256, 512 and
-    1024); torch.matmul otherwise, and while torch.compile traces: inductor lowers the oneDNN op only
+    oneDNN is preferred (faster than torch.mm there at these sizes: docs/performance.md, 'Loop
+    choice'); torch.matmul otherwise, and while torch.compile traces: inductor lowers the oneDNN op only
     for a frozen (constant) weight and fails on any other."""
     if a.dim() == 2 and b.dim() == 2 and _onednn_float32_cpu(a) and b.dtype == a.dtype \
             and min(a.shape[0], a.shape[1], b.shape[1]) >= 256 and not torch.compiler.is_compiling():
@@ -211,9 +209,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x Wᵀ (+ b) over x's last dimension, (…, K) · (M × K)ᵀ -> (…, M), contiguous; no autograd (for the
     fused recurrence's forward and backward, which run under no_grad).  By oneDNN for float32 CPU tensors with
-    at least 1024 rows and K or M ≥ 128 where oneDNN is preferred: there the recurrence's input projection
-    and input gradient took 0.3-0.9× the time of torch.nn.functional.linear and torch.matmul, from the copy
-    task's sizes to PTB's (docs/performance.md); by torch otherwise."""
+    at least 1024 rows and K or M ≥ 128 where oneDNN is preferred: there it is faster than
+    torch.nn.functional.linear and torch.matmul from the copy task's sizes to PTB's (docs/performance.md,
+    'Loop choice'); by torch otherwise."""
     rows = x.numel() // max(1, x.shape[-1])
     if _onednn_float32_cpu(x) and weight.dtype == x.dtype and rows >= 1024 and max(weight.shape) >= 128:
         flat = onednn_linear(x.reshape(rows, x.shape[-1]), weight, bias, "none", [], "")

@@ -16,12 +16,12 @@ run on two threads).
 Scales (data: the MNIST test set split 8000/1000/1000 and PTB trained on 90%
 of its validation file when only ``shared/data`` is present):
 
-* ``cpu``: about 15 minutes on 2 cores; a few epochs, so it measures early
+* ``cpu``: short (docs/reproduction-cpu/report.md); a few epochs, so it measures early
   learning speed, not the converged models the paper's claims are about.
 * ``cpu-long``: long runs at small sizes, 3 seeds: copy (4000 updates) and psMNIST
   (20 epochs) in the fixed-hidden-units column (the paper's main-text figures), PTB
-  in both columns (its Table 1) for 150 epochs with the plateau schedule.  About
-  7.5 hours of training in all, 3.7 hours with ``--jobs 2`` (2026-11, 2 cores).
+  in both columns (its Table 1) for 150 epochs with the plateau schedule.  Hours on
+  a CPU; ``--jobs`` runs several at once (docs/reproduction-cpu-long/report.md).
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and lengths; meant for GPUs.
 """

@@ -2,8 +2,8 @@
 
 NumPy and SciPy each bundle an OpenBLAS whose worker threads busy-wait.  On a
 machine with few cores and other busy processes, a single 100 × 100 SVD or
-eigenvalue call then takes 0.3 s instead of 2 ms (measured on the project's
-2-core machine).  The matrices here are small, so :func:`single_threaded_blas`
+eigenvalue call then takes over a hundred times longer (docs/performance.md,
+'Small linear algebra in the analysis').  The matrices here are small, so :func:`single_threaded_blas`
 sets every loaded OpenBLAS to one thread for the duration of a call and restores
 the previous count afterwards.  It does nothing when the user has set
 ``OPENBLAS_NUM_THREADS`` (their choice wins), when the platform has no

@@ -3,10 +3,10 @@
 //   forward:   h[t] = φ(h[t] + h[t-1] Vᵀ)               (h[t] holds W_ih x_t + b on entry)
 //   backward:  g[t] = (∂L/∂h_t + g[t+1] V) ⊙ φ'(h[t])     (g = ∂L/∂z, T × B × N)
 //
-// Why C++: at the copy task's sizes (B = 10, N = 128) one step's product is 0.33 MFLOP.
-// torch.mm (MKL's sgemm) takes about 5 µs for it and each ATen call adds 1-2 µs of
-// dispatch; oneDNN's batch-reduce GEMM micro-kernel, which torch exports as
-// at::native::cpublas::brgemm (its CPU flash attention uses it), takes about 1.7 µs and is
+// Why C++: at the copy task's sizes (B = 10, N = 128) one step's product is 0.33 MFLOP, so
+// torch.mm's (MKL's sgemm) cost per call and each ATen call's dispatch dominate the step
+// (docs/performance.md, 'Compiled loops'); oneDNN's batch-reduce GEMM micro-kernel, which torch
+// exports as at::native::cpublas::brgemm (its CPU flash attention uses it), is faster there and is
 // called here directly, followed by φ in the same pass over the step's B × N block.
 // Nothing here is a hand-written GEMM: the product is oneDNN's (or, in torch builds
 // without oneDNN's ukernel, torch's own cpublas fallback inside brgemm).
@@ -14,7 +14,8 @@
 // Large steps (B·N² ≥ PARALLEL_WORK) are split by output columns over torch's intra-op
 // threads, one parallel region per step.  The Python loops in fused.py remain the path
 // for float64, other devices, and machines where this file does not compile.
-// Only the headers needed, not torch/extension.h: that cuts the one-time compile from about 33 s to 10 s.
+// Only the headers needed, not torch/extension.h: that shortens the one-time compile
+// (docs/performance.md, 'Compiled loops').
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUBlas.h>
@@ -70,7 +71,7 @@ void phi_block(float* z, int64_t rows, int64_t ld, int64_t c0, int64_t c1, int64
 // g ⊙ [h > 0] and g ⊙ [h ≠ 0]: a multiply by a 0/1 mask, as fused.py does (so 0 · inf gives NaN
 // there too).  Written in exactly this form, restrict pointers and the mask in its own variable,
 // because that is what GCC 12 vectorises: `g *= float(h > 0)` in a switch, or the select inside the
-// product, compiles to a branch, which random signs mispredict (the backward pass ran 4× slower).
+// product, compiles to a branch, which random signs mispredict (docs/performance.md, 'Compiled loops').
 inline void mask_positive(float* __restrict g, const float* __restrict h, int64_t count) {
   for (int64_t j = 0; j < count; ++j) {
     const float keep = h[j] > 0.f ? 1.f : 0.f;

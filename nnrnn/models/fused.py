@@ -44,9 +44,9 @@ The two loops have three implementations, picked per call by :func:`choose_loops
   step one call of oneDNN's small-GEMM micro-kernel (``at::native::cpublas::brgemm``)
   with φ, φ' and modReLU's bias gradient fused into the same pass over the step.
   Float32 on the CPU, wherever it compiled (see :func:`nnrnn.kernels.recurrence_loops`),
-  below B·N² = COMPILED_MAX_WORK (2²⁴ with oneDNN, 2²² without).  At the copy task's sizes it takes the loops
-  from about 2.3 ms to 0.4 ms each: Python's per-step dispatch and MKL's 5 µs
-  for a 10 × 128 by 128 × 128 product were most of the time.
+  below B·N² = COMPILED_MAX_WORK (2²⁴ with oneDNN, 2²² without).  At small steps Python's per-step
+  dispatch and MKL's cost per call are most of the loops' time, and the compiled loops remove them
+  (docs/performance.md, 'Compiled loops').
 * ``onednn``: Python issuing oneDNN inner products (multithreaded), for large
   float32 CPU steps where oneDNN is preferred (AVX-512; see :func:`nnrnn.kernels.use_onednn`).
 * ``aten``: Python issuing ``addmm_`` and elementwise calls: large float32 steps on
@@ -90,10 +90,8 @@ _KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_
 
 
 # Below this B·N² the compiled loops beat the products issued from Python; above it those win.
-# With oneDNN (AVX-512), compiled/Python time per loop measured 0.2 at (B, N) = (10, 128), 0.75 at
-# (32, 512) and (128, 256), 1.0 at (64, 512) and (256, 256), 1.5 at (128, 512).  With MKL (AVX2),
-# 0.75-0.9 at (10, 512) and (32, 256), 1.1-1.3 at (128, 256) and (32, 512), 1.5 at (64, 512), 1.8-2
-# at (128, 512) (benchmarks/recurrence_loops.py).
+# The break-even is higher with oneDNN (AVX-512) than with MKL (docs/performance.md, 'Loop choice';
+# benchmarks/recurrence_loops.py measures it).
 COMPILED_MAX_WORK = {True: 1 << 24, False: 1 << 22}  # {oneDNN preferred: B·N²}
 
 

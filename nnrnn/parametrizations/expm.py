@@ -18,9 +18,9 @@ Why not ``torch.linalg.matrix_exp``: it picks degree and scaling from the
 1-norm, which for a dense skew-symmetric A of spectral norm θ is up to
 ~√n·θ/2, so it squares several times more than needed, and its degree-8 and
 degree-18 evaluations (Bader, Blanes & Casas 2019) combine terms with
-coefficients up to ~11 that cancel.  In float32 both cost accuracy: PᵀP − I
-reaches 1e-5 to 4e-5 at n = 512-1024, where this function stays near 1e-6
-(docs/performance.md), and it does fewer products.
+coefficients up to ~11 that cancel.  In float32 both cost accuracy: its PᵀP − I
+is about two orders of magnitude above this function's at n = 512-1024 (docs/performance.md,
+'What makes an update fast'), and this function does fewer products.
 
 Degree and scaling: A is normal, so ‖A^k‖₂ = ‖A‖₂^k and the truncation error
 of T_m in the 2-norm is at most Σ_{k>m} θ^k / k! with θ = ‖A‖₂; m is the
