@@ -568,7 +568,7 @@ def _train(config, folder, resume, on_eval, device, rank, world) -> dict:
         state = distributed.shard_state(saved["state"], rank, world)
         if saved.get("data") is not None and hasattr(task, "check_data_state"):
             task.check_data_state(saved["data"])
-        torch.set_rng_state(saved["rng"])
+        torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
     if main:  # on resume too: the options that may change (length, logging) are now these
         checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
     if resume and (start == steps or plateau_reached(config, optimizer)):
