@@ -1,4 +1,4 @@
-"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce.
+"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce, doctor.
 
 User errors print one line on stderr and exit with code 2 (set NNRNN_DEBUG=1
 for the traceback).
@@ -147,6 +147,7 @@ def make_parser() -> Parser:
     p.set_defaults(func=run_kernels)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
+    from .doctor import add_doctor_parser
     from .reproduce import add_reproduce_parser
     from .sweep import add_sweep_parser
     from .train import load_model
@@ -155,6 +156,7 @@ def make_parser() -> Parser:
     add_theory_parser(sub)
     add_analyze_parser(sub, load_model)
     add_reproduce_parser(sub)
+    add_doctor_parser(sub)
     return parser
 
 

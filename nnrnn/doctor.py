@@ -13,7 +13,8 @@ For every model and task, at a small size:
 * **autocast**: one update under ``torch.autocast(device, bfloat16)`` (docs/layers.md claims it on cpu and
   cuda): finite, and its loss within :data:`AUTOCAST_RTOL` of float32's.
 * **compile**: the losses of K updates of ``torch.compile(network)`` against eager, within
-  :data:`COMPILE_RTOL` (skipped with ``--quick``: compiling takes tens of seconds per model on a CPU).
+  :data:`COMPILE_RTOL`.  With ``--quick``, nnRNN only and with ``backend="eager"`` (Dynamo's tracing of
+  nnrnn's custom ops without inductor's code generation, which takes tens of seconds per model on a CPU).
 * **ddp**: two processes of ``nnrnn train`` launched as torchrun launches them (NCCL on two CUDA
   devices, gloo on the CPU) against one process on the whole batch: the same parameters to
   :data:`DDP_RTOL`.  Skipped with one CUDA device, and with ``--quick``.
@@ -72,7 +73,7 @@ PARITY_RTOL = {"losses": 1e-3, "gradients": 1e-4, "V": 2e-2, "parameters": 0.2}
 COMPILE_RTOL = 1e-4
 AUTOCAST_RTOL = 0.1   # bfloat16 keeps 8 bits of mantissa; docs/layers.md reports within 7% of float32
 RESUME_RTOL = {"cpu": 0.0, "cuda": 1e-5}
-DDP_RTOL = 1e-4       # two half batches averaged by all_reduce against one whole batch: rounding only
+DDP_RTOL = 1e-3       # two half batches averaged by all_reduce against one whole batch: rounding, amplified as above
 
 
 @dataclass
@@ -299,12 +300,12 @@ def check_resume(model: str, task_name: str, device: torch.device, sizes: Sizes,
     options = _train_options(task_name, model, sizes, device, data_dir)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         straight = config_for(task_name, model, sizes, out=str(Path(tmp) / "straight"), steps=updates, **options)
-        try:
-            _quietly(train, straight)
-        except UserError as error:
-            if task_name in ("psmnist", "ptb") and "data" in str(error).lower() or "not found" in str(error):
-                return Row("save/load/resume", model, task_name, f"skipped (no data: {str(error)[:60]}...)")
-            raise
+        if task_name in ("psmnist", "ptb"):
+            try:
+                build(straight)
+            except UserError as error:  # the data is not where it was looked for
+                return Row("save/load/resume", model, task_name, f"skipped (no data: {str(error).split(';')[0]})")
+        _quietly(train, straight)
         split = config_for(task_name, model, sizes, out=str(Path(tmp) / "split"), steps=updates // 2, **options)
         _quietly(train, split)
         _quietly(train, {**split, "steps": updates}, resume=True)
@@ -418,12 +419,15 @@ def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     updates, peaks = {}, {}
     for name, build_model in builders.items():
         updates[name] = TimedUpdate(build_model, size, device)
-        if device.type == "cuda":
-            _synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)
         updates[name]()  # warm-up: cuDNN plans, the optimizer's state, the caching allocator
-        _synchronize(device)
-        peaks[name] = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+        peaks[name] = None
+        if device.type == "cuda":  # what one update allocates beyond the models and optimizer states resident
+            _synchronize(device)
+            resident = torch.cuda.memory_allocated(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            updates[name]()
+            _synchronize(device)
+            peaks[name] = torch.cuda.max_memory_allocated(device) - resident
     times = {name: [] for name in builders}
     names = list(builders)
     for r in range(rounds):
@@ -443,7 +447,7 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
         results = time_updates(size, device, models, rounds)
         rnn, lstm = results["torch.nn.RNN"][0], results["torch.nn.LSTM"][0]
         for name, (seconds, peak) in results.items():
-            memory = f"peak {peak / 2 ** 20:.0f} MB" if peak is not None else "peak memory n/a on cpu"
+            memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
             rows.append(Row("update time", name, label, f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM",
                             f"median of {rounds}: {seconds * 1e3:.1f} ms; {memory}"))
     return rows
@@ -483,10 +487,12 @@ def run_checks(device: torch.device, models=tuple(MODELS), tasks=TASKS, quick: b
     for model in models:
         guarded("autocast bf16", model, "copy", check_autocast, model, "copy", device, sizes)
     for model in models:
-        if quick:
-            add(Row("torch.compile", model, "copy", "skipped (--quick)"))
-        else:
+        if not quick:
             guarded("torch.compile", model, "copy", check_compile, model, "copy", device, sizes)
+        elif model == "nnrnn":  # Dynamo's tracing of nnrnn's custom ops, without inductor's code generation
+            guarded("torch.compile", model, "copy", check_compile, model, "copy", device, sizes, backend="eager")
+        else:
+            add(Row("torch.compile", model, "copy", "skipped (--quick)"))
     cuda_devices = torch.cuda.device_count() if device.type == "cuda" else 0
     ddp_model = "nnrnn" if "nnrnn" in models else models[0]
     if quick:
@@ -516,7 +522,8 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         return f"{name} (cuda, {torch.cuda.device_count()} device(s)), torch {torch.__version__}"
-    return f"cpu ({torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}"
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"cpu ({torch.get_num_threads()} threads, {capability}), torch {torch.__version__}"
 
 
 def _names(text: str | None, allowed, what: str) -> tuple:
@@ -535,8 +542,10 @@ def run_doctor(args) -> int:
     tasks = _names(args.tasks, TASKS, "tasks")
     started = time.perf_counter()
     print(f"nnrnn doctor on {describe(device)}{' (--quick)' if args.quick else ''}", flush=True)
+    progress = (lambda row: print(f"  {row.check} {row.model} {row.task}: {row.result}", file=sys.stderr,
+                                  flush=True)) if sys.stderr.isatty() else None  # the table comes at the end
     rows = run_checks(device, models, tasks, quick=args.quick, timing=not args.no_timing, data_dir=args.data_dir,
-                      rounds=args.rounds)
+                      rounds=args.rounds, log=progress)
     print(table(rows))
     failed = [r for r in rows if r.failed]
     print(f"{len(rows) - len(failed)} of {len(rows)} rows passed or skipped, {len(failed)} failed, "
