@@ -424,6 +424,29 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def timed(device: torch.device, update) -> float:
+    """Seconds of one call of ``update``, the device's queued work finished before and after (CUDA runs
+    kernels asynchronously: without the synchronisations the clock would time their launches only)."""
+    _synchronize(device)
+    start = time.perf_counter()
+    update()
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def update_memory(device: torch.device, update) -> int | None:
+    """Bytes one call of ``update`` allocates at its peak beyond what is resident before it (the models and
+    optimizer states); None on the CPU, whose allocator torch does not count."""
+    if device.type != "cuda":
+        return None
+    _synchronize(device)
+    resident = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    update()
+    _synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - resident
+
+
 def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     """name -> (median seconds of one update, peak bytes or None), all in this process, alternating."""
     builders = {"torch.nn.RNN": lambda i, n: TorchBaseline("rnn", i, n),
@@ -434,23 +457,12 @@ def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     for name, build_model in builders.items():
         updates[name] = TimedUpdate(build_model, size, device)
         updates[name]()  # warm-up: cuDNN plans, the optimizer's state, the caching allocator
-        peaks[name] = None
-        if device.type == "cuda":  # what one update allocates beyond the models and optimizer states resident
-            _synchronize(device)
-            resident = torch.cuda.memory_allocated(device)
-            torch.cuda.reset_peak_memory_stats(device)
-            updates[name]()
-            _synchronize(device)
-            peaks[name] = torch.cuda.max_memory_allocated(device) - resident
+        peaks[name] = update_memory(device, updates[name])
     times = {name: [] for name in builders}
     names = list(builders)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            _synchronize(device)
-            start = time.perf_counter()
-            updates[name]()
-            _synchronize(device)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(timed(device, updates[name]))
     return {name: (statistics.median(times[name]), peaks[name]) for name in names}
 
 
