@@ -529,7 +529,7 @@ def run_checks(device: torch.device, models=tuple(MODELS), tasks=TASKS, quick: b
         guarded("ddp, 2 processes", ddp_model, "copy", check_ddp, ddp_model, "copy", device, sizes)
     if timing:
         try:
-            for row in timing_rows(device, [m for m in models], quick, rounds or (3 if quick else 5)):
+            for row in timing_rows(device, list(models), quick, rounds or (7 if quick else 5)):
                 add(row)
         except Exception as error:
             add(Row("update time", "", "", "FAIL", f"{type(error).__name__}: {str(error)[:140]}"))
@@ -590,5 +590,5 @@ def add_doctor_parser(sub) -> None:
     p.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)}")
     p.add_argument("--tasks", help=f"comma-separated subset of {','.join(TASKS)}")
     p.add_argument("--data-dir", dest="data_dir", help="where psmnist and ptb data are (default: nnrnn's usual places)")
-    p.add_argument("--rounds", type=int, help="timing rounds (default 5, 3 with --quick)")
+    p.add_argument("--rounds", type=int, help="timing rounds (default 5, 7 with --quick)")
     p.set_defaults(func=run_doctor)
