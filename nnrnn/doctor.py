@@ -566,6 +566,8 @@ def run_doctor(args) -> int:
     device = check_device(args.device)
     models = _names(args.models, MODELS, "models")
     tasks = _names(args.tasks, TASKS, "tasks")
+    if args.rounds is not None and args.rounds < 1:
+        raise UserError(f"--rounds must be a positive integer; got {args.rounds}")
     started = time.perf_counter()
     print(f"nnrnn doctor on {describe(device)}{' (--quick)' if args.quick else ''}", flush=True)
     progress = (lambda row: print(f"  {row.check} {row.model} {row.task}: {row.result}", file=sys.stderr,

@@ -95,6 +95,7 @@ def test_ddp_check_with_two_gloo_processes_matches_one_process(tmp_path):
     (["doctor", "--models", "gru"], "--models"),
     (["doctor", "--tasks", "mnist"], "--tasks"),
     (["doctor", "--device", "tpu"], "--device"),
+    (["doctor", "--rounds", "0"], "--rounds"),
 ])
 def test_doctor_user_errors_exit_2(args, needle, capsys):
     assert main(args) == 2
