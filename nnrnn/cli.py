@@ -1,4 +1,4 @@
-"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce.
+"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce, doctor.
 
 Errors nnrnn expects (:class:`nnrnn.errors.NnrnnError`: a user's mistake, a diverged run, an interrupt)
 print one line on stderr and exit with the error's code, 2 for a user's mistake (set NNRNN_DEBUG=1 for the
@@ -149,6 +149,7 @@ def make_parser() -> Parser:
     p.set_defaults(func=run_kernels)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
+    from .doctor import add_doctor_parser
     from .reproduce import add_reproduce_parser
     from .sweep import add_sweep_parser
     add_data_parser(sub)
@@ -156,6 +157,7 @@ def make_parser() -> Parser:
     add_theory_parser(sub)
     add_analyze_parser(sub)
     add_reproduce_parser(sub)
+    add_doctor_parser(sub)
     return parser
 
 

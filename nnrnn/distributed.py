@@ -18,6 +18,10 @@ def setup(device: torch.device) -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return 0, 1
+    if device.type == "cuda" and "LOCAL_RANK" in os.environ:
+        # NCCL runs its collectives (barrier included) on the current CUDA device: each rank its own GPU,
+        # not all of them GPU 0
+        torch.cuda.set_device(local_device(device))
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), world
@@ -27,6 +31,14 @@ def local_device(device: torch.device) -> torch.device:
     if device.type == "cuda" and "LOCAL_RANK" in os.environ and device.index is None:
         return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     return device
+
+
+def collective_device() -> torch.device:
+    """Where the tensors of a collective must be: NCCL reduces CUDA tensors only (a CPU tensor fails with
+    "No backend type associated with device type cpu"), gloo CPU ones."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def shard(tensor: torch.Tensor, rank: int, world: int, dim: int = 1) -> torch.Tensor:
@@ -45,7 +57,8 @@ def sum_stats(stats: dict, world: int) -> dict:
     if world == 1 or not stats:
         return stats
     names = sorted(stats)
-    values = torch.tensor([[float(stats[n][0]), float(stats[n][1])] for n in names], dtype=torch.float64)
+    values = torch.tensor([[float(stats[n][0]), float(stats[n][1])] for n in names], dtype=torch.float64,
+                          device=collective_device())
     dist.all_reduce(values)
     return {n: (values[i, 0].item(), values[i, 1].item()) for i, n in enumerate(names)}
 
@@ -54,7 +67,7 @@ def broadcast_float(value: float, world: int) -> float:
     """Rank 0's ``value`` on every rank (every rank must call it)."""
     if world == 1:
         return value
-    tensor = torch.tensor([float(value)], dtype=torch.float64)
+    tensor = torch.tensor([float(value)], dtype=torch.float64, device=collective_device())
     dist.broadcast(tensor, src=0)
     return tensor.item()
 

@@ -227,7 +227,7 @@ def restore(run: Run) -> None:
                         f"for; give a larger --steps (or --epochs) to train further")
     if saved.get("data") is not None:
         run.task.check_data_state(saved["data"])
-    torch.set_rng_state(saved["rng"])
+    torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
 
 
 def loop(run: Run, resume: bool, on_eval) -> dict:

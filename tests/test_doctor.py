@@ -1,0 +1,109 @@
+"""``nnrnn doctor`` on the CPU: its quick version passes and prints every row, and a broken device path, a
+resume that loses state or a check that crashes makes it fail."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from nnrnn import checkpoint, doctor
+from nnrnn.cli import main
+from nnrnn.models import MODELS
+from nnrnn.models import fused
+
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def rows(output: str) -> dict:
+    """(check, model, task) -> result, from the printed table."""
+    table = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 5 and cells[0] not in ("check", "---"):
+            table[tuple(cells[:3])] = cells[3]
+    return table
+
+
+def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys):
+    code = main(["doctor", "--quick", "--device", "cpu", "--data-dir", str(SHARED)])
+    out = capsys.readouterr().out
+    table = rows(out)
+    assert code == 0, out
+    for task in doctor.TASKS:
+        for model in MODELS:
+            assert table[("parity", model, task)] == "ok"
+    for model in MODELS:
+        assert table[("save/load/resume", model, "copy")] == "ok"
+        assert table[("autocast bf16", model, "copy")] == "ok"
+    for task in ("adding", "psmnist", "ptb"):
+        assert table[("save/load/resume", "nnrnn", task)] == "ok" or \
+            table[("save/load/resume", "nnrnn", task)].startswith("skipped (no data")
+    assert table[("torch.compile", "nnrnn", "copy")] == "ok"
+    assert table[("ddp, 2 processes", "nnrnn", "copy")] == "skipped (--quick)"
+    timed = {k: v for k, v in table.items() if k[0] == "update time"}
+    assert {k[1] for k in timed} == {"torch.nn.RNN", "torch.nn.LSTM", *MODELS}
+    assert all(re.fullmatch(r"[\d.]+× RNN, [\d.]+× LSTM", v) for v in timed.values())
+    assert table[("update time", "torch.nn.RNN", f"psmnist {doctor.QUICK_SIZES['psmnist']}")].startswith("1.00× RNN")
+    assert "0 failed" in out
+
+
+def test_a_wrong_gradient_on_the_float32_path_fails_parity_and_the_exit_code(monkeypatch, capsys):
+    real = fused._backward
+
+    def wrong(grad_h, h, *args):  # float64 (the reference) stays right, as a device-only bug would
+        grads = real(grad_h, h, *args)
+        if h.dtype == torch.float32 and grads[4] is not None:
+            grads[4] = grads[4] * 1.01
+        return grads
+    monkeypatch.setattr(fused, "_backward", wrong)
+    code = main(["doctor", "--quick", "--device", "cpu", "--models", "rnn,lstm", "--tasks", "copy", "--no-timing"])
+    table = rows(capsys.readouterr().out)
+    assert code == 1
+    assert table[("parity", "rnn", "copy")] == "FAIL"
+    assert table[("parity", "lstm", "copy")] == "ok"  # torch's LSTM: not the broken loops
+
+
+def test_a_resume_that_drops_the_optimizer_state_fails(monkeypatch):
+    real = checkpoint.load
+
+    def forgetful(path, map_location="cpu"):
+        payload = real(path, map_location=map_location)
+        if "optimizer" in payload:
+            payload["optimizer"]["state"] = {}
+        return payload
+    monkeypatch.setattr(checkpoint, "load", forgetful)
+    row = doctor.check_resume("nnrnn", "copy", torch.device("cpu"), doctor.QUICK)
+    assert row.result == "FAIL", row
+
+
+def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
+    def crash(*args, **kwargs):
+        raise RuntimeError("expected a torch.ByteTensor, but got torch.cuda.ByteTensor")
+    monkeypatch.setattr(doctor, "check_resume", crash)
+    found = doctor.run_checks(torch.device("cpu"), ("rnn",), ("copy",), quick=True, timing=False)
+    resume = [r for r in found if r.check == "save/load/resume"]
+    assert [r.result for r in resume] == ["FAIL"] and "ByteTensor" in resume[0].detail
+
+
+def test_ddp_check_with_two_gloo_processes_matches_one_process(tmp_path):
+    row = doctor.check_ddp("rnn", "copy", torch.device("cpu"), doctor.QUICK, workdir=tmp_path)
+    assert row.result == "ok", row
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["doctor", "--models", "gru"], "--models"),
+    (["doctor", "--tasks", "mnist"], "--tasks"),
+    (["doctor", "--device", "tpu"], "--device"),
+    (["doctor", "--rounds", "0"], "--rounds"),
+])
+def test_doctor_user_errors_exit_2(args, needle, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_doctor_on_cuda_without_cuda_is_a_user_error(capsys):
+    assert main(["doctor", "--device", "cuda"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
