@@ -19,17 +19,24 @@ VERSION = 2
 def atomic_write(path: Path, write) -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is unchanged; "
+                        f"fix the folder, then continue with --resume") from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(error, OSError):  # a full disk above all: the file it would have replaced stays whole
+            raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is "
+                            f"unchanged; free some space, then continue with --resume") from None
         raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:

@@ -27,7 +27,10 @@ def add_train_parser(sub) -> None:
     p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
     p.add_argument("--preset", help="paper (fixed hidden units) or paper-params (fixed parameter count)")
     p.add_argument("--out", help="run folder (default runs/TASK-MODEL)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt, with its "
+                   "own options (only the length, logging, device and evaluation options may be given again)")
+    p.add_argument("--overwrite", action="store_true", help="replace the run in --out (its checkpoints, metrics, "
+                   "logs and plots) instead of refusing")
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
@@ -89,18 +92,21 @@ def add_train_parser(sub) -> None:
 
 def run_train(args) -> int:
     from . import distributed
-    from .config import read_config, resolve_config
+    from .config import resolve_config, resume_config
+    from .errors import OptionError
     from .train import train
-    options = {k: v for k, v in vars(args).items()
-               if k not in ("command", "func", "resume", "preset") and v is not None}
-    out = Path(options.get("out") or f"runs/{args.task}-{options.get('model', 'nnrnn')}")
-    options["out"] = str(out)
-    if args.resume and (out / "config.json").is_file():  # the saved options, unless given again
-        saved = read_config(out / "config.json")
-        options = {**{k: v for k, v in saved.items() if k != "preset"}, **options}
-    config = resolve_config(options, args.preset)
+    if args.resume and args.overwrite:
+        raise OptionError("give --resume or --overwrite, not both")
+    typed = {k: v for k, v in vars(args).items()  # what the user typed: argparse leaves the rest None
+             if k not in ("command", "func", "resume", "overwrite", "preset") and v is not None}
+    if typed.get("out") == "":
+        raise OptionError("--out must name a folder; got an empty string")
+    out = Path(typed.get("out") or f"runs/{args.task}-{typed.get('model', 'nnrnn')}")
+    typed["out"] = str(out)
+    # a resumed run keeps its own options; only those typed again, and allowed to change, differ
+    config = resume_config(out, typed, args.preset) if args.resume else resolve_config(typed, args.preset)
     try:
-        result = train(config, resume=args.resume)
+        result = train(config, resume=args.resume, overwrite=args.overwrite)
     finally:
         distributed.cleanup()
     if result:  # rank 0 only

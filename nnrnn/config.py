@@ -14,10 +14,10 @@ import torch
 
 from . import presets
 from .errors import OptionError, UserError
-from .models import model_class
+from .models import MODELS, model_class
 from .models.init import check_scheme
 from .parametrizations import TRIANGULAR
-from .tasks import task_class
+from .tasks import TASKS, task_class
 
 DEFAULTS = {
     "task": "copy",
@@ -68,6 +68,8 @@ LR_SCHEDULES = ("none", "plateau")
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
              "max_bad_steps", "data_dir", "check_inputs", "stop_after_halvings"}
+OPTIMIZER_OPTIONS = {"alpha": "rmsprop", "betas": "adam"}  # options that only one optimizer reads
+FLAGS = {"T": "--T", "bias": "--no-bias", "permute": "--no-permute", "progress": "--no-progress"}
 POSITIVE_INTEGERS = ("hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
                      "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
                      "rebase_every")
@@ -92,7 +94,40 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
         config["steps"] = None
     config.update(given)
     validate(config)
+    for key in given:
+        reason = inapplicable(key, config) if given[key] != DEFAULTS.get(key) else None
+        if reason:
+            raise OptionError(reason)
     return config
+
+
+def flag(key: str) -> str:
+    """The command-line flag of configuration key ``key``."""
+    return FLAGS.get(key, "--" + key.replace("_", "-"))
+
+
+def _model_keys(cls) -> tuple[str, ...]:
+    """The configuration keys that act on a model of class ``cls``: its constructor's and its training options."""
+    return tuple(k for k in cls.CONFIG_OPTIONS + cls.TRAIN_OPTIONS if k != "dynamic")
+
+
+def inapplicable(key: str, config: dict) -> str | None:
+    """Why option ``key``, given explicitly, would not act in ``config``'s run (one sentence naming the option
+    and what it applies to), or None when it acts.  :func:`resolve_config` refuses an option given with a value
+    other than its default that does not act; options a preset sets are not checked (a preset covers several
+    models and tasks)."""
+    task, model = task_class(config["task"]), model_class(config["model"])
+    task_keys = {k for name in TASKS for k in task_class(name).CONFIG_OPTIONS}
+    if key in task_keys and key not in task.CONFIG_OPTIONS:
+        users = [name for name in TASKS if key in task_class(name).CONFIG_OPTIONS]
+        return f"{flag(key)} applies to the {' and '.join(users)} task{'s' * (len(users) > 1)}, not to {config['task']}"
+    model_keys = {k for cls in MODELS.values() for k in _model_keys(cls)}
+    if key in model_keys and key not in _model_keys(model):
+        users = [name for name, cls in MODELS.items() if key in _model_keys(cls)]
+        return f"{flag(key)} applies to {', '.join(users)}, not to {config['model']}"
+    if key in OPTIMIZER_OPTIONS and config["optimizer"] != OPTIMIZER_OPTIONS[key]:
+        return f"{flag(key)} applies to --optimizer {OPTIMIZER_OPTIONS[key]}, not to {config['optimizer']}"
+    return None
 
 
 def _number(value) -> bool:
@@ -181,6 +216,8 @@ def check_device(name) -> torch.device:
                             f"numbered from 0")
     elif device.type != "cpu":
         raise OptionError(f"--device {name}: nnrnn trains on cpu or cuda; use one of those")
+    elif device.index not in (None, 0):
+        raise OptionError(f"--device {name}: there is one cpu device; use --device cpu")
     return device
 
 
@@ -196,18 +233,29 @@ def available_memory() -> int | None:
     return None
 
 
-def check_memory(config: dict) -> None:
-    """UserError, before anything is allocated, when the model's parameters with their gradients and
-    optimizer state alone would not fit in the memory available (a deliberately low estimate: the
-    recurrent matrices' n² storage, four copies)."""
+def check_memory(config: dict, task=None) -> None:
+    """UserError, before anything is allocated, when a deliberately low estimate of what training needs does
+    not fit in the memory available: the recurrent matrices' n² storage, four copies (parameter, gradient,
+    two optimizer buffers), and with ``task`` the activations of one update, three float32 (steps × batch ×
+    hidden) blocks (the layer's outputs, their gradient, the pre-activations' gradient), or one for an
+    evaluation batch."""
     available = available_memory()
     if available is None:
         return
-    storage = 4 * (3 * config["hidden"] ** 2 + 4 * config["hidden"])  # weight_hh (+ T, P's skew log), float32
-    needed = 4 * storage  # parameter, gradient and two optimizer buffers
+    n = config["hidden"]
+    needed = 4 * 4 * (3 * n ** 2 + 4 * n)  # weight_hh (+ T, P's skew log), float32, four copies
     if needed > available:
-        raise UserError(f"--hidden {config['hidden']} needs at least {needed / 2 ** 30:,.0f} GiB of memory for its "
+        raise UserError(f"--hidden {n} needs at least {needed / 2 ** 30:,.0f} GiB of memory for its "
                         f"parameters and training state; {available / 2 ** 30:,.1f} GiB are available; lower --hidden")
+    if task is None:
+        return
+    (steps, batch), (eval_steps, eval_batch) = task.batch_shapes()
+    activations = 4 * n * max(3 * steps * batch, eval_steps * eval_batch)
+    if needed + activations > available:
+        raise UserError(f"a training update of {batch} sequences of {steps} steps at {n} hidden units (or an "
+                        f"evaluation batch of {eval_batch}) needs at least {(needed + activations) / 2 ** 30:,.1f} "
+                        f"GiB of memory; {available / 2 ** 30:,.1f} GiB are available; lower --batch-size, "
+                        f"--eval-batch-size, the sequence length or --hidden")
 
 
 def total_steps(config: dict, task) -> int:
@@ -245,17 +293,53 @@ def read_config(path: Path) -> dict:
     return saved
 
 
-def check_resume(folder: Path, config: dict) -> dict:
-    """The configuration saved in ``folder``; UserError naming the first option that differs from ``config``
-    and may not change on resume."""
-    saved_path = folder / "config.json"
-    if not saved_path.is_file():
-        raise UserError(f"cannot resume: {folder} has no config.json; start a new run without --resume")
-    saved = read_config(saved_path)
-    for key in sorted(set(saved) | set(config)):
-        if key in RESUMABLE or key == "out":
+def saved_config(folder: Path) -> dict:
+    """The configuration of the run in ``folder``: its last checkpoint's (the state a resume continues), else
+    its config.json (a run that died before its first checkpoint); UserError if it has neither."""
+    from . import checkpoint
+    last = Path(folder) / "checkpoints" / "last.pt"
+    if last.is_file():
+        saved = checkpoint.load(last).get("config")
+        if not isinstance(saved, dict):
+            raise UserError(f"{last} holds no run configuration; it was not written by nnrnn's trainer")
+        return saved
+    if (Path(folder) / "config.json").is_file():
+        return read_config(Path(folder) / "config.json")
+    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no checkpoints/last.pt, no config.json); "
+                    f"start the run without --resume")
+
+
+def resume_config(folder: Path, typed: dict, preset: str | None = None) -> dict:
+    """The configuration a resumed run continues with: the run's own (:func:`saved_config`), with the options
+    typed on the resume line applied where they may change (:data:`RESUMABLE`).  A typed option that may not
+    change and differs from the run's is a UserError naming it, its old and its new value."""
+    saved = saved_config(folder)
+    config = {**DEFAULTS, **saved, "out": str(folder)}  # options added to nnrnn since the run began: defaults
+    if preset is not None and preset != saved.get("preset"):
+        raise UserError(f"cannot resume {folder}: --preset was {saved.get('preset')!r} and is now {preset!r}; "
+                        f"leave --preset out (a resumed run keeps its options) or start a new run")
+    lengths = {"steps", "epochs"} & set(typed)
+    if len(lengths) == 1:  # one length replaces the other, as for a new run
+        config[({"steps", "epochs"} - lengths).pop()] = None
+    for key, value in typed.items():
+        if key == "out":
             continue
-        if saved.get(key) != config.get(key):
-            raise UserError(f"cannot resume {folder}: option {key} was {saved.get(key)!r} and is now "
+        if key in RESUMABLE:
+            config[key] = value
+        elif config.get(key) != value:
+            raise UserError(f"cannot resume {folder}: {flag(key)} was {config.get(key)!r} and is now {value!r}; "
+                            f"on --resume only {', '.join(flag(k) for k in sorted(RESUMABLE))} may change, so "
+                            f"leave it out or start a new run")
+    validate(config)
+    return config
+
+
+def check_resumable(saved: dict, config: dict, where: Path) -> None:
+    """UserError naming the first option that differs between a checkpoint's configuration ``saved`` and the
+    resumed run's ``config`` and may not change on resume."""
+    for key in sorted(set(saved) | set(config)):
+        if key in RESUMABLE or key in ("out", "preset"):
+            continue
+        if saved.get(key, DEFAULTS.get(key)) != config.get(key, DEFAULTS.get(key)):
+            raise UserError(f"cannot resume {where}: option {key} was {saved.get(key)!r} and is now "
                             f"{config.get(key)!r}; use the original value or start a new run")
-    return saved

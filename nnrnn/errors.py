@@ -5,8 +5,8 @@
 * :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder).
 * :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
   so library callers that catch ``ValueError`` keep working.
-* :class:`TrainingDiverged`: training produced non-finite losses, gradients or scores; the reproduction
-  grid and sweeps record it as a result.
+* :class:`TrainingDiverged` (exit 1): training produced non-finite losses, gradients or scores, or a
+  checkpoint scores a non-finite result; the reproduction grid and sweeps record it as a result.
 * :class:`Interrupted`: SIGINT/SIGTERM ended training after a checkpoint.
 """
 from __future__ import annotations
@@ -33,9 +33,9 @@ class OptionError(UserError, ValueError):
     cannot use; the message names the option and the values it takes."""
 
 
-class TrainingDiverged(UserError):
-    """Training produced non-finite losses, gradients or validation scores; the message says where the
-    last good checkpoint is and what to try."""
+class TrainingDiverged(NnrnnError):
+    """Training produced non-finite losses, gradients or scores (validation or test); the message says which,
+    where the last good checkpoint is and what to try."""
 
 
 class Interrupted(NnrnnError):

@@ -48,7 +48,7 @@ from .network import best_checkpoint, embedding_width, load_model
 from .runlog import read_metrics
 from .tasks import make_task, task_class
 from .tasks.copy import baseline_loss
-from .train import train
+from .train import is_run_folder, train
 
 BOTH = ("hidden", "params")
 SCALES = {
@@ -196,7 +196,7 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
         import torch
         torch.set_num_threads(threads)
     config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
-    resume = (folder / "checkpoints" / "last.pt").exists()
+    resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
     try:
         train(config, resume=resume)

@@ -9,6 +9,33 @@ import json
 from pathlib import Path
 
 from . import checkpoint
+from .errors import UserError
+
+
+def parse_lines(path: Path) -> list[tuple[str, dict]]:
+    """(line, record) for every record of a metrics.jsonl.  A last line cut short (by a kill or a full disk
+    during its write) is dropped: the run logs it again when it resumes.  Any other unreadable line is a
+    UserError naming the file and the line."""
+    try:
+        lines = Path(path).read_text().split("\n")
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a metrics file (it is not text); restore it or start a new run") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == len(lines):
+                break
+            raise UserError(f"{path} line {number} is not a JSON record ({error.msg}); restore the file or delete "
+                            f"that line") from None
+        if not (isinstance(record, dict) and isinstance(record.get("step"), int) and "split" in record):
+            raise UserError(f"{path} line {number} is not a metrics record (it needs a step and a split); restore "
+                            f"the file or delete that line")
+        out.append((line + "\n", record))
+    return out
 
 
 class MetricsLog:
@@ -19,7 +46,8 @@ class MetricsLog:
         if resume_step is None:
             self.path.write_text("")
         else:  # drop points logged after the checkpoint: the resumed run logs them again
-            kept = [line for line in self._lines() if json.loads(line)["step"] <= resume_step]
+            kept = [line for line, record in parse_lines(self.path) if record["step"] <= resume_step] \
+                if self.path.exists() else []
             checkpoint.atomic_write(self.path, lambda f: f.write("".join(kept).encode()))
         self.file = self.path.open("a")
         self.writer = None
@@ -32,13 +60,13 @@ class MetricsLog:
         except ImportError:  # TensorBoard is optional for library users
             pass
 
-    def _lines(self):
-        return [line for line in self.path.read_text().splitlines(keepends=True) if line.strip()] \
-            if self.path.exists() else []
-
     def log(self, record: dict) -> None:
-        self.file.write(json.dumps(record) + "\n")
-        self.file.flush()
+        try:
+            self.file.write(json.dumps(record) + "\n")
+            self.file.flush()
+        except OSError as error:
+            raise UserError(f"cannot write {self.path} ({error.strerror}); free some space or fix the folder, then "
+                            f"continue with --resume (the last checkpoint is unchanged)") from None
         if self.writer is not None:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)):  # the split is a string, part of the tag
@@ -51,8 +79,9 @@ class MetricsLog:
 
 
 def read_metrics(folder: Path) -> list[dict]:
+    """The records of a run folder's metrics.jsonl (see :func:`parse_lines`); [] when there is none."""
     path = Path(folder) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return [record for _, record in parse_lines(path)] if path.exists() else []
 
 
 def curves_figure(records: list[dict], baseline: float | None = None):

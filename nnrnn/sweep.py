@@ -517,6 +517,9 @@ def add_sweep_parser(sub) -> None:
 
 def run_sweep_command(args) -> int:
     import optuna
+    for name in ("out", "storage", "study"):  # an empty value would otherwise fall back to the default
+        if getattr(args, name) == "":
+            raise OptionError(f"--{name} must not be empty; leave it out for the default")
     out = args.out or f"runs/sweep-{args.task}-{args.model}"
     study = args.study or f"{args.task}-{args.model}"
     if args.summary:

@@ -17,6 +17,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +26,18 @@ import torch
 from torch import nn
 
 from . import checkpoint, distributed, runlock
-from .config import check_device, check_memory, check_resume, evaluation_interval, total_steps
+from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
 from .errors import Interrupted, TrainingDiverged, UserError
 from .models import param_groups
-from .network import build
+from .network import build, build_network, build_task
 from .parametrizations import rebase_
 from .runlog import MetricsLog, plot_curves, read_metrics
 from .tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
+MARKER = ".nnrnn-run"  # written first into a run folder: nnrnn writes only into folders that hold one
+RUN_FILES = ("checkpoints", "metrics.jsonl", "tensorboard", "curves.png", "config.json")  # what --overwrite removes
+CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
 
 
 @dataclass
@@ -138,51 +142,73 @@ def evaluate(net: nn.Module, task, split: str, device) -> dict:
 
 # ----------------------------------------------------------------------------- the run
 
-def train(config: dict, resume: bool = False, on_eval=None) -> dict:
+def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False) -> dict:
     """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
 
+    ``resume``: continue the run in ``config["out"]`` from its last checkpoint (from the start if it died
+    before its first).  ``overwrite``: replace the run there instead (nnrnn's own files only).
     ``on_eval(step, record)``, if given, is called after every validation; an exception it raises (e.g.
     ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
     """
     folder = Path(config["out"])
-    check_memory(config)
     device = check_device(config["device"])
+    task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
+    check_memory(config, task)
     rank, world = distributed.setup(device)
     # rank 0 writes the run folder and holds its lock; the others only read checkpoints
     with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
-        check_folder(folder, config, resume, rank)
-        run = start(config, folder, resume, distributed.local_device(device), rank, world)
+        resume = check_folder(folder, resume, overwrite, rank)
+        run = start(config, task, folder, resume, distributed.local_device(device), rank, world)
         if run.main:  # on resume too: the options that may change (length, logging) are now these
             checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
         if resume and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
-            if run.main:
-                why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
-                       f"already stopped after {halvings(config, run.optimizer)} halvings of the learning rate")
-                print(f"[nnrnn] {folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
-            return result(folder, run.main)
+            return finish(run)
         return loop(run, resume, on_eval)
 
 
-def check_folder(folder: Path, config: dict, resume: bool, rank: int) -> None:
-    """UserError unless ``folder`` can take this run: a new run must not overwrite one, and a resumed run
-    needs its checkpoint, the same configuration and a writable checkpoint folder."""
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an nnrnn run: its marker, or (runs made before the marker) a last checkpoint or
+    a config.json."""
+    return any((folder / name).is_file() for name in (MARKER, "checkpoints/last.pt", "config.json"))
+
+
+def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool:
+    """Claim ``folder`` for this run (rank 0 writes the marker) and return whether there is a checkpoint to
+    resume from.  UserError, touching nothing, for a folder that holds other files, for a new run over an
+    existing one (unless ``overwrite``), and for a resume without a run or without a writable checkpoint folder."""
     last_path = folder / "checkpoints" / "last.pt"
-    if not resume:
-        if last_path.exists():
-            raise UserError(f"{folder} already holds a run; pass --resume to continue it or choose another --out")
-        return
-    if not last_path.is_file():
-        raise UserError(f"cannot resume: no checkpoint at {last_path}; start the run without --resume")
-    check_resume(folder, config)
-    if rank == 0 and not os.access(last_path.parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot resume: {last_path.parent} is not writable, so no checkpoint could be saved; "
-                        f"make it writable or copy the run elsewhere")
+    if rank != 0:  # rank 0 claims and checks the folder; the others only read its checkpoint
+        return resume and last_path.is_file()
+    others = [p.name for p in folder.iterdir() if p.name not in (".lock", MARKER)] if folder.is_dir() else []
+    if others and not is_run_folder(folder):
+        raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(sorted(others)[:3])}"
+                        f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
+    if resume:
+        if not is_run_folder(folder):
+            raise UserError(f"cannot resume: {folder} holds no nnrnn run; start the run without --resume")
+        if rank == 0 and last_path.is_file() and not os.access(last_path.parent, os.W_OK | os.X_OK):
+            raise UserError(f"cannot resume: {last_path.parent} is not writable, so no checkpoint could be saved; "
+                            f"make it writable or copy the run elsewhere")
+        if not last_path.is_file() and rank == 0:
+            print(f"[nnrnn] {folder} has no checkpoint yet: its run starts from the beginning", flush=True)
+        return last_path.is_file()
+    work = [name for name in RUN_FILES if (folder / name).exists()
+            and not (name == "metrics.jsonl" and not (folder / name).read_text(errors="replace").strip())]
+    if work and {"checkpoints", "metrics.jsonl"} & set(work) and not overwrite:
+        raise UserError(f"{folder} already holds a run; pass --resume to continue it, --overwrite to replace it, "
+                        f"or choose another --out")
+    if rank == 0:
+        for name in work:  # --overwrite, or an attempt that logged nothing: nnrnn's own files only
+            shutil.rmtree(folder / name) if (folder / name).is_dir() else (folder / name).unlink()
+        checkpoint.atomic_write(folder / MARKER, lambda f: f.write(b"an nnrnn run folder\n"))
+    return False
 
 
-def start(config: dict, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
-    """Build the task, network, optimizer and schedule; restore them and the run's state from ``last.pt``
+def start(config: dict, task, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
+    """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
     when resuming."""
-    task, net = build(config)
+    torch.manual_seed(config["seed"])  # the initial parameters are a function of the seed (as network.build)
+    net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
     net.to(device)
     model = net
     if world > 1:  # averages gradients over processes; broadcasts rank 0's parameters at start
@@ -209,25 +235,55 @@ def save(run: Run) -> None:
 
 
 def restore(run: Run) -> None:
-    """The inverse of :func:`save`, refusing a checkpoint of another model or data."""
+    """The inverse of :func:`save`, refusing a checkpoint that is not a run's last one, or that holds another
+    model, configuration or data."""
     saved = checkpoint.load(run.last_path, map_location=run.device)
-    config = run.config
+    missing = [key for key in CHECKPOINT_KEYS if key not in saved]
+    if missing:
+        raise UserError(f"{run.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a best.pt "
+                        f"holds only the model); put the run's own last.pt back or start a new run")
+    config, before = run.config, saved["config"]
     for key in ("task", "model", "hidden"):
-        if saved["config"].get(key) != config.get(key):
-            raise UserError(f"{run.last_path} holds a {saved['config'].get('model')} run on "
-                            f"{saved['config'].get('task')} with {saved['config'].get('hidden')} hidden units, "
-                            f"not the {config.get(key)!r} {key} this run asks for; start a new run elsewhere")
-    run.net.load_state_dict(saved["model"])
-    run.optimizer.load_state_dict(saved["optimizer"])
-    if run.schedule is not None:
-        run.schedule.load_state_dict(saved["schedule"])
+        if before.get(key) != config.get(key):
+            raise UserError(f"{run.last_path} holds a {before.get('model')} run on {before.get('task')} with "
+                            f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
+                            f"for; start a new run elsewhere")
+    check_resumable(before, config, run.folder)
+    if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
+        run.task.check_data_state(saved["data"])
+    try:
+        run.net.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
+        if run.schedule is not None:
+            run.schedule.load_state_dict(saved["schedule"])
+    except (RuntimeError, ValueError, KeyError) as error:
+        raise UserError(f"{run.last_path} does not fit the network its configuration describes "
+                        f"({type(error).__name__}); the file was altered or comes from another nnrnn") from None
     run.state = RunState.from_checkpoint(saved, distributed.shard_state(saved["state"], run.rank, run.world))
     if run.state.step > run.steps:
         raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
                         f"for; give a larger --steps (or --epochs) to train further")
-    if saved.get("data") is not None:
-        run.task.check_data_state(saved["data"])
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+
+
+def finish(run: Run) -> dict:
+    """A resumed run that had already trained to its end: score the test split if the run was stopped before
+    it did (its test evaluation is part of the run), else say there is nothing to do."""
+    records = read_metrics(run.folder) if run.main else []
+    tested = bool(records) and records[-1].get("split") == "test"
+    if run.main and not tested and "test" in run.task.splits and run.best_path.exists():
+        log = MetricsLog(run.folder, run.state.step)
+        try:
+            test = score_test(run, log)
+        finally:
+            log.close()
+            plot_curves(run.folder, getattr(run.task, "baseline", None))
+        return result(run.folder, run.main, test)
+    if run.main:
+        why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
+               f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
+        print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
+    return result(run.folder, run.main)
 
 
 def loop(run: Run, resume: bool, on_eval) -> dict:
@@ -358,7 +414,16 @@ def score_test(run: Run, log: MetricsLog | None) -> dict | None:
     run.net.load_state_dict(checkpoint.load(run.best_path, map_location=run.device)["model"])
     test = evaluate(run.net, run.task, "test", run.device)
     log.log({"step": run.state.step, "split": "test", **test})
+    check_finite(test, "test", run.best_path)
     return test
+
+
+def check_finite(metrics: dict, split: str, path: Path) -> None:
+    """TrainingDiverged naming the split and metric when a checkpoint's score is not finite."""
+    bad = [name for name, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
+    if bad:
+        raise TrainingDiverged(f"the {split} {bad[0]} of {path} is {metrics[bad[0]]}: the model's predictions are "
+                               f"not finite, so the run is not trustworthy; retrain with a lower --lr or --clip")
 
 
 def check_converged(run: Run, last_valid: dict | None) -> None:
@@ -400,7 +465,9 @@ def evaluate_checkpoint(path: Path, device="cpu", split: str = "test") -> dict:
         raise UserError(f"{path} does not match the model its config describes "
                         f"({config['model']}, hidden {config['hidden']}); the file was altered") from None
     net.to(device)
-    return evaluate(net, built_task, split, device)
+    metrics = evaluate(net, built_task, split, device)
+    check_finite(metrics, split, path)
+    return metrics
 
 
 class StopRequested:

@@ -17,15 +17,15 @@ def copy_config(tmp_path, name="run", **options):
 
 
 def with_network(monkeypatch, edit):
-    """Make the trainer's build() apply ``edit(net)`` to the network it builds, before training starts."""
-    real = network_module.build
+    """Make the trainer apply ``edit(net)`` to the network it builds, before training starts."""
+    real = network_module.build_network
 
-    def build(config):
-        task, net = real(config)
+    def build_network(*args, **kwargs):
+        net = real(*args, **kwargs)
         with torch.no_grad():
             edit(net)
-        return task, net
-    monkeypatch.setattr(trainer, "build", build)
+        return net
+    monkeypatch.setattr(trainer, "build_network", build_network)
 
 
 def parameters(run: Path) -> dict:

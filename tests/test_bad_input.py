@@ -1,6 +1,7 @@
 """A user's mistakes: each gives one plain line on stderr and exit code 2 (the command line), or a
 ValueError/TypeError naming the argument (the library), or torch.nn.RNN's behaviour; none loses work."""
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -24,8 +25,8 @@ def run_cli(capsys, *argv):
     return code, err
 
 
-def assert_one_line(code, err, *expected):
-    assert code == 2, err
+def assert_one_line(code, err, *expected, exit_code=2):
+    assert code == exit_code, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("nnrnn: error: "), err
     assert "Traceback" not in err
@@ -85,7 +86,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--input-init", "orthogonal"], "input_init must be one of"),
     (["train", "copy", "--readout-init", "uniform:-1"], "readout_init must be one of"),
     (["train", "copy", "--embedding", "-1"], "embedding must be a non-negative integer"),
-    (["train", "copy", "--embedding", "16"], "--embedding applies to token inputs"),
+    (["train", "copy", "--embedding", "16"], "--embedding applies to the ptb task, not to copy"),
     (["train", "copy", "--nonlinearity", "gelu"], "invalid choice"),
     (["train", "copy", "--triangular", "upper"], "invalid choice"),
     (["train", "copy", "--lr-schedule", "cosine"], "invalid choice"),
@@ -177,9 +178,9 @@ def test_existing_runs_are_never_overwritten_or_misresumed(capsys, finished_run,
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "2", *TINY),
                     "already at update 4, past the 2 updates asked for")
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--lr", "0.5", *TINY),
-                    "option lr was")
+                    "--lr was 0.001 and is now 0.5")
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "none", "--resume", *TINY),
-                    "cannot resume: no checkpoint")
+                    "holds no nnrnn run")
     code = cli.main(["train", "copy", "--out", str(finished_run), "--resume", *TINY])
     out = capsys.readouterr().out
     assert code == 0 and "already finished its 4 updates; nothing to train" in out
@@ -190,10 +191,16 @@ def test_corrupt_files_are_named(capsys, finished_run, tmp_path):
     import shutil
     broken = tmp_path / "broken"
     shutil.copytree(finished_run, broken)
-    (broken / "config.json").write_text('{"task": "copy", oops')
+    (broken / "config.json").write_text('{"task": "copy", oops')  # the checkpoint holds the configuration:
+    assert run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "5", *TINY)[0] == 0  # resumed
+    assert json.loads((broken / "config.json").read_text())["steps"] == 5  # and config.json written again
+    (broken / "config.json").unlink()
+    assert run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY)[0] == 0
+    shutil.rmtree(broken / "checkpoints")
+    (broken / "config.json").write_text('{"task": "copy", oops')  # no checkpoint: config.json is all there is
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", *TINY),
                     f"{broken / 'config.json'} is not a valid config.json")
-    (broken / "config.json").write_text((finished_run / "config.json").read_text())
+    shutil.copytree(finished_run, broken, dirs_exist_ok=True)
     (broken / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
     assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY),
                     "last.pt is not a readable nnrnn checkpoint")
@@ -212,7 +219,7 @@ def test_every_update_non_finite_fails_the_run(capsys, tmp_path, monkeypatch):
         return inputs * float("nan"), targets
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(nan_batches))
     code, err = run_cli(capsys, "train", "copy", "--steps", "5", "--out", tmp_path / "r", *TINY)
-    assert_one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);")
+    assert_one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);", exit_code=1)
     assert (tmp_path / "r" / "metrics.jsonl").is_file()  # what was written stays
 
 
@@ -226,13 +233,13 @@ def test_more_skipped_updates_than_allowed_fails_the_run(capsys, tmp_path, monke
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(every_other_nan))
     code, err = run_cli(capsys, "train", "copy", "--steps", "20", "--max-bad-steps", "3", "--out", tmp_path / "r",
                         *TINY)
-    assert_one_line(code, err, "training diverged")
+    assert_one_line(code, err, "training diverged", exit_code=1)
 
 
 def test_exploding_learning_rate_fails_the_run(capsys, tmp_path):
     code, err = run_cli(capsys, "train", "copy", "--lr", "1e6", "--steps", "30", "--max-bad-steps", "100",
                         "--out", tmp_path / "r", "--no-progress")
-    assert_one_line(code, err, "training diverged")
+    assert_one_line(code, err, "training diverged", exit_code=1)
 
 
 # --------------------------------------------------------------------------- data

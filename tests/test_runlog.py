@@ -6,6 +6,7 @@ from helpers import copy_config, tensorboard_scalars
 
 from nnrnn import checkpoint
 from nnrnn import runlog as runlog_module
+from nnrnn.errors import UserError
 from nnrnn.runlog import read_metrics
 from nnrnn.train import train
 
@@ -111,12 +112,16 @@ def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypat
 
 
 def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_its_first_checkpoint(tmp_path):
+    from nnrnn.train import MARKER
     folder = tmp_path / "run"
     folder.mkdir()
-    attempt = runlog_module.MetricsLog(folder, resume_step=None)  # an earlier attempt: logged, then killed
+    (folder / MARKER).write_text("")  # an earlier attempt claimed the folder, logged, then was killed
+    attempt = runlog_module.MetricsLog(folder, resume_step=None)
     attempt.log({"step": 1, "split": "train", "loss": 99.0})
     attempt.close()
-    train(copy_config(tmp_path, steps=2, eval_every=2))
+    with pytest.raises(UserError, match="already holds a run; pass --resume"):  # its metrics are not thrown away
+        train(copy_config(tmp_path, steps=2, eval_every=2))
+    train(copy_config(tmp_path, steps=2, eval_every=2), resume=True)  # no checkpoint: from the beginning
     assert 99.0 not in [v for _, v in tensorboard_scalars(folder)["train/loss"]]
     assert tensorboard_scalars(folder)["train/loss"] == [
         (r["step"], pytest.approx(r["loss"])) for r in read_metrics(folder) if r["split"] == "train"]

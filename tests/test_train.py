@@ -31,8 +31,8 @@ from nnrnn import errors as errors_module
 from nnrnn import network as network_module
 from nnrnn import runlog as runlog_module
 from nnrnn import train as trainer
-from nnrnn.config import check_resume, resolve_config
-from nnrnn.errors import UserError
+from nnrnn.config import check_resumable, resolve_config
+from nnrnn.errors import TrainingDiverged, UserError
 from nnrnn.network import load_model
 from nnrnn.runlog import read_metrics
 from nnrnn.train import evaluate_checkpoint, make_optimizer, train
@@ -161,25 +161,24 @@ def test_refuses_to_overwrite_and_resume_mismatch(tmp_path):
         train(tiny(tmp_path, steps=2))
     with pytest.raises(UserError, match="hidden"):
         train(tiny(tmp_path, steps=4, hidden=32), resume=True)
-    with pytest.raises(UserError, match="no checkpoint"):
+    with pytest.raises(UserError, match="holds no nnrnn run"):
         train(tiny(tmp_path, "fresh", steps=2), resume=True)
 
 
-def test_resume_refuses_an_option_the_saved_run_did_not_have(tmp_path):
-    """An option present on one side only (a run saved by a release without it) counts as changed."""
+def test_an_option_the_saved_run_did_not_have_takes_its_default_on_resume(tmp_path):
+    """A run saved before an option existed resumes with the option's default (which keeps the earlier
+    behaviour); the option given with another value is refused, naming it."""
     config = tiny(tmp_path, steps=2)
-    saved = {k: v for k, v in config.items() if k != "lr"}
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "config.json").write_text(json.dumps(saved))
-    with pytest.raises(UserError, match="option lr was None"):
-        check_resume(tmp_path / "run", config)
-    assert check_resume(tmp_path / "run", saved) == saved
+    saved = {k: v for k, v in config.items() if k != "clip"}
+    check_resumable(saved, config, tmp_path)
+    with pytest.raises(UserError, match="option clip was None and is now 0.5"):
+        check_resumable(saved, {**config, "clip": 0.5}, tmp_path)
 
 
 def test_divergence_stops_and_keeps_last_good_checkpoint(tmp_path):
     config = tiny(tmp_path, steps=50, lr=1e30, max_bad_steps=3, checkpoint_every=1, eval_every=1,
                   model="rnn", nonlinearity="relu")
-    with pytest.raises(UserError, match="diverged"):
+    with pytest.raises(TrainingDiverged, match="diverged"):
         train(config)
     saved = checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt")
     assert all(torch.isfinite(v).all() for v in saved["model"].values())
@@ -482,12 +481,12 @@ def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_pat
     # updates 1 and 3 were skipped: their windows are empty, so they log no training record
     assert [r["step"] for r in records if r["split"] == "train" and "event" not in r] == [2, 4]
     nan_losses_at(monkeypatch, {0, 1})
-    with pytest.raises(UserError, match="2 non-finite losses or gradients in a row at update 2; "
+    with pytest.raises(TrainingDiverged, match="2 non-finite losses or gradients in a row at update 2; "
                                         "no checkpoint had been written yet"):
         train(copy_config(tmp_path, "row", steps=4, max_bad_steps=2, eval_every=4))
     nan_losses_at(monkeypatch, {2, 3})
     last = tmp_path / "later" / "checkpoints" / "last.pt"
-    with pytest.raises(UserError, match=f"in a row at update 4; the last good checkpoint is {re.escape(str(last))};"):
+    with pytest.raises(TrainingDiverged, match=f"in a row at update 4; the last good checkpoint is {re.escape(str(last))};"):
         train(copy_config(tmp_path, "later", steps=6, max_bad_steps=2, eval_every=2))
     assert checkpoint.load(last)["step"] == 2
 
@@ -522,7 +521,7 @@ def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, me
 def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
     nan_losses_at(monkeypatch, {0, 2, 4})  # never two in a row, but 3 in all: more than --max-bad-steps 2
     train(copy_config(tmp_path, steps=4, max_bad_steps=2, eval_every=2))  # 2 skipped: allowed
-    with pytest.raises(UserError, match=r"3 of the 6 updates had a non-finite loss or gradient and were skipped "
+    with pytest.raises(TrainingDiverged, match=r"3 of the 6 updates had a non-finite loss or gradient and were skipped "
                                         r"\(more than --max-bad-steps 2\)"):
         train(copy_config(tmp_path, steps=6, max_bad_steps=2, eval_every=2), resume=True)
 
@@ -655,6 +654,6 @@ def test_a_run_whose_last_validation_is_not_finite_fails_and_an_earlier_one_does
     script_validation(monkeypatch, "loss", [float("nan"), 0.5])
     assert train(copy_config(tmp_path, "recovered", steps=2))["valid"]["loss"] == 0.5
     script_validation(monkeypatch, "loss", [0.5, float("inf")])
-    with pytest.raises(UserError, match="training diverged: the validation loss after update 2 is inf"):
+    with pytest.raises(TrainingDiverged, match="training diverged: the validation loss after update 2 is inf"):
         train(copy_config(tmp_path, "diverged", steps=2))
     assert checkpoint.load(tmp_path / "diverged" / "checkpoints" / "best.pt")["step"] == 1

@@ -121,6 +121,9 @@ class RecurrentModel(nn.Module):
     # and the orthogonal initialisation schemes its ``init`` accepts (empty: it has no ``init``).
     CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")
     INITS: tuple[str, ...] = ()
+    # The training options that act on this model beyond its constructor's (nnrnn.config.inapplicable refuses
+    # the others when given explicitly): lr_orth needs an orthogonal factor, delta and t_decay a Schur form.
+    TRAIN_OPTIONS: tuple[str, ...] = ()
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,

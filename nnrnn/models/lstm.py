@@ -50,6 +50,7 @@ class LSTM(nn.LSTM):
     """
 
     CONFIG_OPTIONS = ("init", "bias")
+    TRAIN_OPTIONS: tuple[str, ...] = ()
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,

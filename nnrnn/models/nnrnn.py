@@ -64,6 +64,7 @@ class NonNormalRNN(RecurrentModel):
     """
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic")
+    TRAIN_OPTIONS = ("lr_orth", "rebase_every", "delta", "t_decay")
     INITS = INITS
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",

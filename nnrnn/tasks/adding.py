@@ -32,6 +32,7 @@ def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Ten
 class AddingTask(SyntheticTask):
     make_batch = staticmethod(make_batch)
     name = "adding"
+    CONFIG_OPTIONS = ("T",)
     input_size = 2
     output_size = 1
     readout = "last"

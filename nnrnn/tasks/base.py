@@ -39,6 +39,7 @@ class Task:
     steps_per_epoch: int | None = None  # updates per epoch, set once the data is read; None: no epochs
     has_data_files: bool = True    # reads a fixed training set from files (--data-dir, epochs); False: fresh
                                    # random batches each update (copy, adding)
+    CONFIG_OPTIONS: tuple[str, ...] = ()  # the task-specific training options it reads (nnrnn.config)
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")
 
@@ -59,6 +60,11 @@ class Task:
     def describe(self) -> str:
         """One line for the log: what data this task trains on."""
         return self.name
+
+    def batch_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(steps, sequences) of a training batch and of an evaluation batch, at most: what the trainer's memory
+        check multiplies by the hidden size before anything is allocated."""
+        raise NotImplementedError
 
     def data_state(self) -> dict | None:
         """What a checkpoint records of the data this task read (e.g. its vocabulary), so that
@@ -93,6 +99,12 @@ class SyntheticTask(Task):
     @staticmethod
     def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
+
+    sequence_extra = 0  # steps a batch has beyond T (the copy task's 20)
+
+    def batch_shapes(self):
+        steps = self.T + self.sequence_extra
+        return (steps, self.batch_size), (steps, self.batch_size)
 
     def train_batch(self, step: int) -> Batch:
         return Batch(*self.make_batch(self.T, self.batch_size, generator(self.seed, self.TRAIN, step)))

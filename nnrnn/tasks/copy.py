@@ -41,6 +41,8 @@ def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Ten
 class CopyTask(SyntheticTask):
     make_batch = staticmethod(make_batch)
     name = "copy"
+    CONFIG_OPTIONS = ("T",)
+    sequence_extra = 2 * COPY_LENGTH
     input_size = N_SYMBOLS + 2
     output_size = N_SYMBOLS + 1
     readout = "all"

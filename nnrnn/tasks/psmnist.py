@@ -51,6 +51,7 @@ def to_inputs(pixels: torch.Tensor) -> torch.Tensor:
 
 class PermutedMNISTTask(Task):
     name = "psmnist"
+    CONFIG_OPTIONS = ("permute", "shuffle", "data_dir", "eval_batch_size")
     input_size = 1
     output_size = 10
     readout = "last"
@@ -118,6 +119,9 @@ class PermutedMNISTTask(Task):
         return loss, {"loss": (loss.item() * n, n), "accuracy": (correct, n)}
 
     # ---- description and checkpoint checks --------------------------------------------
+    def batch_shapes(self):
+        return (PIXELS, self.batch_size), (PIXELS, self.eval_batch_size)
+
     def describe(self) -> str:
         kind = (f"permuted sequential MNIST (pixel permutation from RandomState({self.permutation_seed}))"
                 if self.permute else "sequential MNIST (no permutation)")

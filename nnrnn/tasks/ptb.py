@@ -59,6 +59,7 @@ def segment(data: torch.Tensor, i: int, bptt: int) -> Batch:
 
 class PTBTask(Task):
     name = "ptb"
+    CONFIG_OPTIONS = ("bptt", "data_dir", "eval_batch_size", "embedding")
     readout = "all"
     token_inputs = True
     monitor = ("bpc", "min")
@@ -81,6 +82,8 @@ class PTBTask(Task):
                             f"characters (each of the {batch_size} streams needs at least 2); use a smaller batch_size")
         self.steps_per_epoch = n_segments(self.train_data, bptt)
         self._eval = {}
+        for split in ("valid", "test"):  # a too large eval_batch_size is refused now, not after training
+            self.eval_data(split)
 
     def train_batch(self, step: int) -> Batch:
         return segment(self.train_data, int(step) % self.steps_per_epoch, self.bptt)
@@ -114,6 +117,9 @@ class PTBTask(Task):
         if "loss" in values:
             values["bpc"] = values["loss"] / LN2
         return values
+
+    def batch_shapes(self):
+        return (self.bptt, self.batch_size), (self.bptt, self.eval_batch_size)
 
     def describe(self) -> str:
         text = (f"Penn Treebank characters: vocabulary {len(self.vocab)} (newline counted as a symbol), "
