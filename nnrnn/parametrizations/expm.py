@@ -222,12 +222,12 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
 
 
 # An exporter without nnrnn's custom ops (ONNX) gets exp(A) as a graph whose operators do not depend on A's
-# values: the scaling is computed in the graph from a bound on ‖A‖₂ that needs no iteration (min of the
-# 1-norm and the Frobenius norm, both ≥ ‖A‖₂ for a skew-symmetric A), the Taylor degree is the one any
-# θ ≤ THETA_MAX needs, and the squarings are MAX_TRACED_SQUARINGS products, each kept or skipped by a
-# comparison with the computed scaling.  The larger bound costs a few more squarings than the eager plan takes,
-# hence a few units of rounding more (docs/layers.md gives what was measured).
-MAX_TRACED_SQUARINGS = 16  # ‖A‖ up to THETA_MAX · 2^16; beyond it exp(A) is still orthogonal, but not exact
+# values: the scaling is computed in the graph from a bound on ‖A‖₂ that needs no iteration, the Taylor
+# degree is the one any θ ≤ THETA_MAX needs, and the squarings are MAX_TRACED_SQUARINGS products, each kept
+# or skipped by a comparison with the computed scaling.  The bound: ‖A^k‖₂ = ‖A‖₂^k (A is normal) and
+# ‖A^k‖₂ ≤ ‖A^k‖₁, so min over k = 1, 2, 4 of ‖A^k‖₁^(1/k).  ‖A‖₁ or the Frobenius norm alone can be several
+# times ‖A‖₂ after training, and each extra squaring doubles the rounding error already in P.
+MAX_TRACED_SQUARINGS = 16  # enough for ‖A‖₂ up to THETA_MAX · 2^16; a larger A would get an inexact exp(A)
 
 
 def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
@@ -235,11 +235,14 @@ def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
     n = a.shape[-1]
     m = max(1, taylor_degree(THETA_MAX, unit_roundoff(a.dtype) / 2))
     _, q = paterson_stockmeyer_plan(m)
-    bound = torch.minimum(a.abs().sum(0).max(), torch.linalg.vector_norm(a))
+    a2 = torch.mm(a, a)
+    a4 = torch.mm(a2, a2)
+    bound = torch.stack([a.abs().sum(0).max(), a2.abs().sum(0).max().sqrt(), a4.abs().sum(0).max().sqrt().sqrt()]).min()
     squarings = torch.ceil(torch.log2(bound / THETA_MAX)).clamp(0, MAX_TRACED_SQUARINGS)
-    x = a * torch.exp2(-squarings)
+    scale = torch.exp2(-squarings)
+    x = a * scale
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
-    powers = [eye, x]
+    powers = [eye, x, a2 * scale * scale]
     while len(powers) <= q:
         powers.append(torch.mm(powers[-1], x))
     coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
