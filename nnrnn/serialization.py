@@ -30,5 +30,7 @@ SAFE_GLOBALS = [*MODELS.values(), SchurForm, MatrixExpOrthogonal, _rebuild, para
 
 def allow_weights_only_loading() -> None:
     """Add :data:`SAFE_GLOBALS` to torch's allow-list (``import nnrnn`` has done it; calling it again is
-    harmless)."""
-    torch.serialization.add_safe_globals(SAFE_GLOBALS)
+    harmless).  torch before 2.4 has no allow-list to add to (and loads with ``weights_only=False`` by
+    default): nothing to do there."""
+    if hasattr(torch.serialization, "add_safe_globals"):
+        torch.serialization.add_safe_globals(SAFE_GLOBALS)
