@@ -11,4 +11,5 @@ allow_weights_only_loading()
 __version__ = "0.1.0"
 
 __all__ = ["EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN",
-           "allow_weights_only_loading", "create", "hidden_size_for", "param_groups", "parameter_count", "parametrizations"]
+           "allow_weights_only_loading", "create", "hidden_size_for", "param_groups", "parameter_count",
+           "parametrizations"]
