@@ -237,7 +237,8 @@ def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
     _, q = paterson_stockmeyer_plan(m)
     a2 = torch.mm(a, a)
     a4 = torch.mm(a2, a2)
-    bound = torch.stack([a.abs().sum(0).max(), a2.abs().sum(0).max().sqrt(), a4.abs().sum(0).max().sqrt().sqrt()]).min()
+    one_norms = torch.stack([m.abs().sum(0).max() for m in (a, a2, a4)])
+    bound = (one_norms ** one_norms.new_tensor([1.0, 0.5, 0.25])).min()
     squarings = torch.ceil(torch.log2(bound / THETA_MAX)).clamp(0, MAX_TRACED_SQUARINGS)
     scale = torch.exp2(-squarings)
     x = a * scale
