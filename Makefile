@@ -7,11 +7,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test install bench mutate clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-onnx.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$$(grep '^torch==' requirements.txt)"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-onnx.txt || echo "no ONNX packages for this machine: the ONNX export tests will be skipped"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/nnrnn kernels  # compiles the C++ recurrence loops now rather than on first use
 	touch $(STAMP)

@@ -86,6 +86,19 @@ def autocast_off(device_type: str):
     return contextlib.nullcontext()
 
 
+@torch.compiler.assume_constant_result  # read once while tracing: no graph break for the flag's lookup
+def _in_onnx_export() -> bool:
+    return torch.onnx.is_in_onnx_export()
+
+
+def exporting_to_onnx() -> bool:
+    """True while ``torch.onnx.export`` traces a model (also during its ``torch.export`` step).  ONNX has no
+    function for nnrnn's custom ops, so the models then trace plain torch operators instead (see
+    :func:`nnrnn.parametrizations.expm.expm_skew_traceable`, ``nnrnn.models.eurnn.givens_product_traceable``,
+    :func:`nnrnn.models.recurrence.reference_recurrence`)."""
+    return torch.compiler.is_compiling() and _in_onnx_export()
+
+
 def autocast_enabled(device_type: str) -> bool:
     """``torch.is_autocast_enabled`` that answers False for devices with no autocast (``meta``)."""
     return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)

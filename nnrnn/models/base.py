@@ -224,6 +224,13 @@ class RecurrentModel(nn.Module):
             self._v_cache[suffix] = hit
         return hit[1]
 
+    def train(self, mode: bool = True):
+        # Training loops that update parameters through ``p.data`` (pytorch/examples' word language model
+        # does) move no version counter, so the inference cache would go stale; such loops switch modes
+        # between training and evaluating, and dropping the cache there costs one composition of V.
+        self._v_cache.clear()
+        return super().train(mode)
+
     def __getstate__(self):
         state = super().__getstate__()
         state["_v_cache"] = {}  # composed matrices are not part of the model

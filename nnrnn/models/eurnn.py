@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from ..kernels import LOW_PRECISION, eager_or_traced, first_order_only
+from ..kernels import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only
 from .base import RecurrentModel
 
 
@@ -134,6 +134,23 @@ def _op_backward(ctx, grad):
 givens_product_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
+def givens_product_traceable(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
+    """V as :class:`GivensProduct` composes it, by out-of-place operators (for exporters without nnrnn's custom
+    ops, ONNX): each layer's rotation is one expression of the previous layer's rows."""
+    v = torch.eye(n, dtype=even_angles.dtype, device=even_angles.device)
+    for layer in range(len(even_angles) + len(odd_angles)):
+        odd, i = layer % 2, layer // 2
+        angles = (odd_angles if odd else even_angles)[i][:, None]
+        start = 1 if odd else 0
+        k = (n - start) // 2
+        rows = v[start:start + 2 * k].view(k, 2, n)
+        a, b = rows[:, 0], rows[:, 1]
+        cos, sin = angles.cos(), angles.sin()
+        rotated = torch.stack([cos * a - sin * b, sin * a + cos * b], 1).view(2 * k, n)
+        v = torch.cat([v[:start], rotated, v[start + 2 * k:]])
+    return v
+
+
 class EURNN(RecurrentModel):
     r"""EURNN (Jing et al. 2017), the real orthogonal tunable-space version: each layer and direction computes
 
@@ -184,7 +201,7 @@ class EURNN(RecurrentModel):
 
     def _compose(self, suffix):
         even, odd = getattr(self, "even_angles" + suffix), getattr(self, "odd_angles" + suffix)
-        product = eager_or_traced(GivensProduct, givens_product_op)
+        product = givens_product_traceable if exporting_to_onnx() else eager_or_traced(GivensProduct, givens_product_op)
         if even.dtype in LOW_PRECISION:  # composed in float32, then rounded once
             return product(even.float(), odd.float(), self.hidden_size).to(even.dtype)
         return product(even, odd, self.hidden_size)

@@ -57,8 +57,9 @@ from __future__ import annotations
 import torch
 
 from .. import kernels
-from ..kernels import first_order_only, onednn_linear, recurrence_loops, use_onednn, use_recurrence_loops
-from .recurrence import NONLINEARITIES
+from ..kernels import (exporting_to_onnx, first_order_only, onednn_linear, recurrence_loops, use_onednn,
+                       use_recurrence_loops)
+from .recurrence import NONLINEARITIES, reference_recurrence
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
 # oneDNN copies the transposed operand dzᵀ of dV = Σ dz_tᵀ h_{t-1} to contiguous memory, so dV is
@@ -332,6 +333,8 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
         return inputs.new_zeros(0, *h0.shape), h0
     if inputs.shape[1] == 0:  # an empty batch: empty outputs, as torch.nn.RNN gives (the loops need rows)
         return torch.nn.functional.linear(inputs, weight_ih, bias), h0.clone()
+    if exporting_to_onnx():  # the same steps as plain operators, one per time step of the traced input
+        return reference_recurrence(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
     if torch.compiler.is_compiling():
         outputs = recurrence_op(inputs, h0, weight_ih, bias, weight_hh, _KIND[nonlinearity], modrelu_bias)
     elif torch.is_grad_enabled():

@@ -40,7 +40,7 @@ import math
 
 import torch
 
-from ..kernels import autocast_off, first_order_only, matmul
+from ..kernels import autocast_off, exporting_to_onnx, first_order_only, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
@@ -212,11 +212,49 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"expm_skew needs a real square matrix; got shape {tuple(a.shape)} and dtype {a.dtype}")
     if a.shape[0] == 0 or a.device.type == "meta":  # the norm below needs entries; meta tensors have none
         return a.clone()
+    if exporting_to_onnx():
+        return expm_skew_traceable(a)
     if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
         if torch.is_grad_enabled() and a.requires_grad:
             return expm_skew_recorded_op(a)[0]
         return expm_skew_op(a)
     return _ExpmSkew.apply(a)
+
+
+# An exporter without nnrnn's custom ops (ONNX) gets exp(A) as a graph whose operators do not depend on A's
+# values: the scaling is computed in the graph from a bound on ‖A‖₂ that needs no iteration, the Taylor
+# degree is the one any θ ≤ THETA_MAX needs, and the squarings are MAX_TRACED_SQUARINGS products, each kept
+# or skipped by a comparison with the computed scaling.  The bound: ‖A^k‖₂ = ‖A‖₂^k (A is normal) and
+# ‖A^k‖₂ ≤ ‖A^k‖₁, so min over k = 1, 2, 4 of ‖A^k‖₁^(1/k).  ‖A‖₁ or the Frobenius norm alone can be several
+# times ‖A‖₂ after training, and each extra squaring doubles the rounding error already in P.
+MAX_TRACED_SQUARINGS = 16  # enough for ‖A‖₂ up to THETA_MAX · 2^16; a larger A would get an inexact exp(A)
+
+
+def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
+    """exp(A) by operators whose sequence does not depend on A's values (see the comment above)."""
+    n = a.shape[-1]
+    m = max(1, taylor_degree(THETA_MAX, unit_roundoff(a.dtype) / 2))
+    _, q = paterson_stockmeyer_plan(m)
+    a2 = torch.mm(a, a)
+    a4 = torch.mm(a2, a2)
+    one_norms = torch.stack([m.abs().sum(0).max() for m in (a, a2, a4)])
+    bound = (one_norms ** one_norms.new_tensor([1.0, 0.5, 0.25])).min()
+    squarings = torch.ceil(torch.log2(bound / THETA_MAX)).clamp(0, MAX_TRACED_SQUARINGS)
+    scale = torch.exp2(-squarings)
+    x = a * scale
+    eye = torch.eye(n, dtype=a.dtype, device=a.device)
+    powers = [eye, x, a2 * scale * scale]
+    while len(powers) <= q:
+        powers.append(torch.mm(powers[-1], x))
+    coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
+    blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
+    p = None
+    for block in reversed(blocks):  # Paterson–Stockmeyer: P = B_j + P X^q
+        term = sum(powers[i] * c for i, c in enumerate(block))
+        p = term if p is None else term + torch.mm(p, powers[q])
+    for k in range(MAX_TRACED_SQUARINGS):
+        p = torch.where(squarings > k, torch.mm(p, p), p)
+    return p
 
 
 # torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the

@@ -21,7 +21,27 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 
+def _check_rebuild(base, state, names) -> None:
+    """TypeError/ValueError unless (base, state, names) is what :func:`_reduce` writes: this function is on
+    torch's weights_only allow-list (nnrnn/serialization.py), so a file may call it with anything."""
+    if not (isinstance(base, type) and issubclass(base, nn.Module)) or base.__reduce_ex__ is _reduce:
+        raise TypeError(f"a constrained module's base must be a torch.nn.Module class (not a generated "
+                        f"parametrized one); got {base!r}")
+    if not (isinstance(state, dict) and all(isinstance(key, str) for key in state)):
+        raise TypeError(f"a constrained module's state must be a dict with str keys; got {type(state).__name__}")
+    modules = state.get("_modules")
+    plists = modules.get("parametrizations") if isinstance(modules, dict) else None
+    if not isinstance(plists, nn.ModuleDict):
+        raise ValueError("a constrained module's state must hold its parametrizations in a ModuleDict")
+    if not (isinstance(names, list) and all(isinstance(name, str) and name.isidentifier() for name in names)
+            and set(names) == set(plists.keys())
+            and all(isinstance(plist, parametrize.ParametrizationList) for plist in plists.values())):
+        raise ValueError(f"a constrained module's names must be the names of its parametrized tensors "
+                         f"{sorted(plists.keys())}; got {names!r}")
+
+
 def _rebuild(base: type, state: dict, names: list[str]) -> nn.Module:
+    _check_rebuild(base, state, names)
     module = base.__new__(base)
     module.__setstate__(state)  # the base class's: e.g. torch's RNNs rebuild their flat-weight references here
     parametrize._inject_new_class(module)
