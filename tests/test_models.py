@@ -1021,6 +1021,9 @@ def test_fixed_gamma_is_not_penalised_and_refused_by_type():
         model.schur_form.lower.fill_(2.0)
     expected = 0.5 * 1e-2 * 4.0 * 10  # (t_decay / 2) ‖T‖²: 10 free entries of 2
     assert model.regularization(delta=3.0, t_decay=1e-2).item() == pytest.approx(expected, rel=1e-6)
+    # G = 0 is allowed: Λ = 0, V = P T Pᵀ nilpotent, §3's Θ with d = 0
+    nilpotent = make("nnrnn", 3, 6, fixed_gamma=0, t_init="delay:1.0").double()
+    assert torch.all(torch.linalg.matrix_power(nilpotent.recurrent_matrix(), 6).abs() < 1e-12)
     for bad, error in ((-0.1, ValueError), (math.inf, ValueError), (math.nan, ValueError), (True, TypeError),
                        ("1", TypeError)):
         with pytest.raises(error, match="fixed_gamma"):
@@ -1045,9 +1048,12 @@ def test_fixed_gamma_survives_state_dict_deepcopy_pickle_and_reset():
     torch.testing.assert_close(fresh(x)[0], out)
     model.reset_parameters()
     assert torch.equal(model.schur_form.gamma, torch.full((3,), 0.958, device=DEVICE))
-    # a trained γ is not silently poured into a held one
-    with pytest.raises(RuntimeError, match="fixed_gamma=0.958"):
-        fresh.load_state_dict(make("nnrnn", 3, 5).state_dict())
+    # a trained γ is not silently poured into a held one, even where only one entry differs
+    other = make("nnrnn", 3, 5).state_dict()
+    for gamma in (torch.ones(3), torch.tensor([0.958, 0.958, 1.0])):
+        other["parametrizations.weight_hh_l0.0.gamma"] = gamma.to(DEVICE)
+        with pytest.raises(RuntimeError, match="fixed_gamma=0.958"):
+            fresh.load_state_dict(other)
 
 
 def test_the_inference_cache_sees_a_fixed_gamma_buffer_change():
