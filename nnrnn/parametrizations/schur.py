@@ -22,7 +22,8 @@
 
 Freshly applied (paper's initialisation): P from the Henaff, Cayley or random
 scheme, θ_i ~ U(0, 2π), γ_i = 1, T = 0, so every eigenvalue has modulus 1.
-The weight's previous value is discarded.
+The weight's previous value is discarded.  No Schur decomposition is ever
+computed: V is composed from its factors on every access.
 
 Two options that are not the paper's defaults:
 
@@ -30,11 +31,11 @@ Two options that are not the paper's defaults:
   optimizer never sees it and the δ penalty counts nothing for it).  The
   supplement's Table 7 trains nnRNN with γ = 1 and γ = 0.958 this way.
 * ``t_init="delay:α"``: T starts with α on its first sub-diagonal, Θ = Λ + αS
-  (S the shift, S_{i+1,i} = 1), the delay line of the paper's §3 (Eq.
-  simpletheta with β = 0) on top of Λ; with ``triangular="block"`` only the
-  between-block entries (2i+2, 2i+1) are set, the in-block ones being held at
-  zero.  ``"zeros"`` (the default) is the paper's T = 0.  No Schur decomposition is ever
-computed: V is composed from its factors on every access.
+  (S the shift, S_{i+1,i} = 1): the delay line of the paper's §3 (Eq.
+  simpletheta with β = 0), with Λ's blocks in place of the diagonal d; with
+  ``triangular="block"`` only the between-block entries (2i+2, 2i+1) are set,
+  the in-block ones being held at zero.  ``"zeros"`` (the default) is the
+  paper's T = 0.  docs/design.md says what each does to the eigenvalues.
 """
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ from .registration import register
 
 
 TRIANGULAR = ("strict", "block")
-T_INITS = ("zeros", "delay:ALPHA")
 
 
 def check_triangular(triangular: str) -> None:
