@@ -40,6 +40,9 @@ def add_train_parser(sub) -> None:
     g.add_argument("--capacity", type=int, help="EURNN layers")
     g.add_argument("--triangular", choices=["strict", "block"],
                    help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")
+    g.add_argument("--fixed-gamma", dest="fixed_gamma", type=float, metavar="G",
+                   help="nnRNN: hold every gamma at G instead of training it (needs --delta 0)")
+    g.add_argument("--t-init", dest="t_init", metavar="INIT", help="nnRNN's T at start: zeros (default) or delay:ALPHA")
     g.add_argument("--no-bias", dest="bias", action="store_const", const=False,
                    help="no input bias b in φ(Vh + W_ih x + b) (the paper's code has none for nnRNN and expRNN)")
     g.add_argument("--input-init", dest="input_init", metavar="SCHEME",

@@ -16,7 +16,7 @@ from . import presets
 from .errors import OptionError, UserError
 from .models import MODELS, model_class
 from .models.init import check_scheme
-from .parametrizations import TRIANGULAR
+from .parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from .tasks import TASKS, task_class
 
 DEFAULTS = {
@@ -29,6 +29,8 @@ DEFAULTS = {
     "init": None,              # None: the model's default orthogonal scheme (LSTM: xavier or concat)
     "capacity": None,          # EURNN layers; None: hidden // 2
     "triangular": None,        # nnRNN's T: "strict" (paper, default) or "block"
+    "fixed_gamma": None,       # nnRNN: hold every γ_i at this value (supplement Table 7: 1, 0.958); None: trained
+    "t_init": None,            # nnRNN's T at initialisation: "zeros" (paper, default) or "delay:ALPHA"
     "bias": True,              # the recurrent layer's input bias b in φ(Vh + W_ih x + b)
     "input_init": None,        # W_ih's scheme (nnrnn.models.init); None: the model's default (xavier)
     "bias_init": None,         # b's scheme; None: the model's default (zeros)
@@ -177,6 +179,17 @@ def validate(config: dict) -> None:
         raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
     if config["triangular"] not in (None, *TRIANGULAR):
         raise OptionError(f"triangular must be 'strict' or 'block'; got {config['triangular']!r}")
+    for key, check in (("fixed_gamma", check_fixed_gamma), ("t_init", parse_t_init)):
+        if config.get(key) is not None:
+            if key not in model.CONFIG_OPTIONS:
+                raise OptionError(f"{key} is an option of nnrnn's Schur form; {config['model']} has none")
+            try:
+                check(config[key])
+            except (TypeError, ValueError) as error:
+                raise OptionError(str(error)) from None
+    if config.get("fixed_gamma") is not None and config["delta"]:
+        raise OptionError(f"fixed_gamma holds every gamma at {config['fixed_gamma']}, so delta "
+                          f"({config['delta']}) would penalise nothing; give delta 0 (--delta 0)")
     if not isinstance(config["bias"], bool):
         raise OptionError(f"bias must be true or false; got {config['bias']!r}")
     for key in ("input_init", "bias_init", "readout_init", "readout_bias_init"):

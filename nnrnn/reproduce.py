@@ -23,7 +23,8 @@ of its validation file when only ``shared/data`` is present):
   in both columns (its Table 1) for 150 epochs with the plateau schedule.  Hours on
   a CPU; ``--jobs`` runs several at once (docs/reproduction-cpu-long/report.md).
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
-* ``paper``: the paper's sizes and lengths; meant for GPUs.
+* ``paper``: the paper's sizes and the release's lengths (copy 1500 updates, psMNIST and PTB
+  100 epochs); meant for GPUs.
 """
 from __future__ import annotations
 
@@ -96,8 +97,9 @@ SCALES = {
     "paper": {
         "seeds": [0, 1, 2],
         "tasks": {
-            "copy": {"hidden": None, "columns": BOTH, "options": {"T": 200, "batch_size": 10, "steps": 4000}},
-            "psmnist": {"hidden": None, "columns": BOTH, "options": {"batch_size": 128, "epochs": 50}},
+            # the release's lengths: copytask.py's 1500 updates, sMNIST.py's and language_task.py's 100 epochs
+            "copy": {"hidden": None, "columns": BOTH, "options": {"T": 200, "batch_size": 10, "steps": 1500}},
+            "psmnist": {"hidden": None, "columns": BOTH, "options": {"batch_size": 128, "epochs": 100}},
             "ptb": {"hidden": None, "columns": BOTH, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
         },
     },

@@ -1,4 +1,4 @@
-"""nnrnn.analysis: theory of §3 (Fisher memory, Table 3, Proposition 2) and model inspection."""
+"""nnrnn.analysis: theory of §3 (Fisher memory, Table 3, Propositions 1 and 2) and model inspection."""
 import argparse
 import json
 import math
@@ -10,8 +10,8 @@ import torch
 
 import nnrnn
 from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
-                            delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_total,
-                            gradient_propagation, henrici_departure, proposition2, proposition2_matrix,
+                            delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
+                            fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure, proposition2, proposition2_matrix,
                             real_schur_lower, schur_example, schur_view, table3)
 from nnrnn.analysis.cli import add_analyze_parser, add_theory_parser
 
@@ -40,6 +40,92 @@ def test_delay_line_matches_ganguli_closed_form(alpha, noise):
     assert np.all(j[n:] == 0)  # nilpotent: Θᴺ = 0
     np.testing.assert_allclose(j[:n] * noise, delay_line_fmc(alpha, n, 1.0), rtol=1e-12)  # J ∝ 1/ε
     assert j[0] == pytest.approx(1 / noise)
+
+
+def direct_fisher_memory(theta, steps, noise=1.0):
+    """J(k) = v_kᵀ C⁻¹ v_k, v_k = Θᵏ e₁, C = ε Σ_{j<N} Θʲ Θʲᵀ (Θ nilpotent: the sum is finite), float64."""
+    n = theta.shape[0]
+    powers = [np.linalg.matrix_power(theta, j) for j in range(max(n, steps))]
+    c = noise * sum(p @ p.T for p in powers[:n])
+    u = np.eye(n)[:, 0]
+    return np.array([(powers[k] @ u) @ np.linalg.solve(c, powers[k] @ u) for k in range(steps)])
+
+
+def qr_triangle(theta):
+    """The unit-diagonal Gram–Schmidt triangle of Θ's columns, last to first, from numpy's QR: R's rows
+    divided by their diagonal entries (which carry the signs and the norms), flipped back to lower
+    triangular; Θ's zero last column adds the row and column of the identity."""
+    n = theta.shape[0]
+    r = np.linalg.qr(theta[:, : n - 1][:, ::-1], mode="r")
+    unit = r / np.diag(r)[:, None]
+    a = np.eye(n)
+    a[: n - 1, : n - 1] = unit[::-1, ::-1]
+    return a
+
+
+def bound_by_hand(theta, alpha, steps, noise=1.0):
+    n = theta.shape[0]
+    sigma = np.linalg.svd(qr_triangle(theta), compute_uv=False)[0]
+    k = np.arange(steps)
+    fraction = 1 / (k + 1) if alpha == 1 else alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1)
+    return np.where(k < n, fraction / sigma ** (2 * (n - 1)) / noise, 0.0)
+
+
+@pytest.mark.parametrize("alpha", [0.8, 1.0, 1.2])
+@pytest.mark.parametrize("noise", [1.0, 0.5])
+def test_proposition1_bound_is_the_fisher_memory_of_the_delay_line(alpha, noise):
+    n = 12
+    delay = np.diag(np.full(n - 1, math.sqrt(alpha)), -1)
+    bound = fisher_memory_lower_bound(delay, n + 3, noise=noise)
+    direct = direct_fisher_memory(delay, n + 3, noise)
+    np.testing.assert_allclose(bound[:n], direct[:n], rtol=1e-10)
+    np.testing.assert_allclose(bound, fisher_memory_curve(delay, n + 3, noise=noise), rtol=1e-10, atol=0)
+    assert np.all(bound[n:] == 0) and np.all(direct[n:] == 0)  # Θᴺ = 0
+    np.testing.assert_array_equal(gram_schmidt_triangle(delay), np.eye(n))  # σ_max = 1
+
+
+@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.1])
+@pytest.mark.parametrize("beta", [0.005, 0.05, 0.3])
+def test_proposition1_bound_is_below_the_fisher_memory_with_beta(alpha, beta):
+    n = 10
+    for theta in (schur_example(n, math.sqrt(alpha), beta, 0.0),
+                  np.tril(np.random.default_rng(3).uniform(-beta, beta, (n, n)), -2)
+                  + np.diag(np.full(n - 1, math.sqrt(alpha)), -1)):
+        bound = fisher_memory_lower_bound(theta, n + 2)
+        np.testing.assert_allclose(bound, bound_by_hand(theta, alpha, n + 2), rtol=1e-10, atol=0)
+        direct = direct_fisher_memory(theta, n)
+        assert np.all(direct >= bound[:n] * (1 + 1e-9)), "J must stay above the bound once σ_max > 1"
+        a = gram_schmidt_triangle(theta)
+        np.testing.assert_allclose(a, qr_triangle(theta), atol=1e-12)
+        delay = np.diag(np.full(n - 1, math.sqrt(alpha)), -1)
+        np.testing.assert_allclose(delay @ a, theta, atol=1e-15)  # Θ = D A, as in the proof
+
+
+def test_proposition1_bound_is_accurate_next_to_alpha_one():
+    """α = 1 + 1e-13: the closed form α^k(α−1)/(α^{k+1}−1) cancels catastrophically, its limit is 1/(k+1)."""
+    theta = np.diag(np.full(29, math.sqrt(1 + 1e-13)), -1)
+    np.testing.assert_allclose(fisher_memory_lower_bound(theta, 30), 1 / np.arange(1, 31), rtol=1e-11)
+
+
+@pytest.mark.parametrize("theta, message", [
+    (np.eye(4) * 0.1 + np.diag(np.ones(3), -1), "strictly lower triangular"),
+    (np.diag(np.ones(3), -1) + np.diag(np.ones(2), 2), "strictly lower triangular"),
+    (np.diag([1.0, 1.0, 1.1], -1), "one positive value"),
+    (np.diag(-np.ones(3), -1), "one positive value"),
+    (np.zeros((4, 4)), "one positive value"),
+    (np.zeros((1, 1)), "at least 2×2"),
+    (np.zeros((3, 4)), "square"),
+    (np.diag([1.0, np.nan], -1), "non-finite"),
+])
+def test_proposition1_refuses_a_theta_outside_its_hypotheses(theta, message):
+    with pytest.raises(ValueError, match=message) as error:
+        fisher_memory_lower_bound(theta, 3)
+    assert "theta" in str(error.value)
+    for steps in (-1, 2.0, True):
+        with pytest.raises(ValueError, match="steps"):
+            fisher_memory_lower_bound(np.diag(np.ones(3), -1), steps)
+    with pytest.raises(ValueError, match="noise"):
+        fisher_memory_lower_bound(np.diag(np.ones(3), -1), 3, noise=0.0)
 
 
 def test_table3_d0_rows_within_one_percent_and_d02_rows_match_exact_reference():
@@ -233,6 +319,32 @@ def test_cli_theory_figures(tmp_path, capsys):
     assert args.func(args) == 0
     for name in ("figure1b.png", "figure1c.png", "proposition2.png"):
         assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_cli_theory_prop1(tmp_path, capsys):
+    args = _parser().parse_args(["theory", "prop1", "--out", str(tmp_path), "--n", "8", "--alpha", "1.2",
+                                 "--beta", "0.1", "--json"])
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["holds"] == {"delay": True, "beta": True} and (tmp_path / "proposition1.png").stat().st_size > 1000
+    delay = np.diag(np.full(7, math.sqrt(1.2)), -1)
+    np.testing.assert_allclose(out["curves"]["delay"]["J"], direct_fisher_memory(delay, 8), rtol=1e-10)
+    np.testing.assert_allclose(out["curves"]["delay"]["bound"], out["curves"]["delay"]["J"], rtol=1e-10)
+    assert out["curves"]["beta"]["sigma_max"] > 1
+    args = _parser().parse_args(["theory", "prop1", "--out", str(tmp_path), "--n", "6"])
+    assert args.func(args) == 0 and "bound holds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [(["--n", "1"], "--n must be >= 2"),
+                                           (["--alpha", "0"], "--alpha must be a positive finite number"),
+                                           (["--alpha", "nan"], "--alpha must be a positive finite number"),
+                                           (["--beta", "-0.1"], "--beta must be a positive finite number"),
+                                           (["--n", "2000", "--alpha", "1e6"], "overflows float64")])
+def test_cli_theory_prop1_refuses_bad_values_in_one_line(argv, message, tmp_path, capsys):
+    from nnrnn.cli import main
+    assert main(["theory", "prop1", "--out", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
 
 
 def test_cli_analyze(tmp_path, capsys, monkeypatch):

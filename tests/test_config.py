@@ -169,3 +169,24 @@ def test_each_model_gets_the_options_its_constructor_takes():
         built = {**config, "model": model, "hidden": 6, "task": "copy", "init": "concat" if model == "lstm" else "random"}
         network_module.build_network(built, 3, 2, "all")  # the constructor accepts them
     assert config_module.model_options({**config, "model": "nnrnn", "rebase_every": 10})["dynamic"] is True
+
+
+def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
+    config = resolve_config({"model": "nnrnn", "fixed_gamma": 0.958, "t_init": "delay:1.0", "delta": 0.0})
+    assert config_module.model_options(config) == {"bias": True, "fixed_gamma": 0.958, "t_init": "delay:1.0"}
+    model = network_module.build_network({**config, "hidden": 6}, 3, 2, "all").rnn
+    assert model.schur_form.fixed_gamma == 0.958 and model.schur_form.t_init == "delay:1.0"
+    assert resolve_config({})["fixed_gamma"] is None and resolve_config({})["t_init"] is None  # the paper's
+    for options, message in (({"fixed_gamma": 1.0, "delta": 0.1}, "give delta 0"),
+                             ({"fixed_gamma": -1.0}, "fixed_gamma must be None or a finite number >= 0"),
+                             ({"fixed_gamma": "1"}, "fixed_gamma must be None or a number"),
+                             ({"t_init": "delay:x"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
+                             ({"t_init": "chain:1"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
+                             ({"model": "lstm", "t_init": "zeros"}, "t_init is an option of nnrnn's Schur form"),
+                             ({"model": "exprnn", "fixed_gamma": 1.0}, "fixed_gamma is an option of nnrnn's")):
+        with pytest.raises(ValueError, match=message):
+            resolve_config(options)
+    # a preset's δ with a held γ: refused, and accepted once δ is given as 0
+    with pytest.raises(ValueError, match="give delta 0"):
+        resolve_config({"task": "ptb", "model": "nnrnn", "fixed_gamma": 1.0}, "paper")
+    assert resolve_config({"task": "ptb", "model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}, "paper")["delta"] == 0

@@ -20,7 +20,7 @@ from nnrnn.train import make_optimizer, make_schedule
 # What the release does, per task and model, as its scripts set it (see the module docstring).
 RELEASE = {
     "copy": {"iinit": "xavier", "readout": ("xavier", "uniform")},
-    "psmnist": {"iinit": "xavier", "readout": ("uniform", "uniform")},
+    "psmnist": {"iinit": "xavier", "readout": ("uniform", "uniform"), "epochs": 100},  # sMNIST.py --epochs
     "ptb": {"iinit": "kaiming", "readout": ("uniform:0.1", "zeros")},
 }
 
@@ -50,6 +50,16 @@ def test_presets_carry_the_release_procedure(preset, task, bptt):
             assert config["lr_schedule"] == "none"
         if task == "psmnist":
             assert config["shuffle"] == "fixed"  # DataLoader(trainset, shuffle=False)
+            assert (config["epochs"], config["steps"]) == (release["epochs"], None), model
+
+
+def test_the_paper_scale_trains_the_releases_lengths():
+    """copytask.py trains 1500 updates (hard-coded), sMNIST.py and language_task.py 100 epochs."""
+    from nnrnn.reproduce import SCALES
+    tasks = SCALES["paper"]["tasks"]
+    assert tasks["copy"]["options"]["steps"] == 1500
+    assert tasks["psmnist"]["options"]["epochs"] == RELEASE["psmnist"]["epochs"] == 100
+    assert tasks["ptb"]["options"]["epochs"] == 100
 
 
 # --------------------------------------------------------------------------- nnRNN updates: the release's, step for step

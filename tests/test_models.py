@@ -977,3 +977,140 @@ def test_lstm_init_glorot_is_the_earlier_name_of_xavier():
     assert old.init == "xavier"
     for (name, a), (_, b) in zip(old.named_parameters(), new.named_parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
+# --------------------------------------------------------------------------- nnRNN: fixed γ, t_init
+
+def shift_by_hand(n, alpha, only_between_blocks):
+    """α at (i+1, i) for every i, or only for odd i (the entries between two 2×2 blocks), written out."""
+    t = np.zeros((n, n))
+    for i in range(n - 1):
+        if not only_between_blocks or i % 2 == 1:
+            t[i + 1, i] = alpha
+    return t
+
+
+@pytest.mark.parametrize("n", [6, 7])
+@pytest.mark.parametrize("gamma", [1.0, 0.958])
+def test_fixed_gamma_stays_exactly_g_through_training_and_is_no_parameter(n, gamma):
+    torch.manual_seed(4)
+    model = make("nnrnn", 3, n, triangular="block", fixed_gamma=gamma)
+    form = model.schur_form
+    assert all("gamma" not in name for name, _ in model.named_parameters())
+    opt = torch.optim.RMSprop(nnrnn.param_groups(model, lr=1e-2, lr_orth=1e-3))
+    assert all(p is not form.gamma for g in opt.param_groups for p in g["params"])
+    before = params(model)
+    x, target = randn(6, 4, 3), randn(6, 4, n)
+    for _ in range(4):
+        opt.zero_grad()
+        loss = (model(x)[0] - target).pow(2).mean() + model.regularization(delta=0.5, t_decay=1e-3)
+        loss.backward()
+        opt.step()
+    assert all(not torch.equal(before[k], v) for k, v in params(model).items())  # everything else trained
+    assert torch.equal(form.gamma, torch.full(((n + 1) // 2,), gamma, device=DEVICE))
+    # V's eigenvalues, composed in float64 and computed by numpy: modulus G ("block" keeps the spectrum; G as
+    # the float32 model holds it)
+    v = copy.deepcopy(model).double().recurrent_matrix().detach().cpu().numpy()
+    np.testing.assert_allclose(np.abs(np.linalg.eigvals(v)), np.full(n, float(np.float32(gamma))), rtol=0, atol=1e-9)
+
+
+def test_fixed_gamma_is_not_penalised_and_refused_by_type():
+    model = make("nnrnn", 3, 5, fixed_gamma=0.5)
+    assert model.regularization(delta=3.0, t_decay=0.0).item() == 0.0  # (1 - 0.5)² would count 3 · 0.75
+    with torch.no_grad():
+        model.schur_form.lower.fill_(2.0)
+    expected = 0.5 * 1e-2 * 4.0 * 10  # (t_decay / 2) ‖T‖²: 10 free entries of 2
+    assert model.regularization(delta=3.0, t_decay=1e-2).item() == pytest.approx(expected, rel=1e-6)
+    # G = 0 is allowed: Λ = 0, V = P T Pᵀ nilpotent, §3's Θ with d = 0
+    nilpotent = make("nnrnn", 3, 6, fixed_gamma=0, t_init="delay:1.0").double()
+    assert torch.all(torch.linalg.matrix_power(nilpotent.recurrent_matrix(), 6).abs() < 1e-12)
+    for bad, error in ((-0.1, ValueError), (math.inf, ValueError), (math.nan, ValueError), (True, TypeError),
+                       ("1", TypeError)):
+        with pytest.raises(error, match="fixed_gamma"):
+            make("nnrnn", 3, 5, fixed_gamma=bad)
+
+
+def test_fixed_gamma_survives_state_dict_deepcopy_pickle_and_reset():
+    import io
+    import pickle
+    torch.manual_seed(5)
+    model = make("nnrnn", 3, 5, fixed_gamma=0.958)
+    x = randn(4, 2, 3)
+    out = model(x)[0]
+    for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert torch.equal(other.schur_form.gamma, model.schur_form.gamma) and other.schur_form.fixed_gamma == 0.958
+        torch.testing.assert_close(other(x)[0], out)
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = make("nnrnn", 3, 5, fixed_gamma=0.958)
+    fresh.load_state_dict(torch.load(buffer))
+    torch.testing.assert_close(fresh(x)[0], out)
+    model.reset_parameters()
+    assert torch.equal(model.schur_form.gamma, torch.full((3,), 0.958, device=DEVICE))
+    # a trained γ is not silently poured into a held one, even where only one entry differs
+    other = make("nnrnn", 3, 5).state_dict()
+    for gamma in (torch.ones(3), torch.tensor([0.958, 0.958, 1.0])):
+        other["parametrizations.weight_hh_l0.0.gamma"] = gamma.to(DEVICE)
+        with pytest.raises(RuntimeError, match="fixed_gamma=0.958"):
+            fresh.load_state_dict(other)
+
+
+def test_the_inference_cache_sees_a_fixed_gamma_buffer_change():
+    model = make("nnrnn", 3, 4, fixed_gamma=1.0)
+    with torch.no_grad():
+        first = model.recurrent_matrix().clone()
+        assert model.recurrent_matrix() is model.recurrent_matrix()  # cached while nothing changes
+        model.schur_form.gamma.fill_(0.5)  # what load_state_dict of another held value does
+        torch.testing.assert_close(model.recurrent_matrix(), 0.5 * first)  # T = 0: V = P Λ Pᵀ scales with γ
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 7])
+def test_parameter_count_with_a_fixed_gamma_leaves_gamma_out(n):
+    for triangular in ("strict", "block"):
+        model = nnrnn.create("nnrnn", 3, n, triangular=triangular, fixed_gamma=1.0)
+        free_t = int(triangular_mask(n, triangular).sum())
+        by_hand = 3 * n + n + n + n * (n - 1) // 2 + free_t + n // 2  # W_ih, b, modReLU b, P, T, θ
+        assert nnrnn.parameter_count("nnrnn", 3, n, triangular=triangular, fixed_gamma=1.0) == by_hand
+        assert by_hand == trainable(model) - n * (n + 1) // 2 - (n * n - free_t)
+        assert nnrnn.parameter_count("nnrnn", 3, n, triangular=triangular) == by_hand + (n + 1) // 2
+    budget = 5000
+    size = nnrnn.hidden_size_for("nnrnn", budget, 3, 4, fixed_gamma=1.0)
+    best = min(range(1, 200), key=lambda m: (abs(nnrnn.parameter_count("nnrnn", 3, m, 4, fixed_gamma=1.0) - budget), m))
+    assert size == best
+
+
+@pytest.mark.parametrize("n", [6, 7])
+@pytest.mark.parametrize("triangular", ["strict", "block"])
+def test_delay_t_init_puts_alpha_on_the_first_sub_diagonal(n, triangular):
+    model = make("nnrnn", 3, n, triangular=triangular, t_init="delay:0.75")
+    expected = shift_by_hand(n, 0.75, only_between_blocks=triangular == "block")
+    np.testing.assert_array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(), expected)
+    assert torch.all(make("nnrnn", 3, n, triangular=triangular).schur_form.triangular_factor() == 0)  # the paper's
+    # Λ + T as documented: Λ's blocks plus the shift; with "block" the spectrum stays γ e^{±iθ}
+    p, lam, t = model.schur_factors()
+    np.testing.assert_allclose((lam + t).detach().cpu().numpy() - lam.detach().cpu().numpy(), expected, atol=0)
+    if triangular == "block":
+        assert_nnrnn_structure(model)
+
+
+def test_reset_parameters_redraws_the_t_init():
+    torch.manual_seed(6)
+    model = make("nnrnn", 3, 6, t_init="delay:1.5")
+    opt = torch.optim.RMSprop(model.parameters(), lr=1e-2)
+    for _ in range(2):
+        opt.zero_grad()
+        model(randn(5, 2, 3))[0].pow(2).sum().backward()
+        opt.step()
+    assert not np.array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(), shift_by_hand(6, 1.5, False))
+    model.reset_parameters()
+    np.testing.assert_array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(), shift_by_hand(6, 1.5, False))
+
+
+@pytest.mark.parametrize("bad", ["delay:x", "delay:-1", "delay:0", "delay:", "delay:nan", "delay:inf", "foo", "chain:1",
+                                 "", None, 1.0])
+def test_bad_t_init_is_a_value_error_naming_it(bad):
+    with pytest.raises(ValueError, match="t_init must be 'zeros' or 'delay:ALPHA'"):
+        make("nnrnn", 3, 4, t_init=bad)
+    with pytest.raises(ValueError, match="t_init"):
+        schur(nn.Linear(4, 4), t_init=bad)

@@ -647,3 +647,17 @@ def test_the_base_stays_orthogonal_over_many_rebases_in_float32():
     after_correction = errors[every - 1::every]
     assert max(after_correction) < 6e-7, after_correction
     assert max(errors) < 2e-6
+
+
+def test_schur_on_torch_rnn_with_a_fixed_gamma_and_a_delay_t_init():
+    """schur(..., fixed_gamma, t_init) on torch's own RNN: γ is a buffer outside its parameters, T starts as
+    α on the free first sub-diagonal, and V's eigenvalues (numpy) have modulus G with "block"."""
+    rnn = schur(nn.RNN(3, 6).double(), "weight_hh_l0", fixed_gamma=0.9, t_init="delay:0.25", triangular="block")
+    form = rnn.parametrizations.weight_hh_l0[0]
+    assert all(p is not form.gamma for p in rnn.parameters()) and "gamma" in dict(form.named_buffers())
+    expected = np.zeros((6, 6))
+    expected[[2, 4], [1, 3]] = 0.25
+    np.testing.assert_array_equal(form.triangular_factor().detach().numpy(), expected)
+    eig = np.linalg.eigvals(rnn.weight_hh_l0.detach().numpy())
+    np.testing.assert_allclose(np.abs(eig), np.full(6, 0.9), rtol=0, atol=1e-12)
+    assert form.regularization(5.0, 0.0).item() == 0.0

@@ -657,3 +657,20 @@ def test_a_run_whose_last_validation_is_not_finite_fails_and_an_earlier_one_does
     with pytest.raises(TrainingDiverged, match="training diverged: the validation loss after update 2 is inf"):
         train(copy_config(tmp_path, "diverged", steps=2))
     assert checkpoint.load(tmp_path / "diverged" / "checkpoints" / "best.pt")["step"] == 1
+
+
+def test_a_fixed_gamma_and_a_delay_t_init_train_and_reload(tmp_path):
+    """--fixed-gamma: γ stays G in every checkpoint and in the reloaded model while the rest trains;
+    --t-init delay:α: the run starts from T = α S (the first checkpoint differs from it, the config says it)."""
+    config = tiny(tmp_path, steps=4, checkpoint_every=2, fixed_gamma=0.958, t_init="delay:0.5", triangular="block")
+    train(config)
+    state = model_params(tmp_path / "run" / "checkpoints" / "last.pt")
+    gammas = [v for k, v in state.items() if k.endswith(".gamma")]
+    assert gammas and all(torch.equal(g, torch.full_like(g, 0.958)) for g in gammas)
+    model, saved = load_model(tmp_path / "run")
+    assert saved["fixed_gamma"] == 0.958 and saved["t_init"] == "delay:0.5"
+    form = model.rnn.schur_form
+    assert form.fixed_gamma == 0.958 and all("gamma" not in k for k, _ in model.named_parameters())
+    t = form.triangular_factor().detach()
+    assert torch.all(t[torch.arange(2, 16, 2), torch.arange(1, 15, 2)] != 0.5)  # trained away from the init
+    assert torch.all(t[torch.arange(1, 16, 2), torch.arange(0, 15, 2)] == 0)  # "block": in-block entries held

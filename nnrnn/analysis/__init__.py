@@ -1,7 +1,8 @@
 """Analysis: the theory of §3 of Kerg, Goyette et al. (2019) and a look inside trained models.
 
 * :mod:`.theory` — Θ(α, β, d) of Eq. (simpletheta), Fisher memory curves and J_tot
-  (Table 3), linear transients (Fig. 1b), Proposition 2 (polynomial growth).
+  (Table 3), linear transients (Fig. 1b), Proposition 1 (the Fisher memory's lower bound),
+  Proposition 2 (polynomial growth).
 * :mod:`.plots` — the figures (Agg, PNG).
 * :mod:`.trained` — trained models' recurrent matrices: Schur form Θ = Λ + T, spectra, Henrici departure from
   normality, gradient propagation, and :func:`analyze_model` (figures + summary.json).
@@ -14,14 +15,16 @@ from .trained import (SchurView, analyze_model, eigen_angles_moduli, find_schur_
                       recurrent_matrices, schur_view,
                       split_theta, subdiagonal_profile)
 from .theory import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, FisherMemory, Prop2Result, covariance_factor,
-                     delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_total, proposition2,
+                     delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
+                     fisher_memory_total, gram_schmidt_triangle, proposition2,
                      proposition2_matrix, schur_example, spectral_radius, stationary_covariance, table3,
                      transients)
 
 __all__ = [
     "EXACT_TABLE3", "FisherMemory", "PAPER_TABLE3", "Prop2Result", "SchurView", "TABLE3_GRID", "analyze_model",
     "covariance_factor", "delay_line_fmc", "eigen_angles_moduli", "find_schur_form", "fisher_memory",
-    "fisher_memory_curve", "fisher_memory_total", "gradient_propagation", "henrici_departure", "matrix_summary", "model_name", "recurrent_layer",
+    "fisher_memory_curve", "fisher_memory_lower_bound", "fisher_memory_total", "gradient_propagation",
+    "gram_schmidt_triangle", "henrici_departure", "matrix_summary", "model_name", "recurrent_layer",
     "proposition2", "proposition2_matrix", "real_schur_lower", "recurrent_matrices", "schur_example",
     "schur_view", "spectral_radius", "split_theta", "stationary_covariance", "subdiagonal_profile", "table3",
     "transients",

@@ -1,4 +1,4 @@
-"""argparse glue: ``nnrnn theory {table3,figure1,prop2}`` and ``nnrnn analyze PATH``.
+"""argparse glue: ``nnrnn theory {table3,figure1,prop1,prop2}`` and ``nnrnn analyze PATH``.
 
 Both ``add_*`` functions take the ``subparsers`` object of the main parser; every
 leaf parser sets ``func=callable(args) -> int`` (the exit code).
@@ -6,6 +6,7 @@ leaf parser sets ``func=callable(args) -> int`` (the exit code).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import warnings
@@ -18,7 +19,7 @@ DEFAULT_THEORY_OUT = "figures/theory"
 
 def add_theory_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "theory", help="reproduce the paper's theory: Table 3, Figure 1(b, c), Proposition 2",
+        "theory", help="reproduce the paper's theory: Table 3, Figure 1(b, c), Propositions 1 and 2",
         description="Section 3 of Kerg, Goyette et al. (2019) and its supplement; see docs/theory.md.")
     sub = p.add_subparsers(dest="theory_command", required=True, parser_class=type(p))
 
@@ -38,6 +39,17 @@ def add_theory_parser(subparsers) -> None:
                    help="initial conditions for 1(b) (default 1000)")
     f.add_argument("--seed", type=int, default=0)
     f.set_defaults(func=run_figure1)
+
+    o = sub.add_parser("prop1", help="Proposition 1: the Fisher memory curve against its lower bound (PNG)",
+                       description="J(k) of a strictly lower-triangular Theta with sqrt(alpha) on the sub-diagonal "
+                                   "against the bound alpha^k (alpha-1)/(alpha^(k+1)-1) / sigma_max^(2(N-1)), for the "
+                                   "delay line (they coincide) and with beta below the sub-diagonal.")
+    o.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
+    o.add_argument("--n", type=int, default=20, help="matrix size N (default 20)")
+    o.add_argument("--alpha", type=float, default=1.05, help="alpha > 0; sqrt(alpha) on the sub-diagonal (default 1.05)")
+    o.add_argument("--beta", type=float, default=0.005, help="beta > 0 below the sub-diagonal (default 0.005)")
+    o.add_argument("--json", action="store_true", help="print the curves as JSON")
+    o.set_defaults(func=run_prop1)
 
     q = sub.add_parser("prop2", help="Proposition 2: polynomial growth of A^t, fitted degree (PNG)")
     q.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
@@ -85,6 +97,38 @@ def run_figure1(args) -> int:
     print(plots.figure1b(out / "figure1b.png", n_init=args.n_init, seed=args.seed))
     print(plots.figure1c(out / "figure1c.png"))
     return 0
+
+
+def run_prop1(args) -> int:
+    from . import plots
+    if args.n < 2:
+        raise OptionError(f"--n must be >= 2; got {args.n}")
+    for name, value in (("--alpha", args.alpha), ("--beta", args.beta)):
+        if not (math.isfinite(value) and value > 0):
+            raise OptionError(f"{name} must be a positive finite number; got {value}")
+    # C sums α^k (Θᵏ)(Θᵏ)ᵀ up to k = N - 1: past about α^{±300} its float64 entries overflow or vanish
+    if (args.n - 1) * abs(math.log(args.alpha)) > 300:
+        raise OptionError(f"--n {args.n} with --alpha {args.alpha} overflows float64 (alpha^(N-1) beyond 1e+-130); "
+                          f"lower --n or bring --alpha closer to 1")
+    path, curves = plots.figure_proposition1(Path(args.out) / "proposition1.png", n=args.n, alpha=args.alpha,
+                                             beta=args.beta)
+    if not all(math.isfinite(x) for c in curves.values() for x in (*c["J"], *c["bound"])):
+        raise OptionError(f"--n {args.n} with --alpha {args.alpha} and --beta {args.beta} overflows float64 "
+                          f"(alpha^N or sigma_max^(2(N-1)) is too large); lower --n, --alpha or --beta")
+    # the bound holds to rounding: on the delay line J and the bound are the same number computed two ways
+    holds = {key: bool((c["J"] >= c["bound"] * (1 - 1e-9)).all()) for key, c in curves.items()}
+    if args.json:
+        print(json.dumps({"figure": path, "n": args.n, "alpha": args.alpha, "beta": args.beta, "holds": holds,
+                          "curves": {key: {"beta": c["beta"], "sigma_max": c["sigma_max"], "J": c["J"].tolist(),
+                                           "bound": c["bound"].tolist()} for key, c in curves.items()}}, indent=2))
+    else:
+        for key, c in curves.items():
+            gap = float((c["J"] / c["bound"]).max())
+            print(f"beta={c['beta']:g}: sigma_max {c['sigma_max']:.6g}, J(k) / bound in "
+                  f"[{float((c['J'] / c['bound']).min()):.6g}, {gap:.6g}] for k < {args.n}: "
+                  f"{'bound holds' if holds[key] else 'BOUND VIOLATED'}")
+        print(path)
+    return 0 if all(holds.values()) else 1
 
 
 def run_prop2(args) -> int:

@@ -1,4 +1,4 @@
-"""Publication-quality figures (Agg canvas, no pyplot state): Figure 1(b, c), Proposition 2,
+"""Publication-quality figures (Agg canvas, no pyplot state): Figure 1(b, c), Propositions 1 and 2,
 and the per-model inspection plots used by :func:`nnrnn.analysis.trained.analyze_model`.
 
 Every function writes one PNG and returns its path.  Figures are sized for a page
@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from . import theory
 from ._blas import single_threaded_blas
 
-__all__ = ["figure1b", "figure1c", "figure_proposition2", "plot_gradients", "plot_schur", "plot_spectrum"]
+__all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients", "plot_schur", "plot_spectrum"]
 
 DPI = 200
 STYLE = {
@@ -147,6 +147,43 @@ def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
 # Proposition 2
 # ------------------------------------------------------------------------------------------------
 @single_threaded_blas()
+def proposition1_theta(n: int, alpha: float, beta: float) -> np.ndarray:
+    """Θ for Proposition 1: √α on the first sub-diagonal, β on every entry below it (Eq. simpletheta with
+    the sub-diagonal √α, d = 0)."""
+    return theory.schur_example(n, math.sqrt(alpha), beta, 0.0)
+
+
+@single_threaded_blas()
+def figure_proposition1(path, n: int = 20, alpha: float = 1.05, beta: float = 0.005) -> tuple[str, dict]:
+    """Proposition 1: the Fisher memory curve J(k) (``fisher_memory_curve``) against its lower bound
+    (``fisher_memory_lower_bound``), k < N, for the delay line (left: the two coincide) and for the same
+    line with β on every entry below the sub-diagonal (right: J stays above the bound).  Returns the path
+    and, per panel, J, the bound and σ_max."""
+    curves = {}
+    for key, b in (("delay", 0.0), ("beta", beta)):
+        theta = proposition1_theta(n, alpha, b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            j = theory.fisher_memory_curve(theta, n)
+        sigma = float(np.linalg.svd(theory.gram_schmidt_triangle(theta), compute_uv=False)[0])
+        curves[key] = {"beta": b, "J": j, "bound": theory.fisher_memory_lower_bound(theta, n), "sigma_max": sigma}
+    k = np.arange(n)
+    with _figure(7.0, 3.2) as fig:
+        axes = fig.subplots(1, 2)
+        for ax, (key, c) in zip(axes, curves.items()):
+            ax.semilogy(k, c["J"], "-", color="C0", label=r"$J(k)$")
+            # hollow markers on the delay line, where the bound lies exactly on J
+            ax.semilogy(k, c["bound"], "--" if key == "beta" else "o", ms=3.5, mfc="none", color="C3",
+                        label=r"bound $\alpha^k\frac{\alpha-1}{\alpha^{k+1}-1}\,/\,\sigma_{\max}^{2(N-1)}$")
+            ax.set_xlabel(r"time step $k$")
+            ax.set_title((r"delay line ($\beta=0$): $\sigma_{\max}=1$" if key == "delay" else
+                          rf"$\beta={c['beta']:g}$: $\sigma_{{\max}}={c['sigma_max']:.4g}$"))
+            ax.legend(frameon=False, loc="best")
+        axes[0].set_ylabel(r"Fisher memory $J(k)$")
+        fig.suptitle(rf"Proposition 1: $N={n}$, $\sqrt{{\alpha}}$ on the sub-diagonal, $\alpha={alpha:g}$", fontsize=10)
+        return _save(fig, path), curves
+
+
 def figure_proposition2(path, ns=(2, 4, 6, 8), x: float = 0.5, t_max: int = 100_000) -> tuple[str, list]:
     """Proposition 2: max_ij |(Aᵗ)_ij| against t, log-log (left, with the fitted degree) and
     semi-log (right, where exponential growth would be a straight line)."""

@@ -1,4 +1,4 @@
-"""Theory of §3 of Kerg, Goyette et al. (2019): non-normal Θ, Fisher memory, Proposition 2.
+"""Theory of §3 of Kerg, Goyette et al. (2019): non-normal Θ, Fisher memory, Propositions 1 and 2.
 
 Everything here is float64 NumPy/SciPy; nothing needs torch.
 
@@ -54,7 +54,8 @@ from ._blas import single_threaded_blas
 
 __all__ = [
     "CovarianceFactor", "FisherMemory", "PAPER_TABLE3", "EXACT_TABLE3", "Prop2Result", "TABLE3_GRID",
-    "covariance_factor", "delay_line_fmc", "fisher_memory", "fisher_memory_curve", "fisher_memory_total",
+    "covariance_factor", "delay_line_fmc", "fisher_memory", "fisher_memory_curve", "fisher_memory_lower_bound",
+    "fisher_memory_total", "gram_schmidt_triangle",
     "proposition2", "proposition2_matrix", "schur_example", "spectral_radius", "stationary_covariance",
     "table3", "transients",
 ]
@@ -382,6 +383,100 @@ def delay_line_fmc(alpha: float, steps: int, noise: float = 1.0) -> np.ndarray:
     if alpha == 1.0:
         return 1.0 / ((k + 1) * noise)
     return alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1) / noise
+
+
+def _check_proposition1(theta) -> tuple[np.ndarray, float]:
+    """(Θ as float64, α) when Θ satisfies Proposition 1's hypotheses, else ValueError naming ``theta``."""
+    theta = _as_square(theta)
+    n = theta.shape[0]
+    if n < 2:
+        raise ValueError(f"theta must be at least 2×2 (Proposition 1 needs a sub-diagonal); got shape {theta.shape}")
+    if np.triu(theta).any():
+        raise ValueError("theta must be strictly lower triangular (zero on and above the diagonal) for "
+                         "Proposition 1; it has non-zero entries there")
+    sub = np.diag(theta, -1)
+    # √α written into float64 and squared back may differ from α in the last bit; a different value may not
+    if not (sub[0] > 0 and np.allclose(sub, sub[0], rtol=1e-12, atol=0)):
+        raise ValueError(f"theta's first sub-diagonal must be one positive value √α for Proposition 1; it holds "
+                         f"values from {sub.min():.6g} to {sub.max():.6g}")
+    return theta, float(sub[0]) ** 2
+
+
+def gram_schmidt_triangle(theta) -> np.ndarray:
+    """A of the proof of Proposition 1 (the paper's T_Gram): the lower-triangular matrix with unit diagonal such
+    that Θ = D A, D the delay line with Θ's sub-diagonal √α (D_{i+1,i} = √α).
+
+    D's columns are what Gram–Schmidt makes of Θ's columns taken from the last to the first (column j of Θ,
+    less its projection on the span of the later columns, e_{j+2} … e_N, is √α e_{j+1}), and A holds the
+    coefficients, scaled to a unit diagonal: A_{i,j} = Θ_{i+1,j}/√α for i < N, and A's last row is e_Nᵀ (Θ's
+    last column is zero, D's too, so that row is free; the identity's keeps σ_max(A) ≥ 1).  It equals
+    QR's R of the reversed columns with each row divided by its diagonal entry (rows' signs and norms are
+    all that separate the two).
+
+    Args:
+        theta: (N, N) strictly lower triangular, its first sub-diagonal one positive value √α.
+
+    Returns:
+        (N, N) float64 array A.
+    """
+    return _triangle(*_check_proposition1(theta))
+
+
+def _triangle(theta: np.ndarray, alpha: float) -> np.ndarray:
+    a = np.zeros_like(theta)
+    a[:-1] = theta[1:] / math.sqrt(alpha)
+    a[-1, -1] = 1.0
+    return a
+
+
+def _log_abs_expm1(x: np.ndarray) -> np.ndarray:
+    """log|e^x − 1| without cancellation for small |x| nor overflow for large x."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    pos = x > 0
+    out[pos] = x[pos] + np.log(-np.expm1(-x[pos]))
+    out[~pos] = np.log(-np.expm1(x[~pos]))
+    return out
+
+
+@single_threaded_blas()
+def fisher_memory_lower_bound(theta, steps: int, noise: float = 1.0) -> np.ndarray:
+    """Proposition 1's lower bound on the Fisher memory curve of a strictly lower-triangular Θ:
+
+        J(k) ≥ αᵏ (α − 1)/(α^{k+1} − 1) / (ε σ_max^{2(N−1)}),    0 ≤ k ≤ N − 1,
+
+    with √α the value on Θ's first sub-diagonal and σ_max the largest singular value of the unit-diagonal
+    Gram–Schmidt triangle A of Θ's columns (:func:`gram_schmidt_triangle`; σ_max ≥ 1, = 1 for the delay
+    line, where the bound is Ganguli et al.'s J(k) exactly).  At α = 1 the fraction is its limit 1/(k+1).
+    Θᴺ = 0, so J(k) = 0 for k ≥ N, and the bound returned there is 0.  ε (``noise``) and u = e₁ are as in
+    :func:`fisher_memory_curve`.
+
+    Args:
+        theta: (N, N), N ≥ 2, strictly lower triangular with one positive value on its first sub-diagonal.
+        steps: how many values, k = 0 … steps − 1.
+        noise: ε > 0.
+
+    Returns:
+        (steps,) float64 array.
+
+    Raises:
+        ValueError naming ``theta`` when it does not satisfy these hypotheses, ``steps`` or ``noise`` when
+        they are not a non-negative int and a positive number.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    noise = _check_noise(noise)
+    theta, alpha = _check_proposition1(theta)
+    n = theta.shape[0]
+    sigma = float(np.linalg.svd(_triangle(theta, alpha), compute_uv=False)[0])
+    k = np.arange(min(int(steps), n), dtype=np.float64)
+    log_alpha = math.log(alpha)
+    if log_alpha == 0.0:
+        log_fraction = -np.log(k + 1)
+    else:  # α^k (α − 1)/(α^{k+1} − 1) in logarithms: exact near α = 1, finite for large k
+        log_fraction = k * log_alpha + _log_abs_expm1(np.array(log_alpha)) - _log_abs_expm1((k + 1) * log_alpha)
+    bound = np.exp(log_fraction - 2 * (n - 1) * math.log(sigma) - math.log(noise))
+    return np.concatenate([bound, np.zeros(max(int(steps) - n, 0))])
 
 
 def _fisher_memory_mp(theta, steps, u, noise, rtol, max_steps, dps) -> FisherMemory:

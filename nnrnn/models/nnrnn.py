@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..parametrizations import INITS, check_init, free_triangular_entries, schur
+from ..parametrizations import INITS, check_fixed_gamma, check_init, free_triangular_entries, parse_t_init, schur
 from .base import RecurrentModel
 
 
@@ -30,12 +30,17 @@ class NonNormalRNN(RecurrentModel):
         bidirectional: if ``True``, a bidirectional RNN. Default: ``False``.
         device, dtype: factory keywords, as torch's.
         init: P's initial skew generator: ``'cayley'`` (default), ``'henaff'`` or ``'random'``;
-            θ ~ U(0, 2π), γ = 1, T = 0.
+            θ ~ U(0, 2π), γ = 1, T = 0 (unless ``fixed_gamma`` or ``t_init`` say otherwise).
         triangular: the shape of T: ``'strict'`` (the paper's, default) or ``'block'`` (the in-block
             entries held at zero, so V's eigenvalues stay exactly γ_i e^{±iθ_i}).
         generator: a ``torch.Generator`` for reproducible P and θ.
         dynamic: P = B exp(A) with a base B moved by :func:`nnrnn.parametrizations.rebase_` (dynamic
             trivialization; off, as in the paper).
+        fixed_gamma: None (default: γ trained, from 1) or G ≥ 0: every γ_i held at G, a buffer and not a
+            parameter (the supplement's nnRNN-γ=1 and nnRNN-γ=0.958); the δ penalty then counts nothing.
+        t_init: T at initialisation: ``'zeros'`` (the paper's, default) or ``'delay:α'``: α on T's first
+            sub-diagonal (with ``triangular='block'`` its between-block entries only), the delay line
+            of the paper's §3 on top of Λ.
         input_init, bias_init: schemes of :mod:`nnrnn.models.init` for W_ih (Glorot normal) and b (zeros).
 
     Inputs: input, h_0
@@ -56,27 +61,32 @@ class NonNormalRNN(RecurrentModel):
         modrelu_bias_l[k]: (N), U(-0.01, 0.01) (modReLU only).
         weight_hh_l[k]: V (N, N), composed from its factors on access (it cannot be assigned): P's skew
             generator ``parametrizations.weight_hh_l[k].original`` and ``theta`` (N//2), ``gamma``
-            (⌈N/2⌉), ``lower`` (N × N, masked to T) of the :class:`~nnrnn.parametrizations.SchurForm`
+            (⌈N/2⌉; a buffer with ``fixed_gamma``), ``lower`` (N × N, masked to T) of the :class:`~nnrnn.parametrizations.SchurForm`
             ``parametrizations.weight_hh_l[k][0]``.  The reverse direction's names end in ``_reverse``.
 
     With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.  Train P's generator at
     its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
     """
 
-    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic")
+    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every", "delta", "t_decay")
     INITS = INITS
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",
-                 generator: torch.Generator | None = None, dynamic: bool = False, **kwargs):
+                 generator: torch.Generator | None = None, dynamic: bool = False,
+                 fixed_gamma: float | None = None, t_init: str = "zeros", **kwargs):
         self.init, self.triangular, self._generator, self.dynamic = check_init(init), triangular, generator, bool(dynamic)
+        self.fixed_gamma = check_fixed_gamma(fixed_gamma)
+        parse_t_init(t_init)  # refused here, at the call that received it
+        self.t_init = t_init
         super().__init__(*args, **kwargs)
         del self._generator  # only needed while the factors are drawn; not picklable
 
     def _make_recurrent(self, suffix, factory):
         name = "weight_hh" + suffix
         self.register_parameter(name, torch.nn.Parameter(torch.empty(self.hidden_size, self.hidden_size, **factory)))
-        schur(self, name, init=self.init, generator=self._generator, triangular=self.triangular, dynamic=self.dynamic)
+        schur(self, name, init=self.init, generator=self._generator, triangular=self.triangular, dynamic=self.dynamic,
+              fixed_gamma=self.fixed_gamma, t_init=self.t_init)
 
     def _reset_recurrent(self, suffix):
         plist = self.parametrizations["weight_hh" + suffix]
@@ -109,6 +119,8 @@ class NonNormalRNN(RecurrentModel):
         return sum(self.parametrizations["weight_hh" + s][0].regularization(delta, t_decay) for s in self.cells)
 
     @classmethod
-    def recurrent_parameter_count(cls, hidden_size, triangular="strict", **_) -> int:
+    def recurrent_parameter_count(cls, hidden_size, triangular="strict", fixed_gamma=None, **_) -> int:
+        """P's generator n(n-1)/2, T's free entries, θ n//2 and, unless ``fixed_gamma`` holds it, γ ⌈n/2⌉."""
         n = hidden_size
-        return n * (n - 1) // 2 + free_triangular_entries(n, triangular) + n // 2 + (n + 1) // 2
+        gamma = 0 if check_fixed_gamma(fixed_gamma) is not None else (n + 1) // 2
+        return n * (n - 1) // 2 + free_triangular_entries(n, triangular) + n // 2 + gamma

@@ -24,6 +24,18 @@ Freshly applied (paper's initialisation): P from the Henaff, Cayley or random
 scheme, θ_i ~ U(0, 2π), γ_i = 1, T = 0, so every eigenvalue has modulus 1.
 The weight's previous value is discarded.  No Schur decomposition is ever
 computed: V is composed from its factors on every access.
+
+Two options that are not the paper's defaults:
+
+* ``fixed_gamma=G``: every γ_i is held at G (a buffer, not a parameter: the
+  optimizer never sees it and the δ penalty counts nothing for it).  The
+  supplement's Table 7 trains nnRNN with γ = 1 and γ = 0.958 this way.
+* ``t_init="delay:α"``: T starts with α on its first sub-diagonal, Θ = Λ + αS
+  (S the shift, S_{i+1,i} = 1): the delay line of the paper's §3 (Eq.
+  simpletheta with β = 0), with Λ's blocks in place of the diagonal d; with
+  ``triangular="block"`` only the between-block entries (2i+2, 2i+1) are set,
+  the in-block ones being held at zero.  ``"zeros"`` (the default) is the
+  paper's T = 0.  docs/design.md says what each does to the eigenvalues.
 """
 from __future__ import annotations
 
@@ -62,6 +74,45 @@ def free_triangular_entries(n: int, triangular: str = "strict") -> int:
     return n * (n - 1) // 2 - (n // 2 if triangular == "block" else 0)
 
 
+def check_fixed_gamma(fixed_gamma) -> float | None:
+    """``fixed_gamma`` as a float (None stays None: γ is trained); ValueError / TypeError unless it is a
+    finite number ≥ 0."""
+    if fixed_gamma is None:
+        return None
+    if isinstance(fixed_gamma, bool) or not isinstance(fixed_gamma, (int, float)):
+        raise TypeError(f"fixed_gamma must be None or a number >= 0; got {fixed_gamma!r}")
+    if not (math.isfinite(fixed_gamma) and fixed_gamma >= 0):
+        raise ValueError(f"fixed_gamma must be None or a finite number >= 0; got {fixed_gamma!r}")
+    return float(fixed_gamma)
+
+
+def parse_t_init(t_init) -> tuple[str, float]:
+    """(kind, α) of a ``t_init`` string: ``"zeros"`` -> ("zeros", 0.0), ``"delay:α"`` -> ("delay", α) with α a
+    positive finite number; ValueError naming ``t_init`` otherwise."""
+    if t_init == "zeros":
+        return "zeros", 0.0
+    if isinstance(t_init, str) and t_init.startswith("delay:"):
+        try:
+            alpha = float(t_init[len("delay:"):])
+        except ValueError:
+            alpha = math.nan
+        if math.isfinite(alpha) and alpha > 0:
+            return "delay", alpha
+    raise ValueError(f"t_init must be 'zeros' or 'delay:ALPHA' with ALPHA a positive number (e.g. 'delay:1.0'); "
+                     f"got {t_init!r}")
+
+
+def initial_triangular(n: int, t_init: str = "zeros", triangular: str = "strict", dtype=None,
+                       device=None) -> torch.Tensor:
+    """T at initialisation (n × n): zeros, or for ``"delay:α"`` α on the first sub-diagonal where
+    ``triangular``'s mask leaves it free (all of it for "strict", the between-block entries for "block")."""
+    kind, alpha = parse_t_init(t_init)
+    mask = triangular_mask(n, triangular, dtype=dtype or torch.get_default_dtype(), device=device)
+    if kind == "zeros":
+        return torch.zeros_like(mask)
+    return alpha * torch.ones(n, n, dtype=mask.dtype, device=device).tril(-1).triu(-1) * mask
+
+
 def rotation_blocks(theta: torch.Tensor, gamma: torch.Tensor, n: int) -> torch.Tensor:
     """Λ = blockdiag(γ_i R(θ_i)) (n × n), with a trailing 1×1 block γ_last when n is odd."""
     m = n // 2
@@ -82,25 +133,55 @@ class SchurForm(OrthogonalFactor):
     The parametrization owns θ (``theta``, n//2), γ (``gamma``, ceil(n/2)) and
     the unconstrained storage of T (``lower``, n × n, masked on use by
     ``triangular``'s mask).
+
+    Args:
+        n: the size of the square weight.
+        init: P's initial skew generator: ``"cayley"``, ``"henaff"`` or ``"random"``.
+        triangular: T's shape, ``"strict"`` or ``"block"`` (module docstring).
+        dynamic: P = B exp(skew(X)) with a movable base B.
+        fixed_gamma: None (γ trained, starting at 1) or G ≥ 0: every γ_i held at G.  ``gamma`` is then a
+            buffer (saved in the state dict, copied by deepcopy and pickle), not a parameter.
+        t_init: T at initialisation: ``"zeros"`` (the paper's) or ``"delay:α"`` (α on the first
+            sub-diagonal where ``triangular`` leaves it free).
     """
 
     def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
-                 generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False):
+                 generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False,
+                 fixed_gamma: float | None = None, t_init: str = "zeros"):
         super().__init__(n, dynamic, dtype, device)
         check_init(init)
         check_triangular(triangular)
+        self.fixed_gamma = check_fixed_gamma(fixed_gamma)
+        parse_t_init(t_init)
         self.n = n
         self.init = init
         self.triangular = triangular
+        self.t_init = t_init
         self._generator = generator
         factory = {"dtype": dtype or torch.get_default_dtype(), "device": device}
         # drawn in float64 whatever the dtype, so that one seed gives the same angles in every precision
         theta = torch.rand(n // 2, generator=generator, dtype=torch.float64) * (2 * math.pi)
         self.theta = nn.Parameter(theta.to(**factory))
-        self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
-        self.lower = nn.Parameter(torch.zeros(n, n, **factory))
+        if self.fixed_gamma is None:
+            self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
+        else:  # a buffer: out of parameters(), hence out of every optimizer and of the δ penalty
+            self.register_buffer("gamma", torch.full(((n + 1) // 2,), self.fixed_gamma, **factory))
+        self.lower = nn.Parameter(initial_triangular(n, t_init, triangular, **factory))
         self.register_buffer("mask", triangular_mask(n, triangular, **factory))
         self._applied = False
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # a held γ saved under the same key as a trained one: refuse a state whose γ is not the held value
+        # rather than silently replacing it
+        key = prefix + "gamma"
+        if self.fixed_gamma is not None and key in state_dict:
+            loaded = state_dict[key]
+            if loaded.shape == self.gamma.shape and not bool((loaded == self.fixed_gamma).all()):
+                error_msgs.append(f"{key} holds values other than this layer's fixed_gamma={self.fixed_gamma}; "
+                                  f"load it into a layer with fixed_gamma=None (trained γ) instead")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def triangular_factor(self) -> torch.Tensor:
         """T: ``lower`` masked to the entries ``triangular`` leaves free."""
@@ -122,14 +203,16 @@ class SchurForm(OrthogonalFactor):
     @torch.no_grad()
     def reset_(self, original: torch.Tensor) -> None:
         """Re-draw the factors as a fresh constraint has them: P by ``init`` (its generator written into
-        ``original``), θ ~ U(0, 2π), γ = 1, T = 0 (and B = I when dynamic).  The buffers are written
-        again too, so that a model made on the ``meta`` device and moved with ``to_empty`` is whole."""
+        ``original``), θ ~ U(0, 2π), γ = 1 (or ``fixed_gamma``), T by ``t_init`` (and B = I when dynamic).
+        The buffers are written again too, so that a model made on the ``meta`` device and moved with
+        ``to_empty`` is whole."""
         init_skew_(original, self.init)
         self.reset_base_()
         self.mask.copy_(triangular_mask(self.n, self.triangular, dtype=self.mask.dtype, device=self.mask.device))
         self.theta.copy_(torch.rand(self.n // 2, dtype=torch.float64) * (2 * math.pi))
-        self.gamma.fill_(1.0)
-        self.lower.zero_()
+        self.gamma.fill_(1.0 if self.fixed_gamma is None else self.fixed_gamma)
+        self.lower.copy_(initial_triangular(self.n, self.t_init, self.triangular, dtype=self.lower.dtype,
+                                            device=self.lower.device))
 
     @torch.no_grad()
     def right_inverse(self, weight: torch.Tensor) -> torch.Tensor:
@@ -151,16 +234,20 @@ class SchurForm(OrthogonalFactor):
         Its gradient adds 2δ(γ_i - 1) to each γ_i and t_decay · T to T: exactly what the authors'
         code does, which puts δ Σ(1 - γ)² into the loss and applies t_decay as the optimizer's
         ``weight_decay`` on T.  (With gradient clipping the two differ: here the decay is part of
-        the clipped gradient.)
+        the clipped gradient.)  With ``fixed_gamma`` the δ term is zero: a held γ is not penalised.
         """
         for name, value in (("delta", delta), ("t_decay", t_decay)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise ValueError(f"{name} must be zero or a positive finite number; got {value!r}")
-        return delta * (1 - self.gamma).pow(2).sum() + (0.5 * t_decay) * self.triangular_factor().pow(2).sum()
+        decay = (0.5 * t_decay) * self.triangular_factor().pow(2).sum()
+        if self.fixed_gamma is not None:
+            return decay
+        return delta * (1 - self.gamma).pow(2).sum() + decay
 
 
 def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
-          generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False) -> nn.Module:
+          generator: torch.Generator | None = None, triangular: str = "strict", dynamic: bool = False,
+          fixed_gamma: float | None = None, t_init: str = "zeros") -> nn.Module:
     """Put the Schur-form constraint on the square weight ``module.<name>``.
 
     Works on any module, e.g. ``schur(torch.nn.RNN(8, 64), "weight_hh_l0")``
@@ -168,10 +255,12 @@ def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
     ``triangular``: "strict" (the paper's T, the default) or "block" (see the
     module docstring).  ``dynamic``: P = B exp(skew(X)) with a base that
     :func:`~nnrnn.parametrizations.orthogonal.rebase_` moves (an option; the
-    paper's is static).  Returns ``module``; the factors are reached through
+    paper's is static).  ``fixed_gamma``: every γ_i held at this value instead
+    of trained.  ``t_init``: T's initial value, ``"zeros"`` or ``"delay:α"``.
+    Returns ``module``; the factors are reached through
     ``module.parametrizations.<name>[0]`` (a :class:`SchurForm`).
     """
     weight = square_weight(module, name, "schur()")
     form = SchurForm(weight.shape[0], init=init, dtype=weight.dtype, device=weight.device, generator=generator,
-                     triangular=triangular, dynamic=dynamic)
+                     triangular=triangular, dynamic=dynamic, fixed_gamma=fixed_gamma, t_init=t_init)
     return register(module, name, form, "schur()")
