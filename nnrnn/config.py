@@ -167,9 +167,6 @@ def validate(config: dict) -> None:
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise OptionError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
     model = model_class(config["model"])
-    if config["rebase_every"] and "dynamic" not in model.CONFIG_OPTIONS:
-        raise OptionError(f"rebase_every moves the base of an orthogonal factor: nnrnn and exprnn have one, "
-                          f"{config['model']} does not")
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
         raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
                           f"got {config['init']!r}")
@@ -181,8 +178,6 @@ def validate(config: dict) -> None:
         raise OptionError(f"triangular must be 'strict' or 'block'; got {config['triangular']!r}")
     for key, check in (("fixed_gamma", check_fixed_gamma), ("t_init", parse_t_init)):
         if config.get(key) is not None:
-            if key not in model.CONFIG_OPTIONS:
-                raise OptionError(f"{key} is an option of nnrnn's Schur form; {config['model']} has none")
             try:
                 check(config[key])
             except (TypeError, ValueError) as error:
@@ -326,6 +321,10 @@ def resume_config(folder: Path, typed: dict, preset: str | None = None) -> dict:
     """The configuration a resumed run continues with: the run's own (:func:`saved_config`), with the options
     typed on the resume line applied where they may change (:data:`RESUMABLE`).  A typed option that may not
     change and differs from the run's is a UserError naming it, its old and its new value."""
+    folder = Path(folder)
+    if folder.is_dir() and not any((folder / name).is_file() for name in ("checkpoints/last.pt", "config.json")) \
+            and (folder / ".nnrnn-run").is_file():
+        return resolve_config(typed, preset)  # claimed, then stopped before its options were written: a new start
     saved = saved_config(folder)
     config = {**DEFAULTS, **saved, "out": str(folder)}  # options added to nnrnn since the run began: defaults
     if preset is not None and preset != saved.get("preset"):

@@ -14,6 +14,7 @@ exactly as if uninterrupted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -158,9 +159,13 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     # rank 0 writes the run folder and holds its lock; the others only read checkpoints
     with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
         resume = check_folder(folder, resume, overwrite, rank)
+        write_config = functools.partial(checkpoint.atomic_write, folder / "config.json",
+                                         lambda f: f.write(json.dumps(config, indent=1).encode()))
+        if rank == 0 and not resume:  # at once: a run stopped at any moment resumes with its own options
+            write_config()
         run = start(config, task, folder, resume, distributed.local_device(device), rank, world)
-        if run.main:  # on resume too: the options that may change (length, logging) are now these
-            checkpoint.atomic_write(folder / "config.json", lambda f: f.write(json.dumps(config, indent=1).encode()))
+        if run.main and resume:  # once the checkpoint is restored: the options that may change are now these
+            write_config()
         if resume and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
             return finish(run)
         return loop(run, resume, on_eval)
@@ -168,8 +173,14 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
 
 def is_run_folder(folder: Path) -> bool:
     """Whether ``folder`` holds an nnrnn run: its marker, or (runs made before the marker) a last checkpoint or
-    a config.json."""
-    return any((folder / name).is_file() for name in (MARKER, "checkpoints/last.pt", "config.json"))
+    a config.json of nnrnn's."""
+    if (folder / MARKER).is_file() or (folder / "checkpoints" / "last.pt").is_file():
+        return True
+    try:
+        saved = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and {"task", "model", "hidden", "out"} <= set(saved)
 
 
 def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool:
@@ -267,11 +278,13 @@ def restore(run: Run) -> None:
 
 
 def finish(run: Run) -> dict:
-    """A resumed run that had already trained to its end: score the test split if the run was stopped before
-    it did (its test evaluation is part of the run), else say there is nothing to do."""
-    records = read_metrics(run.folder) if run.main else []
-    tested = bool(records) and records[-1].get("split") == "test"
-    if run.main and not tested and "test" in run.task.splits and run.best_path.exists():
+    """A resumed run that had already trained to its end: what it was stopped before doing (its test evaluation
+    and its plot are part of the run) is done now; otherwise there is nothing to do."""
+    if not run.main:
+        return result(run.folder, run.main)
+    records = read_metrics(run.folder)
+    if not (records and records[-1].get("split") == "test") and "test" in run.task.splits \
+            and run.best_path.exists():
         log = MetricsLog(run.folder, run.state.step)
         try:
             test = score_test(run, log)
@@ -279,10 +292,11 @@ def finish(run: Run) -> dict:
             log.close()
             plot_curves(run.folder, getattr(run.task, "baseline", None))
         return result(run.folder, run.main, test)
-    if run.main:
-        why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
-               f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
-        print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
+    if not (run.folder / "curves.png").exists():
+        plot_curves(run.folder, getattr(run.task, "baseline", None))
+    why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
+           f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
+    print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
     return result(run.folder, run.main)
 
 

@@ -91,7 +91,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--triangular", "upper"], "invalid choice"),
     (["train", "copy", "--fixed-gamma", "-1"], "fixed_gamma must be None or a finite number >= 0"),
     (["train", "copy", "--fixed-gamma", "1", "--delta", "0.1"], "give delta 0"),
-    (["train", "copy", "--model", "lstm", "--fixed-gamma", "1"], "fixed_gamma is an option of nnrnn's Schur form"),
+    (["train", "copy", "--model", "lstm", "--fixed-gamma", "1"], "--fixed-gamma applies to nnrnn, not to lstm"),
     (["train", "copy", "--t-init", "delay:-1"], "t_init must be 'zeros' or 'delay:ALPHA'"),
     (["train", "copy", "--t-init", "chain:1"], "t_init must be 'zeros' or 'delay:ALPHA'"),
     (["train", "copy", "--lr-schedule", "cosine"], "invalid choice"),

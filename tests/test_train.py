@@ -398,7 +398,7 @@ def test_dynamic_trivialization_trains_and_resumes_exactly(tmp_path):
     a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "split")
     assert "rnn.parametrizations.weight_hh_l0.0.base" in a and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 2
     assert all(torch.equal(a[k], b[k]) for k in a)
-    with pytest.raises(ValueError, match="rebase_every moves the base"):
+    with pytest.raises(ValueError, match="--rebase-every applies to exprnn, nnrnn, not to lstm"):
         copy_config(tmp_path, model="lstm", rebase_every=1)
 
 
