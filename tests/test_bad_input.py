@@ -362,3 +362,67 @@ def test_random_bad_combinations_exit_2_and_touch_no_run(case, capsys, finished_
     assert_one_line(code, err)
     assert snapshot(finished_run) == before
     assert not (finished_run.parent / "never" / "config.json").exists()
+
+
+# --------------------------------------------------------------------------- analysis and theory outputs
+
+THEORY_TOO_LARGE = [
+    (["theory", "table3", "--n", "100000"], "needs about 1,192.1 GiB of memory, more than the theory commands' limit"),
+    (["theory", "table3", "--n", "1"], "--n must be >= 2"),
+    (["theory", "prop2", "--n", "5000", "--t-max", "1000"], "choose --n values <= 811"),
+    (["theory", "prop2", "--n", "100"], "the entries of A^t could pass float64's range"),
+    (["theory", "prop2", "--t-max", str(10 ** 13)], "--t-max must be at most 1e+12"),
+    (["theory", "prop2", "--x", "nan"], "--x must be a non-zero finite number"),
+    (["theory", "prop2", "--x", "0"], "--x must be a non-zero finite number"),
+    (["theory", "prop2", "--n", "1"], "--n values must be >= 2"),
+    (["theory", "figure1", "--n-init", str(10 ** 9)], "choose --n-init <= 990,536"),
+    (["theory", "figure1", "--n-init", "1"], "--n-init must be >= 2"),
+    (["theory", "figure1", "--seed", "-1"], "--seed must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", THEORY_TOO_LARGE, ids=[" ".join(a) for a, _ in THEORY_TOO_LARGE])
+def test_theory_sizes_are_refused_before_anything_is_allocated_or_written(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line(*run_cli(capsys, *argv), expected)
+    assert list(tmp_path.iterdir()) == []  # not even the default figures/theory folder
+
+
+@pytest.mark.parametrize("argv", [["theory", "figure1", "--n-init", "2"], ["theory", "prop2", "--n", "2", "--t-max", "10"]],
+                         ids=["figure1", "prop2"])
+def test_theory_never_replaces_a_file_it_did_not_write(argv, capsys, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("figure1b.png", "proposition2.png"):
+        (mine / name).write_text("my own figure")
+    before = snapshot(mine)
+    assert_one_line(*run_cli(capsys, *argv, "--out", mine), "already holds files nnrnn did not write",
+                    "figure1b.png, proposition2.png")
+    assert snapshot(mine) == before and not (mine / ".nnrnn-analysis").exists()
+    (tmp_path / "afile").write_text("mine")
+    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile"), "is a file, not a folder")
+    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile" / "sub"), "which is a file, not a folder")
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_analyze_never_replaces_a_file_it_did_not_write(capsys, tmp_path, finished_run):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text('{"my": "results"}')
+    before, run_before = snapshot(mine), snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", mine, "--no-gradients"),
+                    f"--out {mine} already holds files nnrnn did not write (summary.json)")
+    assert snapshot(mine) == before
+    # the run folder itself is not an analysis folder
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", finished_run, "--no-gradients"),
+                    "already holds files nnrnn did not write")
+    assert snapshot(finished_run) == run_before
+    (tmp_path / "afile").write_text("mine")
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile"), "is a file, not a folder")
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile" / "x"),
+                    "which is a file, not a folder")
+    # its own folder (marked) it writes, and writes again
+    for _ in range(2):
+        assert cli.main(["analyze", str(finished_run), "--out", str(tmp_path / "ours"), "--no-gradients"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "ours" / ".nnrnn-analysis").is_file() and (tmp_path / "ours" / "summary.json").is_file()
