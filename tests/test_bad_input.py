@@ -306,6 +306,35 @@ API_CASES = [
      "lr_orth must be a positive"),
     (lambda: nnrnn.hidden_size_for("nnrnn", -5, 1, 1), ValueError, "n_params must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3, 4).recurrent_matrix(layer=3), ValueError, "layer must be in [0, 1)"),
+    # devices: a ValueError naming the tensor and both devices (also a RuntimeError, as torch.nn.RNN raises)
+    *[(lambda name=name: nnrnn.create(name, 3, 4)(torch.randn(5, 2, 3, device="meta")), ValueError,
+       "input is on device meta but the model's parameters on cpu") for name in nnrnn.MODELS],
+    *[(lambda name=name: nnrnn.create(name, 3, 4, device="meta")(torch.randn(5, 2, 3)), RuntimeError,
+       "input is on device cpu but the model's parameters on meta") for name in ("nnrnn", "lstm")],
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, device="meta")), ValueError,
+     "hx is on device meta but input on cpu"),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4, device="meta"))),
+     ValueError, "c_0 is on device meta but input on cpu"),
+    # integer dtypes: a TypeError naming the tensor and saying floating point
+    (lambda: nnrnn.create("rnn", 3, 4)(torch.ones(5, 2, 3, dtype=torch.int32)), TypeError,
+     "input must be a floating-point tensor; got dtype torch.int32"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, dtype=torch.long)), TypeError,
+     "hx must be a floating-point tensor (the model's dtype torch.float32); got dtype torch.int64"),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4, dtype=torch.long),) * 2),
+     TypeError, "h_0 must be a floating-point tensor; got dtype torch.int64"),
+    # param_groups wants the module, not its parameters
+    (lambda: nnrnn.param_groups(nnrnn.create("nnrnn", 3, 4).parameters(), lr=1e-3, lr_orth=1e-3), TypeError,
+     "model must be the torch.nn.Module itself"),
+    (lambda: nnrnn.param_groups(list(nnrnn.create("nnrnn", 3, 4).parameters()), 1e-3, 1e-3), TypeError,
+     "got list: pass the module, not model.parameters()"),
+    # the penalty's weights are floats: a tensor is refused, not read
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(torch.tensor(0.1), 0.0), TypeError,
+     "delta must be a float, not a tensor; got tensor(0.1000): pass float(delta)"),
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(0.1, torch.tensor(1e-6)), TypeError,
+     "t_decay must be a float, not a tensor"),
+    (lambda: nnrnn.create("rnn", 3, 4).regularization(torch.tensor(0.1)), TypeError, "delta must be a float"),
+    (lambda: nnrnn.create("lstm", 3, 4).regularization(0.0, "1e-6"), ValueError,
+     "t_decay must be zero or a positive finite number; got '1e-6'"),
 ]
 
 
@@ -426,3 +455,11 @@ def test_analyze_never_replaces_a_file_it_did_not_write(capsys, tmp_path, finish
         assert cli.main(["analyze", str(finished_run), "--out", str(tmp_path / "ours"), "--no-gradients"]) == 0
     capsys.readouterr()
     assert (tmp_path / "ours" / ".nnrnn-analysis").is_file() and (tmp_path / "ours" / "summary.json").is_file()
+
+
+def test_penalty_weights_take_any_real_number_but_a_tensor():
+    import numpy as np
+    model = nnrnn.create("nnrnn", 3, 4)
+    reference = model.regularization(0.25, 1e-3)
+    for delta, t_decay in ((np.float32(0.25), np.float64(1e-3)), (0.25, 1e-3), (1 / 4, np.float32(1e-3))):
+        torch.testing.assert_close(model.regularization(delta, t_decay), reference)
