@@ -1,9 +1,43 @@
-"""nnrnn: the non-normal RNN (Kerg, Goyette et al., NeurIPS 2019), its baselines, tasks and theory."""
-from . import parametrizations
-from .models import (EURNN, LSTM, MODELS, ExpRNN, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create,
-                     hidden_size_for, param_groups, parameter_count)
+"""nnrnn: the non-normal RNN (Kerg, Goyette et al., NeurIPS 2019), its baselines, tasks and theory.
+
+The names below are imported on first use (PEP 562), so that ``import nnrnn`` (and the ``nnrnn`` command's
+start, before its Ctrl-C handler is in place) does not import torch: ``nnrnn.create``, ``from nnrnn import
+MODELS`` and ``nnrnn.errors`` work as before.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+_FROM_MODELS = ("EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "create",
+                "hidden_size_for", "param_groups", "parameter_count")
+
 __all__ = ["EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "create",
            "hidden_size_for", "param_groups", "parameter_count", "parametrizations"]
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
+    from . import parametrizations
+    from .models import (EURNN, LSTM, MODELS, ExpRNN, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create,
+                         hidden_size_for, param_groups, parameter_count)
+
+
+def __getattr__(name: str):
+    if name in _FROM_MODELS:
+        value = getattr(importlib.import_module(".models", __name__), name)
+    elif name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:  # a submodule: nnrnn.parametrizations, nnrnn.errors, nnrnn.kernels, ...
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

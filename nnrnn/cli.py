@@ -194,13 +194,19 @@ def main(argv: list[str] | None = None) -> int:
 def entry(argv: list[str] | None = None) -> None:
     """The ``nnrnn`` command (and ``python -m nnrnn``): :func:`main` in a process of its own, whose freed
     memory is kept for reuse (:func:`nnrnn.kernels.keep_freed_memory`) unless NNRNN_KEEP_FREED_MEMORY is
-    0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is."""
-    if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
-        from .kernels import keep_freed_memory
-        keep_freed_memory()
+    0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is.
+
+    A Ctrl-C during start-up (importing torch, which ``import nnrnn`` no longer does, or building the parser)
+    prints ``nnrnn: interrupted`` and exits 130, as one during a command does."""
     try:
+        if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
+            from .kernels import keep_freed_memory  # imports torch
+            keep_freed_memory()
         code = main(argv)
         sys.stdout.flush()
+    except KeyboardInterrupt:  # before main's own handler, or while it was printing
+        print("nnrnn: interrupted", file=sys.stderr)
+        code = 130
     except BrokenPipeError:  # output piped into a reader that stopped early, e.g. `nnrnn presets | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
         code = 1
