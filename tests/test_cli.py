@@ -80,6 +80,20 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(delay):
     assert err == "nnrnn: interrupted\n", err
 
 
+@pytest.mark.parametrize("value, raises", [("0", False), ("false", False), ("off", False), ("no", False),
+                                           ("", False), ("1", True), ("yes", True)])
+def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
+    from nnrnn import cli
+    from nnrnn.errors import UserError
+    monkeypatch.setenv("NNRNN_DEBUG", value)
+    if raises:
+        with pytest.raises(UserError, match="unknown preset 'fast'"):
+            cli.main(["presets", "fast"])
+    else:
+        assert cli.main(["presets", "fast"]) == 2
+        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params\n"
+
+
 @pytest.mark.subprocess
 def test_import_nnrnn_leaves_torch_for_first_use():
     code = ("import sys, nnrnn; assert 'torch' not in sys.modules; "
