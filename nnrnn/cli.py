@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .environment import flag
@@ -191,20 +193,37 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _interrupted_at_start(signum, frame) -> None:
+    """SIGINT while nnrnn is starting: nothing has been written yet, so leave at once.  Raising
+    KeyboardInterrupt instead is not safe there: a library being imported may swallow it (NumPy inside
+    torch's import does) and fail later with an unrelated traceback."""
+    os.write(2, b"nnrnn: interrupted\n")
+    os._exit(130)
+
+
 def entry(argv: list[str] | None = None) -> None:
     """The ``nnrnn`` command (and ``python -m nnrnn``): :func:`main` in a process of its own, whose freed
     memory is kept for reuse (:func:`nnrnn.kernels.keep_freed_memory`) unless NNRNN_KEEP_FREED_MEMORY is
     0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is.
 
-    A Ctrl-C during start-up (importing torch, which ``import nnrnn`` no longer does, or building the parser)
-    prints ``nnrnn: interrupted`` and exits 130, as one during a command does."""
+    A Ctrl-C during start-up (importing torch, which ``import nnrnn`` no longer does, and the modules the
+    parser needs) prints ``nnrnn: interrupted`` and exits 130 at once, without a traceback; from then on
+    Ctrl-C is Python's KeyboardInterrupt again, which :func:`main` (or here, around it) reports the same way."""
+    starting = threading.current_thread() is threading.main_thread()
+    if starting:
+        previous = signal.signal(signal.SIGINT, _interrupted_at_start)
     try:
-        if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
-            from .kernels import keep_freed_memory  # imports torch
-            keep_freed_memory()
+        try:
+            if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
+                from .kernels import keep_freed_memory  # imports torch
+                keep_freed_memory()
+            make_parser()  # imports what the commands' parsers need (torch included), while Ctrl-C exits at once
+        finally:
+            if starting:
+                signal.signal(signal.SIGINT, previous)
         code = main(argv)
         sys.stdout.flush()
-    except KeyboardInterrupt:  # before main's own handler, or while it was printing
+    except KeyboardInterrupt:  # between start-up and main's own handler, or while it was printing
         print("nnrnn: interrupted", file=sys.stderr)
         code = 130
     except BrokenPipeError:  # output piped into a reader that stopped early, e.g. `nnrnn presets | head`
