@@ -1,6 +1,7 @@
 """A user's mistakes: each gives one plain line on stderr and exit code 2 (the command line), or a
 ValueError/TypeError naming the argument (the library), or torch.nn.RNN's behaviour; none loses work."""
 import hashlib
+import shutil
 import os
 from pathlib import Path
 
@@ -463,3 +464,79 @@ def test_penalty_weights_take_any_real_number_but_a_tensor():
     reference = model.regularization(0.25, 1e-3)
     for delta, t_decay in ((np.float32(0.25), np.float64(1e-3)), (0.25, 1e-3), (1 / 4, np.float32(1e-3))):
         torch.testing.assert_close(model.regularization(delta, t_decay), reference)
+
+
+# --------------------------------------------------------------------------- random bad download/analysis/theory values
+
+def _number_text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+NON_NUMBERS = st.sampled_from(["x", "", "1,5", "ten", "0x10", "1e", "--"])
+BAD_SECONDS = st.one_of(st.floats(max_value=0, allow_nan=False).map(_number_text),
+                        st.sampled_from(["nan", "inf", "-inf", "0", "-0", "0.0"]), NON_NUMBERS)
+
+
+def _bad_ints(low: int, high: int | None = None):
+    """Integers outside [low, high] (as text), or text that is no integer."""
+    outside = [st.integers(max_value=low - 1).map(str)]
+    if high is not None:
+        outside.append(st.integers(min_value=high + 1, max_value=10 ** 30).map(str))
+    return st.one_of(*outside, st.sampled_from(["1.5", "1e3", "nan"]), NON_NUMBERS)
+
+
+@st.composite
+def bad_edge_command(draw):
+    """(argv, needs_run): a data/theory/analyze command with one bad value; analyze's --out is filled in later."""
+    kind = draw(st.sampled_from(["fetch", "table3", "figure1", "prop2", "theory-out", "analyze-out"]))
+    if kind == "fetch":
+        option = draw(st.sampled_from(["--timeout", "--deadline"]))
+        return ["data", "fetch", draw(st.sampled_from(["mnist", "ptb"])), "--dest", "DEST",
+                "--mirror", "http://127.0.0.1:9/", f"{option}={draw(BAD_SECONDS)}"], None
+    if kind == "table3":
+        return ["theory", "table3", f"--n={draw(_bad_ints(2, 5792))}"], None
+    if kind == "figure1":
+        option, values = draw(st.sampled_from([("--n-init", _bad_ints(2, 990_536)), ("--seed", _bad_ints(0))]))
+        return ["theory", "figure1", f"{option}={draw(values)}", "--out", "OUT"], None
+    if kind == "prop2":
+        option, values = draw(st.sampled_from([
+            ("--t-max", _bad_ints(10, 10 ** 12)),
+            ("--x", st.one_of(st.sampled_from(["0", "-0.0", "nan", "inf", "-inf"]), NON_NUMBERS)),
+            ("--n", _bad_ints(2, 811))]))
+        return ["theory", "prop2", f"{option}={draw(values)}", "--out", "OUT"], None
+    if kind == "theory-out":
+        return ["theory", draw(st.sampled_from(["figure1", "prop2"])), "--out", "WHERE", "--n-init=2"], "theory"
+    return ["analyze", "RUN", "--out", "WHERE", "--no-gradients"], "analyze"
+
+
+FOREIGN = st.lists(st.sampled_from(["summary.json", "figure1b.png", "figure1c.png", "proposition2.png",
+                                    "spectrum.png", "notes.txt", ".hidden"]), min_size=1, max_size=3, unique=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=bad_edge_command(), where=st.sampled_from(["foreign", "file", "inside-file"]), foreign=FOREIGN)
+def test_random_bad_edge_values_exit_2_and_write_nothing(case, where, foreign, capsys, finished_run, tmp_path,
+                                                        monkeypatch):
+    """data fetch, theory and analyze: a bad value or an --out nnrnn may not write exits 2 with one line on
+    stderr and no traceback, and writes, creates or replaces nothing (not even the default figures/theory)."""
+    argv, out_kind = case
+    work = tmp_path / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    monkeypatch.chdir(work)
+    mine = work / "mine"
+    mine.mkdir()
+    for name in foreign:
+        (mine / name).write_text(f"my own {name}")
+    (work / "afile").write_text("mine")
+    target = {"foreign": mine, "file": work / "afile", "inside-file": work / "afile" / "sub"}[where]
+    if out_kind == "theory" and argv[1] == "prop2":
+        argv = argv[:-1] + ["--n=2", "--t-max=10"]
+    replace = {"DEST": str(work / "dest"), "OUT": str(work / "out"), "WHERE": str(target), "RUN": str(finished_run)}
+    argv = [replace.get(a, a) for a in argv]
+    before, run_before = snapshot(work), snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, *argv))
+    assert snapshot(work) == before and snapshot(finished_run) == run_before
+    assert sorted(p.name for p in work.iterdir()) == ["afile", "mine"]  # no dest, out or figures/theory folder
+    assert not (mine / ".nnrnn-analysis").exists()
