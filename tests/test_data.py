@@ -373,7 +373,8 @@ PAYLOAD = b"0123456789" * 100  # 1,000 bytes
 def bad_server():
     """bad_server(kind) -> base URL of a 127.0.0.1 server that answers every GET with a Content-Length of
     1,000 bytes and then: "slow" sends one byte per 0.2 s (at most 1,000, stopping when the client goes),
-    "truncated" sends 500 bytes and closes, "reset" sends 100 bytes and resets the connection."""
+    "truncated" sends 500 bytes and closes, "reset" sends 100 bytes and resets the connection;
+    "slow-headers" sends even its status line and headers one byte per 0.2 s."""
     servers = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -383,6 +384,16 @@ def bad_server():
             pass
 
         def do_GET(self):
+            if self.kind == "slow-headers":
+                head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(PAYLOAD)}\r\n\r\n".encode() + PAYLOAD
+                try:
+                    for i in range(len(head)):  # bounded, and ended early by the client
+                        self.wfile.write(head[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    pass
+                return
             self.send_response(200)
             self.send_header("Content-Length", str(len(PAYLOAD)))
             self.end_headers()
@@ -422,8 +433,9 @@ def no_part_files(folder: Path) -> bool:
     return not any(p.name.endswith(".part") for p in folder.iterdir()) if folder.is_dir() else True
 
 
-def test_fetch_a_slow_server_ends_at_the_deadline(tmp_path, bad_server):
-    url = bad_server("slow")
+@pytest.mark.parametrize("kind", ["slow", "slow-headers"])
+def test_fetch_a_slow_server_ends_at_the_deadline(tmp_path, bad_server, kind):
+    url = bad_server(kind)
     start = time.monotonic()
     with pytest.raises(UserError) as info:
         fetch_file("file.bin", tmp_path / "dest", [url], md5=md5(PAYLOAD), timeout=5, deadline=1.0)

@@ -180,10 +180,18 @@ def _shut(sock: socket.socket) -> None:
 
 
 def _watched(connection_class, deadline: _Deadline):
-    """A connection factory for urllib's ``do_open`` whose sockets ``deadline`` can shut."""
+    """A connection factory for urllib's ``do_open`` whose sockets ``deadline`` can shut: the plain socket as
+    soon as it is connected (so a server slow to send its headers is cut off too), and for https the TLS
+    socket that replaces it once the handshake is done (the handshake itself is bounded by the read timeout)."""
     def make(host, **kwargs):
         connection = connection_class(host, **kwargs)
         connection._create_connection = lambda *a, **k: deadline.add(socket.create_connection(*a, **k))
+        connect = connection.connect
+
+        def connect_watched():
+            connect()
+            deadline.add(connection.sock)
+        connection.connect = connect_watched
         return connection
     return make
 
