@@ -21,6 +21,15 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage block is noise; one line says it
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
 
+    def _get_values(self, action, arg_strings):
+        # Python before 3.12.7/3.13 drops an option's own value when it is "--" (--n=--), leaving the option
+        # the list [] instead of a value (and a TypeError later): read "--" as the value, as newer Pythons do
+        if action.option_strings and arg_strings == ["--"] and action.nargs in (None, "?", "*", "+"):
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value if action.nargs in (None, "?") else [value]
+        return super()._get_values(action, arg_strings)
+
 
 def add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
