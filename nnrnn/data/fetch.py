@@ -234,20 +234,22 @@ def _download(url: str, dest: Path, timeout: float, deadline: float = DEADLINE) 
         with _opener(clock).open(request, timeout=timeout) as response, open(tmp, "wb") as out:
             expected = _content_length(response)
             read = getattr(response, "read1", response.read)
+            ended = False  # by the server (else by the deadline)
             while not clock.passed():
                 chunk = read(CHUNK)
                 if not chunk:
+                    ended = True
                     break
                 out.write(chunk)
                 received += len(chunk)
-            if clock.passed():
-                raise TimeoutError
+            if not ended or (clock.expired and (expected is None or received < expected)):
+                raise TimeoutError  # the deadline, not the server, ended it (shutting the socket reads as an end)
             if expected is not None and received < expected:
                 raise DownloadFailed(f"the connection closed after {received:,} of its {expected:,} bytes "
                                      f"(a truncated response)")
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, Exception) and clock is not None and clock.passed():
+        if isinstance(e, Exception) and not isinstance(e, DownloadFailed) and clock is not None and clock.passed():
             raise DownloadFailed(f"still downloading when the {deadline:g} s deadline for one file passed "
                                  f"({received:,} bytes received); raise --deadline or pass a faster --mirror") from None
         if _is_timeout(e):
