@@ -1,15 +1,54 @@
-"""nnrnn: the non-normal RNN (Kerg, Goyette et al., NeurIPS 2019), its baselines, tasks and theory."""
-from . import parametrizations
-from .models import (EURNN, LSTM, MODELS, ExpRNN, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create,
-                     hidden_size_for, param_groups, parameter_count)
-from .serialization import allow_weights_only_loading
+"""nnrnn: the non-normal RNN (Kerg, Goyette et al., NeurIPS 2019), its baselines, tasks and theory.
 
-# so that torch.load(f) with torch's default weights_only=True loads a model saved whole (why this is safe:
-# nnrnn/serialization.py)
-allow_weights_only_loading()
+The names below are imported on first use (PEP 562), so that the ``nnrnn`` command's start, before its
+Ctrl-C handler is in place, does not import torch: ``nnrnn.create``, ``from nnrnn import MODELS`` and
+``nnrnn.errors`` work as before.  Importing :mod:`nnrnn.models` (on first use of a model, or at once when
+torch is already imported, as in any program that uses both) lets ``torch.load(f)`` with torch's default
+``weights_only=True`` read a model saved whole (why that is safe: :mod:`nnrnn.serialization`).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+_FROM_MODELS = ("EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "create",
+                "hidden_size_for", "param_groups", "parameter_count")
 
 __all__ = ["EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN",
            "allow_weights_only_loading", "create", "hidden_size_for", "param_groups", "parameter_count",
            "parametrizations"]
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
+    from . import parametrizations
+    from .models import (EURNN, LSTM, MODELS, ExpRNN, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create,
+                         hidden_size_for, param_groups, parameter_count)
+    from .serialization import allow_weights_only_loading
+
+
+def __getattr__(name: str):
+    if name in _FROM_MODELS:
+        value = getattr(importlib.import_module(".models", __name__), name)
+    elif name == "allow_weights_only_loading":
+        value = importlib.import_module(".serialization", __name__).allow_weights_only_loading
+    elif name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:  # a submodule: nnrnn.parametrizations, nnrnn.errors, nnrnn.kernels, ...
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if "torch" in sys.modules:  # a program that uses torch: torch.load can read nnrnn's models from now on
+    importlib.import_module(".models", __name__)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .environment import flag
@@ -18,6 +20,15 @@ from .errors import Interrupted, NnrnnError, UserError
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage block is noise; one line says it
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+    def _get_values(self, action, arg_strings):
+        # Python before 3.12.7/3.13 drops an option's own value when it is "--" (--n=--), leaving the option
+        # the list [] instead of a value (and a TypeError later): read "--" as the value, as newer Pythons do
+        if action.option_strings and arg_strings == ["--"] and action.nargs in (None, "?", "*", "+"):
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value if action.nargs in (None, "?") else [value]
+        return super()._get_values(action, arg_strings)
 
 
 def add_train_parser(sub) -> None:
@@ -200,16 +211,39 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _interrupted_at_start(signum, frame) -> None:
+    """SIGINT while nnrnn is starting: nothing has been written yet, so leave at once.  Raising
+    KeyboardInterrupt instead is not safe there: a library being imported may swallow it (NumPy inside
+    torch's import does) and fail later with an unrelated traceback."""
+    os.write(2, b"nnrnn: interrupted\n")
+    os._exit(130)
+
+
 def entry(argv: list[str] | None = None) -> None:
     """The ``nnrnn`` command (and ``python -m nnrnn``): :func:`main` in a process of its own, whose freed
     memory is kept for reuse (:func:`nnrnn.kernels.keep_freed_memory`) unless NNRNN_KEEP_FREED_MEMORY is
-    0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is."""
-    if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
-        from .kernels import keep_freed_memory
-        keep_freed_memory()
+    0, false, no or off.  :func:`main` itself leaves the calling process's allocator as it is.
+
+    A Ctrl-C during start-up (importing torch, which ``import nnrnn`` no longer does, and the modules the
+    parser needs) prints ``nnrnn: interrupted`` and exits 130 at once, without a traceback; from then on
+    Ctrl-C is Python's KeyboardInterrupt again, which :func:`main` (or here, around it) reports the same way."""
+    starting = threading.current_thread() is threading.main_thread()
+    if starting:
+        previous = signal.signal(signal.SIGINT, _interrupted_at_start)
     try:
+        try:
+            if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
+                from .kernels import keep_freed_memory  # imports torch
+                keep_freed_memory()
+            make_parser()  # imports what the commands' parsers need (torch included), while Ctrl-C exits at once
+        finally:
+            if starting:
+                signal.signal(signal.SIGINT, previous)
         code = main(argv)
         sys.stdout.flush()
+    except KeyboardInterrupt:  # between start-up and main's own handler, or while it was printing
+        print("nnrnn: interrupted", file=sys.stderr)
+        code = 130
     except BrokenPipeError:  # output piped into a reader that stopped early, e.g. `nnrnn presets | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
         code = 1

@@ -2,6 +2,7 @@
 ValueError/TypeError naming the argument (the library), or torch.nn.RNN's behaviour; none loses work."""
 import hashlib
 import json
+import shutil
 import os
 from pathlib import Path
 
@@ -110,6 +111,14 @@ BAD_OPTIONS = [
     (["analyze", "/nonexistent/run"], "no run folder or checkpoint at /nonexistent/run"),
     (["presets", "fast"], "unknown preset 'fast'"),
     (["data", "fetch", "cifar"], "invalid choice"),
+    (["data", "fetch", "mnist", "--timeout", "0"], "--timeout must be a positive number of seconds; got 0.0"),
+    (["data", "fetch", "mnist", "--timeout", "-5"], "--timeout must be a positive number of seconds"),
+    (["data", "fetch", "mnist", "--timeout", "nan"], "--timeout must be a positive number of seconds"),
+    (["data", "fetch", "mnist", "--deadline", "0"], "--deadline must be a positive number of seconds"),
+    (["data", "fetch", "mnist", "--deadline", "inf"], "--deadline must be a positive number of seconds"),
+    (["data", "fetch", "mnist", "--deadline=--"], "invalid float value: '--'"),
+    (["theory", "table3", "--n=--"], "invalid int value: '--'"),
+    (["theory", "prop2", "--n=--"], "invalid int value: '--'"),
     (["sweep", "copy", "--trials", "0"], "trials must be a positive integer"),
     (["sweep", "ptb", "--trials", "1", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
     (["reproduce", "--jobs", "0"], "jobs must be a positive integer"),
@@ -315,6 +324,35 @@ API_CASES = [
      "lr_orth must be a positive"),
     (lambda: nnrnn.hidden_size_for("nnrnn", -5, 1, 1), ValueError, "n_params must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3, 4).recurrent_matrix(layer=3), ValueError, "layer must be in [0, 1)"),
+    # devices: a ValueError naming the tensor and both devices (also a RuntimeError, as torch.nn.RNN raises)
+    *[(lambda name=name: nnrnn.create(name, 3, 4)(torch.randn(5, 2, 3, device="meta")), ValueError,
+       "input is on device meta but the model's parameters on cpu") for name in nnrnn.MODELS],
+    *[(lambda name=name: nnrnn.create(name, 3, 4, device="meta")(torch.randn(5, 2, 3)), RuntimeError,
+       "input is on device cpu but the model's parameters on meta") for name in ("nnrnn", "lstm")],
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, device="meta")), ValueError,
+     "hx is on device meta but input on cpu"),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4, device="meta"))),
+     ValueError, "c_0 is on device meta but input on cpu"),
+    # integer dtypes: a TypeError naming the tensor and saying floating point
+    (lambda: nnrnn.create("rnn", 3, 4)(torch.ones(5, 2, 3, dtype=torch.int32)), TypeError,
+     "input must be a floating-point tensor; got dtype torch.int32"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, dtype=torch.long)), TypeError,
+     "hx must be a floating-point tensor (the model's dtype torch.float32); got dtype torch.int64"),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4, dtype=torch.long),) * 2),
+     TypeError, "h_0 must be a floating-point tensor; got dtype torch.int64"),
+    # param_groups wants the module, not its parameters
+    (lambda: nnrnn.param_groups(nnrnn.create("nnrnn", 3, 4).parameters(), lr=1e-3, lr_orth=1e-3), TypeError,
+     "model must be the torch.nn.Module itself"),
+    (lambda: nnrnn.param_groups(list(nnrnn.create("nnrnn", 3, 4).parameters()), 1e-3, 1e-3), TypeError,
+     "got list: pass the module, not model.parameters()"),
+    # the penalty's weights are floats: a tensor is refused, not read
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(torch.tensor(0.1), 0.0), TypeError,
+     "delta must be a float, not a tensor; got tensor(0.1000): pass float(delta)"),
+    (lambda: nnrnn.create("nnrnn", 3, 4).regularization(0.1, torch.tensor(1e-6)), TypeError,
+     "t_decay must be a float, not a tensor"),
+    (lambda: nnrnn.create("rnn", 3, 4).regularization(torch.tensor(0.1)), TypeError, "delta must be a float"),
+    (lambda: nnrnn.create("lstm", 3, 4).regularization(0.0, "1e-6"), ValueError,
+     "t_decay must be zero or a positive finite number; got '1e-6'"),
 ]
 
 
@@ -371,3 +409,151 @@ def test_random_bad_combinations_exit_2_and_touch_no_run(case, capsys, finished_
     assert_one_line(code, err)
     assert snapshot(finished_run) == before
     assert not (finished_run.parent / "never" / "config.json").exists()
+
+
+# --------------------------------------------------------------------------- analysis and theory outputs
+
+THEORY_TOO_LARGE = [
+    (["theory", "table3", "--n", "100000"], "needs about 1,192.1 GiB of memory, more than the theory commands' limit"),
+    (["theory", "table3", "--n", "1"], "--n must be >= 2"),
+    (["theory", "prop2", "--n", "5000", "--t-max", "1000"], "choose --n values <= 811"),
+    (["theory", "prop2", "--n", "100"], "the entries of A^t could pass float64's range"),
+    (["theory", "prop2", "--t-max", str(10 ** 13)], "--t-max must be at most 1e+12"),
+    (["theory", "prop2", "--x", "nan"], "--x must be a non-zero finite number"),
+    (["theory", "prop2", "--x", "0"], "--x must be a non-zero finite number"),
+    (["theory", "prop2", "--n", "1"], "--n values must be >= 2"),
+    (["theory", "figure1", "--n-init", str(10 ** 9)], "choose --n-init <= 990,536"),
+    (["theory", "figure1", "--n-init", "1"], "--n-init must be >= 2"),
+    (["theory", "figure1", "--seed", "-1"], "--seed must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", THEORY_TOO_LARGE, ids=[" ".join(a) for a, _ in THEORY_TOO_LARGE])
+def test_theory_sizes_are_refused_before_anything_is_allocated_or_written(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line(*run_cli(capsys, *argv), expected)
+    assert list(tmp_path.iterdir()) == []  # not even the default figures/theory folder
+
+
+@pytest.mark.parametrize("argv", [["theory", "figure1", "--n-init", "2"], ["theory", "prop2", "--n", "2", "--t-max", "10"]],
+                         ids=["figure1", "prop2"])
+def test_theory_never_replaces_a_file_it_did_not_write(argv, capsys, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("figure1b.png", "proposition2.png"):
+        (mine / name).write_text("my own figure")
+    before = snapshot(mine)
+    assert_one_line(*run_cli(capsys, *argv, "--out", mine), "already holds files nnrnn did not write",
+                    "figure1b.png, proposition2.png")
+    assert snapshot(mine) == before and not (mine / ".nnrnn-analysis").exists()
+    (tmp_path / "afile").write_text("mine")
+    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile"), "is a file, not a folder")
+    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile" / "sub"), "which is a file, not a folder")
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_analyze_never_replaces_a_file_it_did_not_write(capsys, tmp_path, finished_run):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text('{"my": "results"}')
+    before, run_before = snapshot(mine), snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", mine, "--no-gradients"),
+                    f"--out {mine} already holds files nnrnn did not write (summary.json)")
+    assert snapshot(mine) == before
+    # the run folder itself is not an analysis folder
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", finished_run, "--no-gradients"),
+                    "already holds files nnrnn did not write")
+    assert snapshot(finished_run) == run_before
+    (tmp_path / "afile").write_text("mine")
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile"), "is a file, not a folder")
+    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile" / "x"),
+                    "which is a file, not a folder")
+    # its own folder (marked) it writes, and writes again
+    for _ in range(2):
+        assert cli.main(["analyze", str(finished_run), "--out", str(tmp_path / "ours"), "--no-gradients"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "ours" / ".nnrnn-analysis").is_file() and (tmp_path / "ours" / "summary.json").is_file()
+
+
+def test_penalty_weights_take_any_real_number_but_a_tensor():
+    import numpy as np
+    model = nnrnn.create("nnrnn", 3, 4)
+    reference = model.regularization(0.25, 1e-3)
+    for delta, t_decay in ((np.float32(0.25), np.float64(1e-3)), (0.25, 1e-3), (1 / 4, np.float32(1e-3))):
+        torch.testing.assert_close(model.regularization(delta, t_decay), reference)
+
+
+# --------------------------------------------------------------------------- random bad download/analysis/theory values
+
+def _number_text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+NON_NUMBERS = st.sampled_from(["x", "", "1,5", "ten", "0x10", "1e", "--"])
+BAD_SECONDS = st.one_of(st.floats(max_value=0, allow_nan=False).map(_number_text),
+                        st.sampled_from(["nan", "inf", "-inf", "0", "-0", "0.0"]), NON_NUMBERS)
+
+
+def _bad_ints(low: int, high: int | None = None):
+    """Integers outside [low, high] (as text), or text that is no integer."""
+    outside = [st.integers(max_value=low - 1).map(str)]
+    if high is not None:
+        outside.append(st.integers(min_value=high + 1, max_value=10 ** 30).map(str))
+    return st.one_of(*outside, st.sampled_from(["1.5", "1e3", "nan"]), NON_NUMBERS)
+
+
+@st.composite
+def bad_edge_command(draw):
+    """(argv, needs_run): a data/theory/analyze command with one bad value; analyze's --out is filled in later."""
+    kind = draw(st.sampled_from(["fetch", "table3", "figure1", "prop2", "theory-out", "analyze-out"]))
+    if kind == "fetch":
+        option = draw(st.sampled_from(["--timeout", "--deadline"]))
+        return ["data", "fetch", draw(st.sampled_from(["mnist", "ptb"])), "--dest", "DEST",
+                "--mirror", "http://127.0.0.1:9/", f"{option}={draw(BAD_SECONDS)}"], None
+    if kind == "table3":
+        return ["theory", "table3", f"--n={draw(_bad_ints(2, 5792))}"], None
+    if kind == "figure1":
+        option, values = draw(st.sampled_from([("--n-init", _bad_ints(2, 990_536)), ("--seed", _bad_ints(0))]))
+        return ["theory", "figure1", f"{option}={draw(values)}", "--out", "OUT"], None
+    if kind == "prop2":
+        option, values = draw(st.sampled_from([
+            ("--t-max", _bad_ints(10, 10 ** 12)),
+            ("--x", st.one_of(st.sampled_from(["0", "-0.0", "nan", "inf", "-inf"]), NON_NUMBERS)),
+            ("--n", _bad_ints(2, 811))]))
+        return ["theory", "prop2", f"{option}={draw(values)}", "--out", "OUT"], None
+    if kind == "theory-out":
+        return ["theory", draw(st.sampled_from(["figure1", "prop2"])), "--out", "WHERE", "--n-init=2"], "theory"
+    return ["analyze", "RUN", "--out", "WHERE", "--no-gradients"], "analyze"
+
+
+FOREIGN = st.lists(st.sampled_from(["summary.json", "figure1b.png", "figure1c.png", "proposition2.png",
+                                    "spectrum.png", "notes.txt", ".hidden"]), min_size=1, max_size=3, unique=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=bad_edge_command(), where=st.sampled_from(["foreign", "file", "inside-file"]), foreign=FOREIGN)
+def test_random_bad_edge_values_exit_2_and_write_nothing(case, where, foreign, capsys, finished_run, tmp_path,
+                                                        monkeypatch):
+    """data fetch, theory and analyze: a bad value or an --out nnrnn may not write exits 2 with one line on
+    stderr and no traceback, and writes, creates or replaces nothing (not even the default figures/theory)."""
+    argv, out_kind = case
+    work = tmp_path / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    monkeypatch.chdir(work)
+    mine = work / "mine"
+    mine.mkdir()
+    for name in foreign:
+        (mine / name).write_text(f"my own {name}")
+    (work / "afile").write_text("mine")
+    target = {"foreign": mine, "file": work / "afile", "inside-file": work / "afile" / "sub"}[where]
+    if out_kind == "theory" and argv[1] == "prop2":
+        argv = argv[:-1] + ["--n=2", "--t-max=10"]
+    replace = {"DEST": str(work / "dest"), "OUT": str(work / "out"), "WHERE": str(target), "RUN": str(finished_run)}
+    argv = [replace.get(a, a) for a in argv]
+    before, run_before = snapshot(work), snapshot(finished_run)
+    assert_one_line(*run_cli(capsys, *argv))
+    assert snapshot(work) == before and snapshot(finished_run) == run_before
+    assert sorted(p.name for p in work.iterdir()) == ["afile", "mine"]  # no dest, out or figures/theory folder
+    assert not (mine / ".nnrnn-analysis").exists()

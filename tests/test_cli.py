@@ -61,6 +61,50 @@ def test_kernels_says_which_loops_run_and_why_not():
 
 
 @pytest.mark.subprocess
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.5])
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(delay):
+    """SIGINT while `nnrnn` is still starting (importing torch, building the parser): no traceback."""
+    import signal
+    import time
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NNRNN_DEBUG", None)
+    process = subprocess.Popen([sys.executable, "-m", "nnrnn", "kernels"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(delay)
+    if process.poll() is not None:
+        process.communicate()
+        pytest.skip(f"nnrnn kernels finished within {delay} s, before the signal")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, err)
+    assert err == "nnrnn: interrupted\n", err
+
+
+@pytest.mark.parametrize("value, raises", [("0", False), ("false", False), ("off", False), ("no", False),
+                                           ("", False), ("1", True), ("yes", True)])
+def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
+    from nnrnn import cli
+    from nnrnn.errors import UserError
+    monkeypatch.setenv("NNRNN_DEBUG", value)
+    if raises:
+        with pytest.raises(UserError, match="unknown preset 'fast'"):
+            cli.main(["presets", "fast"])
+    else:
+        assert cli.main(["presets", "fast"]) == 2
+        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params\n"
+
+
+@pytest.mark.subprocess
+def test_import_nnrnn_leaves_torch_for_first_use():
+    code = ("import sys, nnrnn; assert 'torch' not in sys.modules; "
+            "from nnrnn import create, MODELS; assert 'nnrnn' in MODELS and nnrnn.errors.UserError; "
+            "assert 'parametrizations' in dir(nnrnn) and not hasattr(nnrnn, 'nonexistent'); print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.subprocess
 def test_train_then_eval_then_resume_into_changed_config(tmp_path):
     out = tmp_path / "run"
     result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",

@@ -12,6 +12,7 @@ import socket
 import struct
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -362,3 +363,171 @@ def test_real_checksums_match_shared_data():
     for name, digest in known.items():
         assert specs[name] == digest
     assert specs["ptb.char.train.txt"] is None
+
+
+# ---------------------------------------------------------------------------- fetch: servers that misbehave
+PAYLOAD = b"0123456789" * 100  # 1,000 bytes
+
+
+@pytest.fixture
+def bad_server():
+    """bad_server(kind) -> base URL of a 127.0.0.1 server that answers every GET with a Content-Length of
+    1,000 bytes and then: "slow" sends one byte per 0.2 s (at most 1,000, stopping when the client goes),
+    "truncated" sends 500 bytes and closes, "reset" sends 100 bytes and resets the connection;
+    "slow-headers" sends even its status line and headers one byte per 0.2 s."""
+    servers = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        kind = "slow"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if self.kind == "slow-headers":
+                head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(PAYLOAD)}\r\n\r\n".encode() + PAYLOAD
+                try:
+                    for i in range(len(head)):  # bounded, and ended early by the client
+                        self.wfile.write(head[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    pass
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(PAYLOAD)))
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                if self.kind == "slow":
+                    for i in range(len(PAYLOAD)):  # bounded: 200 s at most, ended early by the client
+                        self.wfile.write(PAYLOAD[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                elif self.kind == "truncated":
+                    self.wfile.write(PAYLOAD[:500])
+                    self.wfile.flush()
+                    self.close_connection = True
+                elif self.kind == "reset":
+                    self.wfile.write(PAYLOAD[:100])
+                    self.wfile.flush()
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+            except OSError:  # the client gave up
+                pass
+
+    def serve(kind: str) -> str:
+        handler = type(f"{kind.title()}Handler", (Handler,), {"kind": kind})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+    yield serve
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def no_part_files(folder: Path) -> bool:
+    return not any(p.name.endswith(".part") for p in folder.iterdir()) if folder.is_dir() else True
+
+
+@pytest.mark.parametrize("kind", ["slow", "slow-headers"])
+def test_fetch_a_slow_server_ends_at_the_deadline(tmp_path, bad_server, kind):
+    url = bad_server(kind)
+    start = time.monotonic()
+    with pytest.raises(UserError) as info:
+        fetch_file("file.bin", tmp_path / "dest", [url], md5=md5(PAYLOAD), timeout=5, deadline=1.0)
+    elapsed = time.monotonic() - start
+    assert elapsed < 4, f"took {elapsed:.1f} s for a 1 s deadline"
+    message = str(info.value)
+    assert "\n" not in message
+    assert "file.bin" in message and "127.0.0.1" in message and "1 s deadline" in message
+    assert "raise --deadline or pass a faster --mirror" in message
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_fetch_a_slow_mirror_ends_at_the_deadline_and_the_next_is_tried(tmp_path, bad_server, server):
+    src = tmp_path / "mirror"
+    src.mkdir()
+    (src / "file.bin").write_bytes(PAYLOAD)
+    start = time.monotonic()
+    messages = []
+    path = fetch_file("file.bin", tmp_path / "dest", [bad_server("slow"), server(src)], md5=md5(PAYLOAD),
+                      timeout=5, deadline=1.0, log=messages.append)
+    assert time.monotonic() - start < 4
+    assert path.read_bytes() == PAYLOAD and sorted(p.name for p in path.parent.iterdir()) == ["file.bin"]
+    assert any("deadline" in m for m in messages)
+
+
+def test_fetch_a_truncated_response_is_named_and_removed(tmp_path, bad_server):
+    with pytest.raises(UserError) as info:
+        fetch_file("file.bin", tmp_path / "dest", [bad_server("truncated")], md5=None, timeout=5, deadline=10)
+    assert "closed after 500 of its 1,000 bytes (a truncated response)" in str(info.value)
+    assert list((tmp_path / "dest").iterdir()) == []  # not installed, though no md5 would have caught it
+
+
+def test_fetch_a_reset_connection_leaves_nothing(tmp_path, bad_server):
+    with pytest.raises(UserError) as info:
+        fetch_file("file.bin", tmp_path / "dest", [bad_server("reset")], md5=md5(PAYLOAD), timeout=5, deadline=10)
+    assert "file.bin" in str(info.value) and "check the internet connection" in str(info.value)
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_fetch_a_checksum_mismatch_says_so_and_leaves_nothing(tmp_path, server):
+    src = tmp_path / "mirror"
+    src.mkdir()
+    (src / "file.bin").write_bytes(b"a tampered copy\n")
+    with pytest.raises(UserError) as info:
+        fetch_file("file.bin", tmp_path / "dest", [server(src)], md5=md5(PAYLOAD), timeout=5)
+    message = str(info.value)
+    assert f"md5 {md5(b'a tampered copy' + bytes([10]))} instead of {md5(PAYLOAD)}" in message
+    assert "pass --mirror with a URL that serves the official files" in message
+    assert "internet connection" not in message  # the server answered: the network is not to blame
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["download", "verify", "extract"])
+def test_fetch_interrupted_leaves_no_part_file(tmp_path, server, monkeypatch, where):
+    src = tmp_path / "mirror"
+    src.mkdir()
+    (src / "file.bin").write_bytes(PAYLOAD)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("data/file.bin")
+        info.size = len(PAYLOAD)
+        tar.addfile(info, io.BytesIO(PAYLOAD))
+    (src / "files.tgz").write_bytes(buf.getvalue())
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+    mirror = server(src)
+    if where == "download":
+        monkeypatch.setattr(fetch_mod, "_content_length", interrupt)
+    elif where == "verify":
+        monkeypatch.setattr(fetch_mod, "md5sum", interrupt)
+    else:
+        monkeypatch.setattr(tarfile.TarFile, "extractfile", interrupt)
+        mirror += "files.tgz"
+    with pytest.raises(KeyboardInterrupt):
+        fetch_file("file.bin", tmp_path / "dest", [mirror], md5=md5(PAYLOAD), timeout=5)
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "5", True])
+@pytest.mark.parametrize("name", ["timeout", "deadline"])
+def test_fetch_refuses_a_timeout_that_is_not_a_positive_number(tmp_path, name, value):
+    from nnrnn.errors import OptionError
+    with pytest.raises(OptionError, match=f"^{name} must be a positive number of seconds"):
+        fetch_file("file.bin", tmp_path / "dest", [dead_url()], **{name: value})
+    assert not (tmp_path / "dest").exists()
+
+
+def test_fetch_a_stalled_server_is_named_with_the_timeout(tmp_path, bad_server):
+    start = time.monotonic()
+    with pytest.raises(UserError) as info:  # one byte per 0.2 s: a 0.05 s read timeout runs out first
+        fetch_file("file.bin", tmp_path / "dest", [bad_server("slow")], md5=md5(PAYLOAD), timeout=0.05, deadline=30)
+    assert time.monotonic() - start < 4
+    assert "no data for 0.05 s (the --timeout of one read)" in str(info.value)
+    assert list((tmp_path / "dest").iterdir()) == []

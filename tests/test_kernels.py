@@ -94,6 +94,38 @@ def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
     assert kernels.matmul(a, a).grad_fn is not None and type(kernels.matmul(a, a).grad_fn).__name__ == "MmBackward0"
 
 
+@pytest.mark.parametrize("value, expected", [("0", False), ("false", False), ("FALSE", False), ("no", False),
+                                             ("off", False), (" Off ", False), ("1", True), ("true", True),
+                                             ("on", True), ("yes", True), ("", None)])
+@pytest.mark.parametrize("name", ["NNRNN_CPP", "NNRNN_ONEDNN", "NNRNN_DEBUG", "NNRNN_KEEP_FREED_MEMORY"])
+def test_boolean_environment_variables_read_0_false_no_off_as_off(monkeypatch, name, value, expected):
+    from nnrnn.environment import flag
+    monkeypatch.setenv(name, value)
+    assert flag(name, default=None) is expected
+    monkeypatch.delenv(name)
+    assert flag(name, default=None) is None and flag(name) is False and flag(name, default=True) is True
+
+
+def test_nnrnn_onednn_off_and_nnrnn_cpp_false_read_as_off(monkeypatch, fresh_loops):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    for off in ("off", "false", "no", "0"):
+        monkeypatch.setenv("NNRNN_ONEDNN", off)
+        assert kernels._onednn_preferred() is False, off
+    monkeypatch.setenv("NNRNN_CPP", "false")
+    monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
+    assert kernels.recurrence_loops() is None
+
+
+@pytest.mark.subprocess
+def test_nnrnn_onednn_is_read_when_kernels_is_imported():
+    code = "from nnrnn import kernels; print(kernels.ONEDNN_PREFERRED)"
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for value, expected in (("off", "False"), ("on", "True")):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "PYTHONPATH": repo, "NNRNN_ONEDNN": value})
+        assert result.stdout.strip() == expected, (value, result.stderr)
+
+
 # ----------------------------------------------------------------------------- compiled time loops
 
 @pytest.fixture

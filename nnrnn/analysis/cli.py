@@ -2,6 +2,15 @@
 
 Both ``add_*`` functions take the ``subparsers`` object of the main parser; every
 leaf parser sets ``func=callable(args) -> int`` (the exit code).
+
+Output folders.  ``analyze`` and ``theory figure1|prop2`` write only into a folder that nnrnn made its own:
+:func:`output_folder` creates ``--out`` if needed and writes the marker :data:`MARKER` there first; an
+existing folder that holds anything (other than the marker and a run lock) but no marker is refused, so a
+file nnrnn did not write (someone's ``summary.json``, a PNG) is never replaced.
+
+Sizes.  The theory commands refuse, before allocating anything, sizes whose working set would pass
+:data:`MEMORY_LIMIT` (4 GiB) by the estimates below, and ``prop2`` settings whose entries of Aᵗ would
+overflow float64: a wrong size is one line, never a MemoryError or an overflow deep in NumPy.
 """
 from __future__ import annotations
 
@@ -13,8 +22,75 @@ import warnings
 from pathlib import Path
 
 from ..errors import OptionError, UserError
+from ..runlock import LOCK_NAME, make_folder
 
 DEFAULT_THEORY_OUT = "figures/theory"
+MARKER = ".nnrnn-analysis"     # written first into every folder analyze and theory write; see output_folder
+MEMORY_LIMIT = 4 * 2 ** 30     # bytes: the largest working set a theory command may estimate for itself
+FIGURE1_N, FIGURE1_STEPS = 100, 120  # Figure 1(b): N and the steps plots.figure1b iterates (n + 20)
+PROP2_T_MAX = 10 ** 12         # --t-max above this: int64 powers and the fit's logarithms lose meaning
+FLOAT64_LOG_MAX = math.log(1e300)
+
+
+def output_folder(folder, option: str = "--out") -> Path:
+    """``folder`` ready for nnrnn's figures and summaries: created if missing (a UserError if it is a file, is
+    inside one or cannot be written), and marked with :data:`MARKER`.  An existing folder without the marker
+    that holds anything else is refused (UserError), so files nnrnn did not write are never replaced."""
+    folder = make_folder(Path(folder), option)
+    marker = folder / MARKER
+    if marker.is_file():
+        return folder
+    try:
+        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (MARKER, LOCK_NAME))
+    except OSError as error:
+        raise UserError(f"cannot read {folder} ({error.strerror}); choose another {option}") from None
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise UserError(f"{option} {folder} already holds files nnrnn did not write ({shown}); choose another "
+                        f"{option} or an empty folder (to let nnrnn replace an earlier analysis of its own there, "
+                        f"create the file {marker})")
+    try:
+        marker.write_text("This folder holds figures and summaries written by nnrnn (analyze, theory); nnrnn "
+                          "replaces them when run again with this folder as --out.\n")
+    except OSError as error:
+        raise UserError(f"cannot write to {folder} ({error.strerror}); choose a writable {option}") from None
+    return folder
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2 ** 30:,.1f} GiB"
+
+
+def _within_memory(what: str, nbytes: float, fix: str) -> None:
+    if nbytes > MEMORY_LIMIT:
+        raise OptionError(f"{what} needs about {_gib(nbytes)} of memory, more than the theory commands' limit of "
+                          f"{_gib(MEMORY_LIMIT)}; {fix}")
+
+
+def table3_bytes(n: int) -> int:
+    """Working set of ``table3(n)``: about 16 N×N float64 arrays (Θ, its powers, the square-root factor and
+    the stacked QR input, the Lyapunov route's C and Cholesky factor, and their temporaries)."""
+    return 16 * 8 * n * n
+
+
+def figure1_bytes(n_init: int) -> int:
+    """Working set of Figure 1(b): the N × n_init states (three, with Θh and h.std's temporary) and the two
+    (steps + 1) × n_init records of plots.figure1b / theory.transients."""
+    return 8 * n_init * (3 * FIGURE1_N + 2 * (FIGURE1_STEPS + 1))
+
+
+def prop2_bytes(n: int) -> int:
+    """Working set of ``proposition2(n)``: the n powers of the nilpotent part (n³ floats) and a few n×n sums."""
+    return 8 * (n ** 3 + 4 * n * n)
+
+
+def prop2_log_max_entry(n: int, x: float, t_max: int) -> float:
+    """An upper bound on log max_ij |(Aᵗ)_ij| over t ≤ t_max, and on the binomials C(t, l) NumPy converts to
+    float64: Aᵗ = Σ_(l<n) C(t, l) (xN)ˡ with N's powers' entries at most C(n-1, l) ≤ 2ⁿ⁻¹."""
+    def log_comb(t, l):
+        return math.lgamma(t + 1) - math.lgamma(l + 1) - math.lgamma(t - l + 1)
+    top = max(log_comb(t_max, l) for l in range(min(n, t_max + 1)))
+    return top + math.log(n) + (n - 1) * (math.log(2) + math.log(max(abs(x), 1.0)))
 
 
 def add_theory_parser(subparsers) -> None:
@@ -79,6 +155,8 @@ def run_table3(args) -> int:
     from .theory import table3
     if args.n < 2:
         raise OptionError(f"--n must be >= 2; got {args.n}")
+    _within_memory(f"theory table3 --n {args.n}", table3_bytes(args.n),
+                   f"choose --n <= {math.isqrt(MEMORY_LIMIT // table3_bytes(1))}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rows = table3(n=args.n, method=args.method, compare_lyapunov=args.method != "lyapunov")
@@ -93,7 +171,11 @@ def run_figure1(args) -> int:
     from . import plots
     if args.n_init < 2:
         raise OptionError(f"--n-init must be >= 2; got {args.n_init}")
-    out = Path(args.out)
+    if args.seed < 0:
+        raise OptionError(f"--seed must be >= 0; got {args.seed}")
+    _within_memory(f"theory figure1 --n-init {args.n_init}", figure1_bytes(args.n_init),
+                   f"choose --n-init <= {MEMORY_LIMIT // figure1_bytes(1):,}")
+    out = output_folder(args.out)
     print(plots.figure1b(out / "figure1b.png", n_init=args.n_init, seed=args.seed))
     print(plots.figure1c(out / "figure1c.png"))
     return 0
@@ -135,7 +217,19 @@ def run_prop2(args) -> int:
     from . import plots
     if min(args.n) < 2 or args.t_max < 10:
         raise OptionError("--n values must be >= 2 and --t-max >= 10")
-    path, results = plots.figure_proposition2(Path(args.out) / "proposition2.png", ns=args.n, x=args.x,
+    if args.t_max > PROP2_T_MAX:
+        raise OptionError(f"--t-max must be at most {PROP2_T_MAX:.0e}; got {args.t_max}")
+    if not math.isfinite(args.x) or args.x == 0:
+        raise OptionError(f"--x must be a non-zero finite number (A's entries above the diagonal); got {args.x}")
+    n = max(args.n)
+    _within_memory(f"theory prop2 --n {n}", prop2_bytes(n),
+                   f"choose --n values <= {max(k for k in range(2, 5000) if prop2_bytes(k) <= MEMORY_LIMIT)}")
+    for n in args.n:
+        if prop2_log_max_entry(n, args.x, args.t_max) > FLOAT64_LOG_MAX:
+            raise OptionError(f"theory prop2 --n {n} --x {args.x:g} --t-max {args.t_max}: the entries of A^t could "
+                              f"pass float64's range (about 1e300); choose a smaller --n, --t-max or |--x|")
+    out = output_folder(args.out)
+    path, results = plots.figure_proposition2(out / "proposition2.png", ns=args.n, x=args.x,
                                               t_max=args.t_max)
     fits = [{"n": r.n, "x": r.x, "degree": r.degree, "bound": r.bound, "loglog_r2": r.loglog_r2,
              "semilog_r2": r.semilog_r2, "is_polynomial": r.is_polynomial} for r in results]
@@ -184,7 +278,7 @@ def run_analyze(args) -> int:
     if not os.path.exists(args.path):
         raise UserError(f"no run folder or checkpoint at {args.path}")
     model, config = load_model(args.path)
-    out = Path(args.out) if args.out else default_analysis_dir(args.path)
+    out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
     extra = {"source": str(args.path)}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .fetch import DATASETS, fetch
+from ..errors import OptionError
+from .fetch import DATASETS, DEADLINE, TIMEOUT, check_seconds, fetch
 from .paths import default_dir
 
 
@@ -28,14 +29,22 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
                    help="mirror(s) to try, in order, instead of the defaults: a base URL the file names are "
                         "appended to, or the URL of a .tgz/.tar.gz/.tar archive holding the files "
                         "(file:// URLs work)")
-    f.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
-                   help="network timeout per request (default 60)")
+    f.add_argument("--timeout", metavar="SECONDS", type=float, default=TIMEOUT,
+                   help=f"give up on a server that sends nothing for this long (default {TIMEOUT:g})")
+    f.add_argument("--deadline", metavar="SECONDS", type=float, default=DEADLINE,
+                   help=f"give up on a file (and try the next mirror) after this long in all "
+                        f"(default {DEADLINE:g})")
     f.set_defaults(func=run_fetch)
     return data
 
 
 def run_fetch(args) -> int:
-    dest = fetch(args.name, dest=args.dest, mirrors=args.mirror, timeout=args.timeout,
+    for option in ("timeout", "deadline"):  # checked here too, to name the command line's flag
+        try:
+            check_seconds(**{option: getattr(args, option)})
+        except OptionError as e:
+            raise OptionError(f"--{e}") from None
+    dest = fetch(args.name, dest=args.dest, mirrors=args.mirror, timeout=args.timeout, deadline=args.deadline,
                  log=lambda message: print(message, file=sys.stderr, flush=True))
     hint = ""
     if dest.resolve() != default_dir(args.name).expanduser().resolve():

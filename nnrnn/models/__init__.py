@@ -60,6 +60,10 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
     Each trainable parameter appears exactly once (frozen ones, e.g. the LSTM's second bias with
     ``init="concat"``, are left out); an empty orthogonal group is left out.
     """
+    if not isinstance(model, nn.Module):  # e.g. model.parameters(): the orthogonal generators cannot be found
+        raise TypeError(f"model must be the torch.nn.Module itself (param_groups(model, lr, lr_orth)), so that its "
+                        f"orthogonal generators can be told apart; got {type(model).__name__}: pass the module, "
+                        f"not model.parameters()")
     for name, value in (("lr", lr), ("lr_orth", lr_orth)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise ValueError(f"{name} must be a positive finite number; got {value!r}")
@@ -110,3 +114,8 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
 __all__ = ["EURNN", "ExpRNN", "LSTM", "MODELS", "NonNormalRNN", "OrthogonalInitRNN", "RecurrentModel",
            "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
            "parameter_count"]
+
+# torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
+from ..serialization import allow_weights_only_loading  # noqa: E402  (it needs the classes above)
+
+allow_weights_only_loading()

@@ -52,6 +52,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..kernels import autocast_enabled, autocast_off
+from ..parametrizations.schur import check_penalty_weights
 from .fused import fused_recurrence
 from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
@@ -86,6 +87,26 @@ def check_dropout(value) -> float:
     return float(value)
 
 
+class DeviceMismatchError(ValueError, RuntimeError):
+    """A tensor given to a model is on another device than its parameters: a ValueError naming the argument and
+    both devices, and a RuntimeError too, which is what torch.nn.RNN raises for the same mistake ("Input and
+    parameter tensors are not at the same device"), so code written against torch's layer still catches it."""
+
+
+def check_device(module: nn.Module, name: str, tensor: torch.Tensor, where: torch.device | None = None) -> None:
+    """DeviceMismatchError unless ``tensor`` is on ``where`` (default: the device of ``module``'s parameters)."""
+    if where is None:
+        weight = getattr(module, "weight_ih_l0", None)
+        if weight is None:
+            return
+        where, what, other = weight.device, "the model's parameters", "model"
+    else:
+        what, other = "input", "input"
+    if tensor.device != where:
+        raise DeviceMismatchError(f"{name} is on device {tensor.device} but {what} on {where}; move one of them, "
+                                  f"e.g. {name}.to({str(where)!r}) or {other}.to({str(tensor.device)!r})")
+
+
 def check_input(module: nn.Module, input) -> None:
     """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN."""
     if not isinstance(input, torch.Tensor):
@@ -97,6 +118,7 @@ def check_input(module: nn.Module, input) -> None:
     if input.shape[-1] != module.input_size:
         raise ValueError(f"input.size(-1) must be equal to input_size: expected {module.input_size}, "
                          f"got {input.shape[-1]}")
+    check_device(module, "input", input)
 
 
 def reverse_within(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
@@ -237,7 +259,9 @@ class RecurrentModel(nn.Module):
         return state
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
-        """The model's penalty to add to the loss (zero unless overridden)."""
+        """The model's penalty to add to the loss (zero unless overridden); ``delta`` and ``t_decay`` are checked
+        as nnRNN's are (:func:`~nnrnn.parametrizations.schur.check_penalty_weights`)."""
+        check_penalty_weights(delta, t_decay)
         return next(self.parameters()).new_zeros(())
 
     def flatten_parameters(self) -> None:
@@ -322,12 +346,15 @@ class RecurrentModel(nn.Module):
             return x.new_zeros(layers, batch, self.hidden_size)
         if not isinstance(hx, torch.Tensor):
             raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
+        if not hx.is_floating_point():
+            raise TypeError(f"hx must be a floating-point tensor (the model's dtype {dtype}); got dtype {hx.dtype}")
         expected = (layers, self.hidden_size) if unbatched else (layers, batch, self.hidden_size)
         if tuple(hx.shape) != expected:
             raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
                              f"{'' if unbatched else 'batch, '}hidden_size); got {tuple(hx.shape)}")
         if hx.dtype != dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
+        check_device(self, "hx", hx, x.device)
         return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
 
     @staticmethod

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from ..kernels import autocast_enabled
-from .base import cell_suffix, check_input, check_size
+from ..parametrizations.schur import check_penalty_weights
+from .base import cell_suffix, check_device, check_input, check_size
 from .init import init_
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
@@ -155,6 +156,9 @@ class LSTM(nn.LSTM):
             expected = (layers, *batch, width)
             if tuple(h.shape) != expected:
                 raise ValueError(f"{name} must have shape {expected}; got {tuple(h.shape)}")
+            if not h.is_floating_point():
+                raise TypeError(f"{name} must be a floating-point tensor; got dtype {h.dtype}")
+            check_device(self, name, h, input.device)
 
     def recurrent_matrix(self, layer: int = 0, direction: int = 0, gate: str = "cell") -> torch.Tensor:
         """The hidden-to-hidden block (N × N) of one gate ('input', 'forget', 'cell' or 'output') of one layer and
@@ -171,6 +175,7 @@ class LSTM(nn.LSTM):
         return getattr(self, "weight_hh" + suffix).chunk(4)[GATES.index(gate)]
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
+        check_penalty_weights(delta, t_decay)
         return self.weight_hh_l0.new_zeros(())
 
     @classmethod

@@ -40,6 +40,7 @@ Two options that are not the paper's defaults:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -236,13 +237,27 @@ class SchurForm(OrthogonalFactor):
         ``weight_decay`` on T.  (With gradient clipping the two differ: here the decay is part of
         the clipped gradient.)  With ``fixed_gamma`` the δ term is zero: a held γ is not penalised.
         """
-        for name, value in (("delta", delta), ("t_decay", t_decay)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-                raise ValueError(f"{name} must be zero or a positive finite number; got {value!r}")
+        delta, t_decay = check_penalty_weights(delta, t_decay)
         decay = (0.5 * t_decay) * self.triangular_factor().pow(2).sum()
         if self.fixed_gamma is not None:
             return decay
         return delta * (1 - self.gamma).pow(2).sum() + decay
+
+
+def check_penalty_weights(delta, t_decay) -> tuple[float, float]:
+    """(delta, t_decay) as floats.  Each must be a real number (a Python or NumPy one), zero or positive and
+    finite; anything else is a ValueError naming it (a flag or a string passed by mistake included, as before),
+    except a tensor, which is a TypeError: it is refused, not read, since reading it would synchronise with its
+    device at every update and one that requires grad would quietly make the penalty's weight trainable; pass
+    ``float(delta)``."""
+    values = []
+    for name, value in (("delta", delta), ("t_decay", t_decay)):
+        if isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a float, not a tensor; got {value!r}: pass float({name})")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+            raise ValueError(f"{name} must be zero or a positive finite number; got {value!r}")
+        values.append(float(value))
+    return values[0], values[1]
 
 
 def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
