@@ -28,6 +28,20 @@ from nnrnn.errors import UserError
 
 
 # ---------------------------------------------------------------------------- helpers
+def start_server(handler, servers: list) -> str:
+    """A threaded HTTP server on 127.0.0.1 (a free port) with ``handler``, added to ``servers``; its URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    servers.append(httpd)
+    return f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+
+def stop_servers(servers: list) -> None:
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
     """No test may reach the internet; local servers are reached without any proxy."""
@@ -82,15 +96,10 @@ def server(tmp_path):
             pass
 
     def serve(folder: Path) -> str:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/"
+        return start_server(functools.partial(Quiet, directory=str(folder)), servers)
 
     yield serve
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
+    stop_servers(servers)
 
 
 def dead_url() -> str:
@@ -417,16 +426,10 @@ def bad_server():
                 pass
 
     def serve(kind: str) -> str:
-        handler = type(f"{kind.title()}Handler", (Handler,), {"kind": kind})
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/"
+        return start_server(type(f"{kind.title()}Handler", (Handler,), {"kind": kind}), servers)
 
     yield serve
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
+    stop_servers(servers)
 
 
 def no_part_files(folder: Path) -> bool:
