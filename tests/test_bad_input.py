@@ -49,8 +49,8 @@ def finished_run(tmp_path_factory):
 # --------------------------------------------------------------------------- options
 
 BAD_OPTIONS = [
-    (["train", "gru"], "unknown task 'gru'"),
-    (["train", "copy", "--model", "gru"], "unknown model 'gru'"),
+    (["train", "rwkv"], "unknown task 'rwkv'"),
+    (["train", "copy", "--model", "rwkv"], "unknown model 'rwkv'"),
     (["train", "copy", "--hidden", "0"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "-5"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "1.5"], "invalid int value"),
@@ -253,7 +253,7 @@ def test_ptb_characters_unseen_in_training_are_reported(capsys, tmp_path):
 # --------------------------------------------------------------------------- the library
 
 API_CASES = [
-    (lambda: nnrnn.create("gru", 3, 4), ValueError, "unknown model 'gru'"),
+    (lambda: nnrnn.create("rwkv", 3, 4), ValueError, "unknown model 'rwkv'"),
     (lambda: nnrnn.create("nnrnn", 3, 0), ValueError, "hidden_size must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3.0, 4), TypeError, "input_size must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3, 4, num_layers=0), ValueError, "num_layers must be a positive int"),
@@ -327,7 +327,7 @@ BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["
        "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"], "--delta": ["-1", "inf"], "--t-decay": ["nan"],
        "--clip": ["-1", "inf"], "--batch-size": ["0"], "--T": ["0", "-4"], "--epochs": ["3"],
        "--device": ["cuda", "gpu", "cuda:9"], "--input-init": ["normal"], "--readout-bias-init": ["uniform:x"],
-       "--init": ["orthogonal"], "--model": ["gru"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
+       "--init": ["orthogonal"], "--model": ["rwkv"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
        "--embedding": ["3"], "--preset": ["nope"]}
 
 

@@ -25,8 +25,9 @@ import nnrnn
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"]
-NON_GATED = [n for n in NAMES if n != "lstm"]
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru"]
+GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
+NON_GATED = [n for n in NAMES if n not in GATED]
 
 
 def make(name: str, input_size: int = 3, hidden_size: int = 5, **options) -> nn.Module:
@@ -138,10 +139,10 @@ def test_registry_and_create():
 
 def test_unknown_model_name_lists_valid_names():
     with pytest.raises(ValueError) as info:
-        nnrnn.create("gru", 3, 4)
+        nnrnn.create("rwkv", 3, 4)
     for name in NAMES:
         assert name in str(info.value)
-    assert "gru" in str(info.value)
+    assert "rwkv" in str(info.value)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -644,6 +645,9 @@ def test_param_groups_cover_every_parameter_once(name):
     if name in ("nnrnn", "exprnn"):
         assert len(groups) == 2 and len(orth) == 1
         assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh_l0.original)]
+    elif name == "nngru":  # original0 holds the free gate blocks, original1 W_hn's generator
+        assert len(groups) == 2 and len(orth) == 1
+        assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh_l0.original1)]
     else:
         assert len(groups) == 1 and not orth
     opt = torch.optim.RMSprop(groups)  # usable as is
@@ -713,7 +717,7 @@ def test_hidden_size_for_invalid():
         with pytest.raises(ValueError):
             nnrnn.hidden_size_for("rnn", bad, 1, 1)
     with pytest.raises(ValueError):
-        nnrnn.hidden_size_for("gru", 1000, 1, 1)
+        nnrnn.hidden_size_for("rwkv", 1000, 1, 1)
 
 
 def trainable(model):

@@ -11,11 +11,13 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from ..errors import OptionError
-from ..parametrizations import MatrixExpOrthogonal, SchurForm
+from ..parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
 from .base import RecurrentModel
 from .eurnn import EURNN
 from .exprnn import ExpRNN
+from .gru import GRU
 from .lstm import LSTM
+from .nngru import NonNormalGRU
 from .nnrnn import NonNormalRNN
 from .rnn import OrthogonalInitRNN, VanillaRNN
 
@@ -26,7 +28,11 @@ MODELS: dict[str, type[nn.Module]] = {
     "exprnn": ExpRNN,
     "nnrnn": NonNormalRNN,
     "lstm": LSTM,
+    "gru": GRU,
+    "nngru": NonNormalGRU,
 }
+# The models the paper compares, which its presets (nnrnn/presets/) and the reproduction grid cover.
+PAPER_MODELS = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm")
 
 
 def model_class(name: str) -> type[nn.Module]:
@@ -43,7 +49,7 @@ def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn
 
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """The skew-symmetric generators of every orthogonal factor (expRNN's A, nnRNN's P)."""
+    """The skew-symmetric generators of every orthogonal factor (expRNN's A, nnRNN's and nnGRU's P)."""
     found = []
     for module in model.modules():
         if not parametrize.is_parametrized(module):
@@ -51,6 +57,8 @@ def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
         for plist in module.parametrizations.values():
             if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm)):
                 found.append(plist.original)
+            elif isinstance(plist[0], StackedSchurForm):
+                found.extend(getattr(plist, f"original{i}") for i in plist[0].generator_indices())
     return found
 
 
@@ -107,6 +115,6 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["EURNN", "ExpRNN", "LSTM", "MODELS", "NonNormalRNN", "OrthogonalInitRNN", "RecurrentModel",
-           "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
+__all__ = ["EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN",
+           "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
            "parameter_count"]

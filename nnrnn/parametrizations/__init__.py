@@ -6,3 +6,6 @@ from .schur import TRIANGULAR, SchurForm, free_triangular_entries, rotation_bloc
 __all__ = ["INITS", "MatrixExpOrthogonal", "OrthogonalFactor", "SchurForm", "TRIANGULAR", "check_init", "expm_skew",
            "free_triangular_entries", "init_skew_", "orthogonal", "rebase_", "rotation_blocks", "schur", "skew",
            "triangular_mask"]
+from .stacked import StackedSchurForm, stacked_schur  # noqa: E402  (after schur, which it builds on)
+
+__all__ += ["StackedSchurForm", "stacked_schur"]
