@@ -24,7 +24,7 @@ def add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
                        "Options left out come from --preset, then from the defaults in nnrnn/config.py.")
     p.add_argument("task", help="copy, adding, psmnist or ptb")
-    p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn, lstm, gru or nngru (default nnrnn)")
+    p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn, lstm, gru, nngru or nnrnn-complex (default nnrnn)")
     p.add_argument("--preset", help="paper (fixed hidden units) or paper-params (fixed parameter count)")
     p.add_argument("--out", help="run folder (default runs/TASK-MODEL)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt")

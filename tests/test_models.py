@@ -25,9 +25,11 @@ import nnrnn
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru"]
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"]
 GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
-NON_GATED = [n for n in NAMES if n not in GATED]
+# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
+REAL_STATE = [n for n in NAMES if n != "nnrnn-complex"]
+NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
 def make(name: str, input_size: int = 3, hidden_size: int = 5, **options) -> nn.Module:
@@ -159,7 +161,7 @@ def initial_state(name, batch, unbatched=False):
 
 @pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
 @pytest.mark.parametrize("mode", ["time_first", "batch_first", "unbatched"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_forward_shapes(name, mode, with_hx):
     torch.manual_seed(0)
     model = make(name, I, N, batch_first=(mode == "batch_first"))
@@ -185,7 +187,7 @@ def test_forward_shapes(name, mode, with_hx):
         assert not torch.allclose(out, out0)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_batch_first_and_unbatched_agree_with_time_first(name):
     torch.manual_seed(0)
     model = make(name, I, N)
@@ -468,7 +470,7 @@ def test_nnrnn_generator_argument_is_reproducible():
     torch.testing.assert_close(a.recurrent_matrix(), b.recurrent_matrix())
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_state_dict_round_trip_and_deepcopy(name):
     torch.manual_seed(12)
     model = make(name)
@@ -631,7 +633,7 @@ def group_ids(groups):
     return [id(p) for g in groups for p in g["params"]]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_param_groups_cover_every_parameter_once(name):
     model = make(name)
     groups = nnrnn.param_groups(model, lr=1e-3, lr_orth=1e-4)
@@ -787,7 +789,7 @@ def test_schur_factors_of_each_layer_and_direction_compose_that_cells_v():
 
 # --------------------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_wrong_input_size(name):
     model = make(name, 3, 7)
     for x in (randn(4, 2, 5), randn(4, 5)):
@@ -797,7 +799,7 @@ def test_wrong_input_size(name):
         assert re.search(r"expected\D*\b3\b", msg) and re.search(r"got\D*\b5\b", msg), msg
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_wrong_hx_shape(name):
     model = make(name, 3, 5)
     x = randn(4, 2, 3)
@@ -812,7 +814,7 @@ def test_wrong_hx_shape(name):
         model(randn(4, 3), hx)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_non_float_input(name):
     model = make(name, 3, 5)
     for dtype in (torch.long, torch.int32, torch.bool):
@@ -820,7 +822,7 @@ def test_non_float_input(name):
             model(torch.zeros(4, 2, 3, dtype=dtype, device=DEVICE))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_bad_sizes(name):
     for bad in (0, -3):
         with pytest.raises(ValueError):
@@ -867,7 +869,7 @@ def test_lstm_gate_blocks():
 
 # --------------------------------------------------------------------------- dtype / device
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_double_precision(name):
     torch.manual_seed(17)
     model = make(name)

@@ -12,6 +12,7 @@ from torch.nn.utils import parametrize
 
 from ..errors import OptionError
 from ..parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
+from ..parametrizations.unitary import ComplexSchurForm
 from .base import RecurrentModel
 from .eurnn import EURNN
 from .exprnn import ExpRNN
@@ -19,6 +20,7 @@ from .gru import GRU
 from .lstm import LSTM
 from .nngru import NonNormalGRU
 from .nnrnn import NonNormalRNN
+from .nnrnn_complex import ComplexNonNormalRNN
 from .rnn import OrthogonalInitRNN, VanillaRNN
 
 MODELS: dict[str, type[nn.Module]] = {
@@ -30,6 +32,7 @@ MODELS: dict[str, type[nn.Module]] = {
     "lstm": LSTM,
     "gru": GRU,
     "nngru": NonNormalGRU,
+    "nnrnn-complex": ComplexNonNormalRNN,
 }
 # The models the paper compares, which its presets (nnrnn/presets/) and the reproduction grid cover.
 PAPER_MODELS = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm")
@@ -49,13 +52,14 @@ def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn
 
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """The skew-symmetric generators of every orthogonal factor (expRNN's A, nnRNN's and nnGRU's P)."""
+    """The generators of every orthogonal or unitary factor (expRNN's A, nnRNN's and nnGRU's P, the complex
+    nnRNN's skew-Hermitian A), found by their parametrization's type."""
     found = []
     for module in model.modules():
         if not parametrize.is_parametrized(module):
             continue
         for plist in module.parametrizations.values():
-            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm)):
+            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm, ComplexSchurForm)):
                 found.append(plist.original)
             elif isinstance(plist[0], StackedSchurForm):
                 found.extend(getattr(plist, f"original{i}") for i in plist[0].generator_indices())
@@ -83,16 +87,18 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
 def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0,
                     vocab_size: int | None = None, **options) -> int:
     """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size, twice
-    hidden_size in for a bidirectional model) and, with
+    hidden_size in for a bidirectional model and for the complex nnRNN's [Re h, Im h]) and, with
     ``vocab_size``, an embedding table (vocab_size × input_size) in front of the model.
 
     Constrained matrices count their degrees of freedom: n(n-1)/2 for an
     orthogonal generator, the free entries of T for nnRNN.
     """
-    count = model_class(name).parameter_count(input_size, hidden_size, **options)
+    cls = model_class(name)
+    count = cls.parameter_count(input_size, hidden_size, **options)
     if vocab_size:
         count += vocab_size * input_size
-    features = hidden_size * (2 if options.get("bidirectional") else 1)
+    # the complex nnRNN's read-out sees [Re h, Im h]: two real features per unit
+    features = hidden_size * getattr(cls, "REAL_FEATURES_PER_UNIT", 1) * (2 if options.get("bidirectional") else 1)
     return count + features * output_size + output_size
 
 
@@ -115,6 +121,6 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN",
+__all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN",
            "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
            "parameter_count"]
