@@ -130,7 +130,15 @@ def implementations():
     impls["gru"] = (lambda i, n: nnrnn.create("gru", i, n), 3)
     impls["nngru"] = (lambda i, n: nnrnn.create("nngru", i, n), 3)
     impls["nngru [schur_gates]"] = (lambda i, n: nnrnn.create("nngru", i, n, schur_gates=True), 3)
+    # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
+    impls["nnrnn-complex [= params]"] = (
+        lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
     return impls
+
+
+def complex_units(n, i):
+    """The complex nnRNN's N whose parameter count (read-out included) is closest to an nnRNN's of n units."""
+    return nnrnn.hidden_size_for("nnrnn-complex", nnrnn.parameter_count("nnrnn", i, n, CLASSES), i, CLASSES)
 
 
 class Update:
@@ -140,13 +148,13 @@ class Update:
         t, b, n, i = size
         torch.manual_seed(seed)
         self.model = build(i, n)
-        self.readout = nn.Linear(n, CLASSES)
+        self.readout = nn.Linear(getattr(self.model, "output_size", n), CLASSES)  # complex: [Re h, Im h]
         params = list(self.model.parameters()) + list(self.readout.parameters())
         self.optimizer = torch.optim.RMSprop(params, lr=1e-4)
         self.x = torch.randn(t, b, i)
         self.y = torch.randint(CLASSES, (t, b))
         self.penalty = getattr(self.model, "regularization", None) if isinstance(
-            self.model, (nnrnn.models.RecurrentModel, nnrnn.NonNormalGRU)) else None
+            self.model, (nnrnn.models.RecurrentModel, nnrnn.NonNormalGRU, nnrnn.ComplexNonNormalRNN)) else None
 
     def loss(self):
         out, _ = self.model(self.x)
@@ -319,8 +327,9 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
         repeats = max(3, int(budget / round_seconds))
     times = {name: [] for name in names}
     compose_times = {name: [] for name in names}
-    for name in names:
-        updates[name].v_grad = torch.randn(size[2], size[2])
+    for name in names:  # the shape and dtype of that model's V (the complex nnRNN's: fewer units, complex)
+        v = updates[name].model.recurrent_matrix() if hasattr(updates[name].model, "recurrent_matrix") else None
+        updates[name].v_grad = torch.randn(size[2], size[2]) if v is None else torch.randn_like(v.detach())
     for r in range(repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
@@ -391,6 +400,10 @@ def main(argv=None):
         for name in ("gru", "nngru", "nngru [schur_gates]"):
             if name in results and "torch.nn.GRU" in results:
                 print(f"{name} / torch.nn.GRU: {results[name][0] / results['torch.nn.GRU'][0]:.2f}")
+        name = "nnrnn-complex [= params]"
+        if name in results and "nnrnn" in results:
+            print(f"{name} (N = {complex_units(n, i)} complex units) / nnrnn: "
+                  f"{results[name][0] / results['nnrnn'][0]:.2f}")
         if size == SIZES["copy"] and "nnrnn" in results:
             print(f"nnrnn vs the paper's code ({PAPER_CODE_COPY_SECONDS} s/update): "
                   f"{PAPER_CODE_COPY_SECONDS / results['nnrnn'][0]:.1f}× faster")
