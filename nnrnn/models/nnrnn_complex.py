@@ -46,68 +46,91 @@ def complex_reference(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor
     return torch.cat([out.real, out.imag], -1)
 
 
-def real_embedding(v: torch.Tensor) -> torch.Tensor:
-    """[[Re V, −Im V], [Im V, Re V]] (2N × 2N), which maps [Re h; Im h] to [Re Vh; Im Vh]."""
-    return torch.cat([torch.cat([v.real, -v.imag], 1), torch.cat([v.imag, v.real], 1)], 0)
-
-
 class _FusedComplexRecurrence(torch.autograd.Function):
-    """The recurrence on [Re h, Im h] with V's real embedding: one real product per step, and a
-    hand-written backward-through-time that keeps only the outputs (as :mod:`.fused` does for the real
-    recurrence).  modReLU's Jacobian is recovered from h = φ(z): for h ≠ 0, s = |h|, u = h / s, |z| = s − b,
-    and ∂h/∂z = (1 + b/|z|) I − (b/|z|) u uᵀ per unit (2 × 2, symmetric), ∂h/∂b = u; for h = 0 both are 0."""
+    """The recurrence on [Re h, Im h] in one autograd node with a hand-written backward-through-time that
+    keeps only the outputs (as :mod:`.fused` does for the real recurrence).
+
+    Each complex product h Vᵀ (row form, h = a + ib, Vᵀ = C + iD) is three real products (Gauss):
+    k1 = (a + b) C, k2 = a (D − C), k3 = b (C + D), Re = k1 − k3, Im = k1 + k2, a quarter fewer
+    operations than the real embedding's four.  The backward's dL/dh_{t−1} = dz_t conj(V) is formed the
+    same way, and dV = Σ_t dz_tᵀ conj(h_{t−1}) as three products over all steps at once.  Inside, real and
+    imaginary parts are kept apart, (2, T, B, N), so that every product reads contiguous blocks.
+
+    modReLU's Jacobian is recovered from h = φ(z), step by step in the backward loop (where the step's
+    tensors are in cache): for h ≠ 0, s = |h|, u = h / s, |z| = s − b, and
+    ∂h/∂z = (1 + b/|z|) I − (b/|z|) u uᵀ per unit (2 × 2, symmetric), ∂h/∂b = u; for h = 0 both are 0."""
 
     @staticmethod
-    def forward(ctx, projected, h0, vr, bias):
-        n = vr.shape[0] // 2
-        h = projected.clone()
-        prev, vr_t = h0, vr.t()
-        for step in h.unbind(0):
-            step.addmm_(prev, vr_t)
+    def forward(ctx, projected, h0, v_real, v_imag, bias):
+        n = v_real.shape[0]
+        c, d = v_real.t().contiguous(), v_imag.t().contiguous()  # V.real is a strided view: once, not per step
+        m_a, m_b = d - c, c + d
+        h = projected.unflatten(-1, (2, n)).permute(2, 0, 1, 3).contiguous()  # (2, T, B, N)
+        prev = h0.unflatten(-1, (2, n)).transpose(0, 1).contiguous()
+        for t in range(h.shape[1]):
+            step = h[:, t]
+            a, b = prev[0], prev[1]
+            k1 = torch.mm(a + b, c)
+            step[0].addmm_(b, m_b, alpha=-1).add_(k1)
+            step[1].addmm_(a, m_a).add_(k1)
             if bias is not None:
-                r = torch.hypot(step[:, :n], step[:, n:])
-                scale = torch.relu(r + bias).div_(torch.where(r > 0, r, torch.ones_like(r))).mul_(r > 0)
-                step.mul_(scale.repeat(1, 2))
+                r = torch.hypot(step[0], step[1])
+                alive = r > 0
+                step.mul_(torch.relu(r + bias).div_(r.masked_fill(~alive, 1.0)).mul_(alive))
             prev = step
-        ctx.save_for_backward(h, h0, vr, bias)
+        ctx.save_for_backward(h, h0, v_real, v_imag, bias)
         ctx.modrelu = bias is not None
-        return h
+        return h.permute(1, 2, 0, 3).flatten(-2)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_h):
-        h, h0, vr, bias = ctx.saved_tensors
-        n = vr.shape[0] // 2
+        h, h0, v_real, v_imag, bias = ctx.saved_tensors
+        n = v_real.shape[0]
+        steps, batch = h.shape[1], h.shape[2]
+        grad_h = grad_h.unflatten(-1, (2, n)).permute(2, 0, 1, 3)  # (2, T, B, N), a view
+        # dL/dh_{t-1} = dz_t conj(V): Gauss's three products with conj(V) = R − iI
+        m_1, m_2, m_3 = v_real.contiguous(), -(v_imag + v_real), v_real - v_imag
         grad_z = torch.empty_like(h)
-        carry = torch.zeros_like(h0)
         grad_bias = torch.zeros_like(bias) if ctx.modrelu else None
-        for t in range(h.shape[0] - 1, -1, -1):
-            g = grad_h[t] + carry
+        carry = h.new_zeros(2, batch, n)
+        for t in range(steps - 1, -1, -1):
+            g = grad_h[:, t] + carry
+            dz = grad_z[:, t]
             if ctx.modrelu:
-                s = torch.hypot(h[t, :, :n], h[t, :, n:])
-                alive = s > 0
-                safe = torch.where(alive, s, torch.ones_like(s))
-                u = h[t] / safe.repeat(1, 2)
-                ug = u[:, :n] * g[:, :n] + u[:, n:] * g[:, n:]
-                ratio = torch.where(alive, bias / torch.where(alive, s - bias, torch.ones_like(s)), torch.zeros_like(s))
-                dz = g * (1 + ratio).mul(alive).repeat(1, 2) - u * (ratio * ug).repeat(1, 2)
-                grad_bias += (ug * alive).sum(0)
+                ht = h[:, t]
+                s = torch.hypot(ht[0], ht[1])
+                dead = s == 0
+                u = ht / s.masked_fill(dead, 1.0)
+                ug = (u * g).sum(0)
+                ratio = bias / (s - bias).masked_fill_(dead, 1.0)
+                torch.mul(g, (ratio + 1).masked_fill_(dead, 0.0), out=dz).sub_(u * (ratio * ug))
+                grad_bias += ug.sum(0)  # u is 0 where h is 0, and so is ug
             else:
-                dz = g
-            grad_z[t] = dz
-            carry = dz @ vr
-        previous = torch.cat([h0.unsqueeze(0), h[:-1]])
-        grad_vr = grad_z.reshape(-1, 2 * n).t() @ previous.reshape(-1, 2 * n)
-        return grad_z, carry, grad_vr, grad_bias
+                dz.copy_(g)
+            p, q = dz[0], dz[1]
+            k1 = torch.mm(p + q, m_1)
+            carry = torch.empty_like(carry)
+            torch.addmm(k1, q, m_3, alpha=-1, out=carry[0])
+            torch.addmm(k1, p, m_2, out=carry[1])
+        # dR + i dI = Σ_t (p + iq)ᵀ conj(h_{t−1}), h = a + ib: Gauss with x = pᵀ, y = qᵀ, c = a, d = −b
+        h0_blocks = h0.unflatten(-1, (2, n)).transpose(0, 1)
+        x, y = grad_z[0].reshape(-1, n), grad_z[1].reshape(-1, n)
+        a = torch.cat([h0_blocks[0].unsqueeze(0), h[0, :-1]]).reshape(-1, n)
+        b = torch.cat([h0_blocks[1].unsqueeze(0), h[1, :-1]]).reshape(-1, n)
+        t1, t2 = torch.mm(x.t(), a), torch.mm(y.t(), b).neg_()
+        t3 = torch.mm((x + y).t(), a - b)
+        return (grad_z.permute(1, 2, 0, 3).flatten(-2), carry.transpose(0, 1).flatten(-2), t1 - t2, t3 - t1 - t2,
+                grad_bias)
 
 
 def complex_fused(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,
                   modrelu_bias: torch.Tensor | None) -> torch.Tensor:
-    """What :func:`complex_reference` computes, on the real embedding with a hand-written backward
+    """What :func:`complex_reference` computes, with real products and a hand-written backward
     (first-order gradients only)."""
     if projected.shape[0] == 0:
         return projected.new_zeros(0, *h0.shape)
-    return _FusedComplexRecurrence.apply(projected, h0, real_embedding(v), modrelu_bias)
+    return _FusedComplexRecurrence.apply(projected, h0, v.real, v.imag, modrelu_bias)
 
 
 RECURRENCES = {"fused": complex_fused, "reference": complex_reference}
