@@ -136,6 +136,11 @@ def validate(config: dict) -> None:
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
         raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
                           f"got {config['init']!r}")
+    allowed = getattr(model, "NONLINEARITIES", None)  # a model that takes fewer than the common four says so
+    if config["nonlinearity"] is not None and allowed is not None \
+            and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
+        names = ", ".join("none" if a is None else a for a in allowed)
+        raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
     if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
         raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
     if config["shuffle"] not in ("epoch", "fixed"):

@@ -51,6 +51,9 @@ def finished_run(tmp_path_factory):
 BAD_OPTIONS = [
     (["train", "rwkv"], "unknown task 'rwkv'"),
     (["train", "copy", "--model", "rwkv"], "unknown model 'rwkv'"),
+    (["train", "copy", "--model", "nnrnn-complex", "--nonlinearity", "tanh"],
+     "nonlinearity must be one of modrelu, none for nnrnn-complex; got 'tanh'"),
+    (["train", "copy", "--model", "nngru", "--preset", "paper"], "preset 'paper' has no settings for model 'nngru'"),
     (["train", "copy", "--hidden", "0"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "-5"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "1.5"], "invalid int value"),

@@ -189,6 +189,7 @@ class ComplexNonNormalRNN(nn.Module):
 
     CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
     INITS = INITS
+    NONLINEARITIES = NONLINEARITIES
     REAL_FEATURES_PER_UNIT = 2  # a read-out sees [Re h, Im h]
     implementation = "fused"
 
