@@ -7,7 +7,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from ..kernels import autocast_enabled, autocast_off
-from ..parametrizations.unitary import INITS, complex_dtype, complex_schur
+from ..parametrizations.unitary import INITS, complex_schur
 from .base import RecurrentModel, cell_suffix, check_dropout, check_input, check_size, reverse_within
 from .init import check_scheme, init_
 
@@ -20,8 +20,8 @@ def complex_modrelu(z: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     does not exist for b > 0, and 0 keeps the gradient finite)."""
     r = z.abs()
     nonzero = r > 0
-    scale = torch.where(nonzero, torch.relu(r + bias) / torch.where(nonzero, r, torch.ones_like(r)), torch.zeros_like(r))
-    return z * scale
+    scale = torch.relu(r + bias) / torch.where(nonzero, r, torch.ones_like(r))  # no 0/0 in the gradient either
+    return z * torch.where(nonzero, scale, torch.zeros_like(r))
 
 
 def complex_reference(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,

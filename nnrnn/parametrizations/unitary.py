@@ -39,11 +39,6 @@ from .registration import register
 INITS = ("random", "identity")
 
 
-def complex_dtype(dtype: torch.dtype) -> torch.dtype:
-    """complex128 for float64, complex64 otherwise."""
-    return torch.complex128 if dtype == torch.float64 else torch.complex64
-
-
 def skew_hermitian(x: torch.Tensor) -> torch.Tensor:
     """A (complex) from its real storage X (see the module docstring)."""
     lower, upper = x.tril(-1), x.triu(1)
