@@ -107,6 +107,7 @@ class Row:
 
 def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     """‖a − b‖ / ‖b‖ in float64 on the CPU (0 when both are zero)."""
+    a, b = (torch.view_as_real(t) if t.is_complex() else t for t in (a, b))  # the complex nnRNN's V: both parts
     a, b = a.detach().double().cpu(), b.detach().double().cpu()
     scale = float(b.norm())
     diff = float((a - b).norm())
