@@ -378,3 +378,23 @@ def test_doctor_compares_both_parts_of_a_complex_v():
     v = torch.randn(4, 4, dtype=torch.complex128)
     assert relative(v, v) == 0
     assert relative(v + 1e-3j, v) > 0  # a difference in the imaginary part alone is seen
+
+
+def test_v_is_composed_once_in_inference_and_never_stale():
+    """With autograd off V is reused while its parameters are unchanged (stepping one token at a time does not
+    recompose it), recomposed after an in-place update, and not saved with the model."""
+    model = nudge_(make(4, 3))
+    x = torch.randn(1, 2, 3, dtype=F64)
+    with torch.no_grad():
+        first = model.recurrent_matrix()
+        assert model.recurrent_matrix() is first
+        h = None
+        for _ in range(3):
+            _, h = model(x, h)
+        assert model.recurrent_matrix() is first
+        model.schur_form().gamma.mul_(0.5)
+        second = model.recurrent_matrix()
+    assert second is not first
+    torch.testing.assert_close(second, model.recurrent_matrix().detach())
+    restored = copy.deepcopy(model)
+    assert restored._v_cache == {}

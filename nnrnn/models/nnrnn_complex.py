@@ -221,6 +221,7 @@ class ComplexNonNormalRNN(nn.Module):
         factory = {"device": device, "dtype": dtype}
         n, d = hidden_size, self.num_directions
         self.cells = [cell_suffix(layer, k) for layer in range(num_layers) for k in range(d)]
+        self._v_cache: dict = {}
         for index, suffix in enumerate(self.cells):
             layer_input = input_size if index < d else 2 * n * d
             self.register_parameter("weight_ih" + suffix, nn.Parameter(torch.empty(2 * n, layer_input, **factory)))
@@ -260,6 +261,7 @@ class ComplexNonNormalRNN(nn.Module):
         for suffix in self.cells:
             plist = self.parametrizations["weight_hh" + suffix]
             plist[0].reset_(plist.original)
+        self._v_cache.clear()
 
     def cell(self, layer: int = 0, direction: int = 0) -> str:
         if not (0 <= layer < self.num_layers and 0 <= direction < self.num_directions):
@@ -280,9 +282,27 @@ class ComplexNonNormalRNN(nn.Module):
         return plist[0].factors(plist.original)
 
     def recurrent_matrix(self, layer: int = 0, direction: int = 0) -> torch.Tensor:
-        """V (complex N × N) of one layer and direction."""
-        w = getattr(self, "weight_hh" + self.cell(layer, direction))
-        return torch.complex(w[0], w[1])
+        """V (complex N × N) of one layer and direction, composed from the current parameters (reused while
+        autograd is off and none of them changed, as :meth:`RecurrentModel.recurrent_matrix` does)."""
+        suffix = self.cell(layer, direction)
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            w = getattr(self, "weight_hh" + suffix)
+            return torch.complex(w[0], w[1])
+        plist = self.parametrizations["weight_hh" + suffix]
+        form = plist[0]
+        parameters = (plist.original, form.theta, form.gamma, form.lower_real, form.lower_imag)
+        key = tuple((p.data_ptr(), p._version, p.dtype) for p in parameters)
+        hit = self._v_cache.get(suffix)
+        if hit is None or hit[0] != key:
+            w = getattr(self, "weight_hh" + suffix)
+            hit = (key, torch.complex(w[0], w[1]))
+            self._v_cache[suffix] = hit
+        return hit[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_v_cache"] = {}  # composed matrices are not part of the model
+        return state
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
         """Σ over layers and directions of δ Σ_j (1 − γ_j)² + (t_decay / 2) ‖T‖²_F."""
