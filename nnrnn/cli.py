@@ -31,12 +31,16 @@ def add_train_parser(sub) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
-    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot"],
+    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot", "torch",
+                                      "identity"],
                    help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: xavier or concat "
-                        "(glorot: the earlier name of xavier)")
+                        "(glorot: the earlier name of xavier); GRU: xavier or torch; nnrnn-complex: random "
+                        "(Haar P) or identity")
     g.add_argument("--capacity", type=int, help="EURNN layers")
     g.add_argument("--triangular", choices=["strict", "block"],
                    help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")
+    g.add_argument("--schur-gates", dest="schur_gates", action="store_const", const=True,
+                   help="nngru: the reset and update gates' recurrent matrices in Schur form too (not only W_hn)")
     g.add_argument("--no-bias", dest="bias", action="store_const", const=False,
                    help="no input bias b in φ(Vh + W_ih x + b) (the paper's code has none for nnRNN and expRNN)")
     g.add_argument("--input-init", dest="input_init", metavar="SCHEME",

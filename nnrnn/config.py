@@ -29,6 +29,7 @@ DEFAULTS = {
     "init": None,              # None: the model's default orthogonal scheme (LSTM: xavier or concat)
     "capacity": None,          # EURNN layers; None: hidden // 2
     "triangular": None,        # nnRNN's T: "strict" (paper, default) or "block"
+    "schur_gates": None,       # nngru: W_hr and W_hz in Schur form too (None: False, only W_hn)
     "bias": True,              # the recurrent layer's input bias b in φ(Vh + W_ih x + b)
     "input_init": None,        # W_ih's scheme (nnrnn.models.init); None: the model's default (xavier)
     "bias_init": None,         # b's scheme; None: the model's default (zeros)
@@ -145,6 +146,12 @@ def validate(config: dict) -> None:
         raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
     if config["shuffle"] not in ("epoch", "fixed"):
         raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
+    if config.get("schur_gates") is not None:  # .get: configs saved before the option existed
+        if not isinstance(config["schur_gates"], bool):
+            raise OptionError(f"schur_gates must be true or false; got {config['schur_gates']!r}")
+        if config["schur_gates"] and "schur_gates" not in model.CONFIG_OPTIONS:
+            raise OptionError(f"schur_gates puts a GRU's reset and update gates in Schur form: nngru has them, "
+                              f"{config['model']} does not")
     if config["triangular"] not in (None, *TRIANGULAR):
         raise OptionError(f"triangular must be 'strict' or 'block'; got {config['triangular']!r}")
     if not isinstance(config["bias"], bool):

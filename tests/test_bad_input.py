@@ -54,6 +54,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--model", "nnrnn-complex", "--nonlinearity", "tanh"],
      "nonlinearity must be one of modrelu, none for nnrnn-complex; got 'tanh'"),
     (["train", "copy", "--model", "nngru", "--preset", "paper"], "preset 'paper' has no settings for model 'nngru'"),
+    (["train", "copy", "--model", "gru", "--schur-gates"], "schur_gates puts a GRU's reset and update gates"),
     (["train", "copy", "--hidden", "0"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "-5"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "1.5"], "invalid int value"),

@@ -345,3 +345,17 @@ def test_the_paper_preset_has_no_gru():
     for model in ("gru", "nngru"):
         with pytest.raises(OptionError, match=f"no settings for model '{model}'"):
             resolve_config({"task": "copy", "model": model}, "paper")
+
+
+def test_schur_gates_is_a_training_option_of_nngru_only():
+    from nnrnn.config import resolve_config
+    from nnrnn.errors import OptionError
+    from nnrnn.network import build_network
+    config = resolve_config({"task": "copy", "model": "nngru", "hidden": 5, "schur_gates": True})
+    net = build_network(config, 3, 2, "all")
+    assert net.rnn.schur_gates and len(net.rnn.schur_forms()) == 3
+    assert not build_network(resolve_config({"task": "copy", "model": "nngru", "hidden": 5}), 3, 2, "all").rnn.schur_gates
+    with pytest.raises(OptionError, match="schur_gates must be true or false"):
+        resolve_config({"task": "copy", "model": "nngru", "schur_gates": "yes"})
+    with pytest.raises(OptionError, match="nngru has them, gru does not"):
+        resolve_config({"task": "copy", "model": "gru", "schur_gates": True})

@@ -50,7 +50,7 @@ class NonNormalGRU(GRU):
     :meth:`regularization` (δ on every Schur form's γ, decay on its T) to the loss.
     """
 
-    CONFIG_OPTIONS = ("init", "triangular", "bias")
+    CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
