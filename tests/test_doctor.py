@@ -92,7 +92,7 @@ def test_ddp_check_with_two_gloo_processes_matches_one_process(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["doctor", "--models", "gru"], "--models"),
+    (["doctor", "--models", "rwkv"], "--models"),
     (["doctor", "--tasks", "mnist"], "--tasks"),
     (["doctor", "--device", "tpu"], "--device"),
     (["doctor", "--rounds", "0"], "--rounds"),

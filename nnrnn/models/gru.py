@@ -159,7 +159,11 @@ class GRU(nn.GRU):
             if self.implementation == "reference":
                 return self._reference_forward(input, hx)
             if parametrize.is_parametrized(self):
-                self._init_flat_weights()  # torch's kernel reads these: this call's composed weights
+                # torch's kernel reads these: this call's composed weights (composed once, under cached()).
+                # Not through torch's _init_flat_weights, whose flatten_parameters would, on CUDA, move the
+                # composed (non-leaf) tensors into a cuDNN buffer in place
+                self._flat_weights = [getattr(self, name, None) for name in self._flat_weights_names]
+                self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in self._flat_weights]
             return super().forward(input, hx)
 
     def _apply(self, fn, recurse=True):
