@@ -398,3 +398,18 @@ def test_v_is_composed_once_in_inference_and_never_stale():
     torch.testing.assert_close(second, model.recurrent_matrix().detach())
     restored = copy.deepcopy(model)
     assert restored._v_cache == {}
+
+
+def test_built_on_meta_then_materialised():
+    """device="meta" gives torch.nn.RNN-style shapes without memory; to_empty + reset_parameters a whole model."""
+    model = nnrnn.create(NAME, 4, 6, num_layers=2, bidirectional=True, device="meta")
+    out, h = model(torch.randn(5, 3, 4, device="meta"))
+    assert out.device.type == "meta" and out.shape == (5, 3, 24) and h.shape == (4, 3, 12)
+    model.to_empty(device="cpu")
+    model.reset_parameters()
+    fresh = nnrnn.create(NAME, 4, 6, num_layers=2, bidirectional=True)
+    for key, buffer in model.named_buffers():
+        assert torch.equal(buffer, dict(fresh.named_buffers())[key]), key
+    p = model.schur_factors()[0].detach()
+    assert (p.conj().T @ p - torch.eye(6)).abs().max() < 1e-5
+    assert torch.isfinite(model(torch.randn(5, 3, 4))[0]).all()
