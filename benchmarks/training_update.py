@@ -13,7 +13,7 @@ table gives the median.  Columns:
 * ``× RNN``: that median divided by torch.nn.RNN(relu)'s.
 * ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
   (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
-  the LSTM's gates) and the read-out (6TBNC).  The composition of V from its
+  the LSTM's gates, 3 for the GRUs') and the read-out (6TBNC).  The composition of V from its
   parameters (matrix_exp for nnRNN/expRNN, Givens layers for EURNN) is not
   counted, so those models' fractions understate the work they do.
 * ``compose %``: composing V from its parameters and back-propagating a gradient through that
@@ -92,6 +92,8 @@ class TorchRNN(nn.Module):
         super().__init__()
         if kind == "rnn":
             self.rnn = nn.RNN(input_size, hidden_size, nonlinearity="relu")
+        elif kind == "gru":
+            self.rnn = nn.GRU(input_size, hidden_size)
         else:
             self.rnn = nn.LSTM(input_size, hidden_size)
 
@@ -100,7 +102,7 @@ class TorchRNN(nn.Module):
 
 
 def implementations():
-    """name -> (builder(I, N) -> module, gated?)."""
+    """name -> (builder(I, N) -> module, gates: how many N × N recurrent products a step makes)."""
     def nnrnn_model(name, implementation="fused"):
         def build(i, n):
             model = nnrnn.create(name, i, n)
@@ -114,17 +116,29 @@ def implementations():
         return build
 
     impls = {
-        BASELINE: (lambda i, n: TorchRNN("rnn", i, n), False),
-        "torch.nn.LSTM": (lambda i, n: TorchRNN("lstm", i, n), True),
-        "nnrnn": (nnrnn_model("nnrnn"), False),
-        "nnrnn [dynamic]": (dynamic("nnrnn"), False),
-        "nnrnn [reference loop]": (nnrnn_model("nnrnn", "reference"), False),
+        BASELINE: (lambda i, n: TorchRNN("rnn", i, n), 1),
+        "torch.nn.LSTM": (lambda i, n: TorchRNN("lstm", i, n), 4),
+        "torch.nn.GRU": (lambda i, n: TorchRNN("gru", i, n), 3),
+        "nnrnn": (nnrnn_model("nnrnn"), 1),
+        "nnrnn [dynamic]": (dynamic("nnrnn"), 1),
+        "nnrnn [reference loop]": (nnrnn_model("nnrnn", "reference"), 1),
     }
     for name in ("exprnn", "eurnn", "rnn", "rnn-orth"):
-        impls[name] = (nnrnn_model(name), False)
-    impls["exprnn [dynamic]"] = (dynamic("exprnn"), False)
-    impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), True)
+        impls[name] = (nnrnn_model(name), 1)
+    impls["exprnn [dynamic]"] = (dynamic("exprnn"), 1)
+    impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), 4)
+    impls["gru"] = (lambda i, n: nnrnn.create("gru", i, n), 3)
+    impls["nngru"] = (lambda i, n: nnrnn.create("nngru", i, n), 3)
+    impls["nngru [schur_gates]"] = (lambda i, n: nnrnn.create("nngru", i, n, schur_gates=True), 3)
+    # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
+    impls["nnrnn-complex [= params]"] = (
+        lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
     return impls
+
+
+def complex_units(n, i):
+    """The complex nnRNN's N whose parameter count (read-out included) is closest to an nnRNN's of n units."""
+    return nnrnn.hidden_size_for("nnrnn-complex", nnrnn.parameter_count("nnrnn", i, n, CLASSES), i, CLASSES)
 
 
 class Update:
@@ -134,13 +148,13 @@ class Update:
         t, b, n, i = size
         torch.manual_seed(seed)
         self.model = build(i, n)
-        self.readout = nn.Linear(n, CLASSES)
+        self.readout = nn.Linear(getattr(self.model, "output_size", n), CLASSES)  # complex: [Re h, Im h]
         params = list(self.model.parameters()) + list(self.readout.parameters())
         self.optimizer = torch.optim.RMSprop(params, lr=1e-4)
         self.x = torch.randn(t, b, i)
         self.y = torch.randint(CLASSES, (t, b))
         self.penalty = getattr(self.model, "regularization", None) if isinstance(
-            self.model, nnrnn.models.RecurrentModel) else None
+            self.model, (nnrnn.models.RecurrentModel, nnrnn.NonNormalGRU, nnrnn.ComplexNonNormalRNN)) else None
 
     def loss(self):
         out, _ = self.model(self.x)
@@ -166,10 +180,10 @@ class Update:
             v.backward(self.v_grad if hasattr(self, "v_grad") else torch.ones_like(v))
 
 
-def matmul_flops(size, gated):
+def matmul_flops(size, gates):
     t, b, n, i = size
     recurrence = 2 * t * b * n * (n + i) + 2 * t * b * n * n * 2 + 2 * t * b * n * i
-    return (4 if gated else 1) * recurrence + 6 * t * b * n * CLASSES
+    return gates * recurrence + 6 * t * b * n * CLASSES
 
 
 class Roofline:
@@ -313,8 +327,9 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
         repeats = max(3, int(budget / round_seconds))
     times = {name: [] for name in names}
     compose_times = {name: [] for name in names}
-    for name in names:
-        updates[name].v_grad = torch.randn(size[2], size[2])
+    for name in names:  # the shape and dtype of that model's V (the complex nnRNN's: fewer units, complex)
+        v = updates[name].model.recurrent_matrix() if hasattr(updates[name].model, "recurrent_matrix") else None
+        updates[name].v_grad = torch.randn(size[2], size[2]) if v is None else torch.randn_like(v.detach())
     for r in range(repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
@@ -374,14 +389,21 @@ def main(argv=None):
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
         print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'GFLOP':>6s} {'% roof':>6s} "
               f"{'compose %':>9s} {'peak MB':>8s} {'saved MB':>8s}")
-        for name, (seconds, gated, compose) in results.items():
-            flops = matmul_flops(size, gated)
+        for name, (seconds, gates, compose) in results.items():
+            flops = matmul_flops(size, gates)
             m = mem.get(name, {})
             peak = f"{m['peak_mb']:8.1f}" if m.get("peak_mb") is not None else f"{'n/a':>8s}"
             saved = f"{m['saved_mb']:8.1f}" if "saved_mb" in m else f"{'n/a':>8s}"
             share = f"{100 * compose / seconds:9.1f}" if compose > 0 else f"{'':>9s}"
             print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {flops / 1e9:6.2f} "
                   f"{100 * flops / seconds / 1e9 / roof:6.1f} {share} {peak} {saved}")
+        for name in ("gru", "nngru", "nngru [schur_gates]"):
+            if name in results and "torch.nn.GRU" in results:
+                print(f"{name} / torch.nn.GRU: {results[name][0] / results['torch.nn.GRU'][0]:.2f}")
+        name = "nnrnn-complex [= params]"
+        if name in results and "nnrnn" in results:
+            print(f"{name} (N = {complex_units(n, i)} complex units) / nnrnn: "
+                  f"{results[name][0] / results['nnrnn'][0]:.2f}")
         if size == SIZES["copy"] and "nnrnn" in results:
             print(f"nnrnn vs the paper's code ({PAPER_CODE_COPY_SECONDS} s/update): "
                   f"{PAPER_CODE_COPY_SECONDS / results['nnrnn'][0]:.1f}× faster")

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_FROM_MODELS = ("EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "create",
-                "hidden_size_for", "param_groups", "parameter_count")
+_FROM_MODELS = ("ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
+                "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for", "param_groups", "parameter_count")
 
-__all__ = ["EURNN", "LSTM", "MODELS", "ExpRNN", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN",
-           "allow_weights_only_loading", "create", "hidden_size_for", "param_groups", "parameter_count",
-           "parametrizations"]
+__all__ = ["ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
+           "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for",
+           "param_groups", "parameter_count", "parametrizations"]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from . import parametrizations
-    from .models import (EURNN, LSTM, MODELS, ExpRNN, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create,
-                         hidden_size_for, param_groups, parameter_count)
+    from .models import (EURNN, GRU, LSTM, MODELS, ComplexNonNormalRNN, ExpRNN, NonNormalGRU, NonNormalRNN,
+                         OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count)
     from .serialization import allow_weights_only_loading
 
 

@@ -35,7 +35,7 @@ def add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
                        "Options left out come from --preset, then from the defaults in nnrnn/config.py.")
     p.add_argument("task", help="copy, adding, psmnist or ptb")
-    p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
+    p.add_argument("--model", help="rnn, rnn-orth, eurnn, exprnn, nnrnn, lstm, gru, nngru or nnrnn-complex (default nnrnn)")
     p.add_argument("--preset", help="paper (fixed hidden units) or paper-params (fixed parameter count)")
     p.add_argument("--out", help="run folder (default runs/TASK-MODEL)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt, with its "
@@ -45,15 +45,19 @@ def add_train_parser(sub) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
-    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot"],
+    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot", "torch",
+                                      "identity"],
                    help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: xavier or concat "
-                        "(glorot: the earlier name of xavier)")
+                        "(glorot: the earlier name of xavier); GRU: xavier or torch; nnrnn-complex: random "
+                        "(Haar P) or identity")
     g.add_argument("--capacity", type=int, help="EURNN layers")
     g.add_argument("--triangular", choices=["strict", "block"],
                    help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")
     g.add_argument("--fixed-gamma", dest="fixed_gamma", type=float, metavar="G",
                    help="nnRNN: hold every gamma at G instead of training it (needs --delta 0)")
     g.add_argument("--t-init", dest="t_init", metavar="INIT", help="nnRNN's T at start: zeros (default) or delay:ALPHA")
+    g.add_argument("--schur-gates", dest="schur_gates", action="store_const", const=True,
+                   help="nngru: the reset and update gates' recurrent matrices in Schur form too (not only W_hn)")
     g.add_argument("--no-bias", dest="bias", action="store_const", const=False,
                    help="no input bias b in φ(Vh + W_ih x + b) (the paper's code has none for nnRNN and expRNN)")
     g.add_argument("--input-init", dest="input_init", metavar="SCHEME",

@@ -31,6 +31,7 @@ DEFAULTS = {
     "triangular": None,        # nnRNN's T: "strict" (paper, default) or "block"
     "fixed_gamma": None,       # nnRNN: hold every γ_i at this value (supplement Table 7: 1, 0.958); None: trained
     "t_init": None,            # nnRNN's T at initialisation: "zeros" (paper, default) or "delay:ALPHA"
+    "schur_gates": None,       # nngru: W_hr and W_hz in Schur form too (None: False, only W_hn)
     "bias": True,              # the recurrent layer's input bias b in φ(Vh + W_ih x + b)
     "input_init": None,        # W_ih's scheme (nnrnn.models.init); None: the model's default (xavier)
     "bias_init": None,         # b's scheme; None: the model's default (zeros)
@@ -170,10 +171,21 @@ def validate(config: dict) -> None:
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
         raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
                           f"got {config['init']!r}")
+    allowed = getattr(model, "NONLINEARITIES", None)  # a model that takes fewer than the common four says so
+    if config["nonlinearity"] is not None and allowed is not None \
+            and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
+        names = ", ".join("none" if a is None else a for a in allowed)
+        raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
     if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
         raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
     if config["shuffle"] not in ("epoch", "fixed"):
         raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
+    if config.get("schur_gates") is not None:  # .get: configs saved before the option existed
+        if not isinstance(config["schur_gates"], bool):
+            raise OptionError(f"schur_gates must be true or false; got {config['schur_gates']!r}")
+        if config["schur_gates"] and "schur_gates" not in model.CONFIG_OPTIONS:
+            raise OptionError(f"schur_gates puts a GRU's reset and update gates in Schur form: nngru has them, "
+                              f"{config['model']} does not")
     if config["triangular"] not in (None, *TRIANGULAR):
         raise OptionError(f"triangular must be 'strict' or 'block'; got {config['triangular']!r}")
     for key, check in (("fixed_gamma", check_fixed_gamma), ("t_init", parse_t_init)):

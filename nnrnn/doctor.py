@@ -51,7 +51,7 @@ from torch import nn
 
 from . import checkpoint, presets
 from .errors import UserError
-from .models import MODELS, create, param_groups
+from .models import MODELS, PAPER_MODELS, create, param_groups
 from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
 # Everything taken from the trainer, in one place (nnrnn.train is being split up).
@@ -107,6 +107,7 @@ class Row:
 
 def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     """‖a − b‖ / ‖b‖ in float64 on the CPU (0 when both are zero)."""
+    a, b = (torch.view_as_real(t) if t.is_complex() else t for t in (a, b))  # the complex nnRNN's V: both parts
     a, b = a.detach().double().cpu(), b.detach().double().cpu()
     scale = float(b.norm())
     diff = float((a - b).norm())
@@ -121,10 +122,12 @@ def config_for(task: str, model: str, sizes: Sizes, **options) -> dict:
     base = {"task": task, "model": model, "hidden": sizes.hidden, "batch_size": sizes.batch, "progress": False}
     if task in ("copy", "adding"):
         base["T"] = sizes.T[task]
-    if task == "adding":  # the paper has no adding task: its copy-task settings, where training is calm
+    in_paper = model in PAPER_MODELS  # the others (gru, nngru) have no preset: nnrnn's defaults
+    if task == "adding" and in_paper:  # the paper has no adding task: its copy-task settings, where training is calm
         keep = ("optimizer", "lr", "lr_orth", "alpha", "delta", "t_decay", "init", "triangular", "bias")
         base.update({k: v for k, v in presets.lookup("paper", "copy", model).items() if k in keep})
-    config = resolve_config({**base, **options}, None if task == "adding" else "paper")  # PTB: bptt 150's table
+    preset = "paper" if in_paper and task != "adding" else None  # PTB: bptt 150's table
+    config = resolve_config({**base, **options}, preset)
     if task == "ptb":
         config["bptt"] = sizes.T[task]
         config["embedding"] = min(config["embedding"] or 0, 2 * sizes.hidden) or None
@@ -483,7 +486,7 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
 
 # ----------------------------------------------------------------------------- the command
 
-def run_checks(device: torch.device, models=tuple(MODELS), tasks=TASKS, quick: bool = False, timing: bool = True,
+def run_checks(device: torch.device, models=PAPER_MODELS, tasks=TASKS, quick: bool = False, timing: bool = True,
                data_dir=None, rounds: int | None = None, log=None) -> list[Row]:
     sizes = QUICK if quick else FULL
     rows: list[Row] = []
@@ -566,7 +569,7 @@ def _names(text: str | None, allowed, what: str) -> tuple:
 
 def run_doctor(args) -> int:
     device = check_device(args.device)
-    models = _names(args.models, MODELS, "models")
+    models = PAPER_MODELS if args.models is None else _names(args.models, MODELS, "models")
     tasks = _names(args.tasks, TASKS, "tasks")
     if args.rounds is not None and args.rounds < 1:
         raise UserError(f"--rounds must be a positive integer; got {args.rounds}")
@@ -591,7 +594,8 @@ def add_doctor_parser(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:1 ...")
     p.add_argument("--quick", action="store_true", help="tiny sizes, no compile or DDP, timing at a tiny size")
     p.add_argument("--no-timing", dest="no_timing", action="store_true", help="skip the update timing")
-    p.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)}")
+    p.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)} (default: the paper's, "
+                                    f"{','.join(PAPER_MODELS)})")
     p.add_argument("--tasks", help=f"comma-separated subset of {','.join(TASKS)}")
     p.add_argument("--data-dir", dest="data_dir", help="where psmnist and ptb data are (default: nnrnn's usual places)")
     p.add_argument("--rounds", type=int, help="timing rounds (default 5, 7 with --quick)")

@@ -50,9 +50,10 @@ class SequenceModel(nn.Module):
         self.encoder = encoder
         self.rnn = rnn
         self.readout_mode = readout
-        self.readout = nn.Linear(rnn.hidden_size, output_size)
+        features = getattr(rnn, "output_size", rnn.hidden_size)  # the complex nnRNN's: [Re h, Im h], 2N
+        self.readout = nn.Linear(features, output_size)
         init_(self.readout.weight, readout_init)
-        init_(self.readout.bias, readout_bias_init, fan_in=rnn.hidden_size)
+        init_(self.readout.bias, readout_bias_init, fan_in=features)
 
     def forward(self, inputs: torch.Tensor, state=None):
         if self.encoder is not None:

@@ -44,7 +44,7 @@ import numpy as np
 from . import presets, runlock
 from .config import DEFAULTS, model_options, resolve_config
 from .errors import Interrupted, OptionError, TrainingDiverged, UserError
-from .models import MODELS, hidden_size_for, parameter_count
+from .models import PAPER_MODELS, hidden_size_for, parameter_count
 from .network import best_checkpoint, embedding_width, load_model
 from .runlog import read_metrics
 from .tasks import make_task, task_class
@@ -152,7 +152,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
             reference = setting["hidden"] or presets.load("paper")[key]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)
-            for model in models or MODELS:
+            for model in models or PAPER_MODELS:
                 model_config = resolve_config({"task": task, "model": model, **setting["options"]}, preset)
                 if column == "hidden" or model == "nnrnn":
                     hidden = reference
@@ -323,7 +323,7 @@ def learning_curves(out: Path, runs: list[dict], task: str, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.8), sharey=True, squeeze=False)
     axes = axes[0]
     for ax, column in zip(axes, columns):
-        for index, model in enumerate(MODELS):
+        for index, model in enumerate(PAPER_MODELS):
             curves = []
             for run in runs:
                 if (run["task"], run["column"], run["model"]) != (task, column, model):
@@ -449,7 +449,7 @@ def claims_table(table: dict, baseline: float | None) -> list[tuple[str, str, st
     for column in ("hidden", "params"):
         if column not in table.get("ptb", {}):
             continue
-        nongated = {m: _entry(table, "ptb", m, column) for m in MODELS if m != "lstm"}
+        nongated = {m: _entry(table, "ptb", m, column) for m in PAPER_MODELS if m != "lstm"}
         others = [m for m in nongated if m != "nnrnn"]
         if _untested(*nongated.values()):
             beaten, verdict = [], UNTESTED
@@ -564,7 +564,7 @@ def _results(out: Path, runs: list[dict], table: dict, baseline, figures: Path) 
                                                                                "progress", "data_dir")), "",
                   f"| model | fixed hidden units: {label} | N | fixed parameter count: {label} | N |",
                   "|---|---|---|---|---|"]
-        for model in MODELS:
+        for model in PAPER_MODELS:
             h = table[task].get("hidden", {}).get(model)
             p = table[task].get("params", {}).get(model)
             if h is None and p is None:
@@ -595,7 +595,7 @@ def _settled(out: Path, runs: list[dict]) -> list[str]:
              "| task | column | model | change in the last fifth | learning-rate halvings |", "|---|---|---|---|---|"]
     for task in REPORTED:
         for column in COLUMNS:
-            for model in MODELS:
+            for model in PAPER_MODELS:
                 if not any((r["task"], r["column"], r["model"]) == (task, column, model) for r in runs):
                     continue
                 c = convergence(out, runs, task, column, model)
@@ -654,7 +654,7 @@ def add_reproduce_parser(subparsers) -> None:
     p.add_argument("--scale", default="cpu", choices=list(SCALES))
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
     p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]))
-    p.add_argument("--models", nargs="+", choices=list(MODELS))
+    p.add_argument("--models", nargs="+", choices=list(PAPER_MODELS))
     p.add_argument("--seeds", nargs="+", type=int)
     p.add_argument("--data-dir", dest="data_dir")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")

@@ -46,8 +46,9 @@ ALPHAS = (0.5, 0.9, 0.99)
 DELTAS = (0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1.0, 10.0)
 T_DECAYS = (0.0, 1e-6, 1e-5, 1e-4)
 INITS = ("random", "cayley", "henaff")
-ORTHOGONAL_FACTOR = ("nnrnn", "exprnn")          # models trained with lr_orth
-ORTHOGONAL_INIT = ("nnrnn", "exprnn", "rnn-orth")  # models with an orthogonal initialisation scheme
+ORTHOGONAL_FACTOR = ("nnrnn", "exprnn", "nngru", "nnrnn-complex")  # models trained with lr_orth
+ORTHOGONAL_INIT = ("nnrnn", "exprnn", "rnn-orth", "nngru")  # models with INITS' orthogonal initialisation schemes
+SCHUR_PENALTY = ("nnrnn", "nngru", "nnrnn-complex")  # models with γ and T, so delta and t_decay
 SEARCHED = ("lr", "lr_orth", "alpha", "delta", "t_decay", "init")
 
 PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trials have finished
@@ -74,7 +75,7 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
         space["lr_orth"] = FloatDistribution(*LR_ORTH_RANGE, log=True)
     if optimizer == "rmsprop":
         space["alpha"] = CategoricalDistribution(ALPHAS)
-    if model == "nnrnn":
+    if model in SCHUR_PENALTY:
         space["delta"] = CategoricalDistribution(DELTAS)
         space["t_decay"] = CategoricalDistribution(T_DECAYS)
     if model in ORTHOGONAL_INIT:

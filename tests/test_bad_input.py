@@ -51,8 +51,12 @@ def finished_run(tmp_path_factory):
 # --------------------------------------------------------------------------- options
 
 BAD_OPTIONS = [
-    (["train", "gru"], "unknown task 'gru'"),
-    (["train", "copy", "--model", "gru"], "unknown model 'gru'"),
+    (["train", "rwkv"], "unknown task 'rwkv'"),
+    (["train", "copy", "--model", "rwkv"], "unknown model 'rwkv'"),
+    (["train", "copy", "--model", "nnrnn-complex", "--nonlinearity", "tanh"],
+     "nonlinearity must be one of modrelu, none for nnrnn-complex; got 'tanh'"),
+    (["train", "copy", "--model", "nngru", "--preset", "paper"], "preset 'paper' has no settings for model 'nngru'"),
+    (["train", "copy", "--model", "gru", "--schur-gates"], "schur_gates puts a GRU's reset and update gates"),
     (["train", "copy", "--hidden", "0"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "-5"], "hidden must be a positive integer"),
     (["train", "copy", "--hidden", "1.5"], "invalid int value"),
@@ -274,7 +278,7 @@ def test_ptb_characters_unseen_in_training_are_reported(capsys, tmp_path):
 # --------------------------------------------------------------------------- the library
 
 API_CASES = [
-    (lambda: nnrnn.create("gru", 3, 4), ValueError, "unknown model 'gru'"),
+    (lambda: nnrnn.create("rwkv", 3, 4), ValueError, "unknown model 'rwkv'"),
     (lambda: nnrnn.create("nnrnn", 3, 0), ValueError, "hidden_size must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3.0, 4), TypeError, "input_size must be a positive int"),
     (lambda: nnrnn.create("nnrnn", 3, 4, num_layers=0), ValueError, "num_layers must be a positive int"),
@@ -367,7 +371,8 @@ def test_library_errors_name_the_argument(call, error, message):
 def test_an_empty_batch_gives_empty_outputs_like_torch(name):
     model = nnrnn.create(name, 3, 4, num_layers=2)
     out, h = model(torch.randn(6, 0, 3))
-    ref_out, ref_h = torch.nn.RNN(3, 4, 2)(torch.randn(6, 0, 3))
+    width = getattr(model, "output_size", 4)  # the complex nnRNN's [Re h, Im h] is 2N wide
+    ref_out, ref_h = torch.nn.RNN(3, width, 2)(torch.randn(6, 0, 3))
     assert out.shape == ref_out.shape and (h[0] if isinstance(h, tuple) else h).shape == ref_h.shape
 
 
@@ -379,7 +384,7 @@ BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["
        "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"], "--delta": ["-1", "inf"], "--t-decay": ["nan"],
        "--clip": ["-1", "inf"], "--batch-size": ["0"], "--T": ["0", "-4"], "--epochs": ["3"],
        "--device": ["cuda", "gpu", "cuda:9"], "--input-init": ["normal"], "--readout-bias-init": ["uniform:x"],
-       "--init": ["orthogonal"], "--model": ["gru"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
+       "--init": ["orthogonal"], "--model": ["rwkv"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
        "--embedding": ["3"], "--preset": ["nope"]}
 
 

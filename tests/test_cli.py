@@ -23,7 +23,7 @@ def nnrnn(*args, cwd=None):
 
 @pytest.mark.parametrize("args, needle", [
     (["train", "mnist"], "psmnist"),
-    (["train", "copy", "--model", "gru"], "nnrnn"),
+    (["train", "copy", "--model", "rwkv"], "nnrnn"),
     (["train", "copy", "--preset", "fast"], "paper-params"),
     (["train", "copy", "--hidden", "0"], "hidden"),
     (["train", "copy", "--lr", "-0.1"], "lr"),

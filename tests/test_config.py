@@ -162,11 +162,14 @@ def test_each_model_gets_the_options_its_constructor_takes():
               "init": "random", "triangular": "block", "capacity": 4, "rebase_every": None}
     shared = {"nonlinearity", "input_init", "bias_init", "bias"}
     takes = {"lstm": {"init", "bias"}, "rnn": shared, "eurnn": shared | {"capacity"},
-             "nnrnn": shared | {"init", "triangular"}, "exprnn": shared | {"init"}, "rnn-orth": shared | {"init"}}
+             "nnrnn": shared | {"init", "triangular"}, "exprnn": shared | {"init"}, "rnn-orth": shared | {"init"},
+             "nngru": {"init", "triangular", "bias", "schur_gates"}}
+    config = {**config, "schur_gates": True}
     for model, names in takes.items():
         options = config_module.model_options({**config, "model": model})
         assert options == {name: config[name] for name in names}, model
-        built = {**config, "model": model, "hidden": 6, "task": "copy", "init": "concat" if model == "lstm" else "random"}
+        built = {**config, "model": model, "hidden": 6, "task": "copy",
+                 "init": "concat" if model == "lstm" else "random"}
         network_module.build_network(built, 3, 2, "all")  # the constructor accepts them
     assert config_module.model_options({**config, "model": "nnrnn", "rebase_every": 10})["dynamic"] is True
 

@@ -9,7 +9,7 @@ import torch
 
 from nnrnn import checkpoint, doctor
 from nnrnn.cli import main
-from nnrnn.models import MODELS
+from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused
 
 SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -92,7 +92,7 @@ def test_ddp_check_with_two_gloo_processes_matches_one_process(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["doctor", "--models", "gru"], "--models"),
+    (["doctor", "--models", "rwkv"], "--models"),
     (["doctor", "--tasks", "mnist"], "--tasks"),
     (["doctor", "--device", "tpu"], "--device"),
     (["doctor", "--rounds", "0"], "--rounds"),

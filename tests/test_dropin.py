@@ -13,7 +13,8 @@ import nnrnn
 from nnrnn.parametrizations import orthogonal, schur
 
 NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
-ALL = NON_GATED + ["lstm"]
+GATED = ["lstm", "gru", "nngru"]
+ALL = NON_GATED + GATED  # nnrnn-complex: tests/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
 
 
 def torch_twin(model: nn.Module, nonlinearity: str) -> nn.RNN:
@@ -69,7 +70,7 @@ def test_torch_positional_order_and_keywords(name):
     assert model.num_layers == 2
     kwargs = dict(num_layers=3, bias=False, batch_first=True, dropout=0.25, bidirectional=True,
                   device="cpu", dtype=torch.float64)
-    if name != "lstm":
+    if name in NON_GATED:
         kwargs["nonlinearity"] = "tanh"
     model = cls(5, 7, **kwargs)
     assert (model.num_layers, model.bias, model.batch_first, model.dropout, model.bidirectional) == \
@@ -554,7 +555,7 @@ def test_cpu_autocast_runs_like_torch_rnn(name):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out, _ = model(x)
     # the LSTM runs in float32 where oneDNN has no bfloat16 LSTM for this CPU (AVX2 without AVX-512)
-    assert out.dtype == (torch.bfloat16 if name != "lstm" else out.dtype) and torch.isfinite(out).all()
+    assert out.dtype == (torch.bfloat16 if name in NON_GATED else out.dtype) and torch.isfinite(out).all()
     out.float().sum().backward()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
     with torch.autocast("cpu", dtype=torch.bfloat16):

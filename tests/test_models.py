@@ -25,8 +25,11 @@ import nnrnn
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"]
-NON_GATED = [n for n in NAMES if n != "lstm"]
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"]
+GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
+# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
+REAL_STATE = [n for n in NAMES if n != "nnrnn-complex"]
+NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
 def make(name: str, input_size: int = 3, hidden_size: int = 5, **options) -> nn.Module:
@@ -138,10 +141,10 @@ def test_registry_and_create():
 
 def test_unknown_model_name_lists_valid_names():
     with pytest.raises(ValueError) as info:
-        nnrnn.create("gru", 3, 4)
+        nnrnn.create("rwkv", 3, 4)
     for name in NAMES:
         assert name in str(info.value)
-    assert "gru" in str(info.value)
+    assert "rwkv" in str(info.value)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -158,7 +161,7 @@ def initial_state(name, batch, unbatched=False):
 
 @pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
 @pytest.mark.parametrize("mode", ["time_first", "batch_first", "unbatched"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_forward_shapes(name, mode, with_hx):
     torch.manual_seed(0)
     model = make(name, I, N, batch_first=(mode == "batch_first"))
@@ -184,7 +187,7 @@ def test_forward_shapes(name, mode, with_hx):
         assert not torch.allclose(out, out0)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_batch_first_and_unbatched_agree_with_time_first(name):
     torch.manual_seed(0)
     model = make(name, I, N)
@@ -467,7 +470,7 @@ def test_nnrnn_generator_argument_is_reproducible():
     torch.testing.assert_close(a.recurrent_matrix(), b.recurrent_matrix())
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_state_dict_round_trip_and_deepcopy(name):
     torch.manual_seed(12)
     model = make(name)
@@ -630,7 +633,7 @@ def group_ids(groups):
     return [id(p) for g in groups for p in g["params"]]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_param_groups_cover_every_parameter_once(name):
     model = make(name)
     groups = nnrnn.param_groups(model, lr=1e-3, lr_orth=1e-4)
@@ -644,6 +647,9 @@ def test_param_groups_cover_every_parameter_once(name):
     if name in ("nnrnn", "exprnn"):
         assert len(groups) == 2 and len(orth) == 1
         assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh_l0.original)]
+    elif name == "nngru":  # original0 holds the free gate blocks, original1 W_hn's generator
+        assert len(groups) == 2 and len(orth) == 1
+        assert [id(p) for p in orth[0]["params"]] == [id(model.parametrizations.weight_hh_l0.original1)]
     else:
         assert len(groups) == 1 and not orth
     opt = torch.optim.RMSprop(groups)  # usable as is
@@ -713,7 +719,7 @@ def test_hidden_size_for_invalid():
         with pytest.raises(ValueError):
             nnrnn.hidden_size_for("rnn", bad, 1, 1)
     with pytest.raises(ValueError):
-        nnrnn.hidden_size_for("gru", 1000, 1, 1)
+        nnrnn.hidden_size_for("rwkv", 1000, 1, 1)
 
 
 def trainable(model):
@@ -783,7 +789,7 @@ def test_schur_factors_of_each_layer_and_direction_compose_that_cells_v():
 
 # --------------------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_wrong_input_size(name):
     model = make(name, 3, 7)
     for x in (randn(4, 2, 5), randn(4, 5)):
@@ -793,7 +799,7 @@ def test_wrong_input_size(name):
         assert re.search(r"expected\D*\b3\b", msg) and re.search(r"got\D*\b5\b", msg), msg
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_wrong_hx_shape(name):
     model = make(name, 3, 5)
     x = randn(4, 2, 3)
@@ -808,7 +814,7 @@ def test_wrong_hx_shape(name):
         model(randn(4, 3), hx)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_non_float_input(name):
     model = make(name, 3, 5)
     for dtype in (torch.long, torch.int32, torch.bool):
@@ -816,7 +822,7 @@ def test_non_float_input(name):
             model(torch.zeros(4, 2, 3, dtype=dtype, device=DEVICE))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_bad_sizes(name):
     for bad in (0, -3):
         with pytest.raises(ValueError):
@@ -863,7 +869,7 @@ def test_lstm_gate_blocks():
 
 # --------------------------------------------------------------------------- dtype / device
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REAL_STATE)
 def test_double_precision(name):
     torch.manual_seed(17)
     model = make(name)

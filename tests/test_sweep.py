@@ -52,8 +52,11 @@ def test_search_space_follows_the_paper_per_model():
     for model in ("rnn", "eurnn", "lstm"):
         assert list(search_space(model)) == ["lr", "alpha"]
     assert list(search_space("nnrnn", fixed=["lr", "init"], optimizer="adam")) == ["lr_orth", "delta", "t_decay"]
+    assert list(search_space("gru")) == ["lr", "alpha"]
+    assert list(search_space("nngru")) == ["lr", "lr_orth", "alpha", "delta", "t_decay", "init"]
+    assert list(search_space("nnrnn-complex")) == ["lr", "lr_orth", "alpha", "delta", "t_decay"]
     with pytest.raises(ValueError, match="choose one of"):
-        search_space("gru")
+        search_space("rwkv")
 
 
 # --------------------------------------------------------------------------- one process
@@ -221,8 +224,8 @@ def test_trials_must_be_positive(tmp_path, trials):
 
 
 def test_bad_names_and_storages_fail_in_one_sentence(tmp_path):
-    with pytest.raises(ValueError, match="unknown model 'gru'; choose one of"):
-        run_sweep("copy", "gru", 1, out=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match="unknown model 'rwkv'; choose one of"):
+        run_sweep("copy", "rwkv", 1, out=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="unknown task 'cifar'; choose one of"):
         run_sweep("cifar", "nnrnn", 1, out=str(tmp_path / "a"))
     with pytest.raises(ValueError, match="unknown option"):

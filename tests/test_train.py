@@ -85,7 +85,7 @@ def test_preset_then_explicit_flags():
 
 
 @pytest.mark.parametrize("bad, message", [({"hidden": 0}, "hidden"), ({"lr": -1.0}, "lr"),
-                                          ({"steps": 0}, "steps"), ({"model": "gru"}, "nnrnn"),
+                                          ({"steps": 0}, "steps"), ({"model": "rwkv"}, "nnrnn"),
                                           ({"task": "mnist"}, "psmnist")])
 def test_bad_options_name_the_option(bad, message):
     with pytest.raises(ValueError, match=message):

@@ -278,6 +278,10 @@ def run_analyze(args) -> int:
     if not os.path.exists(args.path):
         raise UserError(f"no run folder or checkpoint at {args.path}")
     model, config = load_model(args.path)
+    from ..models import ComplexNonNormalRNN
+    if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
+        raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
+                        f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
     out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
     extra = {"source": str(args.path)}
     if isinstance(config, dict):

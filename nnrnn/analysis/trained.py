@@ -84,10 +84,10 @@ def recurrent_matrices(model: nn.Module) -> dict[str, np.ndarray]:
             weight = getattr(model, "weight_hh" + suffix, None)
             if isinstance(model, nn.LSTM):
                 out.update({_key(g, suffix): _np(block) for g, block in zip(LSTM_GATES, weight.chunk(4, 0))})
+            elif isinstance(model, nn.GRU):  # nnrnn's gru and nngru too: every gate, not only recurrent_matrix()'s
+                out.update({_key(g, suffix): _np(block) for g, block in zip(GRU_GATES, weight.chunk(3, 0))})
             elif hasattr(model, "recurrent_matrix"):
                 out[_key("V", suffix)] = _np(model.recurrent_matrix(layer, direction))
-            elif isinstance(model, nn.GRU):
-                out.update({_key(g, suffix): _np(block) for g, block in zip(GRU_GATES, weight.chunk(3, 0))})
             elif isinstance(model, nn.RNN):
                 out[_key("V", suffix)] = _np(weight)
             else:

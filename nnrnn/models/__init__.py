@@ -11,12 +11,16 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from ..errors import OptionError
-from ..parametrizations import MatrixExpOrthogonal, SchurForm
+from ..parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
+from ..parametrizations.unitary import ComplexSchurForm
 from .base import RecurrentModel
 from .eurnn import EURNN
 from .exprnn import ExpRNN
+from .gru import GRU
 from .lstm import LSTM
+from .nngru import NonNormalGRU
 from .nnrnn import NonNormalRNN
+from .nnrnn_complex import ComplexNonNormalRNN
 from .rnn import OrthogonalInitRNN, VanillaRNN
 
 MODELS: dict[str, type[nn.Module]] = {
@@ -26,7 +30,12 @@ MODELS: dict[str, type[nn.Module]] = {
     "exprnn": ExpRNN,
     "nnrnn": NonNormalRNN,
     "lstm": LSTM,
+    "gru": GRU,
+    "nngru": NonNormalGRU,
+    "nnrnn-complex": ComplexNonNormalRNN,
 }
+# The models the paper compares, which its presets (nnrnn/presets/) and the reproduction grid cover.
+PAPER_MODELS = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm")
 
 
 def model_class(name: str) -> type[nn.Module]:
@@ -43,14 +52,17 @@ def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn
 
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """The skew-symmetric generators of every orthogonal factor (expRNN's A, nnRNN's P)."""
+    """The generators of every orthogonal or unitary factor (expRNN's A, nnRNN's and nnGRU's P, the complex
+    nnRNN's skew-Hermitian A), found by their parametrization's type."""
     found = []
     for module in model.modules():
         if not parametrize.is_parametrized(module):
             continue
         for plist in module.parametrizations.values():
-            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm)):
+            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm, ComplexSchurForm)):
                 found.append(plist.original)
+            elif isinstance(plist[0], StackedSchurForm):
+                found.extend(getattr(plist, f"original{i}") for i in plist[0].generator_indices())
     return found
 
 
@@ -79,16 +91,18 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
 def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0,
                     vocab_size: int | None = None, **options) -> int:
     """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size, twice
-    hidden_size in for a bidirectional model) and, with
+    hidden_size in for a bidirectional model and for the complex nnRNN's [Re h, Im h]) and, with
     ``vocab_size``, an embedding table (vocab_size × input_size) in front of the model.
 
     Constrained matrices count their degrees of freedom: n(n-1)/2 for an
     orthogonal generator, the free entries of T for nnRNN.
     """
-    count = model_class(name).parameter_count(input_size, hidden_size, **options)
+    cls = model_class(name)
+    count = cls.parameter_count(input_size, hidden_size, **options)
     if vocab_size:
         count += vocab_size * input_size
-    features = hidden_size * (2 if options.get("bidirectional") else 1)
+    # the complex nnRNN's read-out sees [Re h, Im h]: two real features per unit
+    features = hidden_size * getattr(cls, "REAL_FEATURES_PER_UNIT", 1) * (2 if options.get("bidirectional") else 1)
     return count + features * output_size + output_size
 
 
@@ -111,8 +125,8 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["EURNN", "ExpRNN", "LSTM", "MODELS", "NonNormalRNN", "OrthogonalInitRNN", "RecurrentModel",
-           "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
+__all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN",
+           "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
            "parameter_count"]
 
 # torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)

@@ -1,0 +1,263 @@
+"""GRU baseline: ``torch.nn.GRU`` (its fused kernels and equations) with nnrnn's interface, and the GRU's
+reference loop that the nnGRU's fast path is tested against."""
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+
+from .base import RecurrentModel, cell_suffix, check_input, check_size, reverse_within
+from .init import init_
+
+GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
+INITS = ("xavier", "torch")
+IMPLEMENTATIONS = ("torch", "reference")
+
+
+def check_gru_init(init) -> str:
+    if init not in INITS:
+        raise ValueError(f"init must be 'xavier' or 'torch' for the GRU; got {init!r}")
+    return init
+
+
+def gru_reference(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor, weight_hh: torch.Tensor,
+                  bias_ih: torch.Tensor | None, bias_hh: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""torch.nn.GRU's equations as a plain autograd loop: inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T.
+
+    .. math::
+        r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr}) \\
+        z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz}) \\
+        n_t = \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})) \\
+        h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+
+    with ``weight_ih`` = [W_ir; W_iz; W_in] and ``weight_hh`` = [W_hr; W_hz; W_hn] stacked as torch stacks them.
+    """
+    w_hr, w_hz, w_hn = weight_hh.chunk(3)
+    b_hr, b_hz, b_hn = bias_hh.chunk(3) if bias_hh is not None else (None, None, None)
+    x_r, x_z, x_n = nn.functional.linear(inputs, weight_ih, bias_ih).chunk(3, -1)  # every step's input at once
+    h = h0
+    outputs = []
+    for t in range(inputs.shape[0]):
+        r = torch.sigmoid(x_r[t] + nn.functional.linear(h, w_hr, b_hr))
+        z = torch.sigmoid(x_z[t] + nn.functional.linear(h, w_hz, b_hz))
+        n = torch.tanh(x_n[t] + r * nn.functional.linear(h, w_hn, b_hn))
+        h = (1 - z) * n + z * h
+        outputs.append(h)
+    if not outputs:
+        return h0.new_zeros(0, *h0.shape), h0
+    return torch.stack(outputs), h
+
+
+class GRU(nn.GRU):
+    r"""``torch.nn.GRU`` (its fused kernels and equations) with the paper's LSTM initialisation and nnrnn's
+    interface (``recurrent_matrix``, ``regularization``, ``parameter_count``, a reference loop).
+
+    .. math::
+        r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr}), \quad
+        z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz}) \\
+        n_t = \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})), \quad
+        h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+
+    Args:
+        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype:
+            torch.nn.GRU's, in its order.
+        init: ``'xavier'`` (default): each gate's input block and recurrent block Glorot normal on its own,
+            zero biases (what the paper does for its LSTM); ``'torch'``: torch.nn.GRU's U(±1/sqrt(N)).
+
+    Inputs: input, h_0; Outputs: output, h_n: torch.nn.GRU's, with the same shapes: ``input`` (L, B, N_in)
+    (or batch-first, unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n``
+    like ``h_0``.
+
+    Attributes: torch.nn.GRU's (``weight_ih_l[k]`` (3N, N_in), ``weight_hh_l[k]`` (3N, N), ``bias_ih_l[k]``,
+    ``bias_hh_l[k]`` (3N)), gates in torch's order (reset, update, new).  ``implementation``:
+    ``"torch"`` (torch's kernels, the default) or ``"reference"`` (:func:`gru_reference`, an autograd loop).
+    """
+
+    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")
+    TRAIN_OPTIONS: tuple[str, ...] = ()
+    INITS: tuple[str, ...] = INITS
+    implementation = "torch"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
+                 dtype=None, *, init: str = "xavier"):
+        check_size("input_size", input_size)
+        check_size("hidden_size", hidden_size)
+        check_size("num_layers", num_layers)
+        self._check_init(init)
+        self.init = init
+        super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
+                         dropout=dropout, bidirectional=bidirectional, device=device, dtype=dtype)
+
+    @staticmethod
+    def _check_init(init) -> None:
+        check_gru_init(init)
+
+    @property
+    def num_directions(self) -> int:
+        """D: 2 if bidirectional else 1."""
+        return 2 if self.bidirectional else 1
+
+    @property
+    def cells(self) -> list[str]:
+        """The parameter-name suffix of every layer and direction: '_l0', '_l0_reverse', '_l1', …"""
+        return [cell_suffix(layer, d) for layer in range(self.num_layers) for d in range(self.num_directions)]
+
+    def _gate_init(self) -> str:
+        """The scheme of the free gate blocks and biases: ``init`` for the GRU."""
+        return self.init
+
+    def reset_parameters(self) -> None:
+        """Re-draw every weight by ``init`` (torch.nn.GRU calls this from its constructor)."""
+        if not hasattr(self, "init"):  # torch's constructor runs before nnrnn's attributes exist
+            return super().reset_parameters()
+        scheme = self._gate_init()
+        n = self.hidden_size
+        with torch.no_grad():
+            for suffix in self.cells:
+                blocks = [getattr(self, "weight_ih" + suffix)]
+                name = "weight_hh" + suffix
+                if parametrize.is_parametrized(self, name):  # the nnGRU: free blocks and Schur factors
+                    plist = self.parametrizations[name]
+                    plist[0].reset_(self._originals(plist))
+                    if plist[0].has_free:
+                        blocks.append(plist.original0)
+                else:
+                    blocks.append(getattr(self, name))
+                for weight in blocks:
+                    for block in weight.split(n):
+                        self._init_block(block, scheme)
+                if self.bias:
+                    for name in ("bias_ih" + suffix, "bias_hh" + suffix):
+                        self._init_block(getattr(self, name), scheme)
+
+    def _init_block(self, block: torch.Tensor, scheme: str) -> None:
+        if scheme == "torch":
+            bound = self.hidden_size ** -0.5
+            block.uniform_(-bound, bound)
+        elif block.dim() == 1:
+            block.zero_()
+        else:
+            init_(block, "xavier")
+
+    @staticmethod
+    def _originals(plist) -> list[torch.Tensor]:
+        count = sum(1 for name, _ in plist.named_parameters(recurse=False) if name.startswith("original"))
+        return [getattr(plist, f"original{i}") for i in range(count)]
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input, hx=None):
+        if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
+            check_input(self, input)
+            self._check_hx(input, hx)
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
+                             f"got {self.implementation!r}")
+        with parametrize.cached():  # a constrained weight is composed once per call, not once per read
+            if self.implementation == "reference":
+                return self._reference_forward(input, hx)
+            if parametrize.is_parametrized(self):
+                # torch's kernel reads these: this call's composed weights (composed once, under cached()).
+                # Not through torch's _init_flat_weights, whose flatten_parameters would, on CUDA, move the
+                # composed (non-leaf) tensors into a cuDNN buffer in place
+                self._flat_weights = [getattr(self, name, None) for name in self._flat_weights_names]
+                self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in self._flat_weights]
+            return super().forward(input, hx)
+
+    def _apply(self, fn, recurse=True):
+        if not parametrize.is_parametrized(self):
+            return super()._apply(fn, recurse)
+        # torch.nn.GRU re-reads every weight after a move; a constrained one would be composed from what the move
+        # left (to_empty: uninitialised memory), so it is left out until forward composes it
+        self._flat_weight_refs = []
+        result = nn.Module._apply(self, fn, recurse)
+        self._flat_weights = [None if parametrize.is_parametrized(self, name) else getattr(self, name, None)
+                              for name in self._flat_weights_names]
+        self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in self._flat_weights]
+        return result
+
+    def _check_hx(self, input: torch.Tensor, hx) -> None:
+        """The same TypeError / ValueError as the other models, before torch's RuntimeError."""
+        if hx is None:
+            return
+        if not isinstance(hx, torch.Tensor):
+            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
+        layers = self.num_layers * self.num_directions
+        batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
+        expected = (layers, *batch, self.hidden_size)
+        if tuple(hx.shape) != expected:
+            raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
+                             f"{'' if not batch else 'batch, '}hidden_size); got {tuple(hx.shape)}")
+
+    def _reference_forward(self, input, hx):
+        """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`."""
+        packed = isinstance(input, PackedSequence)
+        lengths = None
+        if packed:
+            x, lengths = pad_packed_sequence(input)
+            unbatched = False
+        else:
+            unbatched = input.dim() == 2
+            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        directions, batch = self.num_directions, x.shape[1]
+        layers = self.num_layers * directions
+        if hx is None:
+            hx = x.new_zeros(layers, batch, self.hidden_size)
+        elif unbatched:
+            hx = hx.unsqueeze(1)
+        last = None if lengths is None else (lengths - 1).to(x.device)
+        states = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d in range(directions):
+                s = cell_suffix(layer, d)
+                bias = (getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s)) if self.bias else (None, None)
+                xs = reverse_within(x, lengths) if d else x
+                out, h_n = gru_reference(xs, hx[layer * directions + d], getattr(self, "weight_ih" + s),
+                                         getattr(self, "weight_hh" + s), *bias)
+                if last is not None:
+                    h_n = out[last, torch.arange(batch, device=out.device)]
+                outputs.append(reverse_within(out, lengths) if d else out)
+                states.append(h_n)
+            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = nn.functional.dropout(x, self.dropout, training=True)
+        h_n = torch.stack(states)
+        if packed:
+            return RecurrentModel._repack(x, lengths, input), h_n
+        if unbatched:
+            return x.squeeze(1), h_n.squeeze(1)
+        return (x.transpose(0, 1) if self.batch_first else x), h_n
+
+    # ------------------------------------------------------------------ description
+    def recurrent_matrix(self, layer: int = 0, direction: int = 0, gate: str = "new") -> torch.Tensor:
+        """The hidden-to-hidden block (N × N) of one gate ('reset', 'update' or 'new') of one layer and direction
+        (composed from its factors where it is constrained)."""
+        if gate not in GATES:
+            raise ValueError(f"gate must be one of {', '.join(GATES)}; got {gate!r}")
+        if not (0 <= layer < self.num_layers and 0 <= direction < self.num_directions):
+            raise ValueError(f"layer must be in [0, {self.num_layers}) and direction in [0, {self.num_directions}); "
+                             f"got layer={layer}, direction={direction}")
+        return getattr(self, "weight_hh" + cell_suffix(layer, direction)).chunk(3)[GATES.index(gate)]
+
+    def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
+        """The model's penalty to add to the loss: zero for the GRU."""
+        return self.weight_ih_l0.new_zeros(())
+
+    @classmethod
+    def parameter_count(cls, input_size, hidden_size, bias=True, num_layers=1, bidirectional=False, **options) -> int:
+        """Free parameters: per layer and direction 3N·(input + N) weights and 6N biases; a constrained
+        recurrent block counts its degrees of freedom (:meth:`recurrent_parameter_count`)."""
+        d = 2 if bidirectional else 1
+        n = hidden_size
+        inputs = 3 * n * input_size + (num_layers - 1) * 3 * n * d * n
+        per_cell = 6 * n * bool(bias) + cls.recurrent_parameter_count(n, **options)
+        return d * inputs + num_layers * d * per_cell
+
+    @classmethod
+    def recurrent_parameter_count(cls, hidden_size: int, **_) -> int:
+        """Free parameters of one cell's stacked recurrent weight [W_hr; W_hz; W_hn]: 3N²."""
+        return 3 * hidden_size ** 2
