@@ -21,11 +21,12 @@ import torch
 from torch.nn.utils import parametrize
 
 from .models import MODELS
-from .parametrizations import MatrixExpOrthogonal, SchurForm
+from .parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
 from .parametrizations.registration import _rebuild
+from .parametrizations.unitary import ComplexSchurForm
 
-SAFE_GLOBALS = [*MODELS.values(), SchurForm, MatrixExpOrthogonal, _rebuild, parametrize.ParametrizationList,
-                torch.nn.ModuleDict]
+SAFE_GLOBALS = [*MODELS.values(), SchurForm, MatrixExpOrthogonal, StackedSchurForm, ComplexSchurForm, _rebuild,
+                parametrize.ParametrizationList, torch.nn.ModuleDict, torch.nn.ModuleList]
 
 
 def allow_weights_only_loading() -> None:
