@@ -22,8 +22,9 @@ install: $(STAMP)
 demo: $(STAMP)  # a new folder each time, so that running it again deletes nothing
 	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy-$$(date +%Y%m%d-%H%M%S)
 
+# two worker processes of one thread each: the suite's time halves on 2 cores (docs/testing.md)
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
