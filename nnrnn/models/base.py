@@ -131,6 +131,50 @@ def reverse_within(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tenso
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
+def time_major(module: nn.Module, input) -> tuple[torch.Tensor, torch.Tensor | None, bool]:
+    """(x (T, B, I), lengths or None, unbatched) of ``input`` as torch.nn.RNN takes it: (T, B, I), batch-first,
+    unbatched (T, I) or a ``PackedSequence``; checked against ``module.input_size``."""
+    if isinstance(input, PackedSequence):
+        sequences, lengths = pad_packed_sequence(input)  # (T, B, I), original batch order
+        check_input(module, sequences)
+        return sequences, lengths, False
+    check_input(module, input)
+    unbatched = input.dim() == 2
+    return (input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if module.batch_first else input)), None, \
+        unbatched
+
+
+def stack_layers(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor | None, hx: torch.Tensor, run_cell):
+    """The layers and directions of ``module`` over x (T, B, I): ``run_cell(layer, direction, xs, h0)`` gives one
+    cell's (outputs (T, B, ·), h_T); the reverse direction reads each sequence's first ``lengths`` steps
+    backwards; dropout between layers in training.  Returns (outputs of the last layer, h_n stacked)."""
+    directions, batch = module.num_directions, x.shape[1]
+    last = None if lengths is None else (lengths - 1).to(x.device)
+    states = []
+    for layer in range(module.num_layers):
+        outputs = []
+        for direction in range(directions):
+            xs = reverse_within(x, lengths) if direction else x
+            out, h_n = run_cell(layer, direction, xs, hx[layer * directions + direction])
+            if last is not None:  # each sequence's state after its last real step
+                h_n = out[last, torch.arange(batch, device=out.device)]
+            outputs.append(reverse_within(out, lengths) if direction else out)
+            states.append(h_n)
+        x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+        if module.dropout and module.training and layer < module.num_layers - 1:
+            x = nn.functional.dropout(x, module.dropout, training=True)
+    return x, torch.stack(states)
+
+
+def as_given(module: nn.Module, output: torch.Tensor, h_n: torch.Tensor, input, lengths, unbatched: bool):
+    """(output, h_n) in the layout ``input`` came in: packed, unbatched or batch-first as torch.nn.RNN returns."""
+    if isinstance(input, PackedSequence):
+        return RecurrentModel._repack(output, lengths, input), h_n
+    if unbatched:
+        return output.squeeze(1), h_n.squeeze(1)
+    return (output.transpose(0, 1) if module.batch_first else output), h_n
+
+
 class RecurrentModel(nn.Module):
     """Multi-layer, optionally bidirectional h_t = φ(V h_{t-1} + W_ih x_t + b); see the module docstring.
 
@@ -277,45 +321,16 @@ class RecurrentModel(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx: torch.Tensor | None = None):
-        packed = isinstance(input, PackedSequence)
-        lengths = None
-        if packed:
-            sequences, lengths = pad_packed_sequence(input)  # (T, B, I), original batch order
-            check_input(self, sequences)
-            x, unbatched = sequences, False
-        else:
-            check_input(self, input)
-            unbatched = input.dim() == 2
-            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        x, lengths, unbatched = time_major(self, input)
         dtype = self._compute_dtype()
         if not autocast_enabled(x.device.type) and x.dtype != dtype:
             raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype} "
                             f"(convert one of them, e.g. input.to({dtype}) or model.to({x.dtype}))")
         x = x.to(dtype)
-        directions = self.num_directions
-        batch = x.shape[1]
-        hx = self._check_hx(hx, batch, unbatched, x, dtype)
-        last = None if lengths is None else (lengths - 1).to(x.device)
-        states = []
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(directions):
-                h0 = hx[layer * directions + direction]
-                xs = reverse_within(x, lengths) if direction else x
-                out, h_n = self._run_cell(layer, direction, xs, h0, dtype)
-                if last is not None:
-                    h_n = out[last, torch.arange(batch, device=out.device)]
-                outputs.append(reverse_within(out, lengths) if direction else out)
-                states.append(h_n)
-            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = nn.functional.dropout(x, self.dropout, training=True)
-        h_n = states[0].unsqueeze(0) if len(states) == 1 else torch.stack(states)
-        if packed:
-            return self._repack(x, lengths, input), h_n
-        if unbatched:
-            return x.squeeze(1), h_n.squeeze(1)
-        return (x.transpose(0, 1) if self.batch_first else x), h_n
+        hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
+        output, h_n = stack_layers(self, x, lengths, hx,
+                                   lambda layer, direction, xs, h0: self._run_cell(layer, direction, xs, h0, dtype))
+        return as_given(self, output, h_n, input, lengths, unbatched)
 
     def _run_cell(self, layer: int, direction: int, x: torch.Tensor, h0: torch.Tensor, dtype: torch.dtype):
         if self.implementation not in IMPLEMENTATIONS:

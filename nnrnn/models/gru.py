@@ -7,9 +7,8 @@ import weakref
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-from .base import RecurrentModel, cell_suffix, check_input, check_size, reverse_within
+from .base import as_given, cell_suffix, check_input, check_size, stack_layers, time_major
 from .init import init_
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
@@ -194,43 +193,18 @@ class GRU(nn.GRU):
 
     def _reference_forward(self, input, hx):
         """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`."""
-        packed = isinstance(input, PackedSequence)
-        lengths = None
-        if packed:
-            x, lengths = pad_packed_sequence(input)
-            unbatched = False
-        else:
-            unbatched = input.dim() == 2
-            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
-        directions, batch = self.num_directions, x.shape[1]
-        layers = self.num_layers * directions
+        x, lengths, unbatched = time_major(self, input)
         if hx is None:
-            hx = x.new_zeros(layers, batch, self.hidden_size)
+            hx = x.new_zeros(self.num_layers * self.num_directions, x.shape[1], self.hidden_size)
         elif unbatched:
             hx = hx.unsqueeze(1)
-        last = None if lengths is None else (lengths - 1).to(x.device)
-        states = []
-        for layer in range(self.num_layers):
-            outputs = []
-            for d in range(directions):
-                s = cell_suffix(layer, d)
-                bias = (getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s)) if self.bias else (None, None)
-                xs = reverse_within(x, lengths) if d else x
-                out, h_n = gru_reference(xs, hx[layer * directions + d], getattr(self, "weight_ih" + s),
-                                         getattr(self, "weight_hh" + s), *bias)
-                if last is not None:
-                    h_n = out[last, torch.arange(batch, device=out.device)]
-                outputs.append(reverse_within(out, lengths) if d else out)
-                states.append(h_n)
-            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = nn.functional.dropout(x, self.dropout, training=True)
-        h_n = torch.stack(states)
-        if packed:
-            return RecurrentModel._repack(x, lengths, input), h_n
-        if unbatched:
-            return x.squeeze(1), h_n.squeeze(1)
-        return (x.transpose(0, 1) if self.batch_first else x), h_n
+
+        def run_cell(layer, direction, xs, h0):
+            s = cell_suffix(layer, direction)
+            bias = (getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s)) if self.bias else (None, None)
+            return gru_reference(xs, h0, getattr(self, "weight_ih" + s), getattr(self, "weight_hh" + s), *bias)
+        output, h_n = stack_layers(self, x, lengths, hx, run_cell)
+        return as_given(self, output, h_n, input, lengths, unbatched)
 
     # ------------------------------------------------------------------ description
     def recurrent_matrix(self, layer: int = 0, direction: int = 0, gate: str = "new") -> torch.Tensor:

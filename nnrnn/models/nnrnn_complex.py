@@ -4,11 +4,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from ..kernels import autocast_enabled, autocast_off
 from ..parametrizations.unitary import INITS, complex_schur
-from .base import RecurrentModel, cell_suffix, check_dropout, check_input, check_size, reverse_within
+from .base import (as_given, cell_suffix, check_dropout, check_size, stack_layers, time_major)
 from .init import check_scheme, init_
 
 NONLINEARITIES = ("modrelu", None)
@@ -317,49 +316,23 @@ class ComplexNonNormalRNN(nn.Module):
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
                              f"got {self.implementation!r}")
-        packed = isinstance(input, PackedSequence)
-        lengths = None
-        if packed:
-            x, lengths = pad_packed_sequence(input)
-            check_input(self, x)
-            unbatched = False
-        else:
-            check_input(self, input)
-            unbatched = input.dim() == 2
-            x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        x, lengths, unbatched = time_major(self, input)
         dtype = self.weight_ih_l0.dtype
         if x.dtype != dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype}")
         x = x.to(dtype)  # complex arithmetic has no low-precision kernels: autocast runs in the model's dtype
-        directions, batch = self.num_directions, x.shape[1]
-        hx = self._check_hx(hx, batch, unbatched, x, dtype)
-        last = None if lengths is None else (lengths - 1).to(x.device)
-        states = []
+        hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
+
+        def run_cell(layer, direction, xs, h0):
+            s = self.cell(layer, direction)
+            bias = getattr(self, "bias_ih" + s) if self.bias else None
+            projected = nn.functional.linear(xs, getattr(self, "weight_ih" + s), bias)
+            modrelu_bias = getattr(self, "modrelu_bias" + s) if self.nonlinearity == "modrelu" else None
+            out = RECURRENCES[self.implementation](projected, h0, self.recurrent_matrix(layer, direction), modrelu_bias)
+            return out, (out[-1] if out.shape[0] else h0)
         with autocast_off(x.device.type):
-            for layer in range(self.num_layers):
-                outputs = []
-                for d in range(directions):
-                    s = self.cell(layer, d)
-                    xs = reverse_within(x, lengths) if d else x
-                    bias = getattr(self, "bias_ih" + s) if self.bias else None
-                    projected = nn.functional.linear(xs, getattr(self, "weight_ih" + s), bias)
-                    modrelu_bias = getattr(self, "modrelu_bias" + s) if self.nonlinearity == "modrelu" else None
-                    v = self.recurrent_matrix(layer, d)
-                    out = RECURRENCES[self.implementation](projected, hx[layer * directions + d], v, modrelu_bias)
-                    h_n = out[-1] if out.shape[0] else hx[layer * directions + d]
-                    if last is not None:
-                        h_n = out[last, torch.arange(batch, device=out.device)]
-                    outputs.append(reverse_within(out, lengths) if d else out)
-                    states.append(h_n)
-                x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
-                if self.dropout and self.training and layer < self.num_layers - 1:
-                    x = nn.functional.dropout(x, self.dropout, training=True)
-        h_n = torch.stack(states)
-        if packed:
-            return RecurrentModel._repack(x, lengths, input), h_n
-        if unbatched:
-            return x.squeeze(1), h_n.squeeze(1)
-        return (x.transpose(0, 1) if self.batch_first else x), h_n
+            output, h_n = stack_layers(self, x, lengths, hx, run_cell)
+        return as_given(self, output, h_n, input, lengths, unbatched)
 
     def _check_hx(self, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         layers = self.num_layers * self.num_directions
