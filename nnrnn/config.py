@@ -98,7 +98,7 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
     config.update(given)
     validate(config)
     for key in given:
-        reason = inapplicable(key, config) if given[key] != DEFAULTS.get(key) else None
+        reason = inapplicable(key, config)
         if reason:
             raise OptionError(reason)
     return config
@@ -116,8 +116,8 @@ def _model_keys(cls) -> tuple[str, ...]:
 
 def inapplicable(key: str, config: dict) -> str | None:
     """Why option ``key``, given explicitly, would not act in ``config``'s run (one sentence naming the option
-    and what it applies to), or None when it acts.  :func:`resolve_config` refuses an option given with a value
-    other than its default that does not act; options a preset sets are not checked (a preset covers several
+    and what it applies to), or None when it acts.  :func:`resolve_config` refuses every option given explicitly
+    that does not act, whatever its value; options a preset sets are not checked (a preset covers several
     models and tasks)."""
     task, model = task_class(config["task"]), model_class(config["model"])
     task_keys = {k for name in TASKS for k in task_class(name).CONFIG_OPTIONS}

@@ -409,7 +409,8 @@ class TimedUpdate:
         t, b, n, i = size
         torch.manual_seed(0)
         self.model = build_model(i, n).to(device)
-        self.readout = nn.Linear(n, CLASSES).to(device)
+        # the layer's output features: N, or 2N for the complex nnRNN ([Re h, Im h])
+        self.readout = nn.Linear(getattr(self.model, "output_size", n), CLASSES).to(device)
         self.optimizer = torch.optim.RMSprop(param_groups(nn.ModuleList([self.model, self.readout]), 1e-4, 1e-5),
                                              alpha=0.99)
         self.x = torch.randn(t, b, i, device=device)

@@ -478,7 +478,7 @@ def add_sweep_parser(sub) -> None:
                        "Each trial is a run folder OUT/trial-NNNN; processes given the same --storage and "
                        "--study share one search. See docs/sweep.md.")
     p.add_argument("task", help="copy, adding, psmnist or ptb")
-    p.add_argument("--model", default="nnrnn", help="rnn, rnn-orth, eurnn, exprnn, nnrnn or lstm (default nnrnn)")
+    p.add_argument("--model", default="nnrnn", help="a model of `nnrnn train --model` (default nnrnn)")
     p.add_argument("--trials", type=int, help="trials this process runs (each process sharing a study runs its own)")
     p.add_argument("--total-trials", dest="total_trials", type=int,
                    help="stop once the study holds this many trials, whichever process ran them")

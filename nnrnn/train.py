@@ -156,6 +156,8 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
     check_memory(config, task)
     rank, world = distributed.setup(device)
+    if rank == 0:
+        check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
     # rank 0 writes the run folder and holds its lock; the others only read checkpoints
     with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
         resume = check_folder(folder, resume, overwrite, rank)
@@ -183,6 +185,14 @@ def is_run_folder(folder: Path) -> bool:
     return isinstance(saved, dict) and {"task", "model", "hidden", "out"} <= set(saved)
 
 
+def check_not_foreign(folder: Path) -> None:
+    """UserError if ``folder`` holds files and is not an nnrnn run: nnrnn writes nothing into it."""
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (".lock", MARKER)) if folder.is_dir() else []
+    if others and not is_run_folder(folder):
+        raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(others[:3])}"
+                        f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
+
+
 def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool:
     """Claim ``folder`` for this run (rank 0 writes the marker) and return whether there is a checkpoint to
     resume from.  UserError, touching nothing, for a folder that holds other files, for a new run over an
@@ -190,10 +200,7 @@ def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool
     last_path = folder / "checkpoints" / "last.pt"
     if rank != 0:  # rank 0 claims and checks the folder; the others only read its checkpoint
         return resume and last_path.is_file()
-    others = [p.name for p in folder.iterdir() if p.name not in (".lock", MARKER)] if folder.is_dir() else []
-    if others and not is_run_folder(folder):
-        raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(sorted(others)[:3])}"
-                        f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
+    check_not_foreign(folder)
     if resume:
         if not is_run_folder(folder):
             raise UserError(f"cannot resume: {folder} holds no nnrnn run; start the run without --resume")

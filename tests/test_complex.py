@@ -413,3 +413,10 @@ def test_built_on_meta_then_materialised():
     p = model.schur_factors()[0].detach()
     assert (p.conj().T @ p - torch.eye(6)).abs().max() < 1e-5
     assert torch.isfinite(model(torch.randn(5, 3, 4))[0]).all()
+
+
+def test_onnx_export_is_refused_in_one_sentence(monkeypatch):
+    import nnrnn.models.nnrnn_complex as complex_module
+    monkeypatch.setattr(complex_module, "exporting_to_onnx", lambda: True)  # as inside torch.onnx.export
+    with pytest.raises(NotImplementedError, match="nnrnn-complex cannot be exported to ONNX"):
+        nnrnn.create("nnrnn-complex", 3, 4)(torch.randn(5, 2, 3))

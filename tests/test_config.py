@@ -151,10 +151,14 @@ def test_explicit_epochs_replace_a_presets_steps(monkeypatch):
 
 
 def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
+    from nnrnn.config import inapplicable
     with pytest.raises(ValueError, match="unknown option\\(s\\) lrr, stpes"):
         resolve_config({"task": "copy", "lrr": 0.1, "stpes": 3})
     saved = resolve_config({"task": "ptb", "model": "nnrnn", "steps": 5}, "paper")  # holds "preset"
-    assert resolve_config(saved) == saved
+    acting = {k: v for k, v in saved.items() if k == "preset" or not inapplicable(k, saved)}
+    assert resolve_config(acting) == saved  # what acts on the run, given again, gives the run's configuration
+    with pytest.raises(ValueError, match="--betas applies to --optimizer adam"):  # at its default value too
+        resolve_config(saved)
 
 
 def test_each_model_gets_the_options_its_constructor_takes():

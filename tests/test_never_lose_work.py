@@ -338,3 +338,19 @@ def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(p
         b = checkpoint.load(folder / "checkpoints" / name)["model"]
         assert all(torch.equal(a[k], b[k]) for k in a), name
     assert (folder / "curves.png").is_file()
+
+
+def test_a_refused_run_leaves_a_folder_of_the_users_exactly_as_it_was(capsys, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "data.csv").write_text("mine")
+    one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", folder, *TINY), "holds files nnrnn did not write")
+    assert sorted(p.name for p in folder.iterdir()) == ["data.csv"]  # not even a lock file
+
+
+def test_an_option_that_does_not_act_is_refused_at_its_default_value_too(capsys, tmp_path):
+    for argv, expected in ((["--bptt", "150"], "--bptt applies to the ptb task"),
+                           (["--betas", "0.9", "0.999"], "--betas applies to --optimizer adam"),
+                           (["--model", "rnn", "--lr-orth", "1e-4"], "--lr-orth applies to")):
+        one_line(*run_cli(capsys, "train", "copy", *argv, "--out", tmp_path / "r", *TINY), expected)
+    assert not (tmp_path / "r").exists()

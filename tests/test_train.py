@@ -512,7 +512,7 @@ def test_the_logged_gradient_norm_is_the_mean_over_the_window_before_clipping(tm
 def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, message):
     """config.json is the run's own; only last.pt was replaced (copied from another run)."""
     train(copy_config(tmp_path, "a", steps=2))
-    train(resolve_config({**copy_config(tmp_path, "b", steps=2), **other}))
+    train(copy_config(tmp_path, "b", steps=2, **other))
     (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
     with pytest.raises(UserError, match=message):
         train(copy_config(tmp_path, "a", steps=4), resume=True)

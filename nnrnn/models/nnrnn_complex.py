@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ..kernels import autocast_enabled, autocast_off
+from ..kernels import autocast_enabled, autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
 from .base import (as_given, cell_suffix, check_dropout, check_size, stack_layers, time_major)
 from .init import check_scheme, init_
@@ -313,6 +313,10 @@ class ComplexNonNormalRNN(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx: torch.Tensor | None = None):
+        if exporting_to_onnx():
+            raise NotImplementedError("nnrnn-complex cannot be exported to ONNX: its exponential's degree and "
+                                      "scaling are chosen from the matrix's values, which torch.export cannot trace; "
+                                      "the other nnrnn models export (docs/layers.md)")
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
                              f"got {self.implementation!r}")
