@@ -144,6 +144,27 @@ def time_major(module: nn.Module, input) -> tuple[torch.Tensor, torch.Tensor | N
         unbatched
 
 
+def check_hx(module: nn.Module, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype, width: int,
+             width_name: str) -> torch.Tensor:
+    """``hx`` as (num_layers·D, B, width) in ``dtype``, zeros when None; TypeError / ValueError naming what is wrong
+    (its type, dtype, shape against ``width_name``, device)."""
+    layers = module.num_layers * module.num_directions
+    if hx is None:
+        return x.new_zeros(layers, batch, width)
+    if not isinstance(hx, torch.Tensor):
+        raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
+    if not hx.is_floating_point():
+        raise TypeError(f"hx must be a floating-point tensor (the model's dtype {dtype}); got dtype {hx.dtype}")
+    expected = (layers, width) if unbatched else (layers, batch, width)
+    if tuple(hx.shape) != expected:
+        raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
+                         f"{'' if unbatched else 'batch, '}{width_name}); got {tuple(hx.shape)}")
+    if hx.dtype != dtype and not autocast_enabled(x.device.type):
+        raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
+    check_device(module, "hx", hx, x.device)
+    return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
+
+
 def stack_layers(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor | None, hx: torch.Tensor, run_cell):
     """The layers and directions of ``module`` over x (T, B, I): ``run_cell(layer, direction, xs, h0)`` gives one
     cell's (outputs (T, B, ·), h_T); the reverse direction reads each sequence's first ``lengths`` steps
@@ -356,21 +377,7 @@ class RecurrentModel(nn.Module):
         return weight.dtype
 
     def _check_hx(self, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        layers = self.num_layers * self.num_directions
-        if hx is None:
-            return x.new_zeros(layers, batch, self.hidden_size)
-        if not isinstance(hx, torch.Tensor):
-            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
-        if not hx.is_floating_point():
-            raise TypeError(f"hx must be a floating-point tensor (the model's dtype {dtype}); got dtype {hx.dtype}")
-        expected = (layers, self.hidden_size) if unbatched else (layers, batch, self.hidden_size)
-        if tuple(hx.shape) != expected:
-            raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
-                             f"{'' if unbatched else 'batch, '}hidden_size); got {tuple(hx.shape)}")
-        if hx.dtype != dtype and not autocast_enabled(x.device.type):
-            raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
-        check_device(self, "hx", hx, x.device)
-        return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
+        return check_hx(self, hx, batch, unbatched, x, dtype, self.hidden_size, "hidden_size")
 
     @staticmethod
     def _repack(output: torch.Tensor, lengths: torch.Tensor, like: PackedSequence) -> PackedSequence:

@@ -7,7 +7,7 @@ from torch.autograd.function import once_differentiable
 
 from ..kernels import autocast_enabled, autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
-from .base import (as_given, cell_suffix, check_dropout, check_size, stack_layers, time_major)
+from .base import as_given, cell_suffix, check_dropout, check_hx, check_size, stack_layers, time_major
 from .init import check_scheme, init_
 
 NONLINEARITIES = ("modrelu", None)
@@ -339,18 +339,7 @@ class ComplexNonNormalRNN(nn.Module):
         return as_given(self, output, h_n, input, lengths, unbatched)
 
     def _check_hx(self, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        layers = self.num_layers * self.num_directions
-        if hx is None:
-            return x.new_zeros(layers, batch, self.output_size)
-        if not isinstance(hx, torch.Tensor):
-            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
-        expected = (layers, self.output_size) if unbatched else (layers, batch, self.output_size)
-        if tuple(hx.shape) != expected:
-            raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
-                             f"{'' if unbatched else 'batch, '}2 * hidden_size: [Re h, Im h]); got {tuple(hx.shape)}")
-        if hx.dtype != dtype and not autocast_enabled(x.device.type):
-            raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
-        return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
+        return check_hx(self, hx, batch, unbatched, x, dtype, self.output_size, "2 * hidden_size: [Re h, Im h]")
 
     # ------------------------------------------------------------------ description
     @classmethod
