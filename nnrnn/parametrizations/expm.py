@@ -127,26 +127,35 @@ def _evaluate(a: torch.Tensor):
     s, m, q = plan(theta, a.dtype)
     scale = 2.0 ** -s
     x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
-    coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
-    powers, steps, squares = [None, x, x2], [], []
-    if m == 1:
-        p = eye + x
-    else:
-        while len(powers) <= q:
-            powers.append(matmul(powers[-1], x))
-        blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
-        if len(blocks[-1]) == 1:  # c·X^q: a scaling, not a product
-            top = blocks.pop()[0]
-            p = _horner_block(powers[:q], blocks.pop(), eye) + powers[q] * top
-        else:
-            p = _horner_block(powers[:len(blocks[-1])], blocks.pop(), eye)
-        for block in reversed(blocks):
-            steps.append(p)  # the factor of P_{j+1} X^q, kept for the adjoint
-            p = _horner_block(powers[:q], block, eye) + matmul(p, powers[q])
+    steps, squares = [], []
+    p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
     for _ in range(s):
         squares.append(p)
         p = matmul(p, p)
     return p, (scale, m, q, powers, steps, squares)
+
+
+def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.Tensor, product=torch.matmul,
+                  steps: list | None = None) -> tuple[torch.Tensor, list]:
+    """(T_m(X), [None, X, X², …, X^q]) by Paterson–Stockmeyer with block size q, products by ``product``; with
+    ``steps``, each Horner step's left factor is appended to it (what :func:`_adjoint` needs)."""
+    coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
+    powers = [None, x, x2]
+    if m <= 1:
+        return eye + x, powers
+    while len(powers) <= q:
+        powers.append(product(powers[-1], x))
+    blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
+    if len(blocks[-1]) == 1:  # c·X^q: a scaling, not a product
+        top = blocks.pop()[0]
+        p = _horner_block(powers[:q], blocks.pop(), eye) + powers[q] * top
+    else:
+        p = _horner_block(powers[:len(blocks[-1])], blocks.pop(), eye)
+    for block in reversed(blocks):
+        if steps is not None:
+            steps.append(p)  # the factor of P_{j+1} X^q, kept for the adjoint
+        p = _horner_block(powers[:q], block, eye) + product(p, powers[q])
+    return p, powers
 
 
 def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:

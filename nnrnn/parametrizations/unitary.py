@@ -33,7 +33,7 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from .expm import NORM_SAFETY, _horner_block, plan, spectral_norm_from_square
+from .expm import NORM_SAFETY, plan, spectral_norm_from_square, taylor_series
 from .registration import register
 
 INITS = ("random", "identity")
@@ -67,21 +67,7 @@ def expm_skew_hermitian(a: torch.Tensor) -> torch.Tensor:
     s, m, q = plan(theta, real)
     scale = 2.0 ** -s
     x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
-    coefficients = [1.0 / math.factorial(k) for k in range(m + 1)]
-    if m <= 1:
-        p = eye + x
-    else:
-        powers = [None, x, x2]
-        while len(powers) <= q:
-            powers.append(powers[-1] @ x)
-        blocks = [coefficients[j:j + q] for j in range(0, m + 1, q)]
-        if len(blocks[-1]) == 1:  # c·X^q: a scaling, not a product
-            top = blocks.pop()[0]
-            p = _horner_block(powers[:q], blocks.pop(), eye) + powers[q] * top
-        else:
-            p = _horner_block(powers[:len(blocks[-1])], blocks.pop(), eye)
-        for block in reversed(blocks):
-            p = _horner_block(powers[:q], block, eye) + p @ powers[q]
+    p, _ = taylor_series(x, x2, m, q, eye)
     for _ in range(s):
         p = p @ p
     return p
