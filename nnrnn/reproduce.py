@@ -52,6 +52,10 @@ from .tasks.copy import baseline_loss
 from .train import is_run_folder, train
 
 BOTH = ("hidden", "params")
+NON_GATED = tuple(m for m in PAPER_MODELS if m != "lstm")
+# Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
+GAMMA_CLAMPED = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
+                 "nnrnn γ=0.958": {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
@@ -69,16 +73,21 @@ SCALES = {
     "cpu-long": {
         "seeds": [0, 1, 2],
         "tasks": {
-            "copy": {"hidden": 128, "columns": ("hidden",),
-                     "options": {"T": 200, "batch_size": 10, "steps": 4000, "eval_every": 250, "log_every": 50}},
-            "psmnist": {"hidden": 64, "columns": ("hidden",),
+            "copy": {"hidden": 128, "columns": BOTH,
+                     "options": {"T": 200, "batch_size": 10, "steps": 4000, "eval_every": 100, "log_every": 50}},
+            "psmnist": {"hidden": 64, "columns": BOTH,
                         "options": {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 25,
                                     "eval_batch_size": 1000}},
-            # 150 epochs, the plateau rule halving the rates as in the presets (no early stop: with
-            # patience 0 a few bad validations early in a run would end it; docs/training.md)
-            "ptb": {"hidden": 128, "columns": BOTH,
-                    "options": {"bptt": 150, "batch_size": 32, "epochs": 150,
+            # the release's 100 epochs, the plateau rule halving the rates as in the presets (no early stop:
+            # with patience 0 a few bad validations early in a run would end it; docs/training.md)
+            "ptb": {"hidden": 128, "columns": BOTH, "variants": GAMMA_CLAMPED,
+                    "options": {"bptt": 150, "batch_size": 32, "epochs": 100,
                                 "eval_every": 74, "log_every": 10, "eval_batch_size": 50}},
+            # supplementary Tables 1 and 7 at T_PTB = 300: the non-gated models only, as there
+            "ptb-300": {"task": "ptb", "hidden": 128, "columns": BOTH, "variants": GAMMA_CLAMPED,
+                        "models": NON_GATED,
+                        "options": {"bptt": 300, "batch_size": 32, "epochs": 100,
+                                    "eval_every": 37, "log_every": 5, "eval_batch_size": 50}},
         },
     },
     "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
@@ -137,23 +146,39 @@ def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None
     return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
 
 
+def setting_task(scale: str, setting: str) -> str:
+    """The task a scale's setting trains (settings such as ``ptb-300`` name a task and its options)."""
+    return SCALES[scale]["tasks"][setting].get("task", setting)
+
+
 def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list[dict]:
-    """One entry per run: its task, column, model, seed and resolved options."""
+    """One entry per run: its setting, task, column, label, model, seed and resolved options.
+
+    A setting runs its ``models`` (default: the paper's six) in each of its columns, and its ``variants``
+    (a label → the model and the options that make it, e.g. nnRNN with γ held) at the reference size.
+    ``models`` and ``tasks`` filter by model and task name (a variant goes with its model)."""
     spec = SCALES[scale]
     runs = []
-    for task, setting in spec["tasks"].items():
+    for setting_name, setting in spec["tasks"].items():
+        task = setting.get("task", setting_name)
         if tasks and task not in tasks:
             continue
         cls = task_class(task)
         io = sizes(task, data_dir)
+        entries = [(m, {"model": m}, setting.get("columns", BOTH)) for m in setting.get("models", PAPER_MODELS)]
+        entries += [(label, variant, ("hidden",)) for label, variant in setting.get("variants", {}).items()]
         for column in setting.get("columns", BOTH):
             preset = COLUMNS[column]
             key = presets.table_key(task, setting["options"].get("bptt"))
             reference = setting["hidden"] or presets.load("paper")[key]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)
-            for model in models or PAPER_MODELS:
-                model_config = resolve_config({"task": task, "model": model, **setting["options"]}, preset)
+            for label, variant, columns in entries:
+                model = variant["model"]
+                if column not in columns or models and model not in models:
+                    continue
+                extra = {k: v for k, v in variant.items() if k != "model"}
+                model_config = resolve_config({"task": task, **variant, **setting["options"]}, preset)
                 if column == "hidden" or model == "nnrnn":
                     hidden = reference
                 else:
@@ -162,7 +187,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
                                              **model_options(model_config))
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
-                               **setting["options"]}
+                               **setting["options"], **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
                     config = resolve_config(options, preset)
@@ -171,8 +196,9 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
                     # named by the options that differ from the defaults: adding an option keeps names valid
                     config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
                     digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
-                    runs.append({"task": task, "column": column, "model": model, "seed": seed, "hidden": hidden,
-                                 "preset": preset, "options": options, "budget": budget,
+                    runs.append({"setting": setting_name, "task": task, "column": column, "label": label,
+                                 "model": model, "seed": seed, "hidden": hidden, "preset": preset,
+                                 "options": options, "budget": budget,
                                  "name": f"{task}-{model}-h{hidden}-s{seed}-{digest}"})
     return runs
 
@@ -212,6 +238,17 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     return f"{folder.name}: {seconds:.0f} s" + (" (resumed)" if resume else "")
 
 
+def expected_cost(run: dict) -> float:
+    """A rough relative cost of a run (recurrent steps × units², gated models × their gate count), to order the
+    queue; not a prediction of time."""
+    options = run["options"]
+    length = {"copy": options.get("T", 0) + 20, "psmnist": 784, "ptb": options.get("bptt", 150)}.get(run["task"], 1)
+    updates = options.get("steps") or (options.get("epochs") or 1) * {"psmnist": 125, "ptb": 11000 / length}.get(
+        run["task"], 1)
+    gates = {"lstm": 4, "gru": 3, "nngru": 3}.get(run["model"], 1)
+    return updates * length * options.get("batch_size", 1) * (gates * run["hidden"] ** 2 + 64 ** 2)
+
+
 def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
     """Train every planned run that has not finished (resuming interrupted ones); runs that share a folder
     (identical settings) train once.  ``jobs`` > 1 trains that many at once, each in its own process with
@@ -223,6 +260,8 @@ def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
             todo[folder] = run
     if not todo:
         return
+    # longest first: with several jobs the grid then ends with short runs filling both processes
+    todo = dict(sorted(todo.items(), key=lambda item: -expected_cost(item[1])))
     log(f"{len(todo)} runs to train" + (f", {jobs} at a time" if jobs > 1 else ""))
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
     if jobs <= 1:
