@@ -377,3 +377,13 @@ def test_single_threaded_blas_sets_and_restores(monkeypatch):
     for f, n in zip(setters, before):
         f(n)
     assert inside == [1] * len(setters) and after == before
+
+
+def test_angle_concentration_and_delay_line_ratio():
+    from nnrnn.analysis.trained import angle_concentration, delay_line_ratio
+    spread = np.linspace(0, np.pi, 64)
+    assert abs(angle_concentration(spread)) < 0.02 and angle_concentration(np.full(8, 0.3)) == pytest.approx(1.0)
+    assert angle_concentration(np.array([0.0, np.pi])) < 0  # crowded at both ends: less aligned than uniform
+    t = np.tril(np.full((6, 6), 0.1), -2) + np.diag(np.ones(5), -1)
+    assert delay_line_ratio(t) == pytest.approx(10.0)
+    assert np.isnan(delay_line_ratio(np.zeros((6, 6))))

@@ -256,9 +256,13 @@ def plot_spectrum(matrix: np.ndarray, path, title: str = "") -> str:
 @single_threaded_blas()
 def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profile: dict, path,
                title: str = "", source: str = "") -> str:
-    """The lower (quasi-)triangular Schur form Θ = Λ + T of V = P Θ Pᵀ: heatmap of Θ (a), eigenvalue
-    angles θ_i (b), mean |Θ_{i+k,i}| along the k-th sub-diagonal (c, the paper's Fig. 3c), and the
-    eigenvalue moduli γ_i (d)."""
+    """The lower (quasi-)triangular Schur form Θ = Λ + T of V = P Θ Pᵀ: heatmap of Θ (a), angles θ_i (b),
+    mean |Θ_{i+k,i}| along the k-th sub-diagonal (c, the paper's Fig. 3c), and moduli γ_i (d).
+
+    With ``source="parametrized"`` (nnRNN's trained factors) θ_i and γ_i are Λ's block parameters; V's
+    eigenvalues are then γ_i e^{±iθ_i} only when T has no entries inside the 2×2 blocks (the paper's strict T
+    has them), and the axes say so.  Otherwise they are the angles and moduli of V's eigenvalues."""
+    factors = source == "parametrized"
     theta = np.asarray(theta, dtype=np.float64)
     n = theta.shape[0]
     with _figure(7.0, 6.0) as fig:
@@ -280,7 +284,8 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         ax_a.set_xlim(0, math.pi)
         ax_a.set_xticks([0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi],
                         ["0", r"$\pi/4$", r"$\pi/2$", r"$3\pi/4$", r"$\pi$"])
-        ax_a.set_xlabel(r"eigenvalue angle $\theta_i$ (rad), $\lambda=\gamma e^{\pm i\theta}$")
+        ax_a.set_xlabel(r"angle $\theta_i$ of $\Lambda$'s $2\times2$ blocks (rad)" if factors else
+                        r"eigenvalue angle $\theta_i$ (rad), $\lambda=|\lambda| e^{\pm i\theta}$")
         ax_a.set_ylabel("count")
         ax_a.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_a.set_title(r"(b) angles $\theta_i$")
@@ -301,7 +306,8 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         ax_g.hist(moduli, bins=30, color="C3", alpha=0.85, edgecolor="white", linewidth=0.5)
         ax_g.axvline(1.0, color="0.3", ls=":", lw=0.9)
         ax_g.axvline(float(np.mean(moduli)), color="0.1", lw=1.2, ls="--")
-        ax_g.set_xlabel(r"eigenvalue modulus $\gamma_i=|\lambda_i|$")
+        ax_g.set_xlabel(r"scale $\gamma_i$ of $\Lambda$'s blocks ($|\lambda_i|$ only if T is 0 inside them)"
+                        if factors else r"eigenvalue modulus $|\lambda_i|$")
         ax_g.set_ylabel("count")
         ax_g.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_g.set_title(rf"(d) moduli $\gamma_i$ (dashed: mean $\bar\gamma={np.mean(moduli):.3f}$)")

@@ -292,9 +292,30 @@ def matrix_summary(view: SchurView) -> dict:
         "schur_reconstruction_error": view.reconstruction_error,
         "mean_gamma": float(np.mean(view.moduli)),
     }
+    out["angle_concentration"] = angle_concentration(view.angles)
+    out["delay_line"] = delay_line_ratio(view.T)
     if view.gamma_parameters is not None:
         out["mean_gamma_parameter"] = float(np.mean(view.gamma_parameters))
     return out
+
+
+def angle_concentration(angles) -> float:
+    """How aligned the rotation angles θ_i ∈ [0, π] are: 1 − sd(θ)/sd(uniform on [0, π]) (sd = π/√12), so 0 for
+    angles spread evenly over [0, π], 1 when all are equal, below 0 when they crowd at both ends."""
+    angles = np.asarray(angles, dtype=np.float64)
+    return float(1 - np.std(angles) / (math.pi / math.sqrt(12))) if angles.size > 1 else math.nan
+
+
+def delay_line_ratio(t) -> float:
+    """Mean |T_{i+1,i}| (T's first sub-diagonal, the delay line of the paper's §3) over the mean |T_{i+k,i}|,
+    k ≥ 2 (the rest of the triangle); NaN when either is empty or the rest is zero."""
+    t = np.asarray(t, dtype=np.float64)
+    n = t.shape[0]
+    if n < 3:
+        return math.nan
+    first = np.abs(np.diagonal(t, -1)).mean()
+    rest = np.abs(t[np.tril_indices(n, -2)]).mean()
+    return float(first / rest) if rest > 0 else math.nan
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,472 @@
+"""The report of a ``nnrnn reproduce`` grid: ``OUT/report.md`` and its figures, from the run folders.
+
+Sections: the data each run saw against the official files; per setting (copy, psMNIST, PTB at each T_PTB)
+the results in both columns with learning curves; copy's training speed; nnRNN with γ held (supplementary
+Table 7); the paper's claims judged by :mod:`nnrnn.verdicts`; how settled the runs are; what nnRNN learned
+over every seed; the theory.  Every number comes from the run folders or the theory code; every comparison
+follows the rule in :mod:`nnrnn.verdicts`.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .models import PAPER_MODELS
+from .reproduce import diverged, finished, metric, run_folder
+from .runlog import read_metrics
+from .tasks import make_task
+from .tasks.copy import baseline_loss
+from .verdicts import (SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
+                       psmnist_claim, ptb_claim, structure_claims)
+
+COLUMNS = ("hidden", "params")
+# What a setting's table reports (the monitored metric on the split the paper reports), and how it is shown.
+REPORTED = {"copy": ("loss", "valid", "valid loss", 4), "psmnist": ("accuracy", "test", "test accuracy", 3),
+            "ptb": ("bpc", "test", "test bpc", 3)}
+AXIS = {"copy": "validation cross-entropy (nats per recalled symbol)", "psmnist": "validation accuracy",
+        "ptb": "validation bits per character"}
+OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
+STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
+             "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
+             "delay_line": "delay_line", "mean_gamma": "mean_gamma_parameter"}
+
+
+def labels(runs: list[dict], setting: str) -> list[str]:
+    """The labels of a setting's runs in plan order (models first, then variants)."""
+    return list(dict.fromkeys(r["label"] for r in runs if r["setting"] == setting))
+
+
+def group(runs: list[dict], setting: str, column: str, label: str) -> list[dict]:
+    return [r for r in runs if (r["setting"], r["column"], r["label"]) == (setting, column, label)]
+
+
+def final_value(folder: Path, key: str, split: str) -> float | None:
+    """The last logged ``key`` on ``split`` of a finished run; None for a run that diverged or has not
+    finished."""
+    if diverged(folder) or not finished(folder):
+        return None
+    values = [r[key] for r in read_metrics(folder) if r.get("split") == split and key in r]
+    return values[-1] if values else None
+
+
+def stat(out: Path, runs: list[dict], key: str, split: str) -> Stat | None:
+    """Mean ± s.e. of ``key`` over a group of runs; None when none has finished (a diverged run counts as
+    failed)."""
+    folders = [run_folder(out, r) for r in runs]
+    if not any(finished(f) for f in folders):
+        return None
+    return Stat.of(final_value(f, key, split) for f in folders if finished(f))
+
+
+def results(out: Path, runs: list[dict], setting: str, key: str | None = None, split: str | None = None) -> dict:
+    """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
+    task = setting_task_of(runs, setting)
+    default_key, default_split, _, _ = REPORTED[task]
+    key, split = key or default_key, split or default_split
+    return {column: {label: stat(out, group(runs, setting, column, label), key, split)
+                     for label in labels(runs, setting) if group(runs, setting, column, label)}
+            for column in COLUMNS}
+
+
+def setting_task_of(runs: list[dict], setting: str) -> str:
+    return next(r["task"] for r in runs if r["setting"] == setting)
+
+
+def updates_to_solve(folder: Path, threshold: float) -> float | None:
+    """The first validation step after which every validation loss of the run stays below ``threshold``;
+    None when the last one is not below it (or the run diverged)."""
+    if diverged(folder):
+        return None
+    curve = [(r["step"], r["loss"]) for r in read_metrics(folder) if r.get("split") == "valid" and "loss" in r]
+    if not curve or not curve[-1][1] < threshold:
+        return None
+    step = curve[-1][0]
+    for s, loss in reversed(curve):
+        if not loss < threshold:
+            break
+        step = s
+    return float(step)
+
+
+def copy_speed(out: Path, runs: list[dict], setting: str, baseline: float) -> dict:
+    """{column: {label: Stat of updates until the loss stays below 10% of the baseline}} (a seed that never
+    gets there counts as failed)."""
+    speed = {}
+    for column in COLUMNS:
+        for label in labels(runs, setting):
+            members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
+            if members:
+                speed.setdefault(column, {})[label] = Stat.of(
+                    updates_to_solve(run_folder(out, r), SOLVED_SHARE * baseline) for r in members)
+    return speed
+
+
+# --------------------------------------------------------------------------------------------- figures
+def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    task = setting_task_of(runs, setting)
+    key = metric(task)
+    columns = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
+    fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, column in zip(axes, columns):
+        for index, label in enumerate(labels(runs, setting)):
+            members = group(runs, setting, column, label)
+            curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
+                       if r.get("split") == "valid" and key in r] for m in members]
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            steps = np.array([p[0] for p in curves[0][:n]])
+            values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
+            mean = values.mean(0)
+            se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+            color = f"C{index}"  # one colour per label in every panel
+            style = "--" if label not in PAPER_MODELS else "-"
+            ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
+            ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
+        if task == "copy":
+            ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
+            ax.axhline(SOLVED_SHARE * baseline, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
+            # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to
+            # 1e12) are cut off so that the region the claims are about can be read
+            ax.set_yscale("log")
+            ax.set_ylim(1e-5, 3 * baseline)
+        ax.set_title(column_words(column), fontsize=10)
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7.5, loc="best")
+    axes[0].set_ylabel(AXIS[task])
+    clipped = " (axis cut at 3× the baseline)" if task == "copy" else ""
+    fig.suptitle(f"{title(runs, setting)}: {AXIS[task]}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def title(runs: list[dict], setting: str) -> str:
+    sample = next(r for r in runs if r["setting"] == setting)
+    task = sample["task"]
+    if task == "ptb":
+        return f"PTB, T_PTB = {sample['options']['bptt']}"
+    return {"copy": f"copy, T = {sample['options'].get('T')}", "psmnist": "psMNIST"}.get(task, task)
+
+
+# --------------------------------------------------------------------------------------------- learned structure
+def structure_of(folder: Path) -> dict | None:
+    """The quantities :func:`nnrnn.verdicts.structure_claims` judges, for one trained nnRNN (its best
+    checkpoint)."""
+    from .analysis.trained import matrix_summary, schur_view
+    from .network import best_checkpoint, load_model
+    if not best_checkpoint(folder).exists():
+        return None
+    net, _ = load_model(folder)
+    summary = matrix_summary(schur_view(net.rnn))
+    return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
+
+
+def learned_structure(out: Path, runs: list[dict]) -> dict:
+    """{task: {quantity: Stat over every seed}} for nnRNN at fixed hidden units in the copy, psMNIST and the
+    first PTB setting; cached beside the report (keyed by the checkpoint's time)."""
+    cache_path = out / "analysis" / "structure.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    learned = {}
+    for task in ("copy", "psmnist", "ptb"):
+        setting = next((r["setting"] for r in runs if r["task"] == task), None)
+        members = [r for r in group(runs, setting, "hidden", "nnrnn") if finished(run_folder(out, r))] \
+            if setting else []
+        per_seed = []
+        for r in members:
+            folder = run_folder(out, r)
+            stamp = str(folder.joinpath("checkpoints").stat().st_mtime) if folder.joinpath("checkpoints").exists() \
+                else ""
+            entry = cache.get(folder.name)
+            if not entry or entry.get("stamp") != stamp:
+                entry = {"stamp": stamp, "values": structure_of(folder)}
+                cache[folder.name] = entry
+            if entry["values"]:
+                per_seed.append(entry["values"])
+        if per_seed:
+            learned[task] = {q: Stat.of(v[q] for v in per_seed) for q in STRUCTURE}
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path.write_text(json.dumps(cache, indent=1))
+    return learned
+
+
+def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
+    """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
+    from .analysis import analyze_model
+    from .network import best_checkpoint, load_model
+    lines = []
+    for task in ("copy", "psmnist", "ptb"):
+        setting = next((r["setting"] for r in runs if r["task"] == task), None)
+        members = sorted(group(runs, setting, "hidden", "nnrnn"), key=lambda r: r["seed"]) if setting else []
+        if not members or not best_checkpoint(run_folder(out, members[0])).exists():
+            continue
+        folder, target = run_folder(out, members[0]), out / "analysis" / task
+        summary = target / "summary.json"
+        if not (summary.is_file() and summary.stat().st_mtime >= best_checkpoint(folder).stat().st_mtime):
+            net, _ = load_model(folder)
+            analyze_model(net.rnn, target, title=f"nnRNN trained on {title(runs, setting)}, seed {members[0]['seed']}")
+        lines += [f"![{task} {png.stem}]({png.relative_to(out)})" for png in sorted(target.glob("*.png"))]
+    return lines
+
+
+# --------------------------------------------------------------------------------------------- sections
+def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
+    out = Path(out)
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
+    baseline = baseline_loss(copy_T) if copy_T else None
+    claims = []
+    lines = introduction(out, scale, runs) + data_section(runs)
+    for setting in settings:
+        lines += results_section(out, runs, setting, figures, baseline)
+        task = setting_task_of(runs, setting)
+        table = results(out, runs, setting)
+        if task == "copy" and baseline:
+            speed = copy_speed(out, runs, setting, baseline)
+            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
+            lines += speed_section(speed, baseline, every)
+            for column in COLUMNS:
+                if table.get(column):
+                    claims += copy_claims(table[column], speed.get(column, {}), baseline, column)
+        elif task == "psmnist":
+            claims += [psmnist_claim(table[c], c) for c in COLUMNS if table.get(c)]
+        elif task == "ptb":
+            bptt = next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
+            claims += [ptb_claim(table[c], bptt, c) for c in COLUMNS if table.get(c)]
+            if any("γ" in label for label in table.get("hidden", {})):
+                claims += gamma_claims(table["hidden"], bptt)
+    gamma = gamma_section(out, runs, settings)
+    learned = learned_structure(out, runs)
+    claims += structure_claims(learned)
+    lines += gamma + claims_section(claims) + settled_section(out, runs, settings) + learned_section(learned)
+    lines += analyse_first_seed(out, runs) + [""] + theory_section(figures)
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+def introduction(out: Path, scale: str, runs: list[dict]) -> list[str]:
+    seeds = sorted({r["seed"] for r in runs})
+    folders = {run_folder(out, r) for r in runs}
+    done = sum(finished(f) for f in folders)
+    data_dir = next((r["options"]["data_dir"] for r in runs if "data_dir" in r["options"]), None)
+    command = f"nnrnn reproduce --scale {scale} --out {out}" + (f" --data-dir {data_dir}" if data_dir else "")
+    minutes = sum(float((f / "wall_seconds").read_text()) for f in folders if (f / "wall_seconds").is_file()) / 60
+    state = (f"**Complete: all {done} distinct runs finished, {datetime.date.today().isoformat()}.**"
+             if done == len(folders) else f"**In progress: {done} of {len(folders)} distinct runs finished.**")
+    return [f"# Reproduction report ({scale} scale)", "", state, "",
+            f"Generated by `{command}`; its {len(folders)} distinct runs (runs with identical settings, such as "
+            f"nnRNN in both columns, are trained once) trained for {minutes:.0f} minutes in all (the sum of their "
+            f"wall times). Seeds: {', '.join(map(str, seeds))}; entries are mean ± standard error over seeds. "
+            "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
+            "released code does); sizes and lengths are this scale's (`nnrnn/reproduce.py`, `SCALES`).", "",
+            "**The comparison rule.** Two means differ when they are more than two combined standard errors "
+            "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
+            "comparison below, in the tables, the claims and the notes, uses this rule (`nnrnn/verdicts.py`).", ""]
+
+
+def data_section(runs: list[dict]) -> list[str]:
+    """What each task trained, validated and tested on, against the official files, and what that does."""
+    lines = ["## Data: what the runs saw against the official files", "",
+             "| task | trained on | validated on | tested on | the paper (official files) |", "|---|---|---|---|---|"]
+    tasks = {r["task"]: r for r in runs}
+    notes = []
+    if "copy" in tasks:
+        o = tasks["copy"]["options"]
+        lines.append(f"| copy | {o['steps'] * o['batch_size']:,} generated sequences (T = {o['T']}) | a fixed "
+                     "generated set | a fixed generated set | generated, the same task |")
+    if "psmnist" in tasks:
+        o = tasks["psmnist"]["options"]
+        data = make_task("psmnist", data_dir=o.get("data_dir"), batch_size=1).data
+        n = (len(data.train_labels), len(data.valid_labels), len(data.test_labels))
+        lines.append(f"| psMNIST | {n[0]:,} images | {n[1]:,} images | {n[2]:,} images | 60,000 training images "
+                     "(the release holds some out for validation), 10,000 test images |")
+        if n[0] < 50_000:
+            se = math.sqrt(0.8 * 0.2 / n[2]) * 100
+            notes.append(f"psMNIST: the models train on {n[0]:,} images, about {n[0] / 60_000:.0%} of the official "
+                         "training set, all taken from the official test set, so accuracies are lower than the "
+                         f"paper's and not comparable with them. Every seed is tested on the same {n[2]:,} images: "
+                         f"at 80% accuracy the sampling error of that test set alone is about ±{se:.1f} points "
+                         "(binomial), which the seed-to-seed standard errors do not contain. Differences between "
+                         "models are judged by the seed error bars, so a difference of about a point says little "
+                         "about the full test set.")
+    if "ptb" in tasks:
+        o = tasks["ptb"]["options"]
+        corpus = make_task("ptb", data_dir=o.get("data_dir"), batch_size=1).corpus
+        n = (len(corpus.train), len(corpus.valid), len(corpus.test))
+        lines.append(f"| PTB | {n[0]:,} characters | {n[1]:,} characters | {n[2]:,} characters | "
+                     "`ptb.char.train.txt`: about 5.01 million characters (the count usually published, whose "
+                     "validation and test counts, 393K and 442K, match the files here) |")
+        if n[0] < 1_000_000:
+            notes.append(f"PTB: the models train on {n[0]:,} characters (90% of the official validation file), "
+                         f"{n[0] / OFFICIAL_PTB_TRAIN:.0%} of the official training text, and validate on the rest of "
+                         "that file. With so little "
+                         "text the larger models over-fit sooner, and the plateau schedule then halves their "
+                         "learning rates early; bits per character are higher than the paper's and not comparable "
+                         "with them. The test file is the official one, so test scores of different models here are "
+                         "comparable with each other.")
+    return lines + [""] + [f"- {note}" for note in notes] + [""]
+
+
+def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
+    task = setting_task_of(runs, setting)
+    _, _, label, digits = REPORTED[task]
+    if task == "copy":
+        label += f" (baseline {baseline:.4f})"
+    sample = next(r for r in runs if r["setting"] == setting)
+    table = results(out, runs, setting)
+    extra = results(out, runs, setting, "accuracy", "test") if task == "ptb" else None
+    per_column = f"{label} | test accuracy | N" if extra else f"{label} | N"
+    lines = [f"## {title(runs, setting)}", "",
+             "Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
+                                          if k not in ("task", "model", "seed", "hidden", "progress", "data_dir")),
+             "", "| model | " + " | ".join(f"{column_words(c)}: {per_column}" for c in COLUMNS) + " |",
+             "|---" * (1 + (3 if extra else 2) * len(COLUMNS)) + "|"]
+    for model in labels(runs, setting):
+        cells = []
+        for column in COLUMNS:
+            members = group(runs, setting, column, model)
+            s = table.get(column, {}).get(model)
+            shown = "" if not members else "not finished" if s is None else s.show(digits)
+            cells.append(shown)
+            if extra:
+                a = extra.get(column, {}).get(model)
+                cells.append("" if not members or a is None else a.show(3))
+            cells.append(str(members[0]["hidden"]) if members else "")
+        lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
+    curve = learning_curves(out, runs, setting, figures / f"curves-{setting}.png", baseline)
+    return lines + ["", f"![{title(runs, setting)} learning curves]({curve.relative_to(out)})", ""]
+
+
+def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
+    lines = ["### Copy: how fast each model solves it", "",
+             f"Updates until the validation loss stays below {SOLVED_SHARE * baseline:.4f} (10% of the baseline) "
+             f"for the rest of the run, validated every {every} updates; mean ± s.e. over the seeds that get there.",
+             "",
+             "| model | " + " | ".join(column_words(c) for c in COLUMNS if c in speed) + " |",
+             "|---" * (1 + len(speed)) + "|"]
+    models = list(dict.fromkeys(m for column in speed.values() for m in column))
+    for model in models:
+        cells = [speed[c][model].show(0, failed="never solved") if model in speed[c] else ""
+                 for c in COLUMNS if c in speed]
+        lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+    ptb = [s for s in settings if setting_task_of(runs, s) == "ptb"
+           and any("γ" in label for label in labels(runs, s))]
+    if not ptb:
+        return []
+    bptts = {s: next(r["options"]["bptt"] for r in runs if r["setting"] == s) for s in ptb}
+    tables = {s: results(out, runs, s)["hidden"] for s in ptb}
+    accuracy = {s: results(out, runs, s, "accuracy", "test")["hidden"] for s in ptb}
+    lines = ["## nnRNN with γ held (supplementary Table 7)", "",
+             "Test bits per character (test accuracy) at fixed hidden units; γ held means every γ_i is fixed at "
+             "that value and the δ penalty is off (`--fixed-gamma G --delta 0`).", "",
+             "| model | " + " | ".join(f"T_PTB = {bptts[s]}" for s in ptb) + " |", "|---" * (1 + len(ptb)) + "|"]
+    for label in ("nnrnn", "nnrnn γ=1", "nnrnn γ=0.958"):
+        cells = []
+        for s in ptb:
+            b, a = tables[s].get(label), accuracy[s].get(label)
+            cells.append("not finished" if b is None else f"{b.show(3)} ({a.show(3) if a else '–'})")
+        lines.append(f"| {name(label)} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def claims_section(claims) -> list[str]:
+    lines = ["## The paper's claims at this scale", "",
+             "Each claim in the paper's words, its numbers there, this scale's numbers and the verdict by the rule "
+             "above. \"partly\": some of the models or statements the claim names pass and some do not (the "
+             "numbers say which).", "", "| claim | the paper | this scale | verdict |", "|---|---|---|---|"]
+    return lines + [f"| {c.claim} | {c.paper} | {c.here} | **{c.verdict}** |" for c in claims] + [""]
+
+
+def convergence(out: Path, runs: list[dict], task: str) -> dict:
+    """How settled a group of runs is: the validation metric's change over the last 20% of training relative
+    to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
+    key = metric(task)
+    shares, halvings = [], []
+    for run in runs:
+        records = read_metrics(run_folder(out, run))
+        curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+        if len(curve) >= 5:
+            tail = curve[-max(2, len(curve) // 5):]
+            total = abs(curve[-1] - curve[0])
+            shares.append(abs(tail[-1] - tail[0]) / total if total else 0.0)
+        lrs = [r["lr"] for r in records if r.get("split") == "train" and "lr" in r]
+        if lrs:
+            halvings.append(round(math.log2(lrs[0] / lrs[-1])) if lrs[-1] > 0 else 0)
+    return {"last_fifth_share": float(np.mean(shares)) if shares else math.nan,
+            "halvings": (min(halvings), max(halvings)) if halvings else None}
+
+
+def settled_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+    lines = ["### How settled the runs are", "",
+             "The share of each validation curve's total change that happened in its last fifth (0: flat; the mean "
+             "over seeds), and for PTB how many times the plateau schedule halved the learning rates.", "",
+             "| setting | column | model | change in the last fifth | learning-rate halvings |",
+             "|---|---|---|---|---|"]
+    for setting in settings:
+        task = setting_task_of(runs, setting)
+        for column in COLUMNS:
+            for label in labels(runs, setting):
+                members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
+                if not members:
+                    continue
+                c = convergence(out, members, task)
+                share = "n/a" if math.isnan(c["last_fifth_share"]) else f"{c['last_fifth_share']:.0%}"
+                low, high = c["halvings"] or (None, None)
+                halvings = "" if low is None or task != "ptb" else f"{low}" if low == high else f"{low}–{high}"
+                lines.append(f"| {title(runs, setting)} | {column} | {name(label)} | {share} | {halvings} |")
+    return lines + [""]
+
+
+def learned_section(learned: dict) -> list[str]:
+    if not learned:
+        return []
+    lines = ["## What nnRNN learned", "",
+             "Every seed's trained nnRNN at fixed hidden units (its best checkpoint), mean ± s.e. over seeds: "
+             "‖T‖/‖Θ‖ (the strictly lower triangle's share of the Schur form), Henrici's departure from normality "
+             "of V divided by ‖V‖_F, the mean |λ| of V's eigenvalues (with the paper's strict T the in-block "
+             "entries of T move the eigenvalues, so this is not the mean γ), the mean trained γ, the "
+             "concentration of the rotation angles θ_i (1 − sd(θ)/sd of the uniform law on [0, π]: 0 spread "
+             "evenly, 1 all equal) and the delay line (mean |T| on the first sub-diagonal over the mean |T| below "
+             "it).", "",
+             "| task | ‖T‖/‖Θ‖ | departure (normalised) | mean abs(λ) | mean γ | angle concentration | delay line |",
+             "|---|---|---|---|---|---|---|"]
+    for task, s in learned.items():
+        lines.append(f"| {task} | " + " | ".join(s[q].show(3, failed="n/a") for q in (
+            "triangular_fraction", "departure", "mean_modulus", "mean_gamma", "angle_concentration", "delay_line"))
+            + " |")
+    return lines + ["", "The first seed's Θ, spectrum and gradient propagation:", ""]
+
+
+def theory_section(figures: Path) -> list[str]:
+    from .analysis import plots, table3
+    lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
+    for row in table3():
+        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
+    plots.figure1b(figures / "figure1b.png")
+    plots.figure1c(figures / "figure1c.png")
+    plots.figure_proposition1(figures / "proposition1.png")
+    plots.figure_proposition2(figures / "proposition2.png")
+    return lines + ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
+                    "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
+                    "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",
+                    "", "![Proposition 1](figures/proposition1.png)", "",
+                    "![Proposition 2](figures/proposition2.png)", ""]
+

@@ -1,0 +1,357 @@
+"""The paper's claims, each judged from a grid's numbers in the claim's own words.
+
+One rule for every comparison, in every generated sentence: two means differ when they are more than two
+combined standard errors apart, ``|a − b| > 2·sqrt(se_a² + se_b²)``; a mean is below a fixed value ``x``
+when ``mean + 2·se < x``.  A value from a single seed has no standard error and is compared by its mean
+alone.  A claim is judged only when every model it names has finished runs; otherwise its verdict says the
+runs are missing.
+
+The functions here take numbers, not run folders (:mod:`nnrnn.report` collects them), so that each verdict
+can be tested on made-up numbers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
+UNTESTED = "not tested yet (runs missing)"
+NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
+         "lstm": "LSTM"}
+ORTHOGONAL = ("exprnn", "eurnn", "rnn-orth")
+NON_GATED = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn")
+SOLVED_SHARE = 0.1  # copy: "solved" = loss below 10% of the baseline
+NEAR_ZERO = 0.1     # copy's T "≈ 0": ‖T‖_F below 10% of ‖Θ‖_F
+
+
+def name(label: str) -> str:
+    return NAMES.get(label, label)
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean ± standard error over the seeds that gave a value; ``failed`` seeds gave none (diverged, or a
+    threshold never reached)."""
+    mean: float
+    se: float
+    n: int
+    failed: int = 0
+
+    @classmethod
+    def of(cls, values) -> Stat:
+        values = list(values)
+        ok = [float(v) for v in values if v is not None and math.isfinite(v)]
+        failed = len(values) - len(ok)
+        if not ok:
+            return cls(math.nan, math.nan, 0, failed)
+        se = math.nan
+        if len(ok) > 1:
+            mean = sum(ok) / len(ok)
+            se = math.sqrt(sum((v - mean) ** 2 for v in ok) / (len(ok) - 1) / len(ok))
+        return cls(sum(ok) / len(ok), se, len(ok), failed)
+
+    @property
+    def empty(self) -> bool:
+        return self.n == 0
+
+    def err(self) -> float:
+        return 0.0 if math.isnan(self.se) else self.se
+
+    def show(self, digits: int, failed: str = "diverged") -> str:
+        if self.empty:
+            return failed if self.failed else "no runs"
+        text = f"{self.mean:.{digits}f}" + ("" if math.isnan(self.se) else f" ± {self.se:.{digits}f}")
+        return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
+
+
+def below(a: Stat, b: Stat) -> bool:
+    """a's mean below b's by more than two combined standard errors (a model with no value is never below,
+    and everything is below it)."""
+    if a.empty:
+        return False
+    if b.empty:
+        return True
+    return a.mean + 2 * math.hypot(a.err(), b.err()) < b.mean
+
+
+def differ(a: Stat, b: Stat) -> bool:
+    return not a.empty and not b.empty and (below(a, b) or below(b, a))
+
+
+def below_value(a: Stat, x: float) -> bool:
+    return not a.empty and a.mean + 2 * a.err() < x
+
+
+def above_value(a: Stat, x: float) -> bool:
+    return not a.empty and a.mean - 2 * a.err() > x
+
+
+@dataclass(frozen=True)
+class Claim:
+    claim: str     # the paper's words
+    paper: str     # its numbers there
+    here: str      # this grid's numbers
+    verdict: str
+
+
+def _missing(*stats) -> bool:
+    return any(s is None or (s.empty and not s.failed) for s in stats)
+
+
+def _join(labels) -> str:
+    labels = [name(m) for m in labels]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+# --------------------------------------------------------------------------------------------- copy
+def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[Claim]:
+    """Main text §4.1 on the copy task, judged in one column: ``loss`` and ``speed`` map a model to its final
+    validation loss and to the updates until its loss stays below 10% of the baseline."""
+    where = "N = 128, Fig. 2" if column == "hidden" else "18.9K parameters, supplement"
+    threshold = SOLVED_SHARE * baseline
+    solved = lambda m: below_value(loss[m], threshold)
+    claims = []
+
+    orth = {m: loss.get(m) for m in ORTHOGONAL}
+    if _missing(*orth.values()):
+        verdict = UNTESTED
+    else:
+        done = [m for m in ORTHOGONAL if solved(m)]
+        verdict = HOLDS if len(done) == len(ORTHOGONAL) else PARTLY if done else FAILS
+    claims.append(Claim(
+        f"copy ({column_words(column)}): \"all orthogonal RNNs [...] learn to solve [it] at very high "
+        "performance very quickly\"",
+        f"expRNN, EURNN and RNN-orth reach a loss near 0 ({where})",
+        "; ".join(f"{name(m)} {_show_loss(orth[m])}, {_show_speed(speed.get(m))}" for m in ORTHOGONAL)
+        + f" (solved: below {threshold:.4f}, 10% of the baseline {baseline:.4f})", verdict))
+
+    nn = loss.get("nnrnn")
+    if _missing(nn, *orth.values()):
+        verdict, here = UNTESTED, f"nnRNN {_show_loss(nn)}"
+    else:
+        best = min(ORTHOGONAL, key=lambda m: loss[m].mean if not loss[m].empty else math.inf)
+        fastest = min(ORTHOGONAL, key=lambda m: speed[m].mean if not speed[m].empty else math.inf)
+        matches = solved("nnrnn") and not below(loss[best], nn)
+        as_fast = not speed["nnrnn"].empty and not below(speed[fastest], speed["nnrnn"])
+        verdict = HOLDS if matches and as_fast else PARTLY if matches or as_fast else FAILS
+        here = (f"nnRNN {_show_loss(nn)}, {_show_speed(speed['nnrnn'])}; lowest orthogonal loss: "
+                f"{name(best)} {_show_loss(loss[best])}; fastest orthogonal: {name(fastest)} "
+                f"{_show_speed(speed[fastest])}; nnRNN's loss is "
+                + ("clearly above" if below(loss[best], nn) else "not clearly different from") + f" {name(best)}'s, "
+                + "its time to solve " + ("clearly longer than" if below(speed[fastest], speed["nnrnn"])
+                                          else "not clearly different from" if not speed["nnrnn"].empty
+                                          else "never reached, unlike") + f" {name(fastest)}'s")
+    claims.append(Claim(
+        f"copy ({column_words(column)}): \"nnRNN matched the performance of orthogonal RNNs, as well as best "
+        "training timescales\"",
+        f"nnRNN's curve lies with expRNN's ({where})", here, verdict))
+
+    lstm, rnn = loss.get("lstm"), loss.get("rnn")
+    if _missing(lstm, rnn):
+        verdict = UNTESTED
+    else:
+        struggles = not solved("lstm")
+        fails = not below_value(rnn, baseline)  # "failed completely": not clearly below the baseline
+        verdict = HOLDS if struggles and fails else PARTLY if struggles or fails else FAILS
+    claims.append(Claim(
+        f"copy ({column_words(column)}): \"the LSTM struggled to solve the task and RNN failed completely\"",
+        f"LSTM and RNN stay near the baseline {baseline:.3f} ({where})",
+        f"LSTM {_show_loss(lstm)}; RNN {_show_loss(rnn)} (failed completely: not clearly below the baseline)",
+        verdict))
+    return claims
+
+
+def _show_loss(stat) -> str:
+    return "no runs" if stat is None else stat.show(4)
+
+
+def _show_speed(stat) -> str:
+    if stat is None or (stat.empty and not stat.failed):
+        return "time to solve unknown"
+    if stat.empty:
+        return "never solved"
+    return f"solved after {stat.show(0, failed='never solved')} updates"
+
+
+def column_words(column: str) -> str:
+    return "fixed hidden units" if column == "hidden" else "fixed parameter count"
+
+
+# --------------------------------------------------------------------------------------------- psMNIST
+def psmnist_claim(accuracy: dict, column: str) -> Claim:
+    """§4.1: "the nnRNN matches orthogonal RNNs in performance, whereas RNN and LSTM show lesser
+    performances" (test accuracy)."""
+    stats = [accuracy.get(m) for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm")]
+    where = "N = 512, Fig. 2" if column == "hidden" else "269K parameters, supplement"
+    if _missing(*stats):
+        verdict, here = UNTESTED, "; ".join(f"{name(m)} {_show_acc(accuracy.get(m))}"
+                                             for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm"))
+    else:
+        nn = accuracy["nnrnn"]
+        best = max(ORTHOGONAL, key=lambda m: accuracy[m].mean if not accuracy[m].empty else -math.inf)
+        matches = not differ(nn, accuracy[best])
+        lesser = [m for m in ("rnn", "lstm") if below(accuracy[m], nn)]
+        verdict = HOLDS if matches and len(lesser) == 2 else PARTLY if matches or lesser else FAILS
+        here = (f"nnRNN {_show_acc(nn)}; best orthogonal {name(best)} {_show_acc(accuracy[best])} ("
+                + ("not clearly different" if matches else "clearly different") + "); "
+                + "; ".join(f"{name(m)} {_show_acc(accuracy[m])}" for m in ORTHOGONAL if m != best)
+                + f"; RNN {_show_acc(accuracy['rnn'])}, LSTM {_show_acc(accuracy['lstm'])}"
+                + (f"; clearly below nnRNN: {_join(lesser)}" if lesser else "; neither RNN nor LSTM clearly below "
+                   "nnRNN"))
+    return Claim(f"psMNIST ({column_words(column)}): \"the nnRNN matches orthogonal RNNs in performance, whereas "
+                 "RNN and LSTM show lesser performances\"",
+                 f"nnRNN with expRNN and EURNN, RNN and LSTM lower ({where})", here, verdict)
+
+
+def _show_acc(stat) -> str:
+    return "no runs" if stat is None else stat.show(3)
+
+
+# --------------------------------------------------------------------------------------------- PTB
+# Table 1 (test bpc) and supplementary Table 2 (test accuracy, %), N = 1024 / ~1.32M parameters.
+PAPER_PTB_BPC = {
+    (150, "params"): {"rnn": "2.89", "rnn-orth": "1.62", "eurnn": "1.61", "exprnn": "1.49", "nnrnn": "1.47"},
+    (300, "params"): {"rnn": "2.90", "rnn-orth": "1.66", "eurnn": "1.62", "exprnn": "1.52", "nnrnn": "1.49"},
+    (150, "hidden"): {"rnn": "2.89", "rnn-orth": "1.62", "eurnn": "1.69", "exprnn": "1.51", "nnrnn": "1.47"},
+    (300, "hidden"): {"rnn": "2.90", "rnn-orth": "1.66", "eurnn": "1.68", "exprnn": "1.55", "nnrnn": "1.49"},
+}
+PAPER_PTB_ACCURACY = {
+    (150, "params"): {"rnn": "40.01", "rnn-orth": "66.29", "eurnn": "65.68", "exprnn": "68.07", "nnrnn": "68.78"},
+    (300, "params"): {"rnn": "39.97", "rnn-orth": "65.53", "eurnn": "65.55", "exprnn": "67.58", "nnrnn": "68.52"},
+    (150, "hidden"): {"rnn": "40.01", "rnn-orth": "66.29", "eurnn": "64.01", "exprnn": "67.51", "nnrnn": "68.78"},
+    (300, "hidden"): {"rnn": "39.97", "rnn-orth": "65.53", "eurnn": "64.20", "exprnn": "66.89", "nnrnn": "68.52"},
+}
+# Supplementary Table 7 (N = 1024), test bpc; asterisks there: failed runs out of 5.
+PAPER_GAMMA = {150: {"nnrnn": "1.47", "nnrnn γ=1": "1.46 (1 of 5 runs failed)", "nnrnn γ=0.958": "1.47"},
+               300: {"nnrnn": "1.49", "nnrnn γ=1": "1.49 (2 of 5 runs failed)", "nnrnn γ=0.958": "1.49"}}
+
+
+def ptb_claim(bpc: dict, bptt: int, column: str) -> Claim:
+    """Table 1: nnRNN has the lowest test bpc of the non-gated models."""
+    others = [m for m in NON_GATED if m != "nnrnn"]
+    paper = ", ".join(f"{name(m)} {PAPER_PTB_BPC[(bptt, column)][m]}" for m in ("nnrnn", *others))
+    here = ", ".join(f"{name(m)} {_show_bpc(bpc.get(m))}" for m in ("nnrnn", *others))
+    if _missing(*(bpc.get(m) for m in NON_GATED)):
+        verdict = UNTESTED
+    else:
+        beaten = [m for m in others if below(bpc["nnrnn"], bpc[m])]
+        verdict = HOLDS if len(beaten) == len(others) else PARTLY if beaten else FAILS
+        here += "; nnRNN clearly below " + (_join(beaten) if beaten else "none of them")
+        if len(beaten) < len(others):
+            here += "; not clearly below " + _join([m for m in others if m not in beaten])
+    return Claim(f"PTB (T_PTB = {bptt}, {column_words(column)}): nnRNN has the lowest test bpc of the non-gated "
+                 "models (Table 1)", paper, here, verdict)
+
+
+def _show_bpc(stat) -> str:
+    return "no runs" if stat is None else stat.show(3)
+
+
+def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
+    """Supplementary Table 7 at one T_PTB: nnRNN with γ held at 1 and at 0.958 against nnRNN (fixed hidden
+    units)."""
+    nn, one, held = bpc.get("nnrnn"), bpc.get("nnrnn γ=1"), bpc.get("nnrnn γ=0.958")
+    claims = []
+    others = [m for m in NON_GATED if m != "nnrnn"]
+    if _missing(nn, one, *(bpc.get(m) for m in others)):
+        verdict, here = UNTESTED, f"γ = 1: {_show_bpc(one)}; nnRNN {_show_bpc(nn)}"
+    else:
+        rivals = ["nnrnn", *others]
+        best_of_all = [m for m in rivals if below(one, bpc[m])]
+        verdict = HOLDS if len(best_of_all) == len(rivals) and one.failed else \
+            PARTLY if best_of_all or one.failed else FAILS
+        here = (f"γ = 1: {one.show(3, failed='diverged')} over the runs that finished; nnRNN {_show_bpc(nn)}; "
+                f"{one.failed} of {one.n + one.failed} γ = 1 runs diverged; γ = 1 clearly below "
+                + (_join(best_of_all) if best_of_all else "none of the other non-gated models")
+                + ("" if len(best_of_all) == len(rivals) else
+                   "; not clearly below " + _join([m for m in rivals if m not in best_of_all])))
+    claims.append(Claim(
+        f"PTB (T_PTB = {bptt}): with γ clamped at 1 \"some run did not converge [...] on runs that did converge "
+        "we found the best performance out of all methods (including regularized γ nnRNN)\"",
+        PAPER_GAMMA[bptt]["nnrnn γ=1"] + f" against nnRNN {PAPER_GAMMA[bptt]['nnrnn']}", here, verdict))
+    if _missing(nn, held):
+        verdict = UNTESTED
+        here = f"γ = 0.958: {_show_bpc(held)}; nnRNN {_show_bpc(nn)}"
+    else:
+        verdict = FAILS if differ(nn, held) else HOLDS
+        here = (f"γ = 0.958: {_show_bpc(held)}; nnRNN {_show_bpc(nn)}: "
+                + ("clearly different" if differ(nn, held) else "not clearly different"))
+    claims.append(Claim(
+        f"PTB (T_PTB = {bptt}): with γ clamped at 0.958 \"the performance was virtually identical to that of "
+        "nnRNN with regularized γ\"", PAPER_GAMMA[bptt]["nnrnn γ=0.958"] + f" against {PAPER_GAMMA[bptt]['nnrnn']}",
+        here, verdict))
+    return claims
+
+
+# --------------------------------------------------------------------------------------------- learned structure
+def structure_claims(learned: dict) -> list[Claim]:
+    """§4.3 and the supplement on what nnRNN learned; ``learned[task][quantity]`` is a Stat over every seed's
+    trained nnRNN (fixed hidden units).  Quantities: ``triangular_fraction`` ‖T‖_F/‖Θ‖_F,
+    ``departure`` (Henrici, normalised), ``mean_modulus`` (mean |λ| of V), ``angle_concentration`` (1 −
+    sd(θ_i)/sd of the uniform law on [0, π]: 0 for evenly spread angles, 1 when all are equal) and ``delay_line``
+    (mean |T_{i+1,i}| over the mean |T_{i+k,i}|, k ≥ 2)."""
+    copy, ps, ptb = (learned.get(t) for t in ("copy", "psmnist", "ptb"))
+    show = lambda s, q: "no runs" if s is None else s[q].show(3)
+    claims = []
+
+    if copy is None or ptb is None:
+        verdict = UNTESTED
+    else:
+        near_zero = below_value(copy["triangular_fraction"], NEAR_ZERO)
+        grows = below(copy["triangular_fraction"], ptb["triangular_fraction"])
+        verdict = HOLDS if near_zero and grows else PARTLY if near_zero or grows else FAILS
+    claims.append(Claim(
+        "\"For the copy task, Θ is practically composed of 2×2 rotation blocks along its diagonal (i.e. T = 0) [...] "
+        "for the PTB task [...] T shows a lot of structure\"",
+        "Fig. 3a, b", f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, PTB {show(ptb, 'triangular_fraction')} "
+        f"(T ≈ 0 read as below {NEAR_ZERO:.0%}); departure from normality (normalised): copy "
+        f"{show(copy, 'departure')}, PTB {show(ptb, 'departure')}", verdict))
+
+    if None in (copy, ps, ptb):
+        verdict = UNTESTED
+    else:
+        first = below(copy["triangular_fraction"], ps["triangular_fraction"])
+        second = below(ps["triangular_fraction"], ptb["triangular_fraction"])
+        verdict = HOLDS if first and second else PARTLY if first or second else FAILS
+    claims.append(Claim(
+        "supplement: the structure in the lower triangle is \"significantly weaker in the psMNIST task than in the "
+        "PTB task, while not being completely absent as in the copy task\" (copy < psMNIST < PTB)",
+        "Fig. 3 and the supplement's psMNIST Θ",
+        f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
+        f"PTB {show(ptb, 'triangular_fraction')}", verdict))
+
+    if None in (copy, ps, ptb):
+        verdict = UNTESTED
+    else:
+        aligned = [t for t, s in (("copy", copy), ("psMNIST", ps)) if below(s["angle_concentration"],
+                                                                          ptb["angle_concentration"])]
+        verdict = HOLDS if len(aligned) == 2 else PARTLY if aligned else FAILS
+    claims.append(Claim(
+        "angles: \"roughly uniformly\" distributed after copy (and psMNIST), \"strongly align\" after PTB",
+        "Fig. 3a, b insets",
+        f"concentration of the angles θ_i: copy {show(copy, 'angle_concentration')}, psMNIST "
+        f"{show(ps, 'angle_concentration')}, PTB {show(ptb, 'angle_concentration')} (PTB clearly above both "
+        "needed)", verdict))
+
+    if ptb is None:
+        verdict = UNTESTED
+    else:
+        verdict = HOLDS if above_value(ptb["delay_line"], 1.0) else FAILS
+    claims.append(Claim(
+        "PTB: the first sub-diagonal of T (the delay line) stands out against the rest of the triangle, which "
+        "\"also shows structure\"", "Fig. 3c",
+        f"mean abs(T) on the first sub-diagonal over the mean abs(T) below it: PTB {show(ptb, 'delay_line')}, copy "
+        f"{show(copy, 'delay_line')}, psMNIST {show(ps, 'delay_line')} (above 1 needed)", verdict))
+
+    if copy is None or ptb is None:
+        verdict = UNTESTED
+    else:
+        lower = below(ptb["mean_modulus"], copy["mean_modulus"]) and below_value(ptb["mean_modulus"], 1.0)
+        verdict = HOLDS if lower else FAILS
+    claims.append(Claim(
+        "\"For the PTB task [...] the mean eigenvalue norm is balanced at γ̄ ∼ 0.958. In contrast for the copy "
+        "task, matrices remain normal and γ̄ ∼ 1\"", "PTB 0.958, copy about 1",
+        f"mean abs(λ) of V: PTB {show(ptb, 'mean_modulus')}, copy {show(copy, 'mean_modulus')}, psMNIST "
+        f"{show(ps, 'mean_modulus')} (PTB clearly below copy and below 1 needed); mean trained γ: PTB "
+        f"{show(ptb, 'mean_gamma')}, copy {show(copy, 'mean_gamma')}", verdict))
+    return claims

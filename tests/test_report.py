@@ -1,0 +1,61 @@
+"""nnrnn.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
+import json
+
+import pytest
+
+from nnrnn import report, reproduce
+from tests.conftest import SHARED, needs_ptb
+
+COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
+HELD = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}}
+
+
+@pytest.fixture
+def scale(monkeypatch):
+    spec = {"seeds": [0, 1], "tasks": {
+        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",), "variants": HELD, "options": COPY},
+        "copy-9": {"task": "copy", "hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
+                   "options": {**COPY, "T": 9}}}}
+    monkeypatch.setitem(reproduce.SCALES, "two-settings", spec)
+    return "two-settings"
+
+
+def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
+    runs = reproduce.plan(scale)
+    assert {(r["setting"], r["label"]) for r in runs} == {("copy", "nnrnn"), ("copy", "nnrnn γ=1"),
+                                                          ("copy-9", "nnrnn")}
+    held = next(r for r in runs if r["label"] == "nnrnn γ=1")
+    assert held["options"]["fixed_gamma"] == 1.0 and held["column"] == "hidden"
+    assert len({r["name"] for r in runs}) == 6  # the variant and T = 9 are runs of their own
+    text = reproduce.reproduce(scale, tmp_path, log=lambda m: None).read_text()
+    assert "## copy, T = 5" in text and "## copy, T = 9" in text
+    assert "| nnrnn γ=1 |" in text  # the variant's own row
+    assert "validated every 2 updates" in text
+    assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
+    # the learned structure is measured on every seed, once
+    cache = json.loads((tmp_path / "analysis" / "structure.json").read_text())
+    assert len(cache) == 2 and all(0 <= e["values"]["triangular_fraction"] < 1 for e in cache.values())
+
+
+def test_updates_to_solve_is_the_step_after_which_the_loss_stays_below(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    losses = [0.5, 0.05, 0.2, 0.04, 0.03]
+    (folder / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": 100 * (i + 1), "split": "valid", "loss": v}) + "\n" for i, v in enumerate(losses))
+        + json.dumps({"step": 500, "split": "test", "loss": 0.03}) + "\n")
+    assert report.updates_to_solve(folder, 0.1) == 400.0
+    assert report.updates_to_solve(folder, 0.01) is None  # never below
+
+
+@needs_ptb
+def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, monkeypatch):
+    ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
+    spec = {"seeds": [0], "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
+                                            "variants": HELD, "options": ptb}}}
+    monkeypatch.setitem(reproduce.SCALES, "ptb-tiny", spec)
+    text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
+    assert "test bpc | test accuracy | N" in text
+    assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnrnn γ=1 |" in text
+    assert "| PTB | 353,947 characters | 39,095 characters | 442,423 characters |" in text
+    assert "7% of the official training text" in text
