@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from .models import PAPER_MODELS
-from .reproduce import diverged, finished, metric, run_folder
+from .reproduce import SCALES, diverged, finished, metric, run_folder
 from .runlog import read_metrics
 from .tasks import make_task
 from .tasks.copy import baseline_loss
 from .verdicts import (SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
-COLUMNS = ("hidden", "params")
+COLUMNS = ("hidden", "params", "tuned")
 # What a setting's table reports (the monitored metric on the split the paper reports), and how it is shown.
 REPORTED = {"copy": ("loss", "valid", "valid loss", 4), "psmnist": ("accuracy", "test", "test accuracy", 3),
             "ptb": ("bpc", "test", "test bpc", 3)}
@@ -162,32 +162,48 @@ def title(runs: list[dict], setting: str) -> str:
 
 # --------------------------------------------------------------------------------------------- learned structure
 def structure_of(folder: Path) -> dict | None:
-    """The quantities :func:`nnrnn.verdicts.structure_claims` judges, for one trained nnRNN (its best
-    checkpoint)."""
-    from .analysis.trained import matrix_summary, schur_view
+    """The quantities :func:`nnrnn.verdicts.structure_claims` judges, for one trained model (its best
+    checkpoint): nnRNN's trained Schur factors, the complex nnRNN's complex ones, and for any other model the
+    real Schur form of its recurrent matrix (a gated model's candidate or cell matrix)."""
+    import torch
+
+    from .analysis.trained import angle_concentration, delay_line_ratio, matrix_summary, schur_view
     from .network import best_checkpoint, load_model
     if not best_checkpoint(folder).exists():
         return None
     net, _ = load_model(folder)
-    summary = matrix_summary(schur_view(net.rnn))
+    layer = net.rnn
+    if hasattr(layer, "schur_factors"):  # complex: V = P (Λ + T) Pᴴ
+        with torch.no_grad():
+            _, lam, t = (x.detach().to(torch.complex128).numpy() for x in layer.schur_factors())
+            v = layer.recurrent_matrix().detach().to(torch.complex128).numpy()
+        eig = np.linalg.eigvals(v)
+        fro2 = float(np.sum(np.abs(v) ** 2))
+        diag = np.diagonal(lam)
+        return {"triangular_fraction": float(np.linalg.norm(t) / np.linalg.norm(lam + t)),
+                "departure": math.sqrt(max(fro2 - float(np.sum(np.abs(eig) ** 2)), 0.0) / fro2),
+                "mean_modulus": float(np.abs(eig).mean()),
+                "angle_concentration": angle_concentration(np.abs(np.angle(diag))),
+                "delay_line": delay_line_ratio(np.abs(t)), "mean_gamma": float(np.abs(diag).mean())}
+    summary = matrix_summary(schur_view(layer))
     return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
 
 
-def learned_structure(out: Path, runs: list[dict]) -> dict:
-    """{task: {quantity: Stat over every seed}} for nnRNN at fixed hidden units in the copy, psMNIST and the
-    first PTB setting; cached beside the report (keyed by the checkpoint's time)."""
+def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label: str = "nnrnn") -> dict:
+    """{task: {quantity: Stat over every seed}} of ``label``'s trained models in ``column``, in the copy, psMNIST
+    and the first PTB setting; measured once per checkpoint (cached in ``OUT/analysis/structure.json``)."""
     cache_path = out / "analysis" / "structure.json"
     cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
     learned = {}
     for task in ("copy", "psmnist", "ptb"):
         setting = next((r["setting"] for r in runs if r["task"] == task), None)
-        members = [r for r in group(runs, setting, "hidden", "nnrnn") if finished(run_folder(out, r))] \
+        members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))] \
             if setting else []
         per_seed = []
         for r in members:
             folder = run_folder(out, r)
-            stamp = str(folder.joinpath("checkpoints").stat().st_mtime) if folder.joinpath("checkpoints").exists() \
-                else ""
+            checkpoints = folder / "checkpoints"
+            stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
             entry = cache.get(folder.name)
             if not entry or entry.get("stamp") != stamp:
                 entry = {"stamp": stamp, "values": structure_of(folder)}
@@ -222,7 +238,11 @@ def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
 
 # --------------------------------------------------------------------------------------------- sections
 def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
+    """``OUT/report.md``: the paper's claims judged, or for a scale that tunes (``beyond``) the comparison of
+    the non-normal family (:func:`write_beyond_report`)."""
     out = Path(out)
+    if "tune" in SCALES[scale]:
+        return write_beyond_report(out, scale, runs)
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
@@ -258,7 +278,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     return report
 
 
-def introduction(out: Path, scale: str, runs: list[dict]) -> list[str]:
+def introduction(out: Path, scale: str, runs: list[dict], heading: str = "Reproduction report") -> list[str]:
     seeds = sorted({r["seed"] for r in runs})
     folders = {run_folder(out, r) for r in runs}
     done = sum(finished(f) for f in folders)
@@ -267,12 +287,13 @@ def introduction(out: Path, scale: str, runs: list[dict]) -> list[str]:
     minutes = sum(float((f / "wall_seconds").read_text()) for f in folders if (f / "wall_seconds").is_file()) / 60
     state = (f"**Complete: all {done} distinct runs finished, {datetime.date.today().isoformat()}.**"
              if done == len(folders) else f"**In progress: {done} of {len(folders)} distinct runs finished.**")
-    return [f"# Reproduction report ({scale} scale)", "", state, "",
+    return [f"# {heading} ({scale} scale)", "", state, "",
             f"Generated by `{command}`; its {len(folders)} distinct runs (runs with identical settings, such as "
             f"nnRNN in both columns, are trained once) trained for {minutes:.0f} minutes in all (the sum of their "
             f"wall times). Seeds: {', '.join(map(str, seeds))}; entries are mean ± standard error over seeds. "
             "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
-            "released code does); sizes and lengths are this scale's (`nnrnn/reproduce.py`, `SCALES`).", "",
+            "released code does) unless a column says it is tuned; sizes and lengths are this scale's "
+            "(`nnrnn/reproduce.py`, `SCALES`).", "",
             "**The comparison rule.** Two means differ when they are more than two combined standard errors "
             "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
             "comparison below, in the tables, the claims and the notes, uses this rule (`nnrnn/verdicts.py`).", ""]
@@ -330,14 +351,15 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
     table = results(out, runs, setting)
     extra = results(out, runs, setting, "accuracy", "test") if task == "ptb" else None
     per_column = f"{label} | test accuracy | N" if extra else f"{label} | N"
+    present = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
     lines = [f"## {title(runs, setting)}", "",
              "Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
                                           if k not in ("task", "model", "seed", "hidden", "progress", "data_dir")),
-             "", "| model | " + " | ".join(f"{column_words(c)}: {per_column}" for c in COLUMNS) + " |",
-             "|---" * (1 + (3 if extra else 2) * len(COLUMNS)) + "|"]
+             "", "| model | " + " | ".join(f"{column_words(c)}: {per_column}" for c in present) + " |",
+             "|---" * (1 + (3 if extra else 2) * len(present)) + "|"]
     for model in labels(runs, setting):
         cells = []
-        for column in COLUMNS:
+        for column in present:
             members = group(runs, setting, column, model)
             s = table.get(column, {}).get(model)
             shown = "" if not members else "not finished" if s is None else s.show(digits)
@@ -470,3 +492,152 @@ def theory_section(figures: Path) -> list[str]:
                     "", "![Proposition 1](figures/proposition1.png)", "",
                     "![Proposition 2](figures/proposition2.png)", ""]
 
+
+
+# --------------------------------------------------------------------------------------------- beyond the paper
+NON_NORMAL = ("nnrnn", "nnrnn delay", "nnrnn-complex", "nngru")
+
+
+def write_beyond_report(out: Path, scale: str, runs: list[dict]) -> Path:
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
+    baseline = baseline_loss(copy_T) if copy_T else None
+    lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family") + data_section(runs)
+    lines += tuning_section(out, scale)
+    for setting in settings:
+        lines += results_section(out, runs, setting, figures, baseline)
+        if setting_task_of(runs, setting) == "copy" and baseline:
+            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
+            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    lines += questions_section(out, runs, settings, baseline) + family_learned_section(out, runs)
+    lines += settled_section(out, runs, settings)
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+def tuning_section(out: Path, scale: str) -> list[str]:
+    from .sweep import SEARCHED
+    spec = SCALES[scale]["tune"]
+    picks = json.loads((out / "tuned.json").read_text()) if (out / "tuned.json").is_file() else {}
+    lines = ["## How every model was tuned", "",
+             f"Every model and variant got the same search on every task: {spec['trials']} trials of `nnrnn sweep` "
+             f"(Optuna's TPE sampler, its median pruner), each a run of seed 0 at the model's size and "
+             f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
+             f"on the model ({', '.join(SEARCHED)}; `nnrnn/sweep.py`), starting from `paper-params` where the paper "
+             "gives the model hyperparameters. The best trial's options (by the validation metric) are the tuned "
+             "column's; they are in `tuned.json` beside this report and in the `beyond` preset.", "",
+             "| task | model | tuned options |", "|---|---|---|"]
+    for setting, chosen in picks.items():
+        for label, options in chosen.items():
+            shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(options.items()))
+            lines.append(f"| {setting} | {name(label)} | {shown} |")
+    return lines + [""]
+
+
+def early_stat(out: Path, members: list[dict], key: str, share: float = 0.25) -> Stat | None:
+    """The validation ``key`` at the first validation after ``share`` of each run's training (a measure of
+    learning speed for tasks without a solved threshold)."""
+    values = []
+    for r in members:
+        folder = run_folder(out, r)
+        if not finished(folder):
+            continue
+        curve = [(x["step"], x[key]) for x in read_metrics(folder) if x.get("split") == "valid" and key in x]
+        if diverged(folder) or not curve:
+            values.append(None)
+            continue
+        last = curve[-1][0]
+        values.append(next(v for step, v in curve if step >= share * last))
+    return Stat.of(values) if values else None
+
+
+def questions_section(out: Path, runs: list[dict], settings: list[str], baseline) -> list[str]:
+    from .verdicts import compare
+    lines = ["## What the comparison shows", "",
+             "Each sentence compares two results by the rule above (\"clearly\": more than two combined standard "
+             "errors apart). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
+             "accuracy.", ""]
+    tables = {s: results(out, runs, s) for s in settings}
+    task_of = {s: setting_task_of(runs, s) for s in settings}
+    lower = {s: task_of[s] != "psmnist" for s in settings}
+    digits = {s: 4 if task_of[s] == "copy" else 3 for s in settings}
+
+    lines += ["### Does the delay initialisation change nnRNN's learning speed or final score?", ""]
+    for setting in settings:
+        for column in ("params", "tuned"):
+            t = tables[setting].get(column, {})
+            final, _ = compare("nnrnn delay", t.get("nnrnn delay"), "nnrnn", t.get("nnrnn"), digits[setting],
+                               lower[setting])
+            if task_of[setting] == "copy" and baseline:
+                sp = copy_speed(out, runs, setting, baseline).get(column, {})
+                speed, _ = compare("nnrnn delay", sp.get("nnrnn delay"), "nnrnn", sp.get("nnrnn"), 0, True)
+                speed = "updates until solved: " + speed
+            else:
+                key = metric(task_of[setting])
+                early = {m: early_stat(out, group(runs, setting, column, m), key) for m in ("nnrnn delay", "nnrnn")}
+                speed, _ = compare("nnrnn delay", early["nnrnn delay"], "nnrnn", early["nnrnn"], digits[setting],
+                                   lower[setting])
+                speed = "validation score after a quarter of training: " + speed
+            lines.append(f"- {title(runs, setting)}, {column_words(column)}: final: {final}; {speed}.")
+    lines += ["", "### Complex against real nnRNN (equal real parameter count, both tuned)", ""]
+    for setting in settings:
+        t = tables[setting].get("tuned", {})
+        lines.append(f"- {title(runs, setting)}: " + compare("nnrnn-complex", t.get("nnrnn-complex"), "nnrnn",
+                                                              t.get("nnrnn"), digits[setting], lower[setting])[0] + ".")
+    ptb = next((s for s in settings if task_of[s] == "ptb"), None)
+    if ptb:
+        t = tables[ptb].get("tuned", {})
+        lines += ["", "### nnGRU against GRU and LSTM on PTB (equal parameter count, all tuned)", ""]
+        for rival in ("gru", "lstm"):
+            lines.append("- " + compare("nngru", t.get("nngru"), rival, t.get(rival), 3)[0] + ".")
+    if set(task_of.values()) >= {"copy", "psmnist", "ptb"}:
+        lines += ["", goal_section(tables, task_of, digits), ""]
+    return lines + [""]
+
+
+def _best(stats: list, lower: bool):
+    stats = [x for x in stats if x is not None and not x.empty]
+    return (min if lower else max)(stats, key=lambda x: x.mean) if stats else None
+
+
+def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
+    """The goal of the comparison: a non-normal model clearly below the LSTM's bits per character on PTB (the
+    better of its two columns) while not clearly worse than expRNN (the better of its columns) on copy and
+    psMNIST; each model judged in its tuned column."""
+    from .verdicts import compare
+    by_task = {task_of[s]: tables[s] for s in tables}
+    rows = ["### The goal: a non-normal model that beats the LSTM on PTB and matches expRNN on copy and psMNIST", "",
+            "Each non-normal model at its tuned options against the better of the LSTM's (on PTB) and expRNN's (on "
+            "copy and psMNIST) results, paper's or tuned.", "",
+            "| model | PTB against the LSTM | copy against expRNN | psMNIST against expRNN | goal reached |",
+            "|---|---|---|---|---|"]
+    for model in (m for m in NON_NORMAL if any(m in t.get("tuned", {}) for t in tables.values())):
+        cells, reached = [], True
+        for task, rival in (("ptb", "lstm"), ("copy", "exprnn"), ("psmnist", "exprnn")):
+            table = by_task.get(task, {})
+            lower = task != "psmnist"
+            bar = _best([table.get(c, {}).get(rival) for c in ("params", "tuned")], lower)
+            sentence, sign = compare(model, table.get("tuned", {}).get(model), rival, bar,
+                                     4 if task == "copy" else 3, lower)
+            cells.append(sentence)
+            reached &= sign == 1 if task == "ptb" else sign >= 0 and "missing" not in sentence
+        rows.append(f"| {name(model)} | " + " | ".join(cells) + f" | {'yes' if reached else 'no'} |")
+    return "\n".join(rows)
+
+
+def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
+    lines = ["## What each model learned", "",
+             "Every seed's trained model in the tuned column (its best checkpoint), mean ± s.e.: the mean |λ| of "
+             "the recurrent matrix (a gated model's candidate or cell matrix), its departure from normality "
+             "(Henrici, divided by ‖V‖_F), ‖T‖/‖Θ‖ in its Schur form and the delay line (mean |T| on the first "
+             "sub-diagonal over the mean |T| below it).", "",
+             "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |", "|---|---|---|---|---|---|"]
+    for label in dict.fromkeys(r["label"] for r in runs if r["column"] == "tuned"):
+        for task, stats in learned_structure(out, runs, "tuned", label).items():
+            lines.append(f"| {task} | {name(label)} | " + " | ".join(
+                stats[q].show(3, failed="n/a") for q in ("mean_modulus", "departure", "triangular_fraction",
+                                                          "delay_line")) + " |")
+    return lines + [""]

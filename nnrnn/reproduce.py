@@ -53,6 +53,18 @@ NON_GATED = tuple(m for m in PAPER_MODELS if m != "lstm")
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
 GAMMA_CLAMPED = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
                  "nnrnn γ=0.958": {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
+TUNED = "tuned"
+# nnRNN with T starting as a delay line (the paper's §3), a choice of nnrnn's; α = 0.5 (docs/design.md)
+DELAY_INIT = {"nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.5", "columns": ("params", TUNED)}}
+BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
+# cpu-long's lengths: copy 4000 updates, psMNIST 20 epochs, PTB the release's 100 epochs with the plateau rule
+# halving the rates as in the presets (no early stop: with patience 0 a few bad validations early in a run would
+# end it; docs/training.md)
+LONG_COPY = {"T": 200, "batch_size": 10, "steps": 4000, "eval_every": 100, "log_every": 50}
+LONG_PSMNIST = {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 25, "eval_batch_size": 1000}
+LONG_PTB = {"bptt": 150, "batch_size": 32, "epochs": 100, "eval_every": 74, "log_every": 10, "eval_batch_size": 50}
+LONG_PTB_300 = {"bptt": 300, "batch_size": 32, "epochs": 100, "eval_every": 37, "log_every": 5,
+                "eval_batch_size": 50}
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
@@ -70,21 +82,27 @@ SCALES = {
     "cpu-long": {
         "seeds": [0, 1, 2],
         "tasks": {
-            "copy": {"hidden": 128, "columns": BOTH,
-                     "options": {"T": 200, "batch_size": 10, "steps": 4000, "eval_every": 100, "log_every": 50}},
-            "psmnist": {"hidden": 64, "columns": BOTH,
-                        "options": {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 25,
-                                    "eval_batch_size": 1000}},
-            # the release's 100 epochs, the plateau rule halving the rates as in the presets (no early stop:
-            # with patience 0 a few bad validations early in a run would end it; docs/training.md)
-            "ptb": {"hidden": 128, "columns": BOTH, "variants": GAMMA_CLAMPED,
-                    "options": {"bptt": 150, "batch_size": 32, "epochs": 100,
-                                "eval_every": 74, "log_every": 10, "eval_batch_size": 50}},
+            "copy": {"hidden": 128, "columns": BOTH, "options": LONG_COPY},
+            "psmnist": {"hidden": 64, "columns": BOTH, "options": LONG_PSMNIST},
+            "ptb": {"hidden": 128, "columns": BOTH, "variants": GAMMA_CLAMPED, "options": LONG_PTB},
             # supplementary Tables 1 and 7 at T_PTB = 300: the non-gated models only, as there
             "ptb-300": {"task": "ptb", "hidden": 128, "columns": BOTH, "variants": GAMMA_CLAMPED,
-                        "models": NON_GATED,
-                        "options": {"bptt": 300, "batch_size": 32, "epochs": 100,
-                                    "eval_every": 37, "log_every": 5, "eval_batch_size": 50}},
+                        "models": NON_GATED, "options": LONG_PTB_300},
+        },
+    },
+    # Beyond the paper (docs/beyond/report.md): the non-normal family at cpu-long's sizes and lengths, at nnRNN's
+    # parameter count, with the paper's hyperparameters where it gives them and with the same search for every
+    # model (8 trials of runs a quarter as long, seed 0).
+    "beyond": {
+        "seeds": [0, 1, 2],
+        "tune": {"trials": 8, "share": 0.25},
+        "tasks": {
+            "copy": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
+                     "options": LONG_COPY},
+            "psmnist": {"hidden": 64, "columns": ("params", TUNED), "models": BEYOND_MODELS,
+                        "variants": DELAY_INIT, "options": LONG_PSMNIST},
+            "ptb": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
+                    "options": LONG_PTB},
         },
     },
     "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
@@ -110,9 +128,7 @@ SCALES = {
         },
     },
 }
-COLUMNS = {"hidden": "paper", "params": "paper-params"}
-REPORTED = {"copy": "valid loss (baseline {baseline:.3f})", "psmnist": "test accuracy",
-            "ptb": "test bits per character"}  # what the report calls each task's monitored metric
+COLUMNS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
 
 
 def metric(task: str) -> str:
@@ -148,12 +164,19 @@ def setting_task(scale: str, setting: str) -> str:
     return SCALES[scale]["tasks"][setting].get("task", setting)
 
 
-def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list[dict]:
+def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
+         searching: bool = False) -> list[dict]:
     """One entry per run: its setting, task, column, label, model, seed and resolved options.
 
     A setting runs its ``models`` (default: the paper's six) in each of its columns, and its ``variants``
-    (a label → the model and the options that make it, e.g. nnRNN with γ held) at the reference size.
-    ``models`` and ``tasks`` filter by model and task name (a variant goes with its model)."""
+    (a label → the model and the options that make it, e.g. nnRNN with γ held) in the setting's first column
+    (or the columns the variant names).  A column holds the hidden units fixed (``hidden``) or the parameter
+    count (``params``, ``tuned``: nnRNN's count at the reference size).  ``hidden`` and ``params`` take the
+    paper's hyperparameters (presets ``paper``, ``paper-params``) and leave out models the paper gives none
+    for; ``tuned`` takes each label's options from ``picks[setting][label]`` (the grid's own search,
+    :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
+    (``searching``: plans them without one, the runs a search starts from).  ``models`` and ``tasks`` filter by
+    model and task name (a variant goes with its model)."""
     spec = SCALES[scale]
     runs = []
     for setting_name, setting in spec["tasks"].items():
@@ -162,42 +185,58 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None) -> list
             continue
         cls = task_class(task)
         io = sizes(task, data_dir)
-        entries = [(m, {"model": m}, setting.get("columns", BOTH)) for m in setting.get("models", PAPER_MODELS)]
-        entries += [(label, variant, ("hidden",)) for label, variant in setting.get("variants", {}).items()]
-        for column in setting.get("columns", BOTH):
+        columns = setting.get("columns", BOTH)
+        entries = [(m, {"model": m}, columns) for m in setting.get("models", PAPER_MODELS)]
+        entries += [(label, {k: v for k, v in variant.items() if k != "columns"}, variant.get("columns", columns[:1]))
+                    for label, variant in setting.get("variants", {}).items()]
+        bptt = setting["options"].get("bptt")
+        for column in columns:
             preset = COLUMNS[column]
-            key = presets.table_key(task, setting["options"].get("bptt"))
-            reference = setting["hidden"] or presets.load("paper")[key]["nnrnn"]["hidden"]
+            reference = setting["hidden"] or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)
-            for label, variant, columns in entries:
+            for label, variant, label_columns in entries:
                 model = variant["model"]
-                if column not in columns or models and model not in models:
+                if column not in label_columns or models and model not in models:
                     continue
+                base = preset if presets.covers(preset, task, model, bptt) else None
                 extra = {k: v for k, v in variant.items() if k != "model"}
-                model_config = resolve_config({"task": task, **variant, **setting["options"]}, preset)
-                if column == "hidden" or model == "nnrnn":
-                    hidden = reference
-                else:
-                    input_size, output_size, vocab = network_sizes(model_config, io)
-                    hidden = hidden_size_for(model, budget, input_size, output_size, vocab,
-                                             **model_options(model_config))
+                if column == TUNED:
+                    pick = {} if searching else (picks or {}).get(setting_name, {}).get(label)
+                    if pick is None:
+                        continue
+                    extra.update(pick)
+                elif base is None:  # the paper gives no hyperparameters for this model
+                    continue
+                model_config = resolve_config({"task": task, **variant, **setting["options"]}, base)
+                hidden = reference if column == "hidden" or model == "nnrnn" else \
+                    budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
                                **setting["options"], **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
-                    config = resolve_config(options, preset)
-                    for name in ("data_dir", "preset"):  # neither changes what is trained
-                        config.pop(name, None)
-                    # named by the options that differ from the defaults: adding an option keeps names valid
-                    config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
-                    digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
                     runs.append({"setting": setting_name, "task": task, "column": column, "label": label,
-                                 "model": model, "seed": seed, "hidden": hidden, "preset": preset,
-                                 "options": options, "budget": budget,
-                                 "name": f"{task}-{model}-h{hidden}-s{seed}-{digest}"})
+                                 "model": model, "seed": seed, "hidden": hidden, "preset": base,
+                                 "options": options, "budget": budget, "name": run_name(options, base)})
     return runs
+
+
+def budget_hidden(model: str, budget: int, config: dict, io) -> int:
+    """The hidden size at which ``config``'s network has about ``budget`` parameters."""
+    input_size, output_size, vocab = network_sizes(config, io)
+    return hidden_size_for(model, budget, input_size, output_size, vocab, **model_options(config))
+
+
+def run_name(options: dict, preset: str | None) -> str:
+    """TASK-MODEL-hN-sSEED-DIGEST, the digest of every option that differs from the defaults: runs with
+    identical settings share a folder, in any grid, and adding an option keeps the names valid."""
+    config = resolve_config(options, preset)
+    for name in ("data_dir", "preset"):  # neither changes what is trained
+        config.pop(name, None)
+    config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
+    digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
+    return f"{options['task']}-{options['model']}-h{options['hidden']}-s{options['seed']}-{digest}"
 
 
 def run_folder(out: Path, run: dict) -> Path:
@@ -255,16 +294,22 @@ def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
         folder = run_folder(out, run)
         if not finished(folder) and folder not in todo:
             todo[folder] = run
-    if not todo:
-        return
     # longest first: with several jobs the grid then ends with short runs filling both processes
     todo = dict(sorted(todo.items(), key=lambda item: -expected_cost(item[1])))
-    log(f"{len(todo)} runs to train" + (f", {jobs} at a time" if jobs > 1 else ""))
+    run_all(out, todo, _train_one, "runs to train", log, jobs)
+
+
+def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) -> None:
+    """``work(folder, item, threads)`` for every (folder, item) of ``todo``, ``jobs`` at a time in processes of
+    one thread each; a signal to this process checkpoints the work under way and starts no more."""
+    if not todo:
+        return
+    log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else ""))
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
     if jobs <= 1:
         for i, (folder, run) in enumerate(todo.items(), 1):
             try:
-                log(f"[{i}/{len(todo)}] " + _train_one(folder, run, None))
+                log(f"[{i}/{len(todo)}] " + work(folder, run, None))
             except Interrupted as exc:
                 raise Interrupted(exc.signum, exc.path, again) from None
         return
@@ -286,7 +331,7 @@ def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
             while waiting or running:
                 while waiting and len(running) < jobs and not stopped:
                     folder, run = waiting.pop(0)
-                    running[pool.submit(_train_one, folder, run, 1)] = folder
+                    running[pool.submit(work, folder, run, 1)] = folder
                 if not running:
                     break
                 for future in wait(running, return_when=FIRST_COMPLETED)[0]:
@@ -314,14 +359,85 @@ def _ignore_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
+    """{folder name: search} for every (setting, label) of a scale's ``tuned`` column: the run it tunes (seed
+    0, at its size, over ``paper-params`` where that covers the model), each length cut to the scale's
+    ``tune["share"]``, and ``tune["trials"]`` trials."""
+    spec = SCALES[scale]
+    found = {}
+    for run in plan(scale, models, tasks, [0], data_dir, searching=True):
+        if run["column"] != TUNED:
+            continue
+        options = {k: v for k, v in run["options"].items() if k not in ("task", "model", "progress", "seed")}
+        for length in ("steps", "epochs"):
+            if options.get(length):
+                options[length] = max(1, round(options[length] * spec["tune"]["share"]))
+        slug = run["label"].replace(" ", "-").replace("γ", "gamma")
+        found[f"{run['setting']}-{slug}"] = {"setting": run["setting"], "label": run["label"], "task": run["task"],
+                                             "model": run["model"], "preset": run["preset"], "options": options,
+                                             "trials": spec["tune"]["trials"]}
+    return found
+
+
+def _search_one(folder: Path, search: dict, threads: int | None) -> str:
+    """Run what is left of one search's trials (a search stopped part-way goes on: its study counts the trials
+    it holds)."""
+    from .sweep import run_sweep
+    if threads:
+        import torch
+        torch.set_num_threads(threads)
+    start = time.time()
+    study = run_sweep(search["task"], search["model"], search["trials"], out=str(folder),
+                      train_options={**search["options"], "preset": search["preset"]}, total_trials=search["trials"])
+    best = best_params(study)
+    return f"{folder.name}: {time.time() - start:.0f} s, best {best}"
+
+
+def best_params(study) -> dict | None:
+    """The searched options of a study's best finished trial; None when none finished."""
+    import optuna
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not done:
+        return None
+    return dict(study.best_trial.params)
+
+
+def _study(folder: Path, search: dict):
+    """The Optuna study of a search in ``folder`` (the default storage and name of ``nnrnn sweep``)."""
+    import optuna
+
+    from .sweep import default_storage
+    return optuna.load_study(study_name=f"{search['task']}-{search['model']}", storage=default_storage(folder))
+
+
+def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, jobs: int = 1) -> dict:
+    """The ``tuned`` column's picks, {setting: {label: options}}: every label gets the same search (the scale's
+    ``tune`` budget) in ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``."""
+    todo = {out / "searches" / name: search for name, search in searches(scale, models, tasks, data_dir).items()}
+    pending = {}
+    for folder, search in todo.items():
+        if len(_study(folder, search).trials if (folder / "study.db").exists() else ()) < search["trials"]:
+            pending[folder] = search
+    run_all(out, pending, _search_one, "hyperparameter searches to run", log, jobs)
+    picks: dict = {}
+    for folder, search in todo.items():
+        best = best_params(_study(folder, search)) if (folder / "study.db").exists() else None
+        if best is not None:
+            picks.setdefault(search["setting"], {})[search["label"]] = best
+    (out / "tuned.json").write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
+    return picks
+
+
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1) -> Path:
     if scale not in SCALES:
         raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
     out = Path(out)
-    runs = plan(scale, models, tasks, seeds, data_dir)
+    runs = plan(scale, models, tasks, seeds, data_dir)  # every option checked before anything is written
     with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train
+        if "tune" in SCALES[scale]:
+            runs = plan(scale, models, tasks, seeds, data_dir, tune(scale, out, models, tasks, data_dir, log, jobs))
         execute(out, runs, log, jobs)
         from .report import write_report  # the report reads this module's plan and run folders
         report = write_report(out, scale, runs)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
 NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
-         "lstm": "LSTM"}
+         "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
+         "nnrnn delay": "nnRNN (delay init)", "nnrnn γ=1": "nnRNN, γ = 1", "nnrnn γ=0.958": "nnRNN, γ = 0.958"}
 ORTHOGONAL = ("exprnn", "eurnn", "rnn-orth")
 NON_GATED = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn")
 SOLVED_SHARE = 0.1  # copy: "solved" = loss below 10% of the baseline
@@ -174,7 +175,8 @@ def _show_speed(stat) -> str:
 
 
 def column_words(column: str) -> str:
-    return "fixed hidden units" if column == "hidden" else "fixed parameter count"
+    return {"hidden": "fixed hidden units", "params": "fixed parameter count",
+            "tuned": "fixed parameter count, tuned"}.get(column, column)
 
 
 # --------------------------------------------------------------------------------------------- psMNIST
@@ -355,3 +357,16 @@ def structure_claims(learned: dict) -> list[Claim]:
         f"{show(ps, 'mean_modulus')} (PTB clearly below copy and below 1 needed); mean trained γ: PTB "
         f"{show(ptb, 'mean_gamma')}, copy {show(copy, 'mean_gamma')}", verdict))
     return claims
+
+
+# --------------------------------------------------------------------------------------------- beyond the paper
+def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: bool = True) -> tuple[str, int]:
+    """One sentence comparing two results by the rule, and its sign: 1 when a is better than b by more than two
+    combined standard errors, −1 when worse, 0 when neither (or a result is missing)."""
+    if a is None or b is None or (a.empty and not a.failed) or (b.empty and not b.failed):
+        return f"{name(a_label)} against {name(b_label)}: runs missing", 0
+    better = below(a, b) if lower_is_better else below(b, a)
+    worse = below(b, a) if lower_is_better else below(a, b)
+    verb = "clearly better than" if better else "clearly worse than" if worse else "not clearly different from"
+    return (f"{name(a_label)} {a.show(digits)} is {verb} {name(b_label)} {b.show(digits)}",
+            1 if better else -1 if worse else 0)

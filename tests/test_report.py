@@ -29,7 +29,7 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     assert len({r["name"] for r in runs}) == 6  # the variant and T = 9 are runs of their own
     text = reproduce.reproduce(scale, tmp_path, log=lambda m: None).read_text()
     assert "## copy, T = 5" in text and "## copy, T = 9" in text
-    assert "| nnrnn γ=1 |" in text  # the variant's own row
+    assert "| nnRNN, γ = 1 |" in text  # the variant's own row
     assert "validated every 2 updates" in text
     assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
     # the learned structure is measured on every seed, once
@@ -56,6 +56,6 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     monkeypatch.setitem(reproduce.SCALES, "ptb-tiny", spec)
     text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
     assert "test bpc | test accuracy | N" in text
-    assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnrnn γ=1 |" in text
+    assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnRNN, γ = 1 |" in text
     assert "| PTB | 353,947 characters | 39,095 characters | 442,423 characters |" in text
     assert "7% of the official training text" in text

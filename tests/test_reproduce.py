@@ -1,4 +1,6 @@
 """nnrnn reproduce: plans both columns, shares identical runs, skips finished ones, writes the report."""
+import json
+
 import pytest
 
 from nnrnn import reproduce
@@ -90,3 +92,36 @@ def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_mor
     for name in runs:
         metrics = (out / "runs" / name / "metrics.jsonl").read_text()
         assert '"split": "test"' not in metrics  # interrupted, not finished
+
+
+@pytest.fixture
+def tuned_scale(monkeypatch):
+    scale = {"seeds": [0], "tune": {"trials": 2, "share": 0.5}, "tasks": {"copy": {
+        "hidden": 8, "columns": ("params", "tuned"), "models": ("nnrnn", "gru"), "variants": reproduce.DELAY_INIT,
+        "options": {"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
+    monkeypatch.setitem(reproduce.SCALES, "tiny-tuned", scale)
+    return "tiny-tuned"
+
+
+def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp_path, tuned_scale):
+    # before any search: the paper's column only, and no GRU there (the paper gives it no hyperparameters)
+    assert {(r["column"], r["label"]) for r in reproduce.plan(tuned_scale)} == {("params", "nnrnn"),
+                                                                                 ("params", "nnrnn delay")}
+    (search,) = [s for s in reproduce.searches(tuned_scale).values() if s["model"] == "gru"]
+    assert search["options"]["steps"] == 2 and search["preset"] is None and search["trials"] == 2
+    logs = []
+    text = reproduce.reproduce(tuned_scale, tmp_path, log=logs.append).read_text()
+    picks = json.loads((tmp_path / "tuned.json").read_text())
+    assert set(picks["copy"]) == {"nnrnn", "gru", "nnrnn delay"} and "lr" in picks["copy"]["gru"]
+    assert "## How every model was tuned" in text and "| copy | GRU | alpha=" in text
+    assert "### Does the delay initialisation change nnRNN's learning speed or final score?" in text
+    assert "### The goal" not in text  # judged only on a grid with copy, psMNIST and PTB
+    assert "| copy | nnRNN (delay init) |" in text  # what it learned, with the tuned models
+    runs = reproduce.plan(tuned_scale, picks=picks)
+    tuned = {r["model"]: r for r in runs if r["column"] == "tuned"}
+    assert tuned["gru"]["options"]["lr"] == picks["copy"]["gru"]["lr"]
+    assert tuned["gru"]["hidden"] < 8  # at nnRNN's parameter count
+    assert all(reproduce.finished(reproduce.run_folder(tmp_path, r)) for r in runs)
+    logs.clear()
+    reproduce.reproduce(tuned_scale, tmp_path, log=logs.append)
+    assert not [line for line in logs if line.startswith("[")]  # searches and runs are not redone

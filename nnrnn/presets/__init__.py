@@ -27,6 +27,11 @@ def table_key(task: str, bptt: int | None = None) -> str:
     return f"ptb-{bptt or 150}" if task == "ptb" else task
 
 
+def covers(name: str, task: str, model: str, bptt: int | None = None) -> bool:
+    """Whether preset ``name`` has settings for (task, model)."""
+    return model in load(name).get(table_key(task, bptt), {})
+
+
 def lookup(name: str, task: str, model: str, bptt: int | None = None) -> dict:
     """The options preset ``name`` gives for (task, model); ValueError if it has none."""
     preset = load(name)
