@@ -18,7 +18,8 @@ HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
 NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
          "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
-         "nnrnn delay": "nnRNN (delay init)", "nnrnn γ=1": "nnRNN, γ = 1", "nnrnn γ=0.958": "nnRNN, γ = 0.958"}
+         "nnrnn delay": "nnRNN (delay init)", "nnrnn γ=1": "nnRNN, γ = 1", "nnrnn γ=0.958": "nnRNN, γ = 0.958",
+         "eurnn, capacity 4": "EURNN, capacity 4", "rnn-orth, clipped at 1": "RNN-orth, clipped at 1"}
 ORTHOGONAL = ("exprnn", "eurnn", "rnn-orth")
 NON_GATED = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn")
 SOLVED_SHARE = 0.1  # copy: "solved" = loss below 10% of the baseline
