@@ -432,13 +432,31 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     return picks
 
 
-def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1) -> Path:
+def share_runs(out: Path, runs_dir) -> None:
+    """Make ``OUT/runs`` a link to ``runs_dir``, a folder of run folders that several grids share (a run is
+    named by its settings, so a grid finds the finished runs of another grid it has in common)."""
+    target = Path(runs_dir).resolve()
+    link = out / "runs"
+    if link.is_symlink() and link.resolve() == target:
+        return
+    if link.exists() or link.is_symlink():
+        raise UserError(f"{link} already exists and is not a link to {target}; give --runs only with a new --out, "
+                        f"or leave --runs out")
+    target.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+
+
+def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
+              runs_dir=None) -> Path:
     if scale not in SCALES:
         raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
     out = Path(out)
     runs = plan(scale, models, tasks, seeds, data_dir)  # every option checked before anything is written
+    if runs_dir is not None:
+        share_runs(out, runs_dir)
     with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train
         if "tune" in SCALES[scale]:
             runs = plan(scale, models, tasks, seeds, data_dir, tune(scale, out, models, tasks, data_dir, log, jobs))
@@ -458,10 +476,12 @@ def add_reproduce_parser(subparsers) -> None:
     p.add_argument("--seeds", nargs="+", type=int)
     p.add_argument("--data-dir", dest="data_dir")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
+    p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
+                   "share finished runs between grids (e.g. beyond reuses cpu-long's)")
     p.set_defaults(func=run_reproduce)
 
 
 def run_reproduce(args) -> int:
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
-              args.data_dir, jobs=args.jobs)
+              args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir)
     return 0

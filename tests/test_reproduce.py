@@ -4,7 +4,7 @@ import json
 import pytest
 
 from nnrnn import reproduce
-from nnrnn.errors import TrainingDiverged
+from nnrnn.errors import TrainingDiverged, UserError
 
 
 @pytest.fixture
@@ -125,3 +125,17 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     logs.clear()
     reproduce.reproduce(tuned_scale, tmp_path, log=logs.append)
     assert not [line for line in logs if line.startswith("[")]  # searches and runs are not redone
+
+
+def test_grids_sharing_a_runs_folder_reuse_identical_runs(tmp_path, tiny_scale):
+    shared = tmp_path / "shared-runs"
+    reproduce.reproduce(tiny_scale, tmp_path / "a", models=["nnrnn"], tasks=["copy"], log=lambda m: None,
+                        runs_dir=shared)
+    logs = []
+    reproduce.reproduce(tiny_scale, tmp_path / "b", models=["nnrnn"], tasks=["copy"], log=logs.append,
+                        runs_dir=shared)
+    assert not [line for line in logs if line.startswith("[")]  # b found a's finished runs
+    assert (tmp_path / "b" / "report.md").is_file() and (tmp_path / "a" / "report.md").is_file()
+    with pytest.raises(UserError, match="already exists and is not a link"):
+        reproduce.reproduce(tiny_scale, tmp_path / "a", models=["nnrnn"], tasks=["copy"], log=lambda m: None,
+                            runs_dir=tmp_path / "elsewhere")
