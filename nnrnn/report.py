@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .models import PAPER_MODELS
-from .reproduce import SCALES, diverged, finished, metric, run_folder
+from .reproduce import SCALES, diverged, finished, metric, run_folder, search_name
 from .runlog import read_metrics
 from .tasks import make_task
 from .tasks.copy import baseline_loss
@@ -534,6 +534,12 @@ def tuning_section(out: Path, scale: str) -> list[str]:
         for label, options in chosen.items():
             shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(options.items()))
             lines.append(f"| {setting} | {name(label)} | {shown} |")
+    searched = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
+    picked = {search_name(setting, label) for setting, chosen in picks.items() for label in chosen}
+    missing = [folder for folder in searched if folder not in picked]
+    if missing:
+        lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "
+                  "column: " + ", ".join(f"`{m}`" for m in missing) + "."]
     return lines + [""]
 
 

@@ -376,11 +376,15 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
         for length in ("steps", "epochs"):
             if options.get(length):
                 options[length] = max(1, round(options[length] * spec["tune"]["share"]))
-        slug = run["label"].replace(" ", "-").replace("γ", "gamma")
-        found[f"{run['setting']}-{slug}"] = {"setting": run["setting"], "label": run["label"], "task": run["task"],
+        found[search_name(run["setting"], run["label"])] = {"setting": run["setting"], "label": run["label"], "task": run["task"],
                                              "model": run["model"], "preset": run["preset"], "options": options,
                                              "trials": spec["tune"]["trials"]}
     return found
+
+
+def search_name(setting: str, label: str) -> str:
+    """The folder name of the search that tunes ``label`` on ``setting``."""
+    return f"{setting}-{label}".replace(" ", "-").replace("γ", "gamma").replace(",", "")
 
 
 def _search_one(folder: Path, search: dict, threads: int | None) -> str:

@@ -62,7 +62,8 @@ class Stat:
     def show(self, digits: int, failed: str = "diverged") -> str:
         if self.empty:
             return failed if self.failed else "no runs"
-        text = f"{self.mean:.{digits}f}" + ("" if math.isnan(self.se) else f" ± {self.se:.{digits}f}")
+        form = "g" if abs(self.mean) >= 1e5 else "f"  # a run that blew up without diverging
+        text = f"{self.mean:.{digits}{form}}" + ("" if math.isnan(self.se) else f" ± {self.se:.{digits}{form}}")
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
@@ -366,6 +367,10 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
     combined standard errors, −1 when worse, 0 when neither (or a result is missing)."""
     if a is None or b is None or (a.empty and not a.failed) or (b.empty and not b.failed):
         return f"{name(a_label)} against {name(b_label)}: runs missing", 0
+    if a.empty or b.empty:  # every seed of one (or both) diverged: that one is the worse
+        sign = 0 if a.empty and b.empty else -1 if a.empty else 1
+        verb = {0: "as diverged as", -1: "worse than", 1: "better than"}[sign]
+        return f"{name(a_label)} {a.show(digits)} is {verb} {name(b_label)} {b.show(digits)}", sign
     better = below(a, b) if lower_is_better else below(b, a)
     worse = below(b, a) if lower_is_better else below(a, b)
     verb = "clearly better than" if better else "clearly worse than" if worse else "not clearly different from"

@@ -109,3 +109,12 @@ def test_structure_claims_over_seeds():
     # copy's T is not near 0 (26% of Θ), psMNIST below copy, PTB's angles not aligned, no delay line, |λ| at 1
     assert [c.verdict for c in claims] == [PARTLY, PARTLY, FAILS, FAILS, FAILS]
     assert all(c.verdict == UNTESTED for c in verdicts.structure_claims({}))
+
+
+def test_compare_counts_a_model_that_diverged_as_the_worse():
+    diverged = Stat.of([None, None])
+    text, sign = verdicts.compare("nngru", diverged, "gru", s(0.8, 0.01), lower_is_better=False)
+    assert sign == -1 and "worse than" in text
+    assert verdicts.compare("nngru", s(2.1, 0.01), "lstm", diverged)[1] == 1
+    assert verdicts.compare("nngru", s(2.10, 0.01), "lstm", s(2.12, 0.01))[1] == 0  # 0.02 < 2·0.0141
+    assert "3e+26" in Stat(3e26, math.nan, 1, 1).show(3)
