@@ -142,7 +142,8 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7.5, loc="best")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7.5, loc="best")
     axes[0].set_ylabel(AXIS[task])
     clipped = " (axis cut at 3× the baseline)" if task == "copy" else ""
     fig.suptitle(f"{title(runs, setting)}: {AXIS[task]}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
@@ -374,6 +375,8 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
 
 
 def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
+    if not speed:
+        return []
     lines = ["### Copy: how fast each model solves it", "",
              f"Updates until the validation loss stays below {SOLVED_SHARE * baseline:.4f} (10% of the baseline) "
              f"for the rest of the run, validated every {every} updates; mean ± s.e. over the seeds that get there.",
@@ -529,13 +532,14 @@ def tuning_section(out: Path, scale: str) -> list[str]:
              f"on the model ({', '.join(SEARCHED)}; `nnrnn/sweep.py`), starting from `paper-params` where the paper "
              "gives the model hyperparameters. The best trial's options (by the validation metric) are the tuned "
              "column's; they are in `tuned.json` beside this report.", "",
-             "| task | model | tuned options |", "|---|---|---|"]
+             "| table | model | tuned options |", "|---|---|---|"]
     for setting, chosen in picks.items():
         for label, options in chosen.items():
             shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(options.items()))
             lines.append(f"| {setting} | {name(label)} | {shown} |")
     searched = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
-    picked = {search_name(setting, label) for setting, chosen in picks.items() for label in chosen}
+    picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
+              for setting in (key, key.split("-")[0])}  # the setting is named by the task or the table key
     missing = [folder for folder in searched if folder not in picked]
     if missing:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "

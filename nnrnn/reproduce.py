@@ -206,7 +206,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                 base = preset if presets.covers(preset, task, model, bptt) else None
                 extra = {k: v for k, v in variant.items() if k != "model"}
                 if column == TUNED:
-                    pick = {} if searching else (picks or {}).get(setting_name, {}).get(label)
+                    pick = {} if searching else (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
                     if pick is None:
                         continue
                     extra.update(pick)
@@ -222,7 +222,8 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                         options["data_dir"] = data_dir
                     runs.append({"setting": setting_name, "task": task, "column": column, "label": label,
                                  "model": model, "seed": seed, "hidden": hidden, "preset": base,
-                                 "options": options, "budget": budget, "name": run_name(options, base)})
+                                 "options": options, "budget": budget, "name": run_name(options, base),
+                                 "extra": {k: v for k, v in variant.items() if k != "model"}})
     return runs
 
 
@@ -378,6 +379,7 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
                 options[length] = max(1, round(options[length] * spec["tune"]["share"]))
         found[search_name(run["setting"], run["label"])] = {"setting": run["setting"], "label": run["label"], "task": run["task"],
                                              "model": run["model"], "preset": run["preset"], "options": options,
+                                             "extra": sorted(run["extra"]),
                                              "trials": spec["tune"]["trials"]}
     return found
 
@@ -419,8 +421,10 @@ def _study(folder: Path, search: dict):
 
 
 def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, jobs: int = 1) -> dict:
-    """The ``tuned`` column's picks, {setting: {label: options}}: every label gets the same search (the scale's
-    ``tune`` budget) in ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``."""
+    """The ``tuned`` column's picks in a preset's layout, {table key: {label: options}} (a variant's entry also
+    holds the options that make it): every label gets the same search (the scale's ``tune`` budget) in
+    ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, which can be installed as a
+    preset (``nnrnn/presets/beyond.json``)."""
     todo = {out / "searches" / name: search for name, search in searches(scale, models, tasks, data_dir).items()}
     pending = {}
     for folder, search in todo.items():
@@ -430,8 +434,10 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     picks: dict = {}
     for folder, search in todo.items():
         best = best_params(_study(folder, search)) if (folder / "study.db").exists() else None
-        if best is not None:
-            picks.setdefault(search["setting"], {})[search["label"]] = best
+        if best is not None:  # in a preset's layout, with the options that make a variant
+            key = presets.table_key(search["task"], search["options"].get("bptt"))
+            variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
+            picks.setdefault(key, {})[search["label"]] = {**variant, **best}
     (out / "tuned.json").write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
     return picks
 
