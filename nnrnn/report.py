@@ -273,10 +273,19 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     learned = learned_structure(out, runs)
     claims += structure_claims(learned)
     lines += gamma + claims_section(claims) + settled_section(out, runs, settings) + learned_section(learned)
-    lines += analyse_first_seed(out, runs) + [""] + theory_section(figures)
+    lines += analyse_first_seed(out, runs) + [""] + theory_section(figures) + notes(out)
     report = out / "report.md"
     report.write_text("\n".join(lines))
     return report
+
+
+def notes(out: Path) -> list[str]:
+    """``OUT/notes.md``, written by hand beside the report (what the numbers cannot say themselves), kept
+    when the report is written again."""
+    path = out / "notes.md"
+    if not path.is_file():
+        return []
+    return ["## Notes on this grid (written by hand, from notes.md)", "", path.read_text().strip(), ""]
 
 
 def introduction(out: Path, scale: str, runs: list[dict], heading: str = "Reproduction report") -> list[str]:
@@ -515,7 +524,7 @@ def write_beyond_report(out: Path, scale: str, runs: list[dict]) -> Path:
             every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
             lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
     lines += questions_section(out, runs, settings, baseline) + family_learned_section(out, runs)
-    lines += settled_section(out, runs, settings)
+    lines += settled_section(out, runs, settings) + notes(out)
     report = out / "report.md"
     report.write_text("\n".join(lines))
     return report
