@@ -390,17 +390,36 @@ def search_name(setting: str, label: str) -> str:
 
 
 def _search_one(folder: Path, search: dict, threads: int | None) -> str:
-    """Run what is left of one search's trials (a search stopped part-way goes on: its study counts the trials
-    it holds)."""
+    """Run the trials one search still lacks.  A trial counts when it ended (finished, pruned or diverged); one
+    interrupted by a signal does not, so a search stopped part-way goes on to its full budget.  The sampler's
+    seed comes from the search's name: an uninterrupted search draws the same trials every time."""
+    import zlib
+
+    import optuna
+
     from .sweep import run_sweep
     if threads:
         import torch
         torch.set_num_threads(threads)
     start = time.time()
-    study = run_sweep(search["task"], search["model"], search["trials"], out=str(folder),
-                      train_options={**search["options"], "preset": search["preset"]}, total_trials=search["trials"])
-    best = best_params(study)
-    return f"{folder.name}: {time.time() - start:.0f} s, best {best}"
+    lacking = search["trials"] - ended_trials(folder, search)
+    sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True)
+    study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
+                      train_options={**search["options"], "preset": search["preset"]})
+    return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
+
+
+def ended_trials(folder: Path, search: dict) -> int:
+    """Trials of a search that finished, were pruned or diverged (not those a signal interrupted)."""
+    import optuna
+    if not (folder / "study.db").exists():
+        return 0
+    try:
+        study = _study(folder, search)
+    except KeyError:  # the storage exists, the study was never created in it
+        return 0
+    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    return sum(t.state in ended for t in study.trials)
 
 
 def best_params(study) -> dict | None:
@@ -428,7 +447,7 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     todo = {out / "searches" / name: search for name, search in searches(scale, models, tasks, data_dir).items()}
     pending = {}
     for folder, search in todo.items():
-        if len(_study(folder, search).trials if (folder / "study.db").exists() else ()) < search["trials"]:
+        if ended_trials(folder, search) < search["trials"]:
             pending[folder] = search
     run_all(out, pending, _search_one, "hyperparameter searches to run", log, jobs)
     picks: dict = {}

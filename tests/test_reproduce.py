@@ -140,3 +140,17 @@ def test_grids_sharing_a_runs_folder_reuse_identical_runs(tmp_path, tiny_scale):
     with pytest.raises(UserError, match="already exists and is not a link"):
         reproduce.reproduce(tiny_scale, tmp_path / "a", models=["nnrnn"], tasks=["copy"], log=lambda m: None,
                             runs_dir=tmp_path / "elsewhere")
+
+
+def test_a_search_goes_on_to_its_full_budget_after_an_interrupted_trial(tmp_path, tuned_scale, monkeypatch):
+    import optuna
+    reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
+    (name, search), = [(n, s) for n, s in reproduce.searches(tuned_scale, models=["gru"]).items()]
+    folder = tmp_path / "searches" / name
+    study = reproduce._study(folder, search)
+    study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL))  # as a signal leaves one
+    assert reproduce.ended_trials(folder, search) == 2
+    monkeypatch.setitem(reproduce.SCALES[tuned_scale]["tune"], "trials", 3)
+    reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
+    assert reproduce.ended_trials(folder, search | {"trials": 3}) == 3  # one more, not two
+    assert len(reproduce._study(folder, search).trials) == 4
