@@ -33,6 +33,10 @@ class OptionError(UserError, ValueError):
     cannot use; the message names the option and the values it takes."""
 
 
+class FolderInUse(UserError):
+    """Another nnrnn process holds the folder's lock (a run training, a grid writing its report)."""
+
+
 class TrainingDiverged(NnrnnError):
     """Training produced non-finite losses, gradients or scores (validation or test); the message says which,
     where the last good checkpoint is and what to try."""

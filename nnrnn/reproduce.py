@@ -41,7 +41,7 @@ from pathlib import Path
 
 from . import presets, runlock
 from .config import DEFAULTS, model_options, resolve_config
-from .errors import Interrupted, OptionError, TrainingDiverged, UserError
+from .errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
 from .models import MODELS, PAPER_MODELS, hidden_size_for, parameter_count
 from .network import embedding_width
 from .runlog import read_metrics
@@ -269,6 +269,8 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     start = time.time()
     try:
         train(config, resume=resume)
+    except FolderInUse:  # grids sharing a runs folder (--runs): the other grid is training this run
+        return f"{folder.name}: being trained by another process; run the command again later to include it"
     except TrainingDiverged as exc:
         # a result in its own right (the paper reports failed runs too): record it, go on
         folder.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import errno
 import os
 from pathlib import Path
 
-from .errors import UserError
+from .errors import FolderInUse, UserError
 
 try:
     import fcntl
@@ -64,7 +64,7 @@ def hold(folder: Path, option: str = "--out"):
             if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise UserError(f"{folder} is in use by another nnrnn process (pid {owner}); wait for it to finish, "
+            raise FolderInUse(f"{folder} is in use by another nnrnn process (pid {owner}); wait for it to finish, "
                             f"or choose another {option}") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

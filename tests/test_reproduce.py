@@ -154,3 +154,15 @@ def test_a_search_goes_on_to_its_full_budget_after_an_interrupted_trial(tmp_path
     reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
     assert reproduce.ended_trials(folder, search | {"trials": 3}) == 3  # one more, not two
     assert len(reproduce._study(folder, search).trials) == 4
+
+
+def test_a_run_another_grid_is_training_is_left_for_later(tmp_path, tiny_scale):
+    from nnrnn import runlock
+    (run,) = [r for r in reproduce.plan(tiny_scale, models=["nnrnn"], tasks=["copy"]) if r["seed"] == 0][:1]
+    folder = reproduce.run_folder(tmp_path, run)
+    logs = []
+    with runlock.hold(folder):  # as a second grid sharing the runs folder would hold it
+        reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn"], tasks=["copy"], log=logs.append)
+    assert any("being trained by another process" in line for line in logs)
+    assert not reproduce.finished(folder) and reproduce.finished(
+        reproduce.run_folder(tmp_path, next(r for r in reproduce.plan(tiny_scale, ["nnrnn"], ["copy"]) if r["seed"] == 1)))
