@@ -212,12 +212,14 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     extra.update(pick)
                 elif base is None:  # the paper gives no hyperparameters for this model
                     continue
-                model_config = resolve_config({"task": task, **variant, **setting["options"]}, base)
+                # a model the paper gives no hyperparameters for still trains by the task's procedure
+                procedure = presets.procedure(preset, task, bptt) if base is None else {}
+                model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
                 hidden = reference if column == "hidden" or model == "nnrnn" else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
-                               **setting["options"], **extra}
+                               **procedure, **setting["options"], **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
                     runs.append({"setting": setting_name, "task": task, "column": column, "label": label,

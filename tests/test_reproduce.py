@@ -166,3 +166,11 @@ def test_a_run_another_grid_is_training_is_left_for_later(tmp_path, tiny_scale):
     assert any("being trained by another process" in line for line in logs)
     assert not reproduce.finished(folder) and reproduce.finished(
         reproduce.run_folder(tmp_path, next(r for r in reproduce.plan(tiny_scale, ["nnrnn"], ["copy"]) if r["seed"] == 1)))
+
+
+def test_a_model_the_paper_has_no_entry_for_trains_by_the_tasks_procedure():
+    from nnrnn import presets
+    shared = presets.procedure("paper-params", "ptb", 150)
+    assert shared["embedding"] == 200 and shared["lr_schedule"] == "plateau" and "lr" not in shared
+    (search,) = [s for s in reproduce.searches("beyond", tasks=["copy"]).values() if s["model"] == "gru"]
+    assert search["preset"] is None and search["options"]["readout_bias_init"] == "uniform"

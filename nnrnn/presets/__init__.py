@@ -32,6 +32,20 @@ def covers(name: str, task: str, model: str, bptt: int | None = None) -> bool:
     return model in load(name).get(table_key(task, bptt), {})
 
 
+def procedure(name: str, task: str, bptt: int | None = None) -> dict:
+    """The options every model of preset ``name``'s table for ``task`` shares (batch size, length, read-out
+    initialisation, PTB's embedding and plateau schedule, ...): the task's procedure, for a model the preset
+    has no entry for."""
+    entries = list(load(name).get(table_key(task, bptt), {}).values())
+    if not entries:
+        return {}
+    shared = dict(entries[0])
+    for entry in entries[1:]:
+        shared = {k: v for k, v in shared.items() if k in entry and entry[k] == v}
+    shared.pop("hidden", None)
+    return shared
+
+
 def lookup(name: str, task: str, model: str, bptt: int | None = None) -> dict:
     """The options preset ``name`` gives for (task, model); ValueError if it has none."""
     preset = load(name)
