@@ -174,7 +174,7 @@ def test_installed_command_runs_a_reproduction_and_writes_its_report(tmp_path):
                              "lstm", "--out", str(tmp_path / "repro")], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     report = (tmp_path / "repro" / "report.md").read_text()
-    assert "| nnrnn |" in report and "| lstm |" in report and "The paper's claims at this scale" in report
+    assert "| nnRNN |" in report and "| LSTM |" in report and "The paper's claims at this scale" in report
 
 
 @pytest.mark.subprocess
