@@ -106,12 +106,15 @@ def copy_speed(out: Path, runs: list[dict], setting: str, baseline: float) -> di
 
 
 # --------------------------------------------------------------------------------------------- figures
-def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None) -> Path:
+def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None,
+                    gradients: bool = False) -> Path:
+    """The validation metric (or, with ``gradients``, the training gradient norm) against the update, mean ±
+    s.e. over seeds, one panel per column."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     task = setting_task_of(runs, setting)
-    key = metric(task)
+    key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
     columns = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
     fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False)
     axes = axes[0]
@@ -119,7 +122,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         for index, label in enumerate(labels(runs, setting)):
             members = group(runs, setting, column, label)
             curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
-                       if r.get("split") == "valid" and key in r] for m in members]
+                       if r.get("split") == split and key in r] for m in members]
             curves = [c for c in curves if c]
             if not curves:
                 continue
@@ -132,7 +135,9 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
             style = "--" if label not in PAPER_MODELS else "-"
             ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
-        if task == "copy":
+        if gradients:
+            ax.set_yscale("log")
+        elif task == "copy":
             ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
             ax.axhline(SOLVED_SHARE * baseline, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
             # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to
@@ -144,9 +149,10 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7.5, loc="best")
-    axes[0].set_ylabel(AXIS[task])
-    clipped = " (axis cut at 3× the baseline)" if task == "copy" else ""
-    fig.suptitle(f"{title(runs, setting)}: {AXIS[task]}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
+    quantity = "training gradient norm (before clipping)" if gradients else AXIS[task]
+    axes[0].set_ylabel(quantity)
+    clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
+    fig.suptitle(f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -380,7 +386,9 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
             cells.append(str(members[0]["hidden"]) if members else "")
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
     curve = learning_curves(out, runs, setting, figures / f"curves-{setting}.png", baseline)
-    return lines + ["", f"![{title(runs, setting)} learning curves]({curve.relative_to(out)})", ""]
+    grads = learning_curves(out, runs, setting, figures / f"gradients-{setting}.png", baseline, gradients=True)
+    return lines + ["", f"![{title(runs, setting)} learning curves]({curve.relative_to(out)})", "",
+                    f"![{title(runs, setting)} gradient norms during training]({grads.relative_to(out)})", ""]
 
 
 def speed_section(speed: dict, baseline: float, every: int) -> list[str]:

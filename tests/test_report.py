@@ -32,6 +32,7 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     assert "| nnRNN, γ = 1 |" in text  # the variant's own row
     assert "validated every 2 updates" in text
     assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
+    assert (tmp_path / "figures" / "gradients-copy-9.png").is_file()  # the supplement's gradient norms
     (tmp_path / "notes.md").write_text("EURNN's capacity explains it.\n")
     text = report.write_report(tmp_path, scale, runs).read_text()  # written again: the hand-written notes stay
     assert text.endswith("## Notes on this grid (written by hand, from notes.md)\n\nEURNN's capacity explains it.\n")
