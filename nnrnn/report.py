@@ -20,7 +20,7 @@ from .reproduce import SCALES, diverged, finished, metric, run_folder, search_na
 from .runlog import read_metrics
 from .tasks import make_task
 from .tasks.copy import baseline_loss
-from .verdicts import (SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
+from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
 COLUMNS = ("hidden", "params", "tuned")
@@ -273,7 +273,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
         elif task == "ptb":
             bptt = next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
             claims += [ptb_claim(table[c], bptt, c) for c in COLUMNS if table.get(c)]
-            if any("γ" in label for label in table.get("hidden", {})):
+            if held_gamma(runs, setting):
                 claims += gamma_claims(table["hidden"], bptt)
     gamma = gamma_section(out, runs, settings)
     learned = learned_structure(out, runs)
@@ -408,9 +408,13 @@ def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
     return lines + [""]
 
 
+def held_gamma(runs: list[dict], setting: str) -> bool:
+    """Whether a setting has runs of nnRNN with γ held (supplementary Table 7)."""
+    return any(r["options"].get("fixed_gamma") is not None for r in runs if r["setting"] == setting)
+
+
 def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
-    ptb = [s for s in settings if setting_task_of(runs, s) == "ptb"
-           and any("γ" in label for label in labels(runs, s))]
+    ptb = [s for s in settings if setting_task_of(runs, s) == "ptb" and held_gamma(runs, s)]
     if not ptb:
         return []
     bptts = {s: next(r["options"]["bptt"] for r in runs if r["setting"] == s) for s in ptb}
@@ -420,7 +424,7 @@ def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]
              "Test bits per character (test accuracy) at fixed hidden units; γ held means every γ_i is fixed at "
              "that value and the δ penalty is off (`--fixed-gamma G --delta 0`).", "",
              "| model | " + " | ".join(f"T_PTB = {bptts[s]}" for s in ptb) + " |", "|---" * (1 + len(ptb)) + "|"]
-    for label in ("nnrnn", "nnrnn γ=1", "nnrnn γ=0.958"):
+    for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD):
         cells = []
         for s in ptb:
             b, a = tables[s].get(label), accuracy[s].get(label)

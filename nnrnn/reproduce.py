@@ -47,12 +47,13 @@ from .network import embedding_width
 from .runlog import read_metrics
 from .tasks import make_task, task_class
 from .train import is_run_folder, train
+from .verdicts import GAMMA_HELD, GAMMA_ONE
 
 BOTH = ("hidden", "params")
 NON_GATED = tuple(m for m in PAPER_MODELS if m != "lstm")
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
-GAMMA_CLAMPED = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
-                 "nnrnn γ=0.958": {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
+GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
+                 GAMMA_HELD: {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
 # Why EURNN and RNN-orth miss copy with the paper's settings (docs/design.md, Baselines): EURNN with Jing et al.'s
 # copy-task capacity of 4 rotation layers instead of N/2, and RNN-orth with its gradient norm clipped at 1.
 COPY_CHECKS = {"eurnn, capacity 4": {"model": "eurnn", "capacity": 4},

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
 HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
 NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
          "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
-         "nnrnn delay": "nnRNN (delay init)", "nnrnn γ=1": "nnRNN, γ = 1", "nnrnn γ=0.958": "nnRNN, γ = 0.958",
+         "nnrnn delay": "nnRNN (delay init)", GAMMA_ONE: "nnRNN, γ = 1", GAMMA_HELD: "nnRNN, γ = 0.958",
          "eurnn, capacity 4": "EURNN, capacity 4", "rnn-orth, clipped at 1": "RNN-orth, clipped at 1"}
 ORTHOGONAL = ("exprnn", "eurnn", "rnn-orth")
 NON_GATED = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn")
@@ -226,8 +227,8 @@ PAPER_PTB_ACCURACY = {
     (300, "hidden"): {"rnn": "39.97", "rnn-orth": "65.53", "eurnn": "64.20", "exprnn": "66.89", "nnrnn": "68.52"},
 }
 # Supplementary Table 7 (N = 1024), test bpc; asterisks there: failed runs out of 5.
-PAPER_GAMMA = {150: {"nnrnn": "1.47", "nnrnn γ=1": "1.46 (1 of 5 runs failed)", "nnrnn γ=0.958": "1.47"},
-               300: {"nnrnn": "1.49", "nnrnn γ=1": "1.49 (2 of 5 runs failed)", "nnrnn γ=0.958": "1.49"}}
+PAPER_GAMMA = {150: {"nnrnn": "1.47", GAMMA_ONE: "1.46 (1 of 5 runs failed)", GAMMA_HELD: "1.47"},
+               300: {"nnrnn": "1.49", GAMMA_ONE: "1.49 (2 of 5 runs failed)", GAMMA_HELD: "1.49"}}
 
 
 def ptb_claim(bpc: dict, bptt: int, column: str) -> Claim:
@@ -254,7 +255,7 @@ def _show_bpc(stat) -> str:
 def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
     """Supplementary Table 7 at one T_PTB: nnRNN with γ held at 1 and at 0.958 against nnRNN (fixed hidden
     units)."""
-    nn, one, held = bpc.get("nnrnn"), bpc.get("nnrnn γ=1"), bpc.get("nnrnn γ=0.958")
+    nn, one, held = bpc.get("nnrnn"), bpc.get(GAMMA_ONE), bpc.get(GAMMA_HELD)
     claims = []
     others = [m for m in NON_GATED if m != "nnrnn"]
     if _missing(nn, one, *(bpc.get(m) for m in others)):
@@ -272,7 +273,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
     claims.append(Claim(
         f"PTB (T_PTB = {bptt}): with γ clamped at 1 \"some run did not converge [...] on runs that did converge "
         "we found the best performance out of all methods (including regularized γ nnRNN)\"",
-        PAPER_GAMMA[bptt]["nnrnn γ=1"] + f" against nnRNN {PAPER_GAMMA[bptt]['nnrnn']}", here, verdict))
+        PAPER_GAMMA[bptt][GAMMA_ONE] + f" against nnRNN {PAPER_GAMMA[bptt]['nnrnn']}", here, verdict))
     if _missing(nn, held):
         verdict = UNTESTED
         here = f"γ = 0.958: {_show_bpc(held)}; nnRNN {_show_bpc(nn)}"
@@ -282,7 +283,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
                 + ("clearly different" if differ(nn, held) else "not clearly different"))
     claims.append(Claim(
         f"PTB (T_PTB = {bptt}): with γ clamped at 0.958 \"the performance was virtually identical to that of "
-        "nnRNN with regularized γ\"", PAPER_GAMMA[bptt]["nnrnn γ=0.958"] + f" against {PAPER_GAMMA[bptt]['nnrnn']}",
+        "nnRNN with regularized γ\"", PAPER_GAMMA[bptt][GAMMA_HELD] + f" against {PAPER_GAMMA[bptt]['nnrnn']}",
         here, verdict))
     return claims
 
