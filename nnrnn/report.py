@@ -379,6 +379,9 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
             members = group(runs, setting, column, model)
             s = table.get(column, {}).get(model)
             shown = "" if not members else "not finished" if s is None else s.show(digits)
+            done = sum(finished(run_folder(out, r)) for r in members)
+            if s is not None and done < len(members):
+                shown += f" ({done} of {len(members)} seeds finished)"
             cells.append(shown)
             if extra:
                 a = extra.get(column, {}).get(model)
