@@ -555,7 +555,10 @@ def tuning_section(out: Path, scale: str) -> list[str]:
              f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
              f"on the model ({', '.join(SEARCHED)}; `nnrnn/sweep.py`), starting from `paper-params` where the paper "
              "gives the model hyperparameters. The best trial's options (by the validation metric) are the tuned "
-             "column's; they are in `tuned.json` beside this report.", "",
+             "column's; they are in `tuned.json` beside this report. The paper gives no hyperparameters for "
+             "GRU, nnGRU and the complex nnRNN, so they appear in the tuned column only, trained by the task's "
+             "procedure in the paper's presets (batch size, read-out initialisation, PTB's embedding and "
+             "plateau schedule).", "",
              "| table | model | tuned options |", "|---|---|---|"]
     for setting, chosen in picks.items():
         for label, options in chosen.items():
