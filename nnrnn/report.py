@@ -175,12 +175,13 @@ def structure_of(folder: Path) -> dict | None:
     import torch
 
     from .analysis.trained import angle_concentration, delay_line_ratio, matrix_summary, schur_view
+    from .models.nnrnn_complex import ComplexNonNormalRNN
     from .network import best_checkpoint, load_model
     if not best_checkpoint(folder).exists():
         return None
     net, _ = load_model(folder)
     layer = net.rnn
-    if hasattr(layer, "schur_factors"):  # complex: V = P (Λ + T) Pᴴ
+    if isinstance(layer, ComplexNonNormalRNN):  # V = P (Λ + T) Pᴴ, complex
         with torch.no_grad():
             _, lam, t = (x.detach().to(torch.complex128).numpy() for x in layer.schur_factors())
             v = layer.recurrent_matrix().detach().to(torch.complex128).numpy()

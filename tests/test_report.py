@@ -1,5 +1,6 @@
 """nnrnn.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
 import json
+import math
 
 import pytest
 
@@ -39,6 +40,14 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     # the learned structure is measured on every seed, once
     cache = json.loads((tmp_path / "analysis" / "structure.json").read_text())
     assert len(cache) == 2 and all(0 <= e["values"]["triangular_fraction"] < 1 for e in cache.values())
+    # the real nnRNN's trained γ and block angles, not its complex sibling's path
+    from nnrnn.analysis.trained import schur_view
+    from nnrnn.network import load_model
+    name, entry = next(iter(cache.items()))
+    view = schur_view(load_model(tmp_path / "runs" / name)[0].rnn)
+    assert entry["values"]["mean_gamma"] == pytest.approx(float(view.gamma_parameters.mean()))
+    assert entry["values"]["angle_concentration"] == pytest.approx(
+        1 - float(view.angles.std()) / (math.pi / math.sqrt(12)))
 
 
 def test_updates_to_solve_is_the_step_after_which_the_loss_stays_below(tmp_path):
