@@ -466,8 +466,9 @@ def convergence(out: Path, runs: list[dict], task: str) -> dict:
 
 def settled_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
     lines = ["### How settled the runs are", "",
-             "The share of each validation curve's total change that happened in its last fifth (0: flat; the mean "
-             "over seeds), and for PTB how many times the plateau schedule halved the learning rates.", "",
+             "The share of each validation curve's total change that happened in its last fifth (0: flat, which "
+             "also describes a model stuck at its start, such as the RNN at copy's baseline; the mean over seeds), "
+             "and for PTB how many times the plateau schedule halved the learning rates.", "",
              "| setting | column | model | change in the last fifth | learning-rate halvings |",
              "|---|---|---|---|---|"]
     for setting in settings:
@@ -491,7 +492,8 @@ def learned_section(learned: dict) -> list[str]:
     lines = ["## What nnRNN learned", "",
              "Every seed's trained nnRNN at fixed hidden units (its best checkpoint), mean ± s.e. over seeds: "
              "‖T‖/‖Θ‖ (the strictly lower triangle's share of the Schur form), Henrici's departure from normality "
-             "of V divided by ‖V‖_F, the mean |λ| of V's eigenvalues (with the paper's strict T the in-block "
+             "of V divided by ‖V‖_F (equal to ‖T‖/‖Θ‖ whenever every 2×2 block has complex eigenvalues, so the "
+             "two columns agree here), the mean |λ| of V's eigenvalues (with the paper's strict T the in-block "
              "entries of T move the eigenvalues, so this is not the mean γ), the mean trained γ, the "
              "concentration of the rotation angles θ_i (1 − sd(θ)/sd of the uniform law on [0, π]: 0 spread "
              "evenly, 1 all equal) and the delay line (mean |T| on the first sub-diagonal over the mean |T| below "

@@ -82,6 +82,11 @@ def differ(a: Stat, b: Stat) -> bool:
     return not a.empty and not b.empty and (below(a, b) or below(b, a))
 
 
+def relation(a: Stat, b: Stat) -> str:
+    """"clearly below", "clearly above" or "not clearly different from", by the rule."""
+    return "clearly below" if below(a, b) else "clearly above" if below(b, a) else "not clearly different from"
+
+
 def below_value(a: Stat, x: float) -> bool:
     return not a.empty and a.mean + 2 * a.err() < x
 
@@ -197,8 +202,10 @@ def psmnist_claim(accuracy: dict, column: str) -> Claim:
         matches = not differ(nn, accuracy[best])
         lesser = [m for m in ("rnn", "lstm") if below(accuracy[m], nn)]
         verdict = HOLDS if matches and len(lesser) == 2 else PARTLY if matches or lesser else FAILS
-        here = (f"nnRNN {_show_acc(nn)}; best orthogonal {name(best)} {_show_acc(accuracy[best])} ("
-                + ("not clearly different" if matches else "clearly different") + "); "
+        lower_orth = [m for m in ORTHOGONAL if below(accuracy[m], nn)]
+        here = (f"nnRNN {_show_acc(nn)}; best orthogonal {name(best)} {_show_acc(accuracy[best])} (nnRNN "
+                + relation(nn, accuracy[best]) + f" {name(best)}"
+                + (f"; nnRNN clearly above {_join(lower_orth)}" if lower_orth else "") + "); "
                 + "; ".join(f"{name(m)} {_show_acc(accuracy[m])}" for m in ORTHOGONAL if m != best)
                 + f"; RNN {_show_acc(accuracy['rnn'])}, LSTM {_show_acc(accuracy['lstm'])}"
                 + (f"; clearly below nnRNN: {_join(lesser)}" if lesser else "; neither RNN nor LSTM clearly below "
@@ -263,8 +270,8 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
     else:
         rivals = ["nnrnn", *others]
         best_of_all = [m for m in rivals if below(one, bpc[m])]
-        verdict = HOLDS if len(best_of_all) == len(rivals) and one.failed else \
-            PARTLY if best_of_all or one.failed else FAILS
+        # the claim's point is the best score of all methods; beating some weak ones is not part of it
+        verdict = HOLDS if len(best_of_all) == len(rivals) else FAILS
         here = (f"γ = 1: {one.show(3, failed='diverged')} over the runs that finished; nnRNN {_show_bpc(nn)}; "
                 f"{one.failed} of {one.n + one.failed} γ = 1 runs diverged; γ = 1 clearly below "
                 + (_join(best_of_all) if best_of_all else "none of the other non-gated models")
@@ -309,21 +316,23 @@ def structure_claims(learned: dict) -> list[Claim]:
         "\"For the copy task, Θ is practically composed of 2×2 rotation blocks along its diagonal (i.e. T = 0) [...] "
         "for the PTB task [...] T shows a lot of structure\"",
         "Fig. 3a, b", f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, PTB {show(ptb, 'triangular_fraction')} "
-        f"(T ≈ 0 read as below {NEAR_ZERO:.0%}); departure from normality (normalised): copy "
-        f"{show(copy, 'departure')}, PTB {show(ptb, 'departure')}", verdict))
+        f"(T ≈ 0 read as below {NEAR_ZERO:.0%})", verdict))
 
+    order = ""
     if None in (copy, ps, ptb):
         verdict = UNTESTED
     else:
         first = below(copy["triangular_fraction"], ps["triangular_fraction"])
         second = below(ps["triangular_fraction"], ptb["triangular_fraction"])
         verdict = HOLDS if first and second else PARTLY if first or second else FAILS
+        order = (f"; copy {relation(copy['triangular_fraction'], ps['triangular_fraction'])} psMNIST, psMNIST "
+                 f"{relation(ps['triangular_fraction'], ptb['triangular_fraction'])} PTB")
     claims.append(Claim(
         "supplement: the structure in the lower triangle is \"significantly weaker in the psMNIST task than in the "
         "PTB task, while not being completely absent as in the copy task\" (copy < psMNIST < PTB)",
         "Fig. 3 and the supplement's psMNIST Θ",
         f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
-        f"PTB {show(ptb, 'triangular_fraction')}", verdict))
+        f"PTB {show(ptb, 'triangular_fraction')}{order}", verdict))
 
     if None in (copy, ps, ptb):
         verdict = UNTESTED
@@ -350,15 +359,16 @@ def structure_claims(learned: dict) -> list[Claim]:
 
     if copy is None or ptb is None:
         verdict = UNTESTED
-    else:
-        lower = below(ptb["mean_modulus"], copy["mean_modulus"]) and below_value(ptb["mean_modulus"], 1.0)
-        verdict = HOLDS if lower else FAILS
+    else:  # the paper's γ̄ is its eigenvalue norm; with strict T the trained γ and |λ| differ, so both are judged
+        by = [q for q in ("mean_modulus", "mean_gamma")
+              if below(ptb[q], copy[q]) and below_value(ptb[q], 1.0)]
+        verdict = HOLDS if len(by) == 2 else PARTLY if by else FAILS
     claims.append(Claim(
         "\"For the PTB task [...] the mean eigenvalue norm is balanced at γ̄ ∼ 0.958. In contrast for the copy "
         "task, matrices remain normal and γ̄ ∼ 1\"", "PTB 0.958, copy about 1",
         f"mean abs(λ) of V: PTB {show(ptb, 'mean_modulus')}, copy {show(copy, 'mean_modulus')}, psMNIST "
-        f"{show(ps, 'mean_modulus')} (PTB clearly below copy and below 1 needed); mean trained γ: PTB "
-        f"{show(ptb, 'mean_gamma')}, copy {show(copy, 'mean_gamma')}", verdict))
+        f"{show(ps, 'mean_modulus')}; mean trained γ: PTB {show(ptb, 'mean_gamma')}, copy {show(copy, 'mean_gamma')} "
+        "(each: PTB clearly below copy and below 1 needed)", verdict))
     return claims
 
 

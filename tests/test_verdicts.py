@@ -89,25 +89,30 @@ def test_gamma_claims():
     assert verdicts.gamma_claims(bpc, 300)[1].verdict == FAILS
     bpc["nnrnn γ=1"] = s(2.16, 0.01)  # none diverged, better than some models but not than nnRNN
     one, _ = verdicts.gamma_claims(bpc, 300)
-    assert one.verdict == PARTLY and "not clearly below nnRNN" in one.here
+    assert one.verdict == FAILS and "not clearly below nnRNN" in one.here  # beating weak models is not the claim
     bpc["nnrnn γ=1"] = s(4.0, 0.01)
     assert verdicts.gamma_claims(bpc, 300)[0].verdict == FAILS
 
 
-def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9)):
+def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9), gamma=(1.0, 0.99, 0.96)):
     keys = ("copy", "psmnist", "ptb")
     return {task: {"triangular_fraction": s(tri[i], 0.01), "departure": s(tri[i], 0.01),
                    "angle_concentration": s(conc[i], 0.02), "delay_line": s(delay, 0.1),
-                   "mean_modulus": s(modulus[i], 0.005), "mean_gamma": s(1.0, 0.001)} for i, task in enumerate(keys)}
+                   "mean_modulus": s(modulus[i], 0.005), "mean_gamma": s(gamma[i], 0.001)}
+            for i, task in enumerate(keys)}
 
 
 def test_structure_claims_over_seeds():
     claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7)))
     assert [c.verdict for c in claims] == [HOLDS] * 5
     claims = verdicts.structure_claims(learned((0.26, 0.15, 0.72), conc=(0.1, 0.1, 0.12), delay=0.9,
-                                               modulus=(1.0, 1.0, 1.0)))
+                                               modulus=(1.0, 1.0, 1.0), gamma=(1.0, 1.0, 1.0)))
     # copy's T is not near 0 (26% of Θ), psMNIST below copy, PTB's angles not aligned, no delay line, |λ| at 1
     assert [c.verdict for c in claims] == [PARTLY, PARTLY, FAILS, FAILS, FAILS]
+    assert "copy clearly above psMNIST" in claims[1].here  # the order reversed, said so
+    # |λ| lower on PTB while the trained γ stays at 1 (the cpu-long grid): the γ̄ claim holds only partly
+    claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7), gamma=(0.988, 0.998, 0.999)))
+    assert claims[4].verdict == PARTLY
     assert all(c.verdict == UNTESTED for c in verdicts.structure_claims({}))
 
 
