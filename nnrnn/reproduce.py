@@ -164,11 +164,6 @@ def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None
     return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
 
 
-def setting_task(scale: str, setting: str) -> str:
-    """The task a scale's setting trains (settings such as ``ptb-300`` name a task and its options)."""
-    return SCALES[scale]["tasks"][setting].get("task", setting)
-
-
 def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
          searching: bool = False) -> list[dict]:
     """One entry per run: its setting, task, column, label, model, seed and resolved options.

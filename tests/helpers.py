@@ -95,3 +95,25 @@ def spy_states(monkeypatch) -> list:
         net.forward = forward
     with_network(monkeypatch, spy)
     return calls
+
+
+def assert_copies_train_apart(model, x, check_original):
+    """A whole-model torch.save / torch.load and a deepcopy of ``model`` give its outputs on ``x``, train on their
+    own (an SGD step over nnrnn.param_groups changes them), and leave ``model`` as it was (``check_original``
+    compares its output with the expected one)."""
+    import copy
+    import io
+
+    import nnrnn
+    expected = model(x)[0]
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    for restored in (torch.load(buffer, weights_only=False), copy.deepcopy(model)):
+        torch.testing.assert_close(restored(x)[0], expected)
+        optimizer = torch.optim.SGD(nnrnn.param_groups(restored, 0.1, 0.1))
+        restored(x)[0].sum().backward()
+        optimizer.step()
+        assert not torch.allclose(restored(x)[0], expected)
+        check_original(model(x)[0], expected)
+    return expected

@@ -2,7 +2,6 @@
 recurrence against complex arithmetic written out, the fused loop against the reference loop, gradcheck in
 complex128 / float64, the counts, and torch.nn.RNN's contract with a 2N-wide real state [Re h, Im h]."""
 import copy
-import io
 import math
 
 import numpy as np
@@ -13,6 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 import nnrnn
 from nnrnn.models.nnrnn_complex import complex_fused, complex_modrelu, complex_reference
 from nnrnn.parametrizations.unitary import ComplexSchurForm, skew_hermitian, storage_of
+from helpers import assert_copies_train_apart
 
 F64 = torch.float64
 NAME = "nnrnn-complex"
@@ -308,17 +308,7 @@ def test_whole_model_save_load_deepcopy_state_dict_and_training_after():
     torch.manual_seed(9)
     model = nudge_(make(4, 3, num_layers=2))
     x = torch.randn(5, 2, 3, dtype=F64)
-    expected = model(x)[0]
-    buffer = io.BytesIO()
-    torch.save(model, buffer)
-    buffer.seek(0)
-    for restored in (torch.load(buffer, weights_only=False), copy.deepcopy(model)):
-        torch.testing.assert_close(restored(x)[0], expected)
-        optimizer = torch.optim.SGD(nnrnn.param_groups(restored, 0.1, 0.1))
-        restored(x)[0].sum().backward()
-        optimizer.step()
-        assert not torch.allclose(restored(x)[0], expected)
-        torch.testing.assert_close(model(x)[0], expected)
+    expected = assert_copies_train_apart(model, x, torch.testing.assert_close)
     fresh = make(4, 3, num_layers=2)
     fresh.load_state_dict(model.state_dict())
     torch.testing.assert_close(fresh(x)[0], expected)
