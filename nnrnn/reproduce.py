@@ -22,6 +22,10 @@ of its validation file when only ``shared/data`` is present):
   (20 epochs) in the fixed-hidden-units column (the paper's main-text figures), PTB
   in both columns (its Table 1) for 150 epochs with the plateau schedule.  Hours on
   a CPU; ``--jobs`` runs several at once (docs/reproduction-cpu-long/report.md).
+* ``beyond``: the non-normal family (nnRNN, nnRNN started as a delay line, complex nnRNN, nnGRU) against
+  GRU, LSTM and expRNN at nnRNN's parameter count, 3 seeds, at cpu-long's sizes and sequence lengths with
+  shorter training (copy 2000 updates, psMNIST 5 epochs, PTB 30 epochs), in the paper's column and a tuned
+  one (the same small Optuna search for every model); about 2 hours on 2 cores (docs/beyond/report.md).
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and the release's lengths (copy 1500 updates, psMNIST and PTB
   100 epochs); meant for GPUs.
@@ -95,19 +99,20 @@ SCALES = {
                         "models": NON_GATED, "options": LONG_PTB_300},
         },
     },
-    # Beyond the paper (docs/beyond/report.md): the non-normal family at cpu-long's sizes and lengths, at nnRNN's
-    # parameter count, with the paper's hyperparameters where it gives them and with the same search for every
-    # model (8 trials of runs a quarter as long, seed 0).
+    # Beyond the paper (docs/beyond/report.md): the non-normal family at cpu-long's sizes and sequence lengths, at
+    # nnRNN's parameter count, with the paper's hyperparameters where it gives them and with the same search for
+    # every model (5 trials of runs a fifth as long, seed 0).  Shorter training than cpu-long's, so that the whole
+    # grid, searches included, ends within one sitting of about 2 hours on 2 cores (docs/design.md).
     "beyond": {
         "seeds": [0, 1, 2],
-        "tune": {"trials": 8, "share": 0.25},
+        "tune": {"trials": 5, "share": 0.2},
         "tasks": {
             "copy": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                     "options": LONG_COPY},
+                     "options": {**LONG_COPY, "steps": 2000}},
             "psmnist": {"hidden": 64, "columns": ("params", TUNED), "models": BEYOND_MODELS,
-                        "variants": DELAY_INIT, "options": LONG_PSMNIST},
+                        "variants": DELAY_INIT, "options": {**LONG_PSMNIST, "epochs": 5}},
             "ptb": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                    "options": LONG_PTB},
+                    "options": {**LONG_PTB, "epochs": 30}},
         },
     },
     "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
