@@ -553,7 +553,8 @@ def tuning_section(out: Path, scale: str) -> list[str]:
     spec = SCALES[scale]["tune"]
     picks = json.loads((out / "tuned.json").read_text()) if (out / "tuned.json").is_file() else {}
     lines = ["## How every model was tuned", "",
-             f"Every model and variant got the same search on every task: {spec['trials']} trials of `nnrnn sweep` "
+             f"Every model and variant got the same search on every task: {spec['trials']} "
+             f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
              f"(Optuna's TPE sampler, its median pruner), each a run of seed 0 at the model's size and "
              f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
              f"on the model ({', '.join(SEARCHED)}; `nnrnn/sweep.py`), starting from `paper-params` where the paper "
@@ -613,7 +614,8 @@ def questions_section(out: Path, runs: list[dict], settings: list[str], baseline
                                lower[setting])
             if task_of[setting] == "copy" and baseline:
                 sp = copy_speed(out, runs, setting, baseline).get(column, {})
-                speed, _ = compare("nnrnn delay", sp.get("nnrnn delay"), "nnrnn", sp.get("nnrnn"), 0, True)
+                speed, _ = compare("nnrnn delay", sp.get("nnrnn delay"), "nnrnn", sp.get("nnrnn"), 0, True,
+                                   failed="never solved")
                 speed = "updates until solved: " + speed
             else:
                 key = metric(task_of[setting])

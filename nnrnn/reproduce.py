@@ -450,8 +450,8 @@ def _study(folder: Path, search: dict):
 def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, jobs: int = 1) -> dict:
     """The ``tuned`` column's picks in a preset's layout, {table key: {label: options}} (a variant's entry also
     holds the options that make it): every label gets the same search (the scale's ``tune`` budget) in
-    ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, which can be installed as a
-    preset (``nnrnn/presets/beyond.json``)."""
+    ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, and the tuned column as a whole
+    preset (:func:`tuned_preset`) to ``OUT/preset.json``, which can be installed as ``nnrnn/presets/SCALE.json``."""
     todo = {out / "searches" / name: search for name, search in searches(scale, models, tasks, data_dir).items()}
     pending = {}
     for folder, search in todo.items():
@@ -466,7 +466,32 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
             variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
             picks.setdefault(key, {})[search["label"]] = {**variant, **best}
     (out / "tuned.json").write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
+    (out / "preset.json").write_text(json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
     return picks
+
+
+def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
+    """The ``tuned`` column as a preset: {table key: {model: the options its runs train with, but the seed}},
+    each model's entry whole (its ``paper-params`` entry or the task's procedure, the scale's size and length, the
+    pick), so that ``--preset NAME`` alone trains a tuned model as the grid did; a variant's entry (e.g. nnRNN
+    started as a delay line) goes under ``_variants`` (table key → label → options), since a preset is keyed by
+    model."""
+    preset: dict = {"_description": f"The `{scale}` grid's tuned column (nnrnn reproduce --scale {scale}): each "
+                                    "model at nnRNN's parameter count with the options its search picked.",
+                    "_source": f"nnrnn reproduce --scale {scale}, OUT/tuned.json; docs/design.md says how it searched"}
+    for run in plan(scale, picks=picks, seeds=[0], data_dir=data_dir):
+        if run["column"] != TUNED:
+            continue
+        bptt = run["options"].get("bptt")
+        base = presets.lookup(run["preset"], run["task"], run["model"], bptt) if run["preset"] else {}
+        entry = {**base, **{k: v for k, v in run["options"].items()
+                            if k not in ("task", "model", "seed", "progress", "data_dir")}}
+        key = presets.table_key(run["task"], bptt)
+        if run["label"] == run["model"]:
+            preset.setdefault(key, {})[run["model"]] = entry
+        else:
+            preset.setdefault("_variants", {}).setdefault(key, {})[run["label"]] = {"model": run["model"], **entry}
+    return preset
 
 
 def share_runs(out: Path, runs_dir) -> None:

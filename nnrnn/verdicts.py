@@ -373,17 +373,21 @@ def structure_claims(learned: dict) -> list[Claim]:
 
 
 # --------------------------------------------------------------------------------------------- beyond the paper
-def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: bool = True) -> tuple[str, int]:
+def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: bool = True,
+            failed: str = "diverged") -> tuple[str, int]:
     """One sentence comparing two results by the rule, and its sign: 1 when a is better than b by more than two
-    combined standard errors, −1 when worse, 0 when neither (or a result is missing)."""
+    combined standard errors, −1 when worse, 0 when neither (or a result is missing).  ``failed`` says what a seed
+    without a value did ("diverged", or "never solved" for a time to solve)."""
     if a is None or b is None or (a.empty and not a.failed) or (b.empty and not b.failed):
         return f"{name(a_label)} against {name(b_label)}: runs missing", 0
-    if a.empty or b.empty:  # every seed of one (or both) diverged: that one is the worse
-        sign = 0 if a.empty and b.empty else -1 if a.empty else 1
-        verb = {0: "as diverged as", -1: "worse than", 1: "better than"}[sign]
-        return f"{name(a_label)} {a.show(digits)} is {verb} {name(b_label)} {b.show(digits)}", sign
+    if a.empty and b.empty:
+        return f"{name(a_label)} and {name(b_label)}: every seed {failed}", 0
+    if a.empty or b.empty:  # every seed of one failed: that one is the worse
+        sign = -1 if a.empty else 1
+        verb = "worse than" if a.empty else "better than"
+        return f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}", sign
     better = below(a, b) if lower_is_better else below(b, a)
     worse = below(b, a) if lower_is_better else below(a, b)
     verb = "clearly better than" if better else "clearly worse than" if worse else "not clearly different from"
-    return (f"{name(a_label)} {a.show(digits)} is {verb} {name(b_label)} {b.show(digits)}",
+    return (f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}",
             1 if better else -1 if worse else 0)

@@ -113,11 +113,15 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     text = reproduce.reproduce(tuned_scale, tmp_path, log=logs.append).read_text()
     picks = json.loads((tmp_path / "tuned.json").read_text())
     assert set(picks["copy"]) == {"nnrnn", "gru", "nnrnn delay"} and "lr" in picks["copy"]["gru"]
-    assert picks["copy"]["nnrnn delay"]["t_init"] == "delay:0.5"  # a preset entry says what the variant is
+    assert picks["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]  # a preset entry says what the variant is
     assert "## How every model was tuned" in text and "| copy | GRU | alpha=" in text
     assert "### Does the delay initialisation change nnRNN's learning speed or final score?" in text
     assert "### The goal" not in text  # judged only on a grid with copy, psMNIST and PTB
     assert "| copy | nnRNN (delay init) |" in text  # what it learned, with the tuned models
+    preset = json.loads((tmp_path / "preset.json").read_text())  # the tuned column, whole, as a preset
+    assert preset["copy"]["gru"]["lr"] == picks["copy"]["gru"]["lr"] and preset["copy"]["gru"]["hidden"] < 8
+    assert preset["copy"]["gru"]["readout_bias_init"] == "uniform"  # the task's procedure comes with it
+    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]
     runs = reproduce.plan(tuned_scale, picks=picks)
     tuned = {r["model"]: r for r in runs if r["column"] == "tuned"}
     assert tuned["gru"]["options"]["lr"] == picks["copy"]["gru"]["lr"]
@@ -174,3 +178,14 @@ def test_a_model_the_paper_has_no_entry_for_trains_by_the_tasks_procedure():
     assert shared["embedding"] == 200 and shared["lr_schedule"] == "plateau" and "lr" not in shared
     (search,) = [s for s in reproduce.searches("beyond", tasks=["copy"]).values() if s["model"] == "gru"]
     assert search["preset"] is None and search["options"]["readout_bias_init"] == "uniform"
+
+
+def test_a_scales_length_replaces_the_procedures_for_a_model_the_paper_has_no_entry_for(monkeypatch):
+    # paper-params trains psMNIST for 100 epochs; a scale that gives steps must not collide with them for the GRU
+    scale = {"seeds": [0], "tune": {"trials": 1, "share": 0.5}, "tasks": {"psmnist": {
+        "hidden": 8, "columns": ("tuned",), "models": ("gru",),
+        "options": {"batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
+    monkeypatch.setitem(reproduce.SCALES, "tiny-steps", scale)
+    (run,) = reproduce.plan("tiny-steps", searching=True)
+    assert run["options"]["steps"] == 4 and "epochs" not in run["options"]
+    assert run["options"]["readout_init"] == "uniform"  # the rest of the procedure stays

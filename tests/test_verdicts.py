@@ -123,3 +123,11 @@ def test_compare_counts_a_model_that_diverged_as_the_worse():
     assert verdicts.compare("nngru", s(2.1, 0.01), "lstm", diverged)[1] == 1
     assert verdicts.compare("nngru", s(2.10, 0.01), "lstm", s(2.12, 0.01))[1] == 0  # 0.02 < 2·0.0141
     assert "3e+26" in Stat(3e26, math.nan, 1, 1).show(3)
+
+
+def test_compare_says_what_a_seed_without_a_value_did():
+    never = Stat.of([None, None, None])
+    text, sign = verdicts.compare("nnrnn delay", never, "nnrnn", never, 0, failed="never solved")
+    assert sign == 0 and text == "nnRNN (delay init) and nnRNN: every seed never solved"
+    text, sign = verdicts.compare("nnrnn delay", Stat.of([400.0, None]), "nnrnn", never, 0, failed="never solved")
+    assert sign == 1 and "1 of 2 seeds never solved" in text and "diverged" not in text
