@@ -152,10 +152,10 @@ def run_presets(args) -> int:
                 continue
             for model, options in models.items():
                 print(f"  {table:8s} {model:9s} " + " ".join(f"{k}={v}" for k, v in options.items()))
-        for table, variants in preset.get("_variants", {}).items():  # not reachable by --model: shown as options
+        for table, variants in preset.get("_variants", {}).items():  # not reachable by --model: its options
             for label, options in variants.items():
-                print(f"  {table:8s} {label} (variant): " + " ".join(f"--{k.replace('_', '-')} {v}"
-                                                                    for k, v in options.items()))
+                print(f"  {table:8s} {label} (a variant: --model {options['model']} with these options) "
+                      + " ".join(f"{k}={v}" for k, v in options.items() if k != "model"))
     return 0
 
 

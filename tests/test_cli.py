@@ -48,6 +48,9 @@ def test_presets_lists_the_paper_tables():
     assert result.returncode == 0
     assert "paper-params" in result.stdout and "ptb-300" in result.stdout
     assert "lr_orth=1e-06" in result.stdout  # nnRNN on copy, supplementary Table 4
+    # the beyond grid's delay-initialised nnRNN is a variant, not a model: the listing says how to train it
+    assert "nnrnn delay (a variant: --model nnrnn with these options)" in result.stdout
+    assert "t_init=delay:0.02" in result.stdout
 
 
 @pytest.mark.subprocess
@@ -91,7 +94,7 @@ def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
             cli.main(["presets", "fast"])
     else:
         assert cli.main(["presets", "fast"]) == 2
-        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params\n"
+        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of beyond, paper, paper-params\n"
 
 
 @pytest.mark.subprocess
