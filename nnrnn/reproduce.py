@@ -539,7 +539,7 @@ def add_reproduce_parser(subparsers) -> None:
     p.add_argument("--data-dir", dest="data_dir")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
     p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
-                   "share finished runs between grids that have runs in common)")
+                   "share finished runs between grids that have runs in common")
     p.set_defaults(func=run_reproduce)
 
 
