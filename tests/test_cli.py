@@ -94,7 +94,7 @@ def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
             cli.main(["presets", "fast"])
     else:
         assert cli.main(["presets", "fast"]) == 2
-        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of beyond, paper, paper-params\n"
+        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params, beyond\n"
 
 
 @pytest.mark.subprocess

@@ -13,7 +13,9 @@ from ..errors import OptionError
 
 
 def preset_names() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".json"))
+    """The presets' names, the paper's first."""
+    names = (p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".json"))
+    return sorted(names, key=lambda name: (not name.startswith("paper"), name))
 
 
 @cache
