@@ -25,7 +25,7 @@ of its validation file when only ``shared/data`` is present):
 * ``beyond``: the non-normal family (nnRNN, nnRNN started as a delay line, complex nnRNN, nnGRU) against
   GRU, LSTM and expRNN at nnRNN's parameter count, 3 seeds, at cpu-long's sizes and sequence lengths with
   shorter training (copy 2000 updates, psMNIST 5 epochs, PTB 30 epochs), in the paper's column and a tuned
-  one (the same small Optuna search for every model); about 2 hours on 2 cores (docs/beyond/report.md).
+  one (the same small Optuna search for every model); about an hour on 2 cores (docs/beyond/report.md).
 * ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
 * ``paper``: the paper's sizes and the release's lengths (copy 1500 updates, psMNIST and PTB
   100 epochs); meant for GPUs.
@@ -103,7 +103,7 @@ SCALES = {
     # Beyond the paper (docs/beyond/report.md): the non-normal family at cpu-long's sizes and sequence lengths, at
     # nnRNN's parameter count, with the paper's hyperparameters where it gives them and with the same search for
     # every model (5 trials of runs a fifth as long, seed 0).  Shorter training than cpu-long's, so that the whole
-    # grid, searches included, ends within one sitting of about 2 hours on 2 cores (docs/design.md).
+    # grid, searches included, ends within one sitting: about an hour on 2 cores (docs/design.md).
     "beyond": {
         "seeds": [0, 1, 2],
         "tune": {"trials": 5, "share": 0.2},

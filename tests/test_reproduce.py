@@ -113,7 +113,8 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     text = reproduce.reproduce(tuned_scale, tmp_path, log=logs.append).read_text()
     picks = json.loads((tmp_path / "tuned.json").read_text())
     assert set(picks["copy"]) == {"nnrnn", "gru", "nnrnn delay"} and "lr" in picks["copy"]["gru"]
-    assert picks["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]  # a preset entry says what the variant is
+    # a preset entry says what the variant is
+    assert picks["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]
     assert "## How every model was tuned" in text and "| copy | GRU | alpha=" in text
     assert "### Does the delay initialisation change nnRNN's learning speed or final score?" in text
     assert "### The goal" not in text  # judged only on a grid with copy, psMNIST and PTB
