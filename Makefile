@@ -30,7 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
 
 # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI.
-# MUTANTS="nnrnn.checkpoint* nnrnn.tasks.ptb*" runs only the mutants of those functions (mutmut's names).
+# MUTANTS="nnrnn.training.checkpoint* nnrnn.tasks.ptb*" runs only the mutants of those functions (mutmut's names).
 MUTANTS ?=
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-mutate.txt

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from nnrnn.tasks.copy import baseline_loss
-from nnrnn.config import resolve_config
-from nnrnn.runlog import read_metrics
-from nnrnn.train import train
+from nnrnn.training.config import resolve_config
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import train
 
 
 def last_fraction_loss(folder: Path, steps: int, fraction: float = 0.1) -> float:

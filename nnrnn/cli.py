@@ -109,10 +109,10 @@ def add_train_parser(sub) -> None:
 
 
 def run_train(args) -> int:
-    from . import distributed
-    from .config import resolve_config, resume_config
+    from .training import distributed
+    from .training.config import resolve_config, resume_config
     from .errors import OptionError
-    from .train import train
+    from .training.train import train
     if args.resume and args.overwrite:
         raise OptionError("give --resume or --overwrite, not both")
     typed = {k: v for k, v in vars(args).items()  # what the user typed: argparse leaves the rest None
@@ -133,8 +133,8 @@ def run_train(args) -> int:
 
 
 def run_eval(args) -> int:
-    from .network import best_checkpoint
-    from .train import evaluate_checkpoint
+    from .training.network import best_checkpoint
+    from .training.train import evaluate_checkpoint
     folder = Path(args.run)
     path = best_checkpoint(folder) if folder.is_dir() else folder
     print(json.dumps(evaluate_checkpoint(path, split=args.split)))
@@ -178,8 +178,8 @@ def make_parser() -> Parser:
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .data.cli import add_data_parser
     from .doctor import add_doctor_parser
-    from .reproduce import add_reproduce_parser
-    from .sweep import add_sweep_parser
+    from .experiments.reproduce import add_reproduce_parser
+    from .experiments.sweep import add_sweep_parser
     add_data_parser(sub)
     add_sweep_parser(sub)
     add_theory_parser(sub)

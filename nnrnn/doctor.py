@@ -49,15 +49,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checkpoint, presets
+from .training import checkpoint
+
+from . import presets
 from .errors import UserError
 from .models import MODELS, PAPER_MODELS, create, param_groups
 from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
 # Everything taken from the trainer, in one place (nnrnn.train is being split up).
-from .config import check_device, resolve_config
-from .network import build, build_network
-from .train import make_optimizer, train
+from .training.config import check_device, resolve_config
+from .training.network import build, build_network
+from .training.train import make_optimizer, train
 
 TASKS = ("copy", "adding", "psmnist", "ptb")
 PAPER_SIZES = {"psmnist": (784, 128, 512, 1), "ptb": (150, 128, 1024, 200)}  # (T, B, N, I)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import torch
 
-from nnrnn import checkpoint
-from nnrnn import network as network_module
-from nnrnn import train as trainer
-from nnrnn.config import resolve_config
+from nnrnn.training import checkpoint
+from nnrnn.training import network as network_module
+from nnrnn.training import train as trainer
+from nnrnn.training.config import resolve_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -348,10 +348,10 @@ def test_cli_theory_prop1_refuses_bad_values_in_one_line(argv, message, tmp_path
 
 
 def test_cli_analyze(tmp_path, capsys, monkeypatch):
-    import nnrnn.network
+    import nnrnn.training.network
     ckpt = tmp_path / "model.pt"
     ckpt.write_bytes(b"")
-    monkeypatch.setattr(nnrnn.network, "load_model", lambda path: (_nnrnn(8), {"model": "nnrnn"}))
+    monkeypatch.setattr(nnrnn.training.network, "load_model", lambda path: (_nnrnn(8), {"model": "nnrnn"}))
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
     assert args.func(args) == 0
     out = tmp_path / "model-analysis"

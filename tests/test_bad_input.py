@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nnrnn
-from nnrnn import cli, runlock
+from nnrnn import cli
+from nnrnn.training import runlock
 from nnrnn.parametrizations import orthogonal, schur
 
 from conftest import SHARED  # noqa: E402
@@ -177,7 +178,7 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_folder(capsys, tmp
 def test_a_killed_holders_lock_is_not_stale(tmp_path):
     import subprocess
     import sys
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnrnn import runlock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnrnn.training import runlock\n"
                                f"with runlock.hold({str(tmp_path / 'run')!r}):\n print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

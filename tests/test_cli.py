@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from nnrnn import config as config_module
-from nnrnn.runlog import read_metrics
+from nnrnn.training import config as config_module
+from nnrnn.training.runlog import read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 

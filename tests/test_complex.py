@@ -325,8 +325,8 @@ def test_reset_parameters_and_generator():
 
 
 def test_network_read_out_sees_re_and_im():
-    from nnrnn.config import resolve_config
-    from nnrnn.network import build
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.network import build
     config = resolve_config({"task": "copy", "model": NAME, "hidden": 6, "T": 5, "batch_size": 2})
     _, net = build(config)
     assert net.readout.in_features == 12

@@ -2,7 +2,7 @@
 CPU with torch's CUDA and process-group calls replaced: what each would hand to CUDA is checked."""
 import torch
 
-from nnrnn import distributed
+from nnrnn.training import distributed
 
 
 
@@ -42,9 +42,9 @@ def test_each_rank_takes_its_own_gpu_before_the_process_group(monkeypatch):
 def test_resume_gives_the_cpu_generator_a_cpu_tensor_whatever_the_checkpoint_was_loaded_onto(tmp_path, monkeypatch):
     """On CUDA the checkpoint is loaded with map_location=cuda, which moves the saved CPU generator state
     there too, and torch.set_rng_state takes CPU byte tensors only."""
-    from nnrnn import checkpoint
-    from nnrnn.config import resolve_config
-    from nnrnn.train import train
+    from nnrnn.training import checkpoint
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.train import train
 
     class OnDevice:  # stands for a cuda tensor: not accepted by torch.set_rng_state, .cpu() brings it back
         def __init__(self, tensor):

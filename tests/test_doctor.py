@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nnrnn import checkpoint, doctor
+from nnrnn.training import checkpoint
+from nnrnn import doctor
 from nnrnn.cli import main
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused

@@ -11,12 +11,12 @@ What is independent of nnrnn, and what is not:
   ``torch.optim.RMSprop`` optimizers with ``weight_decay=Tdecay`` on UppT's group, as select_optimizer makes them;
   PTB's StepLR(1, 0.5) on both, stepped after a validation not below the best.  No nnrnn function computes any of
   it.
-* nnrnn is driven only through its public entry point, ``nnrnn.train.train(config)`` with the config of
+* nnrnn is driven only through its public entry point, ``nnrnn.training.train.train(config)`` with the config of
   ``resolve_config({...}, "paper")`` and a run folder; what it did is read back from the folder:
-  ``checkpoints/last.pt`` (``nnrnn.network.load_model``, and the optimizer's learning rates) and ``metrics.jsonl``
-  (``nnrnn.runlog.read_metrics``).
+  ``checkpoints/last.pt`` (``nnrnn.training.network.load_model``, and the optimizer's learning rates) and ``metrics.jsonl``
+  (``nnrnn.training.runlog.read_metrics``).
 * Taken from nnrnn, and so not tested here: the starting point and the data.  The initial tensors are those of
-  ``nnrnn.network.build(config)`` (the seed and build train() uses), read by name from the state dict and converted
+  ``nnrnn.training.network.build(config)`` (the seed and build train() uses), read by name from the state dict and converted
   to the release's layout by this file's ``to_release`` (transposes, lower → upper triangle, the generator's and θ's
   signs; the mapping is explained there), not by nnrnn's helpers; their distributions are tested separately
   (further down).  The batches are those of nnrnn's task object (``task.train_batch(k)`` is the batch of update
@@ -39,10 +39,10 @@ from conftest import SHARED, needs_mnist, needs_ptb
 from torch import nn
 
 import nnrnn
-from nnrnn.config import resolve_config
-from nnrnn.network import build, build_network, load_model
-from nnrnn.runlog import read_metrics
-from nnrnn.train import make_optimizer, make_schedule
+from nnrnn.training.config import resolve_config
+from nnrnn.training.network import build, build_network, load_model
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import make_optimizer, make_schedule
 
 # What the release does, per task and model, as its scripts set it (see the module docstring).
 RELEASE = {
@@ -82,7 +82,7 @@ def test_presets_carry_the_release_procedure(preset, task, bptt):
 
 def test_the_paper_scale_trains_the_releases_lengths():
     """copytask.py trains 1500 updates (hard-coded), sMNIST.py and language_task.py 100 epochs."""
-    from nnrnn.reproduce import SCALES
+    from nnrnn.experiments.grid import SCALES
     tasks = SCALES["paper"]["tasks"]
     assert tasks["copy"]["options"]["steps"] == 1500
     assert tasks["psmnist"]["options"]["epochs"] == RELEASE["psmnist"]["epochs"] == 100
@@ -291,7 +291,7 @@ def compare(net, reference, start, config):
 
 
 def run_nnrnn(tmp_path, monkeypatch, options, dtype=torch.float32):
-    """Train through nnrnn's public entry point, ``nnrnn.train.train(config)`` with ``--preset paper`` and a run
+    """Train through nnrnn's public entry point, ``nnrnn.training.train.train(config)`` with ``--preset paper`` and a run
     folder; returns (config, the initial state dict, the network of ``checkpoints/last.pt`` (network.load_model),
     every metrics.jsonl record, the task the reference reads its batches from).
 
@@ -307,8 +307,8 @@ def run_nnrnn(tmp_path, monkeypatch, options, dtype=torch.float32):
     torch.set_default_dtype(dtype)
     try:
         config = resolve_config({**options, "log_every": 1, "progress": False, "out": str(tmp_path / "run")}, "paper")
-        task, initial = build(config)  # what train() starts from: nnrnn.network.build seeds and builds as it does
-        nnrnn.train.train(config)
+        task, initial = build(config)  # what train() starts from: nnrnn.training.network.build seeds and builds as it does
+        nnrnn.training.train.train(config)
         net, saved_config = load_model(tmp_path / "run" / "checkpoints" / "last.pt")
     finally:
         torch.set_default_dtype(previous)
@@ -497,7 +497,7 @@ def test_plateau_schedule_halves_exactly_when_the_release_does():
 
 def test_trainer_halves_both_learning_rates_after_a_validation_that_did_not_improve(tmp_path, monkeypatch):
     """The trainer steps the schedule on every validation score: scripted scores, the release's rule."""
-    from nnrnn import train as trainer
+    from nnrnn.training import train as trainer
     scores = iter([3.0, 2.5, 2.6, 2.5, 2.4, 2.45, 9.0])  # the last: the test split, scored at the end
     monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
     config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 12,

@@ -332,7 +332,7 @@ def test_bad_arguments_name_themselves():
 
 
 def test_the_paper_preset_has_no_gru():
-    from nnrnn.config import resolve_config
+    from nnrnn.training.config import resolve_config
     from nnrnn.errors import OptionError
     for model in ("gru", "nngru"):
         with pytest.raises(OptionError, match=f"no settings for model '{model}'"):
@@ -340,9 +340,9 @@ def test_the_paper_preset_has_no_gru():
 
 
 def test_schur_gates_is_a_training_option_of_nngru_only():
-    from nnrnn.config import resolve_config
+    from nnrnn.training.config import resolve_config
     from nnrnn.errors import OptionError
-    from nnrnn.network import build_network
+    from nnrnn.training.network import build_network
     config = resolve_config({"task": "copy", "model": "nngru", "hidden": 5, "schur_gates": True})
     net = build_network(config, 3, 2, "all")
     assert net.rnn.schur_gates and len(net.rnn.schur_forms()) == 3

@@ -14,11 +14,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nnrnn import checkpoint, cli
-from nnrnn.config import resolve_config
+from nnrnn.training import checkpoint
+from nnrnn import cli
+from nnrnn.training.config import resolve_config
 from nnrnn.errors import OptionError
-from nnrnn.runlog import read_metrics
-from nnrnn.train import train
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
@@ -259,7 +260,7 @@ def test_a_full_disk_is_one_line_and_the_previous_checkpoint_stays(capsys, finis
 # --------------------------------------------------------------------------- results are part of the run
 
 def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkeypatch):
-    from nnrnn import train as trainer
+    from nnrnn.training import train as trainer
     real = trainer.evaluate
 
     def nan_test(net, task, split, device):
@@ -276,7 +277,7 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 KILL = r"""
 import json, os, sys
 import torch
-from nnrnn import checkpoint, network, runlog, train as trainer
+from nnrnn.training import checkpoint, network, runlog, train as trainer
 config, phase, at = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 calls = {"n": 0}
 

@@ -9,9 +9,9 @@ from conftest import SHARED
 from torch.nn import functional as F
 
 from nnrnn import MODELS
-from nnrnn.config import resolve_config
-from nnrnn.runlog import read_metrics
-from nnrnn.train import train
+from nnrnn.training.config import resolve_config
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import train
 
 
 def test_copy_layout_by_hand():

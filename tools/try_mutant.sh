@@ -2,8 +2,8 @@
 # Run some tests against mutants of the last `make mutate` (the mutated copy in mutants/), the way mutmut
 # runs them, without mutmut's bookkeeping: to check that a new test kills the survivors it was written for.
 #   tools/try_mutant.sh 'MUTANT [MUTANT...]' PYTEST_ARGS...
-#   tools/try_mutant.sh 'nnrnn.train.x_total_steps__mutmut_5 nnrnn.train.x_total_steps__mutmut_7' \
-#       tests/test_config.py -k number_of_updates
+#   tools/try_mutant.sh 'nnrnn.training.train.x_total_steps__mutmut_5 nnrnn.training.train.x_total_steps__mutmut_7' \
+#       tests/training/test_config.py -k number_of_updates
 # The tests run first on the unmutated code (they must pass there), then once per mutant.
 set -uo pipefail
 if [ $# -lt 2 ]; then

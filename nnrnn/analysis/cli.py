@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import OptionError, UserError
-from ..runlock import LOCK_NAME, make_folder
+from ..training.runlock import LOCK_NAME, make_folder
 
 DEFAULT_THEORY_OUT = "figures/theory"
 MARKER = ".nnrnn-analysis"     # written first into every folder analyze and theory write; see output_folder
@@ -267,13 +267,13 @@ def default_analysis_dir(path) -> Path:
 
 def training_gradient_norms(path) -> list[tuple[int, float]]:
     """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
-    from ..runlog import read_metrics
+    from ..training.runlog import read_metrics
     return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
 
 
 def run_analyze(args) -> int:
-    from ..network import load_model
-    from ..runlock import hold
+    from ..training.network import load_model
+    from ..training.runlock import hold
     from .trained import analyze_model
     if not os.path.exists(args.path):
         raise UserError(f"no run folder or checkpoint at {args.path}")

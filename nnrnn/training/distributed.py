@@ -10,7 +10,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .errors import UserError
+from ..errors import UserError
 
 
 def setup(device: torch.device) -> tuple[int, int]:

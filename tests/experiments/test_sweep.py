@@ -1,4 +1,4 @@
-"""nnrnn.sweep: Optuna searches whose trials are ordinary run folders.
+"""nnrnn.experiments.sweep: Optuna searches whose trials are ordinary run folders.
 
 Tiny runs (copy task, hidden 8, T 5, a few dozen updates) keep the whole file
 to well under a minute on two cores.
@@ -16,10 +16,10 @@ import optuna
 import pytest
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser, open_storage,
+from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser, open_storage,
                          run_sweep, search_space, summary)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
 TINIER = {"hidden": 8, "T": 5, "steps": 10, "eval_every": 5}
 
@@ -118,7 +118,7 @@ def test_a_second_run_joins_the_same_study(sweep, tmp_path):
 
 WORKER = """
 import sys
-from nnrnn.sweep import run_sweep
+from nnrnn.experiments.sweep import run_sweep
 for storage, out in zip(sys.argv[1::2], sys.argv[2::2]):
     run_sweep("copy", "rnn", 2, storage=storage, study="shared", out=out,
               train_options=dict(hidden=8, T=5, steps=5, eval_every=5))
@@ -171,7 +171,7 @@ def test_pruned_trials_stop_at_the_first_validation(tmp_path):
 
 
 def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import nnrnn.train
+    import nnrnn.training.train
     calls = []
 
     def diverging_train(config, resume=False, on_eval=None):
@@ -181,7 +181,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
-    monkeypatch.setattr(nnrnn.train, "train", diverging_train)
+    monkeypatch.setattr(nnrnn.training.train, "train", diverging_train)
     study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     first, second = study.get_trials()
     assert first.state.name == "PRUNED" and first.user_attrs["stopped"] == "diverged"
@@ -192,7 +192,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     assert "PRUNED (diverged)" in text.getvalue()
 
     # any other user error stops the sweep: it would recur in every trial
-    monkeypatch.setattr(nnrnn.train, "train", lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
+    monkeypatch.setattr(nnrnn.training.train, "train", lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
     with pytest.raises(UserError, match="no data files"):
         run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     assert states(optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}")) == \
@@ -202,12 +202,12 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
 def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
     import signal
 
-    import nnrnn.train
+    import nnrnn.training.train
 
     def interrupted(config, resume=False, on_eval=None):
         raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
-    monkeypatch.setattr(nnrnn.train, "train", interrupted)
+    monkeypatch.setattr(nnrnn.training.train, "train", interrupted)
     with pytest.raises(nnrnn.errors.Interrupted):
         run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
     (trial,) = optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()

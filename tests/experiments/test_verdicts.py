@@ -1,8 +1,8 @@
-"""nnrnn.verdicts: each claim judged in its own words by the two-standard-error rule."""
+"""nnrnn.experiments.verdicts: each claim judged in its own words by the two-standard-error rule."""
 import math
 
-from nnrnn import verdicts
-from nnrnn.verdicts import FAILS, HOLDS, PARTLY, UNTESTED, Stat
+from nnrnn.experiments import verdicts
+from nnrnn.experiments.verdicts import FAILS, HOLDS, PARTLY, UNTESTED, Stat
 
 BASELINE = 10 * math.log(8) / 220
 

@@ -38,7 +38,7 @@ import time
 import warnings
 from pathlib import Path
 
-from .errors import Interrupted, OptionError, TrainingDiverged, UserError
+from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
 
 LR_RANGE = (1e-5, 5e-3)           # log-uniform
 LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
@@ -68,7 +68,7 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
     """
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-    from .models import model_class
+    from ..models import model_class
     model_class(model)  # unknown names fail here with the list of valid ones
     space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
     if model in ORTHOGONAL_FACTOR:
@@ -186,8 +186,8 @@ def planned_steps(config: dict) -> int:
     """The number of updates a run of ``config`` will make (builds the task if it must)."""
     if config.get("steps"):
         return config["steps"]
-    from .config import DEFAULT_STEPS, total_steps
-    from .network import build
+    from ..training.config import DEFAULT_STEPS, total_steps
+    from ..training.network import build
     if config.get("epochs") is None and config["task"] in DEFAULT_STEPS:
         return DEFAULT_STEPS[config["task"]]
     task, _ = build(config)
@@ -217,8 +217,8 @@ class _Objective:
     def __call__(self, trial):
         import optuna
 
-        from .config import resolve_config
-        from .train import train
+        from ..training.config import resolve_config
+        from ..training.train import train
         params = suggest(trial, self.space)
         run = self.out / f"trial-{trial.number:04d}"
         trial.set_user_attr("run", str(run.resolve()))
@@ -303,11 +303,11 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     """
     import optuna
 
-    from .models import model_class
-    from .tasks import task_class
-    from .runlock import make_folder
-    from .config import resolve_config
-    from .network import build_task
+    from ..models import model_class
+    from ..tasks import task_class
+    from ..training.runlock import make_folder
+    from ..training.config import resolve_config
+    from ..training.network import build_task
     if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
         raise OptionError(f"trials must be a positive integer; got {trials!r}")
     if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)

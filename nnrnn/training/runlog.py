@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from . import checkpoint
-from .errors import UserError
+from ..errors import UserError
 
 
 def parse_lines(path: Path) -> list[tuple[str, dict]]:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from nnrnn import reproduce
+from nnrnn.experiments import grid, reproduce
 from nnrnn.errors import TrainingDiverged, UserError
 
 
@@ -11,12 +11,12 @@ from nnrnn.errors import TrainingDiverged, UserError
 def tiny_scale(monkeypatch):
     scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "options": {
         "T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
-    monkeypatch.setitem(reproduce.SCALES, "tiny", scale)
+    monkeypatch.setitem(grid.SCALES, "tiny", scale)
     return "tiny"
 
 
 def test_plan_matches_parameter_counts(tiny_scale):
-    runs = reproduce.plan(tiny_scale, models=["nnrnn", "exprnn"], tasks=["copy"])
+    runs = grid.plan(tiny_scale, models=["nnrnn", "exprnn"], tasks=["copy"])
     by_column = {(r["column"], r["model"], r["seed"]): r for r in runs}
     assert by_column[("hidden", "exprnn", 0)]["hidden"] == 8
     assert by_column[("params", "exprnn", 0)]["hidden"] > 8  # expRNN needs more units for nnRNN's budget
@@ -49,13 +49,14 @@ def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch)
     monkeypatch.setattr(reproduce, "train", train)
     report = reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=lambda m: None)
     assert "| LSTM | diverged" in report.read_text()
-    assert reproduce.finished(reproduce.run_folder(tmp_path, reproduce.plan(tiny_scale, ["lstm"], ["copy"])[0]))
+    assert grid.finished(grid.run_folder(tmp_path, grid.plan(tiny_scale, ["lstm"], ["copy"])[0]))
 
 
 SLOW_GRID = """
 import sys
-from nnrnn import cli, reproduce
-reproduce.SCALES["slow"] = {"seeds": [0, 1, 2], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
+from nnrnn import cli
+from nnrnn.experiments import grid, reproduce
+grid.SCALES["slow"] = {"seeds": [0, 1, 2], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
     "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20}}}}
 sys.exit(cli.main(["reproduce", "--scale", "slow", "--out", sys.argv[1], "--jobs", "2", "--models", "nnrnn"]))
 """
@@ -97,24 +98,24 @@ def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_mor
 @pytest.fixture
 def tuned_scale(monkeypatch):
     scale = {"seeds": [0], "tune": {"trials": 2, "share": 0.5}, "tasks": {"copy": {
-        "hidden": 8, "columns": ("params", "tuned"), "models": ("nnrnn", "gru"), "variants": reproduce.DELAY_INIT,
+        "hidden": 8, "columns": ("params", "tuned"), "models": ("nnrnn", "gru"), "variants": grid.DELAY_INIT,
         "options": {"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
-    monkeypatch.setitem(reproduce.SCALES, "tiny-tuned", scale)
+    monkeypatch.setitem(grid.SCALES, "tiny-tuned", scale)
     return "tiny-tuned"
 
 
 def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp_path, tuned_scale):
     # before any search: the paper's column only, and no GRU there (the paper gives it no hyperparameters)
-    assert {(r["column"], r["label"]) for r in reproduce.plan(tuned_scale)} == {("params", "nnrnn"),
+    assert {(r["column"], r["label"]) for r in grid.plan(tuned_scale)} == {("params", "nnrnn"),
                                                                                  ("params", "nnrnn delay")}
-    (search,) = [s for s in reproduce.searches(tuned_scale).values() if s["model"] == "gru"]
+    (search,) = [s for s in grid.searches(tuned_scale).values() if s["model"] == "gru"]
     assert search["options"]["steps"] == 2 and search["preset"] is None and search["trials"] == 2
     logs = []
     text = reproduce.reproduce(tuned_scale, tmp_path, log=logs.append).read_text()
     picks = json.loads((tmp_path / "tuned.json").read_text())
     assert set(picks["copy"]) == {"nnrnn", "gru", "nnrnn delay"} and "lr" in picks["copy"]["gru"]
     # a preset entry says what the variant is
-    assert picks["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]
+    assert picks["copy"]["nnrnn delay"]["t_init"] == grid.DELAY_INIT["nnrnn delay"]["t_init"]
     assert "## How every model was tuned" in text and "| copy | GRU | alpha=" in text
     assert "### Does the delay initialisation change nnRNN's learning speed or final score?" in text
     assert "### The goal" not in text  # judged only on a grid with copy, psMNIST and PTB
@@ -122,12 +123,12 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     preset = json.loads((tmp_path / "preset.json").read_text())  # the tuned column, whole, as a preset
     assert preset["copy"]["gru"]["lr"] == picks["copy"]["gru"]["lr"] and preset["copy"]["gru"]["hidden"] < 8
     assert preset["copy"]["gru"]["readout_bias_init"] == "uniform"  # the task's procedure comes with it
-    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == reproduce.DELAY_INIT["nnrnn delay"]["t_init"]
-    runs = reproduce.plan(tuned_scale, picks=picks)
+    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == grid.DELAY_INIT["nnrnn delay"]["t_init"]
+    runs = grid.plan(tuned_scale, picks=picks)
     tuned = {r["model"]: r for r in runs if r["column"] == "tuned"}
     assert tuned["gru"]["options"]["lr"] == picks["copy"]["gru"]["lr"]
     assert tuned["gru"]["hidden"] < 8  # at nnRNN's parameter count
-    assert all(reproduce.finished(reproduce.run_folder(tmp_path, r)) for r in runs)
+    assert all(grid.finished(grid.run_folder(tmp_path, r)) for r in runs)
     logs.clear()
     reproduce.reproduce(tuned_scale, tmp_path, log=logs.append)
     assert not [line for line in logs if line.startswith("[")]  # searches and runs are not redone
@@ -150,34 +151,34 @@ def test_grids_sharing_a_runs_folder_reuse_identical_runs(tmp_path, tiny_scale):
 def test_a_search_goes_on_to_its_full_budget_after_an_interrupted_trial(tmp_path, tuned_scale, monkeypatch):
     import optuna
     reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
-    (name, search), = [(n, s) for n, s in reproduce.searches(tuned_scale, models=["gru"]).items()]
+    (name, search), = [(n, s) for n, s in grid.searches(tuned_scale, models=["gru"]).items()]
     folder = tmp_path / "searches" / name
     study = reproduce._study(folder, search)
     study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL))  # as a signal leaves one
     assert reproduce.ended_trials(folder, search) == 2
-    monkeypatch.setitem(reproduce.SCALES[tuned_scale]["tune"], "trials", 3)
+    monkeypatch.setitem(grid.SCALES[tuned_scale]["tune"], "trials", 3)
     reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
     assert reproduce.ended_trials(folder, search | {"trials": 3}) == 3  # one more, not two
     assert len(reproduce._study(folder, search).trials) == 4
 
 
 def test_a_run_another_grid_is_training_is_left_for_later(tmp_path, tiny_scale):
-    from nnrnn import runlock
-    (run,) = [r for r in reproduce.plan(tiny_scale, models=["nnrnn"], tasks=["copy"]) if r["seed"] == 0][:1]
-    folder = reproduce.run_folder(tmp_path, run)
+    from nnrnn.training import runlock
+    (run,) = [r for r in grid.plan(tiny_scale, models=["nnrnn"], tasks=["copy"]) if r["seed"] == 0][:1]
+    folder = grid.run_folder(tmp_path, run)
     logs = []
     with runlock.hold(folder):  # as a second grid sharing the runs folder would hold it
         reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn"], tasks=["copy"], log=logs.append)
     assert any("being trained by another process" in line for line in logs)
-    assert not reproduce.finished(folder) and reproduce.finished(
-        reproduce.run_folder(tmp_path, next(r for r in reproduce.plan(tiny_scale, ["nnrnn"], ["copy"]) if r["seed"] == 1)))
+    assert not grid.finished(folder) and grid.finished(
+        grid.run_folder(tmp_path, next(r for r in grid.plan(tiny_scale, ["nnrnn"], ["copy"]) if r["seed"] == 1)))
 
 
 def test_a_model_the_paper_has_no_entry_for_trains_by_the_tasks_procedure():
     from nnrnn import presets
     shared = presets.procedure("paper-params", "ptb", 150)
     assert shared["embedding"] == 200 and shared["lr_schedule"] == "plateau" and "lr" not in shared
-    (search,) = [s for s in reproduce.searches("beyond", tasks=["copy"]).values() if s["model"] == "gru"]
+    (search,) = [s for s in grid.searches("beyond", tasks=["copy"]).values() if s["model"] == "gru"]
     assert search["preset"] is None and search["options"]["readout_bias_init"] == "uniform"
 
 
@@ -186,7 +187,7 @@ def test_a_scales_length_replaces_the_procedures_for_a_model_the_paper_has_no_en
     scale = {"seeds": [0], "tune": {"trials": 1, "share": 0.5}, "tasks": {"psmnist": {
         "hidden": 8, "columns": ("tuned",), "models": ("gru",),
         "options": {"batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
-    monkeypatch.setitem(reproduce.SCALES, "tiny-steps", scale)
-    (run,) = reproduce.plan("tiny-steps", searching=True)
+    monkeypatch.setitem(grid.SCALES, "tiny-steps", scale)
+    (run,) = grid.plan("tiny-steps", searching=True)
     assert run["options"]["steps"] == 4 and "epochs" not in run["options"]
     assert run["options"]["readout_init"] == "uniform"  # the rest of the procedure stays

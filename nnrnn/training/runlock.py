@@ -15,7 +15,7 @@ import errno
 import os
 from pathlib import Path
 
-from .errors import FolderInUse, UserError
+from ..errors import FolderInUse, UserError
 
 try:
     import fcntl

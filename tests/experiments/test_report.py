@@ -1,10 +1,10 @@
-"""nnrnn.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
+"""nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
 import json
 import math
 
 import pytest
 
-from nnrnn import report, reproduce
+from nnrnn.experiments import grid, report, reproduce
 from tests.conftest import SHARED, needs_ptb
 
 COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
@@ -17,12 +17,12 @@ def scale(monkeypatch):
         "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",), "variants": HELD, "options": COPY},
         "copy-9": {"task": "copy", "hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                    "options": {**COPY, "T": 9}}}}
-    monkeypatch.setitem(reproduce.SCALES, "two-settings", spec)
+    monkeypatch.setitem(grid.SCALES, "two-settings", spec)
     return "two-settings"
 
 
 def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
-    runs = reproduce.plan(scale)
+    runs = grid.plan(scale)
     assert {(r["setting"], r["label"]) for r in runs} == {("copy", "nnrnn"), ("copy", "nnrnn γ=1"),
                                                           ("copy-9", "nnrnn")}
     held = next(r for r in runs if r["label"] == "nnrnn γ=1")
@@ -42,7 +42,7 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     assert len(cache) == 2 and all(0 <= e["values"]["triangular_fraction"] < 1 for e in cache.values())
     # the real nnRNN's trained γ and block angles, not its complex sibling's path
     from nnrnn.analysis.trained import schur_view
-    from nnrnn.network import load_model
+    from nnrnn.training.network import load_model
     name, entry = next(iter(cache.items()))
     view = schur_view(load_model(tmp_path / "runs" / name)[0].rnn)
     assert entry["values"]["mean_gamma"] == pytest.approx(float(view.gamma_parameters.mean()))
@@ -66,7 +66,7 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
     spec = {"seeds": [0], "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                                             "variants": HELD, "options": ptb}}}
-    monkeypatch.setitem(reproduce.SCALES, "ptb-tiny", spec)
+    monkeypatch.setitem(grid.SCALES, "ptb-tiny", spec)
     text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
     assert "test bpc | test accuracy | N" in text
     assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnRNN, γ = 1 |" in text

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .models import PAPER_MODELS
-from .reproduce import SCALES, diverged, finished, metric, run_folder, search_name
-from .runlog import read_metrics
-from .tasks import make_task
-from .tasks.copy import baseline_loss
+from ..models import PAPER_MODELS
+from .grid import SCALES, diverged, finished, metric, run_folder, search_name
+from ..training.runlog import read_metrics
+from ..tasks import make_task
+from ..tasks.copy import baseline_loss
 from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
@@ -174,9 +174,9 @@ def structure_of(folder: Path) -> dict | None:
     real Schur form of its recurrent matrix (a gated model's candidate or cell matrix)."""
     import torch
 
-    from .analysis.trained import angle_concentration, delay_line_ratio, matrix_summary, schur_view
-    from .models.nnrnn_complex import ComplexNonNormalRNN
-    from .network import best_checkpoint, load_model
+    from ..analysis.trained import angle_concentration, delay_line_ratio, matrix_summary, schur_view
+    from ..models.nnrnn_complex import ComplexNonNormalRNN
+    from ..training.network import best_checkpoint, load_model
     if not best_checkpoint(folder).exists():
         return None
     net, _ = load_model(folder)
@@ -227,8 +227,8 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
 
 def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
-    from .analysis import analyze_model
-    from .network import best_checkpoint, load_model
+    from ..analysis import analyze_model
+    from ..training.network import best_checkpoint, load_model
     lines = []
     for task in ("copy", "psmnist", "ptb"):
         setting = next((r["setting"] for r in runs if r["task"] == task), None)
@@ -311,7 +311,7 @@ def introduction(out: Path, scale: str, runs: list[dict], heading: str = "Reprod
             f"wall times). Seeds: {', '.join(map(str, seeds))}; entries are mean ± standard error over seeds. "
             "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
             "released code does) unless a column says it is tuned; sizes and lengths are this scale's "
-            "(`nnrnn/reproduce.py`, `SCALES`).", "",
+            "(`nnrnn/experiments/grid.py`, `SCALES`).", "",
             "**The comparison rule.** Two means differ when they are more than two combined standard errors "
             "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
             "comparison below, in the tables, the claims and the notes, uses this rule (`nnrnn/verdicts.py`).", ""]
@@ -509,7 +509,7 @@ def learned_section(learned: dict) -> list[str]:
 
 
 def theory_section(figures: Path) -> list[str]:
-    from .analysis import plots, table3
+    from ..analysis import plots, table3
     lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
     for row in table3():
         lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")

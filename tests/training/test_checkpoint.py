@@ -1,9 +1,9 @@
-"""nnrnn.checkpoint: atomic writes and safe loading."""
+"""nnrnn.training.checkpoint: atomic writes and safe loading."""
 
 import pytest
 import torch
 
-from nnrnn import checkpoint
+from nnrnn.training import checkpoint
 from nnrnn.errors import UserError
 
 

@@ -1,4 +1,4 @@
-"""nnrnn.network: the network a run builds from its configuration, and loading it back."""
+"""nnrnn.training.network: the network a run builds from its configuration, and loading it back."""
 import math
 from pathlib import Path
 
@@ -9,11 +9,11 @@ from helpers import copy_config, fake_ptb
 from torch import nn
 
 import nnrnn
-from nnrnn import checkpoint
-from nnrnn import network as network_module
-from nnrnn.config import resolve_config
-from nnrnn.network import OneHot, load_model
-from nnrnn.train import train
+from nnrnn.training import checkpoint
+from nnrnn.training import network as network_module
+from nnrnn.training.config import resolve_config
+from nnrnn.training.network import OneHot, load_model
+from nnrnn.training.train import train
 
 
 def test_build_task_passes_the_configs_task_options(tmp_path):

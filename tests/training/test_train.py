@@ -1,4 +1,4 @@
-"""nnrnn.train: the training loop: what the optimizer groups hold, that the penalty and lr_orth act in the real loop,
+"""nnrnn.training.train: the training loop: what the optimizer groups hold, that the penalty and lr_orth act in the real loop,
 validation, best checkpoints, skipped updates, the plateau stop, signals, several processes, and exact resume
 (in process, after kill -9 and after SIGTERM).  References come from the paper or from an independent
 computation, never from the module under test."""
@@ -25,19 +25,19 @@ from helpers import (
 )
 from torch import nn
 
-from nnrnn import checkpoint
-from nnrnn import config as config_module
+from nnrnn.training import checkpoint
+from nnrnn.training import config as config_module
 from nnrnn import errors as errors_module
-from nnrnn import network as network_module
-from nnrnn import runlog as runlog_module
-from nnrnn import train as trainer
-from nnrnn.config import check_resumable, resolve_config
+from nnrnn.training import network as network_module
+from nnrnn.training import runlog as runlog_module
+from nnrnn.training import train as trainer
+from nnrnn.training.config import check_resumable, resolve_config
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.network import load_model
-from nnrnn.runlog import read_metrics
-from nnrnn.train import evaluate_checkpoint, make_optimizer, train
+from nnrnn.training.network import load_model
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import evaluate_checkpoint, make_optimizer, train
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 TINY = {"task": "copy", "model": "nnrnn", "hidden": 16, "T": 5, "batch_size": 8, "log_every": 2,
@@ -227,7 +227,7 @@ def test_two_processes_match_one(tmp_path, model):
     """torchrun with 2 CPU processes (gloo) reaches the parameters of 1 process on the same global batch."""
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\nfrom nnrnn.config import resolve_config\nfrom nnrnn.train import train\nfrom nnrnn import distributed\n"
+        "import sys\nfrom nnrnn.training.config import resolve_config\nfrom nnrnn.training.train import train\nfrom nnrnn.training import distributed\n"
         "from nnrnn.tasks.copy import CopyTask\n"
         # update 3's last sequence, in rank 1's half, holds a NaN: one process skips that update, so two must
         "batch = CopyTask.train_batch\n"

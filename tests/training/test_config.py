@@ -1,11 +1,11 @@
-"""nnrnn.config: the options, their defaults, how presets and explicit options combine, their checks."""
+"""nnrnn.training.config: the options, their defaults, how presets and explicit options combine, their checks."""
 
 import pytest
 import torch
 
-from nnrnn import config as config_module
-from nnrnn import network as network_module
-from nnrnn.config import resolve_config
+from nnrnn.training import config as config_module
+from nnrnn.training import network as network_module
+from nnrnn.training.config import resolve_config
 from nnrnn.errors import UserError
 
 POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
@@ -151,7 +151,7 @@ def test_explicit_epochs_replace_a_presets_steps(monkeypatch):
 
 
 def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
-    from nnrnn.config import inapplicable
+    from nnrnn.training.config import inapplicable
     with pytest.raises(ValueError, match="unknown option\\(s\\) lrr, stpes"):
         resolve_config({"task": "copy", "lrr": 0.1, "stpes": 3})
     saved = resolve_config({"task": "ptb", "model": "nnrnn", "steps": 5}, "paper")  # holds "preset"

@@ -1,14 +1,14 @@
-"""nnrnn.runlog: metrics.jsonl, TensorBoard and the learning-curve figure."""
+"""nnrnn.training.runlog: metrics.jsonl, TensorBoard and the learning-curve figure."""
 import sys
 
 import pytest
 from helpers import copy_config, tensorboard_scalars
 
-from nnrnn import checkpoint
-from nnrnn import runlog as runlog_module
+from nnrnn.training import checkpoint
+from nnrnn.training import runlog as runlog_module
 from nnrnn.errors import UserError
-from nnrnn.runlog import read_metrics
-from nnrnn.train import train
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import train
 
 
 def test_tensorboard_holds_every_logged_scalar_at_its_step(tmp_path):
@@ -112,7 +112,7 @@ def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypat
 
 
 def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_its_first_checkpoint(tmp_path):
-    from nnrnn.train import MARKER
+    from nnrnn.training.train import MARKER
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / MARKER).write_text("")  # an earlier attempt claimed the folder, logged, then was killed

@@ -1,0 +1,10 @@
+"""Training: everything between a configuration and a trained run folder.
+
+* :mod:`.config`: the configuration as data (defaults, presets, one ``validate``), what a run's options mean;
+* :mod:`.network`: building the task and the network a configuration describes, loading a trained one;
+* :mod:`.train`: the training loop, evaluation, the run's state;
+* :mod:`.checkpoint`: atomic checkpoint files; :mod:`.runlock`: one process per run folder;
+* :mod:`.runlog`: metrics, TensorBoard and curves; :mod:`.distributed`: several processes (``torchrun``).
+
+Models and tasks (:mod:`nnrnn.models`, :mod:`nnrnn.tasks`) know nothing of this layer; the experiments
+(:mod:`nnrnn.experiments`) and the command line sit above it."""

@@ -1,0 +1,68 @@
+"""Atomic checkpoints: write a temporary file, fsync, rename.  A reader never sees a
+half-written checkpoint, whenever the writer is killed."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ..errors import UserError
+
+FORMAT = "nnrnn-checkpoint"
+# 2: T strictly lower triangular by default, t_decay as the release's weight decay, PTB embedding,
+#    learning-rate schedule state; a version-1 checkpoint would load into a different model
+VERSION = 2
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is unchanged; "
+                        f"fix the folder, then continue with --resume") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as error:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if isinstance(error, OSError):  # a full disk above all: the file it would have replaced stays whole
+            raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is "
+                            f"unchanged; free some space, then continue with --resume") from None
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+def save(path: Path, payload: dict) -> None:
+    atomic_write(path, lambda f: torch.save({"format": FORMAT, "version": VERSION, **payload}, f))
+
+
+def load(path: Path, map_location="cpu") -> dict:
+    """Load a checkpoint written by :func:`save`; UserError if it is missing or not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no checkpoint at {path}; train a model first with `nnrnn train`")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for truncated or foreign files
+        raise UserError(f"{path} is not a readable nnrnn checkpoint ({type(exc).__name__}); "
+                        f"it is truncated or was not written by nnrnn") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise UserError(f"{path} is not an nnrnn checkpoint (it was saved by another program)")
+    if payload.get("version") != VERSION:
+        raise UserError(f"{path} has checkpoint version {payload.get('version')}, written by another nnrnn "
+                        f"release; this one reads version {VERSION} only, so retrain the run (or use the nnrnn "
+                        f"that wrote it)")
+    return payload

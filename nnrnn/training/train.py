@@ -1,0 +1,514 @@
+"""Training: one loop, read top to bottom in :func:`train`, configured by a plain dict (:mod:`nnrnn.config`).
+
+A run folder holds
+
+* ``config.json``   every resolved option;
+* ``metrics.jsonl`` one JSON object per logged point (:mod:`nnrnn.runlog`);
+* ``checkpoints/last.pt`` (for ``--resume``) and ``checkpoints/best.pt`` (best validation score);
+* ``tensorboard/`` event files and ``curves.png``.
+
+Batches are a pure function of (seed, step), and everything that changes during training is in one
+:class:`RunState`, saved to ``last.pt`` and restored from it in one place, so a resumed run continues
+exactly as if uninterrupted.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import shutil
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import checkpoint, distributed, runlock
+from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
+from ..errors import Interrupted, TrainingDiverged, UserError
+from ..models import param_groups
+from .network import build, build_network, build_task
+from ..parametrizations import rebase_
+from .runlog import MetricsLog, plot_curves, read_metrics
+from ..tasks.base import accumulate
+
+PLATEAU_FACTOR = 0.5
+MARKER = ".nnrnn-run"  # written first into a run folder: nnrnn writes only into folders that hold one
+RUN_FILES = ("checkpoints", "metrics.jsonl", "tensorboard", "curves.png", "config.json")  # what --overwrite removes
+CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
+
+
+@dataclass
+class RunState:
+    """Everything about a run that changes while it trains, besides the network's parameters and the
+    optimizer's and schedule's own state: what ``last.pt`` holds and a resume restores."""
+
+    step: int = 0             # updates done
+    best: float | None = None  # best validation score so far (the task's monitor)
+    window: dict = field(default_factory=dict)  # training metric sums since the last logged point
+    bad_steps: int = 0        # non-finite updates in a row
+    skipped: int = 0          # non-finite updates in all
+    carried: torch.Tensor | tuple | None = None  # the hidden state carried into the next batch (PTB)
+
+    def to_checkpoint(self, carried) -> dict:
+        return {"step": self.step, "best": self.best, "window": self.window, "bad_steps": self.bad_steps,
+                "skipped": self.skipped, "state": carried}
+
+    @classmethod
+    def from_checkpoint(cls, saved: dict, carried) -> RunState:
+        return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried)
+
+
+@dataclass
+class Run:
+    """A run being trained: its configuration and folder, what was built from them, and its state."""
+
+    config: dict
+    folder: Path
+    device: torch.device
+    rank: int
+    world: int
+    task: object
+    net: nn.Module
+    model: nn.Module          # the network, or its DistributedDataParallel wrapper
+    optimizer: torch.optim.Optimizer
+    schedule: object
+    state: RunState
+    steps: int
+    data_state: dict | None
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def last_path(self) -> Path:
+        return self.folder / "checkpoints" / "last.pt"
+
+    @property
+    def best_path(self) -> Path:
+        return self.folder / "checkpoints" / "best.pt"
+
+
+def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
+    groups = param_groups(net, config["lr"], config["lr_orth"])
+    if config["optimizer"] == "adam":
+        return torch.optim.Adam(groups, betas=tuple(config["betas"]))
+    return torch.optim.RMSprop(groups, alpha=config["alpha"])
+
+
+def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
+    """The learning-rate schedule, or None.  "plateau" is the authors' PTB schedule: after every
+    validation whose score is not strictly better than the best so far, every learning rate (lr and
+    lr_orth) is halved (their StepLR(step_size=1, gamma=0.5), stepped only then)."""
+    if config["lr_schedule"] == "plateau":
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=PLATEAU_FACTOR, patience=0,
+                                                          threshold=0.0, eps=0.0)
+    return None
+
+
+def halvings(config: dict, optimizer: torch.optim.Optimizer) -> int:
+    """How many times the schedule has halved the learning rates so far (read off the optimizer's state)."""
+    return round(math.log2(config["lr"] / optimizer.param_groups[0]["lr"]))
+
+
+def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
+    return bool(config["stop_after_halvings"]) and halvings(config, optimizer) >= config["stop_after_halvings"]
+
+
+def detach_state(state):
+    if state is None:
+        return None
+    if isinstance(state, tuple):
+        return tuple(s.detach() for s in state)
+    return state.detach()
+
+
+@torch.no_grad()
+def evaluate(net: nn.Module, task, split: str, device) -> dict:
+    """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
+    was_training = net.training
+    net.eval()
+    sums, state = {}, None
+    for batch in task.eval_batches(split):
+        state = state if batch.carry else None
+        outputs, state = net(batch.inputs.to(device), state)
+        accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
+    net.train(was_training)
+    return task.summarize(sums)
+
+
+# ----------------------------------------------------------------------------- the run
+
+def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False) -> dict:
+    """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
+
+    ``resume``: continue the run in ``config["out"]`` from its last checkpoint (from the start if it died
+    before its first).  ``overwrite``: replace the run there instead (nnrnn's own files only).
+    ``on_eval(step, record)``, if given, is called after every validation; an exception it raises (e.g.
+    ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
+    """
+    folder = Path(config["out"])
+    device = check_device(config["device"])
+    task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
+    check_memory(config, task)
+    rank, world = distributed.setup(device)
+    if rank == 0:
+        check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
+    # rank 0 writes the run folder and holds its lock; the others only read checkpoints
+    with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
+        resume = check_folder(folder, resume, overwrite, rank)
+        write_config = functools.partial(checkpoint.atomic_write, folder / "config.json",
+                                         lambda f: f.write(json.dumps(config, indent=1).encode()))
+        if rank == 0 and not resume:  # at once: a run stopped at any moment resumes with its own options
+            write_config()
+        run = start(config, task, folder, resume, distributed.local_device(device), rank, world)
+        if run.main and resume:  # once the checkpoint is restored: the options that may change are now these
+            write_config()
+        if resume and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
+            return finish(run)
+        return loop(run, resume, on_eval)
+
+
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an nnrnn run: its marker, or (runs made before the marker) a last checkpoint or
+    a config.json of nnrnn's."""
+    if (folder / MARKER).is_file() or (folder / "checkpoints" / "last.pt").is_file():
+        return True
+    try:
+        saved = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and {"task", "model", "hidden", "out"} <= set(saved)
+
+
+def check_not_foreign(folder: Path) -> None:
+    """UserError if ``folder`` holds files and is not an nnrnn run: nnrnn writes nothing into it."""
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (".lock", MARKER)) if folder.is_dir() else []
+    if others and not is_run_folder(folder):
+        raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(others[:3])}"
+                        f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
+
+
+def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool:
+    """Claim ``folder`` for this run (rank 0 writes the marker) and return whether there is a checkpoint to
+    resume from.  UserError, touching nothing, for a folder that holds other files, for a new run over an
+    existing one (unless ``overwrite``), and for a resume without a run or without a writable checkpoint folder."""
+    last_path = folder / "checkpoints" / "last.pt"
+    if rank != 0:  # rank 0 claims and checks the folder; the others only read its checkpoint
+        return resume and last_path.is_file()
+    check_not_foreign(folder)
+    if resume:
+        if not is_run_folder(folder):
+            raise UserError(f"cannot resume: {folder} holds no nnrnn run; start the run without --resume")
+        if rank == 0 and last_path.is_file() and not os.access(last_path.parent, os.W_OK | os.X_OK):
+            raise UserError(f"cannot resume: {last_path.parent} is not writable, so no checkpoint could be saved; "
+                            f"make it writable or copy the run elsewhere")
+        if not last_path.is_file() and rank == 0:
+            print(f"[nnrnn] {folder} has no checkpoint yet: its run starts from the beginning", flush=True)
+        return last_path.is_file()
+    work = [name for name in RUN_FILES if (folder / name).exists()
+            and not (name == "metrics.jsonl" and not (folder / name).read_text(errors="replace").strip())]
+    if work and {"checkpoints", "metrics.jsonl"} & set(work) and not overwrite:
+        raise UserError(f"{folder} already holds a run; pass --resume to continue it, --overwrite to replace it, "
+                        f"or choose another --out")
+    if rank == 0:
+        for name in work:  # --overwrite, or an attempt that logged nothing: nnrnn's own files only
+            shutil.rmtree(folder / name) if (folder / name).is_dir() else (folder / name).unlink()
+        checkpoint.atomic_write(folder / MARKER, lambda f: f.write(b"an nnrnn run folder\n"))
+    return False
+
+
+def start(config: dict, task, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
+    """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
+    when resuming."""
+    torch.manual_seed(config["seed"])  # the initial parameters are a function of the seed (as network.build)
+    net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
+    net.to(device)
+    model = net
+    if world > 1:  # averages gradients over processes; broadcasts rank 0's parameters at start
+        model = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = make_optimizer(config, net)
+    schedule = make_schedule(config, optimizer, task.monitor[1])
+    run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
+              total_steps(config, task), task.data_state())
+    if resume:
+        restore(run)
+    return run
+
+
+def save(run: Run) -> None:
+    """Write ``last.pt``: the run's state, parameters, optimizer, schedule, RNG and data description.  Every
+    rank takes part (the carried state is gathered from all of them); rank 0 writes."""
+    carried = distributed.gather_batch(run.state.carried, run.world)
+    if run.main:
+        checkpoint.save(run.last_path, {"config": run.config, "model": run.net.state_dict(),
+                                        "optimizer": run.optimizer.state_dict(),
+                                        "schedule": run.schedule.state_dict() if run.schedule is not None else None,
+                                        "rng": torch.get_rng_state(), "data": run.data_state,
+                                        **run.state.to_checkpoint(carried)})
+
+
+def restore(run: Run) -> None:
+    """The inverse of :func:`save`, refusing a checkpoint that is not a run's last one, or that holds another
+    model, configuration or data."""
+    saved = checkpoint.load(run.last_path, map_location=run.device)
+    missing = [key for key in CHECKPOINT_KEYS if key not in saved]
+    if missing:
+        raise UserError(f"{run.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a best.pt "
+                        f"holds only the model); put the run's own last.pt back or start a new run")
+    config, before = run.config, saved["config"]
+    for key in ("task", "model", "hidden"):
+        if before.get(key) != config.get(key):
+            raise UserError(f"{run.last_path} holds a {before.get('model')} run on {before.get('task')} with "
+                            f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
+                            f"for; start a new run elsewhere")
+    check_resumable(before, config, run.folder)
+    if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
+        run.task.check_data_state(saved["data"])
+    try:
+        run.net.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
+        if run.schedule is not None:
+            run.schedule.load_state_dict(saved["schedule"])
+    except (RuntimeError, ValueError, KeyError) as error:
+        raise UserError(f"{run.last_path} does not fit the network its configuration describes "
+                        f"({type(error).__name__}); the file was altered or comes from another nnrnn") from None
+    run.state = RunState.from_checkpoint(saved, distributed.shard_state(saved["state"], run.rank, run.world))
+    if run.state.step > run.steps:
+        raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
+                        f"for; give a larger --steps (or --epochs) to train further")
+    torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+
+
+def finish(run: Run) -> dict:
+    """A resumed run that had already trained to its end: what it was stopped before doing (its test evaluation
+    and its plot are part of the run) is done now; otherwise there is nothing to do."""
+    if not run.main:
+        return result(run.folder, run.main)
+    records = read_metrics(run.folder)
+    if not (records and records[-1].get("split") == "test") and "test" in run.task.splits \
+            and run.best_path.exists():
+        log = MetricsLog(run.folder, run.state.step)
+        try:
+            test = score_test(run, log)
+        finally:
+            log.close()
+            plot_curves(run.folder, getattr(run.task, "baseline", None))
+        return result(run.folder, run.main, test)
+    if not (run.folder / "curves.png").exists():
+        plot_curves(run.folder, getattr(run.task, "baseline", None))
+    why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
+           f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
+    print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
+    return result(run.folder, run.main)
+
+
+def loop(run: Run, resume: bool, on_eval) -> dict:
+    """Train from ``run.state.step`` to the end (or the plateau stop), validating, checkpointing and logging
+    on the way; then score the best checkpoint on the test split."""
+    from tqdm import tqdm
+    config, task, state = run.config, run.task, run.state
+    eval_every = evaluation_interval(config, task)
+    checkpoint_every = config["checkpoint_every"] or eval_every
+    log = MetricsLog(run.folder, state.step if resume else None) if run.main else None
+    print(f"[nnrnn] {task.describe()}", flush=True)
+    print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
+          f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
+          flush=True)
+    bar = tqdm(total=run.steps, initial=state.step, disable=not (config["progress"] and run.main), unit="upd",
+               dynamic_ncols=True)
+    last_valid = None
+    run.net.train()
+    try:
+        with StopRequested() as stop:
+            while state.step < run.steps:
+                update(run, log)
+                done = state.step
+                bar.update(1)
+                if (done % config["log_every"] == 0 or done == run.steps) and state.window:
+                    record = log_training(run, log)
+                    bar.set_postfix(loss=f"{record['loss']:.4f}")
+                evaluated = done % eval_every == 0 or done == run.steps
+                if evaluated:
+                    last_valid = validate(run, log)
+                    if plateau_reached(config, run.optimizer):  # the validation score has stopped improving
+                        if run.main:
+                            log.log({"step": done, "split": "train", "event": "stopped",
+                                     "reason": f"learning rates halved {halvings(config, run.optimizer)} times"})
+                        save(run)
+                        break
+                if done % checkpoint_every == 0 or done == run.steps:
+                    save(run)
+                if run.main and on_eval is not None and evaluated:
+                    on_eval(done, last_valid)
+                if stop.signal is not None:
+                    save(run)
+                    raise Interrupted(stop.signal, run.last_path)
+        test = score_test(run, log)
+    finally:
+        bar.close()
+        if run.main:
+            log.close()
+            plot_curves(run.folder, getattr(task, "baseline", None))
+    check_converged(run, last_valid)
+    return result(run.folder, run.main, test)
+
+
+def update(run: Run, log: MetricsLog | None) -> None:
+    """One training update on batch ``run.state.step``; a non-finite loss or gradient skips it (parameters and
+    the carried state stay as they were) and too many in a row end the run."""
+    config, task, state = run.config, run.task, run.state
+    batch = task.train_batch(state.step)
+    inputs = distributed.shard(batch.inputs, run.rank, run.world).to(run.device)
+    targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.readout == "all" else 0).to(run.device)
+    if config["check_inputs"] and not torch.isfinite(inputs).all():
+        raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
+    # a skipped update leaves this (detached) state in place: the state before this batch
+    state.carried = detach_state(state.carried) if batch.carry else None
+    outputs, new_carried = run.model(inputs, state.carried)
+    loss, stats = task.loss(outputs, targets)
+    penalty = run.net.rnn.regularization(config["delta"], config["t_decay"])
+    run.optimizer.zero_grad(set_to_none=True)
+    (loss + penalty).backward()
+    grad_norm = float(nn.utils.clip_grad_norm_(run.net.parameters(), config["clip"] or math.inf))
+    finite = math.isfinite(loss.item()) and math.isfinite(grad_norm)
+    if run.world > 1:  # every rank must take the same branch
+        finite = distributed.sum_stats({"ok": (float(finite), 1)}, run.world)["ok"][0] == run.world
+    state.step += 1
+    if finite:
+        state.bad_steps = 0
+        run.optimizer.step()
+        if config["rebase_every"] and state.step % config["rebase_every"] == 0:
+            rebase_(run.net)
+        state.carried = new_carried
+        accumulate(state.window, {**stats, "grad_norm": (grad_norm, 1)})
+        return
+    state.bad_steps += 1
+    state.skipped += 1
+    if run.main:
+        log.log({"step": state.step, "split": "train", "event": "skipped update",
+                 "reason": "non-finite loss or gradient"})
+    if state.bad_steps >= config["max_bad_steps"]:
+        kept = (f"the last good checkpoint is {run.last_path}" if run.last_path.exists()
+                else "no checkpoint had been written yet")
+        raise TrainingDiverged(f"training diverged: {state.bad_steps} non-finite losses or gradients in a row at "
+                               f"update {state.step}; {kept}; lower --lr or set --clip")
+
+
+def log_training(run: Run, log: MetricsLog | None) -> dict:
+    """Log the training metrics summed since the last logged point (over every process) and start a new window."""
+    record = {"step": run.state.step, "split": "train",
+              **run.task.summarize(distributed.sum_stats(run.state.window, run.world)),
+              "lr": run.optimizer.param_groups[0]["lr"]}
+    if run.main:
+        log.log(record)
+    run.state.window = {}
+    return record
+
+
+def validate(run: Run, log: MetricsLog | None) -> dict | None:
+    """Score the validation split (rank 0), keep ``best.pt`` when it improved, and step the schedule on the score
+    (every rank, on rank 0's score, so that all keep one learning rate).  Returns rank 0's record."""
+    monitor, mode = run.task.monitor
+    record = None
+    if run.main:
+        record = {"step": run.state.step, "split": "valid", **evaluate(run.net, run.task, "valid", run.device)}
+        log.log(record)
+        score, best = record[monitor], run.state.best
+        if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
+            run.state.best = score
+            checkpoint.save(run.best_path, {"config": run.config, "model": run.net.state_dict(),
+                                            "step": run.state.step, "valid": record})
+    if run.schedule is not None:
+        run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
+    return record
+
+
+def score_test(run: Run, log: MetricsLog | None) -> dict | None:
+    """Training is over: the test metrics of the best-validation parameters (rank 0, tasks with a test split)."""
+    if not (run.main and "test" in run.task.splits and run.best_path.exists()):
+        return None
+    run.net.load_state_dict(checkpoint.load(run.best_path, map_location=run.device)["model"])
+    test = evaluate(run.net, run.task, "test", run.device)
+    log.log({"step": run.state.step, "split": "test", **test})
+    check_finite(test, "test", run.best_path)
+    return test
+
+
+def check_finite(metrics: dict, split: str, path: Path) -> None:
+    """TrainingDiverged naming the split and metric when a checkpoint's score is not finite."""
+    bad = [name for name, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
+    if bad:
+        raise TrainingDiverged(f"the {split} {bad[0]} of {path} is {metrics[bad[0]]}: the model's predictions are "
+                               f"not finite, so the run is not trustworthy; retrain with a lower --lr or --clip")
+
+
+def check_converged(run: Run, last_valid: dict | None) -> None:
+    """TrainingDiverged when the run's results cannot be trusted: too many updates were skipped as
+    non-finite, or the last validation score is not finite."""
+    skipped, steps, config = run.state.skipped, run.steps, run.config
+    if skipped and (skipped >= steps or skipped > config["max_bad_steps"]):
+        how_many = "all of them" if skipped >= steps else f"more than --max-bad-steps {config['max_bad_steps']}"
+        raise TrainingDiverged(f"training diverged: {skipped} of the {steps} updates had a non-finite loss or "
+                               f"gradient and were skipped ({how_many}); the results in {run.folder} are not "
+                               f"trustworthy; lower --lr or set --clip")
+    monitor = run.task.monitor[0]
+    if last_valid is not None and not math.isfinite(last_valid[monitor]):
+        raise TrainingDiverged(f"training diverged: the validation {monitor} after update {last_valid['step']} is "
+                               f"{last_valid[monitor]}; the results in {run.folder} are not trustworthy; lower "
+                               f"--lr or set --clip")
+
+
+def result(folder: Path, main: bool, test: dict | None = None) -> dict:
+    """What train() returns: the last validation record, and the test metrics when they were taken."""
+    if not main:
+        return {}
+    records = read_metrics(folder)
+    out = {"valid": next((r for r in reversed(records) if r["split"] == "valid"), None)}
+    test = test or next((r for r in reversed(records) if r["split"] == "test"), None)
+    if test is not None:
+        out["test"] = {k: v for k, v in test.items() if k not in ("step", "split")}
+    return out
+
+
+def evaluate_checkpoint(path: Path, device="cpu", split: str = "test") -> dict:
+    """Metrics of a saved model on ``split``."""
+    saved = checkpoint.load(path, map_location=device)
+    config = saved["config"]
+    built_task, net = build(config)
+    try:
+        net.load_state_dict(saved["model"])
+    except RuntimeError:
+        raise UserError(f"{path} does not match the model its config describes "
+                        f"({config['model']}, hidden {config['hidden']}); the file was altered") from None
+    net.to(device)
+    metrics = evaluate(net, built_task, split, device)
+    check_finite(metrics, split, path)
+    return metrics
+
+
+class StopRequested:
+    """Turns SIGINT/SIGTERM into a flag the loop checks, so it can checkpoint before exiting."""
+
+    def __init__(self):
+        self.signal = None
+        self.previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        self.signal = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
