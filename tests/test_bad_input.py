@@ -344,7 +344,7 @@ API_CASES = [
     (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, dtype=torch.long)), TypeError,
      "hx must be a floating-point tensor (the model's dtype torch.float32); got dtype torch.int64"),
     (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4, dtype=torch.long),) * 2),
-     TypeError, "h_0 must be a floating-point tensor; got dtype torch.int64"),
+     TypeError, "h_0 must be a floating-point tensor (the model's dtype torch.float32); got dtype torch.int64"),
     # param_groups wants the module, not its parameters
     (lambda: nnrnn.param_groups(nnrnn.create("nnrnn", 3, 4).parameters(), lr=1e-3, lr_orth=1e-3), TypeError,
      "model must be the torch.nn.Module itself"),

@@ -3,9 +3,13 @@ saving, stepping, low precision and initialisation, checked against torch.nn.RNN
 import copy
 import io
 import pickle
+import warnings
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -200,7 +204,8 @@ def test_dropout_between_layers_only_in_training():
     torch.testing.assert_close(model(x)[0], model(x)[0])
     model.train()
     assert not torch.equal(model(x)[0], model(x)[0])
-    single = nnrnn.create("nnrnn", 3, 8, num_layers=1, dropout=0.5).train()
+    with pytest.warns(UserWarning, match="dropout acts between recurrent layers"):  # as torch.nn.RNN warns
+        single = nnrnn.create("nnrnn", 3, 8, num_layers=1, dropout=0.5).train()
     torch.testing.assert_close(single(x)[0], single(x)[0])  # no layer after the last: no dropout
 
 
@@ -759,3 +764,140 @@ def test_export_of_an_eval_model_runs_inference(name):
     exported = torch.export.export(model, (x,))
     with torch.no_grad():
         torch.testing.assert_close(exported.module()(x)[0], model(x)[0])
+
+
+# --------------------------------------------------------------------------- what torch.nn.RNN refuses or warns about
+
+def outcome(call) -> tuple[str, type | None]:
+    """("ok", None), ("warns", category) or ("raises", exception type) of ``call()``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001 -- the outcome under test is any exception's type
+            return "raises", type(error)
+    warned = [w.category for w in caught if issubclass(w.category, UserWarning)]
+    return ("warns", warned[0]) if warned else ("ok", None)
+
+
+def agrees(ours: tuple, torchs: tuple) -> bool:
+    """nnrnn's outcome is torch's: the same kind, and an exception of torch's type (a subclass also naming the
+    argument is torch's type too)."""
+    if torchs[0] == "raises":
+        return ours[0] == "raises" and issubclass(ours[1], torchs[1])
+    return ours[0] == torchs[0]
+
+
+def torch_layer(name: str) -> type[nn.Module]:
+    return {"lstm": nn.LSTM, "gru": nn.GRU, "nngru": nn.GRU}.get(name, nn.RNN)
+
+
+def torch_outcome_as_documented(name: str, kwargs: dict, torchs: tuple) -> tuple:
+    """torch's outcome, except where docs/layers.md ("Arguments torch.nn.RNN refuses") says nnrnn refuses more:
+    a bool for a size, a bidirectional that is not a bool, a complex dtype for a real-valued model."""
+    if torchs[0] == "raises":
+        return torchs
+    sizes = [kwargs[k] for k in ("input_size", "hidden_size", "num_layers")]
+    complex_dtype = isinstance(kwargs["dtype"], torch.dtype) and kwargs["dtype"].is_complex
+    if any(isinstance(v, bool) for v in sizes) or not isinstance(kwargs["bidirectional"], bool) \
+            or (complex_dtype and name not in ("lstm", "gru")):
+        return "raises", TypeError
+    return torchs
+
+
+CONSTRUCTOR_VALUES = {
+    "input_size": [3, 0, -1, 2.0, True, "3", np.int64(3)],
+    "hidden_size": [4, 0, -2, 4.0, True, None],
+    "num_layers": [1, 2, 0, -1, 1.5, -1.5, True, np.int64(2), "2"],
+    "bias": [True, False, 1, None, "yes"],
+    "batch_first": [False, True, 0, None],
+    "dropout": [0.0, 0.5, 1, 1.5, -0.1, float("nan"), True, "0.5", None],
+    "bidirectional": [False, True, 0, "yes"],
+    "dtype": [None, torch.float64, torch.long, torch.bool, torch.complex64, "float32"],
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(kwargs=st.fixed_dictionaries({k: st.sampled_from(v) for k, v in CONSTRUCTOR_VALUES.items()}))
+def test_constructor_refuses_and_warns_as_torch_rnn_does(kwargs):
+    """Every model's constructor on generated argument combinations: accepted, warned about or refused (with
+    torch's exception type) as torch.nn.RNN (LSTM, GRU for the gated models) does."""
+    for name in nnrnn.MODELS:
+        torchs = outcome(lambda: torch_layer(name)(**kwargs))
+        ours = outcome(lambda: nnrnn.create(name, **kwargs))
+        expected = torch_outcome_as_documented(name, kwargs, torchs)
+        assert agrees(ours, expected), f"{name}{kwargs}: nnrnn {ours}, torch {torchs}"
+
+
+@st.composite
+def forward_case(draw):
+    """A layer's layout and a generated (input, hx) pair: right, or off in rank, width, length, dtype or device."""
+    layout = {"num_layers": draw(st.sampled_from([1, 2])), "bidirectional": draw(st.booleans()),
+              "batch_first": draw(st.booleans())}
+    rank = draw(st.sampled_from([3, 3, 2, 1, 4]))
+    steps, batch = draw(st.sampled_from([3, 1, 0])), draw(st.sampled_from([2, 0]))
+    width = draw(st.sampled_from([3, 3, 5]))
+    shape = {3: (batch, steps, width) if layout["batch_first"] else (steps, batch, width), 2: (steps, width),
+             1: (width,), 4: (steps, batch, width, 1)}[rank]
+    x = (shape, draw(st.sampled_from([torch.float32, torch.float32, torch.float64, torch.long])))
+    hx = None
+    if draw(st.booleans()):
+        cells = layout["num_layers"] * (2 if layout["bidirectional"] else 1) + draw(st.sampled_from([0, 0, 1]))
+        hx_batch = (batch + draw(st.sampled_from([0, 0, 1])),) if draw(st.sampled_from([True, True, False])) else ()
+        hx = ((cells, *hx_batch), draw(st.sampled_from([0, 0, 1])),
+              draw(st.sampled_from([torch.float32, torch.float32, torch.float64, torch.long])),
+              draw(st.sampled_from(["cpu", "cpu", "meta"])))
+    return layout, x, hx
+
+
+def run_forward(layer: nn.Module, x_spec, hx_spec, width: int, lstm: bool):
+    shape, dtype = x_spec
+    x = torch.ones(shape, dtype=dtype)
+    hx = None
+    if hx_spec is not None:
+        hx_shape, extra, hx_dtype, device = hx_spec
+        hx = torch.zeros(*hx_shape, width + extra, dtype=hx_dtype, device=device)
+        if lstm:
+            hx = (hx, torch.zeros(*hx_shape, width, dtype=torch.float32))
+    return layer(x, hx)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=forward_case())
+def test_forward_refuses_as_torch_rnn_does(case):
+    """Every model's forward on generated inputs and initial states (length 0, batch 0, a wrong rank, width,
+    dtype, hx shape, dtype or device): it runs or refuses, with torch's exception type, as torch.nn.RNN does."""
+    layout, x_spec, hx_spec = case
+    for name in nnrnn.MODELS:
+        model = nnrnn.create(name, 3, 4, **layout)
+        width = getattr(model, "output_size", 4)  # the complex nnRNN's state is [Re h, Im h], 2N wide
+        reference = torch_layer(name)(3, width, **layout)
+        torchs = outcome(lambda: run_forward(reference, x_spec, hx_spec, width, name == "lstm"))
+        ours = outcome(lambda: run_forward(model, x_spec, hx_spec, width, name == "lstm"))
+        assert agrees(ours, torchs), f"{name} {case}: nnrnn {ours}, torch {torchs}"
+
+
+@pytest.mark.parametrize("name", list(nnrnn.MODELS))
+def test_assigning_the_recurrent_weight_a_parameter_sets_it_or_says_how(name):
+    """``model.weight_hh_l0 = nn.Parameter(W)``, which torch.nn.RNN takes: a free weight is replaced, expRNN's
+    orthogonal one takes a rotation through its generator, and a weight of a form not every matrix has is
+    refused with a ValueError naming what to set (never torch's "attribute already exists")."""
+    model = nnrnn.create(name, 3, 4)
+    generator = torch.randn(4, 4)
+    rotation = torch.linalg.matrix_exp(generator - generator.T)
+    weight = torch.block_diag(*[rotation] * (model.weight_hh_l0.shape[0] // 4)) if name not in ("lstm", "gru") \
+        else torch.randn(model.weight_hh_l0.shape)
+    if name in ("eurnn", "nnrnn", "nngru", "nnrnn-complex"):
+        with pytest.raises(ValueError, match="set its"):
+            model.weight_hh_l0 = nn.Parameter(weight)
+        return
+    model.weight_hh_l0 = nn.Parameter(weight)
+    torch.testing.assert_close(model.weight_hh_l0.detach(), weight, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", list(nnrnn.MODELS))
+def test_a_packed_sequence_of_the_wrong_width_is_refused_as_torch_does(name):
+    packed = pack_padded_sequence(torch.randn(5, 2, 7), torch.tensor([5, 3]))
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size") as raised:
+        nnrnn.create(name, 3, 4)(packed)
+    assert isinstance(raised.value, ValueError)  # nnrnn's rule for a bad value, besides torch's type

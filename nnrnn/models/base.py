@@ -47,8 +47,15 @@ model one token at a time does not recompose V at every call.
 """
 from __future__ import annotations
 
+import numbers
+import operator
+import os
+import sys
+import warnings
+
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..kernels import autocast_enabled, autocast_off
@@ -65,12 +72,48 @@ def cell_suffix(layer: int, direction: int) -> str:
     return f"_l{layer}" + ("_reverse" if direction else "")
 
 
+class ShapeError(ValueError, RuntimeError):
+    """A tensor's shape does not fit the model (input width, hx shape, an empty sequence): a ValueError naming the
+    argument and the shape expected, and a RuntimeError, which is what torch.nn.RNN raises for these."""
+
+
+class InputDtypeError(TypeError, ValueError):
+    """``input``'s dtype is not the model's: a TypeError, and a ValueError as torch.nn.RNN raises."""
+
+
+class StateDtypeError(TypeError, RuntimeError):
+    """``hx``'s dtype is not the model's: a TypeError, and a RuntimeError as torch.nn.RNN raises."""
+
+
+class ParameterDtypeError(TypeError, RuntimeError):
+    """``dtype`` is not a floating-point dtype: a TypeError, and a RuntimeError as torch.nn.RNN raises."""
+
+
+class DeviceMismatchError(ValueError, RuntimeError):
+    """A tensor given to a model is on another device than its parameters: a ValueError naming the argument and
+    both devices, and a RuntimeError too, which is what torch.nn.RNN raises for the same mistake ("Input and
+    parameter tensors are not at the same device"), so code written against torch's layer still catches it."""
+
+
 def check_size(name: str, value) -> int:
+    # torch takes True as 1 (a bool is an int); a flag given for a size is a slip, so it is refused here
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be a positive int; got {value!r}")
     if value <= 0:
         raise ValueError(f"{name} must be a positive int; got {value}")
     return value
+
+
+def check_num_layers(value) -> int:
+    """``num_layers`` as an int: torch.nn.RNN takes any integer (numpy's too, through ``range``); like torch, a
+    number at most zero is a ValueError, another non-integer a TypeError."""
+    if not isinstance(value, bool):
+        try:
+            value = operator.index(value)
+        except TypeError:
+            if isinstance(value, numbers.Real) and value <= 0:
+                raise ValueError(f"num_layers must be a positive int; got {value!r}") from None
+    return check_size("num_layers", value)
 
 
 def check_nonlinearity(value):
@@ -81,16 +124,73 @@ def check_nonlinearity(value):
     return value
 
 
-def check_dropout(value) -> float:
+def check_dropout(value, num_layers=2, warn: bool = True) -> float:
+    """``dropout`` as a float in [0, 1]; warns (where ``warn``), as torch.nn.RNN does, when there is one layer:
+    dropout acts between layers, so it then drops nothing.  As in torch, a value ``float()`` cannot take at all
+    (None, a list) is a TypeError, any other that is not a number in [0, 1] a ValueError."""
+    message = f"dropout must be a number in [0, 1]; got {value!r}"
+    try:
+        float(value)
+    except TypeError:
+        raise TypeError(message) from None
+    except ValueError:
+        pass
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"dropout must be a number in [0, 1]; got {value!r}")
+        raise ValueError(message)
+    if warn and value > 0 and num_layers == 1:
+        warnings.warn(f"dropout acts between recurrent layers, so a non-zero dropout expects num_layers greater "
+                      f"than 1; got dropout={value} and num_layers=1 (nothing is dropped)", UserWarning,
+                      stacklevel=_caller_level())
     return float(value)
 
 
-class DeviceMismatchError(ValueError, RuntimeError):
-    """A tensor given to a model is on another device than its parameters: a ValueError naming the argument and
-    both devices, and a RuntimeError too, which is what torch.nn.RNN raises for the same mistake ("Input and
-    parameter tensors are not at the same device"), so code written against torch's layer still catches it."""
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside nnrnn/models/, so that a warning points at the user's call
+    however many of the models' constructors lie between."""
+    here, frame, level = os.path.dirname(__file__), sys._getframe(1), 1
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def check_dtype(dtype, complex_ok: bool = False):
+    """``dtype``: None or a floating-point torch.dtype (a complex one only where ``complex_ok``: nnrnn's own
+    models are real-valued; nnrnn-complex takes the real dtype of its parts)."""
+    if dtype is None:
+        return dtype
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype such as torch.float32, or None; got {dtype!r}")
+    if dtype.is_complex and not complex_ok:
+        raise TypeError(f"dtype must be a real floating-point dtype (torch.float32, torch.float64, …) for this "
+                        f"model; got {dtype}")
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise ParameterDtypeError(f"dtype must be a floating-point dtype such as torch.float32; got {dtype}")
+    return dtype
+
+
+def check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype,
+                      complex_ok: bool = False, dropout_warning: bool = True) -> tuple[int, float]:
+    """torch.nn.RNN's constructor checks, in its order, shared by every model; returns (num_layers, dropout) as
+    int and float.  A model built on torch's own layer passes ``dropout_warning=False``: torch's constructor
+    warns for it.  Then what nnrnn refuses beyond torch (docs/layers.md), checked last so that whatever torch
+    refuses is refused with torch's type: a bool for a size (torch reads True as 1); a ``bidirectional`` that is
+    not a bool (torch takes any object's truth value, so ``bidirectional="no"`` would mean True); a complex
+    dtype for a real-valued model."""
+    dropout = check_dropout(dropout, num_layers, dropout_warning)
+    for name, flag in (("bias", bias), ("batch_first", batch_first)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False; got {flag!r}")
+    for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
+        check_size(name, int(size) if isinstance(size, bool) else size)
+    layers = check_num_layers(int(num_layers) if isinstance(num_layers, bool) else num_layers)
+    check_dtype(dtype, complex_ok=True)
+    for name, size in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
+        if isinstance(size, bool):
+            raise TypeError(f"{name} must be a positive int; got {size!r}")
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be True or False; got {bidirectional!r}")
+    check_dtype(dtype, complex_ok)
+    return layers, dropout
 
 
 def check_device(module: nn.Module, name: str, tensor: torch.Tensor, where: torch.device | None = None) -> None:
@@ -107,18 +207,63 @@ def check_device(module: nn.Module, name: str, tensor: torch.Tensor, where: torc
                                   f"e.g. {name}.to({str(where)!r}) or {other}.to({str(tensor.device)!r})")
 
 
-def check_input(module: nn.Module, input) -> None:
-    """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN."""
+def check_input(module: nn.Module, input, batch_first: bool | None = None, states=()) -> None:
+    """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN, in torch's order
+    and each also of the type torch raises (:class:`ShapeError`, :class:`InputDtypeError`,
+    :class:`DeviceMismatchError`); ``states``: (name, tensor) pairs of the initial state given with it, whose
+    rank torch checks before the input's dtype; ``batch_first`` (default: the module's) says where the time axis
+    of a 3-d input is."""
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a torch.Tensor or a PackedSequence; got {type(input).__name__}")
-    if not input.is_floating_point():
-        raise TypeError(f"input must be a floating-point tensor; got dtype {input.dtype}")
     if input.dim() not in (2, 3):
         raise ValueError(f"input must be 2-d (T, input_size) or 3-d (T, B, input_size); got shape {tuple(input.shape)}")
+    for name, h in states:
+        if isinstance(h, torch.Tensor) and h.dim() != input.dim():
+            kind = "batched 3-d" if input.dim() == 3 else "unbatched 2-d"
+            raise ShapeError(f"{name} must be {input.dim()}-d for {kind} input; got shape {tuple(h.shape)}")
+    if not input.is_floating_point():
+        raise InputDtypeError(f"input must be a floating-point tensor; got dtype {input.dtype}")
+    weight = getattr(module, "weight_ih_l0", None)
+    if weight is not None and input.dtype != weight.dtype and not autocast_enabled(input.device.type):
+        raise InputDtypeError(f"input must have the model's dtype {weight.dtype}; got {input.dtype} (convert one "
+                              f"of them, e.g. input.to({weight.dtype}) or model.to({input.dtype}))")
     if input.shape[-1] != module.input_size:
-        raise ValueError(f"input.size(-1) must be equal to input_size: expected {module.input_size}, "
+        raise ShapeError(f"input.size(-1) must be equal to input_size: expected {module.input_size}, "
                          f"got {input.shape[-1]}")
+    time_axis = 1 if input.dim() == 3 and (module.batch_first if batch_first is None else batch_first) else 0
+    if input.shape[time_axis] == 0:
+        raise ShapeError(f"input must have at least one time step, as torch.nn.RNN requires; got shape "
+                         f"{tuple(input.shape)} (sequence length 0)")
     check_device(module, "input", input)
+
+
+def check_state(module: nn.Module, name: str, h, expected: tuple[int, ...], layout: str, x: torch.Tensor,
+                dtype: torch.dtype) -> None:
+    """TypeError / ValueError naming what is wrong with the initial state ``h`` (named ``name``) given with input
+    ``x``: its type, dtype (:class:`StateDtypeError`), shape against ``expected`` described by ``layout``
+    (:class:`ShapeError`), device; each also of the type torch.nn.RNN raises for it."""
+    if not isinstance(h, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None; got {type(h).__name__}")
+    if not h.is_floating_point():
+        raise StateDtypeError(f"{name} must be a floating-point tensor (the model's dtype {dtype}); got dtype "
+                              f"{h.dtype}")
+    if tuple(h.shape) != expected:
+        raise ShapeError(f"{name} must have shape {expected} ({layout}); got {tuple(h.shape)}")
+    if h.dtype != dtype and not autocast_enabled(x.device.type):
+        raise StateDtypeError(f"{name} must have the model's dtype {dtype}; got {h.dtype}")
+    check_device(module, name, h, x.device)
+
+
+def assign_constrained(module: nn.Module, name: str, value) -> bool:
+    """Assign ``value``, an ``nn.Parameter``, to the constrained weight ``name`` as a plain tensor is assigned:
+    through its parametrization's ``right_inverse``, which sets the factors (expRNN's generator from a rotation)
+    or refuses with a ValueError saying which factors to set.  False (nothing done) when ``name`` is not a
+    constrained weight; torch's own ``setattr`` would answer "attribute already exists" (a KeyError)."""
+    if not (isinstance(value, nn.Parameter) and parametrize.is_parametrized(module, name)):
+        return False
+    with torch.no_grad():
+        module.parametrizations[name].right_inverse(value.detach())
+    return True
 
 
 def reverse_within(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
@@ -131,14 +276,14 @@ def reverse_within(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tenso
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
-def time_major(module: nn.Module, input) -> tuple[torch.Tensor, torch.Tensor | None, bool]:
+def time_major(module: nn.Module, input, hx=None) -> tuple[torch.Tensor, torch.Tensor | None, bool]:
     """(x (T, B, I), lengths or None, unbatched) of ``input`` as torch.nn.RNN takes it: (T, B, I), batch-first,
-    unbatched (T, I) or a ``PackedSequence``; checked against ``module.input_size``."""
+    unbatched (T, I) or a ``PackedSequence``; checked (:func:`check_input`) against ``module`` and ``hx``'s rank."""
     if isinstance(input, PackedSequence):
         sequences, lengths = pad_packed_sequence(input)  # (T, B, I), original batch order
-        check_input(module, sequences)
+        check_input(module, sequences, batch_first=False, states=[("hx", hx)])
         return sequences, lengths, False
-    check_input(module, input)
+    check_input(module, input, states=[("hx", hx)])
     unbatched = input.dim() == 2
     return (input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if module.batch_first else input)), None, \
         unbatched
@@ -146,22 +291,13 @@ def time_major(module: nn.Module, input) -> tuple[torch.Tensor, torch.Tensor | N
 
 def check_hx(module: nn.Module, hx, batch: int, unbatched: bool, x: torch.Tensor, dtype: torch.dtype, width: int,
              width_name: str) -> torch.Tensor:
-    """``hx`` as (num_layers·D, B, width) in ``dtype``, zeros when None; TypeError / ValueError naming what is wrong
-    (its type, dtype, shape against ``width_name``, device)."""
+    """``hx`` as (num_layers·D, B, width) in ``dtype``, zeros when None; checked by :func:`check_state`."""
     layers = module.num_layers * module.num_directions
     if hx is None:
         return x.new_zeros(layers, batch, width)
-    if not isinstance(hx, torch.Tensor):
-        raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
-    if not hx.is_floating_point():
-        raise TypeError(f"hx must be a floating-point tensor (the model's dtype {dtype}); got dtype {hx.dtype}")
     expected = (layers, width) if unbatched else (layers, batch, width)
-    if tuple(hx.shape) != expected:
-        raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
-                         f"{'' if unbatched else 'batch, '}{width_name}); got {tuple(hx.shape)}")
-    if hx.dtype != dtype and not autocast_enabled(x.device.type):
-        raise TypeError(f"hx must have the model's dtype {dtype}; got {hx.dtype}")
-    check_device(module, "hx", hx, x.device)
+    check_state(module, "hx", hx, expected, f"num_layers * num_directions, {'' if unbatched else 'batch, '}"
+                f"{width_name}", x, dtype)
     return (hx.unsqueeze(1) if unbatched else hx).to(dtype)
 
 
@@ -216,15 +352,12 @@ class RecurrentModel(nn.Module):
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  device=None, dtype=None, *, input_init: str = "xavier", bias_init: str = "zeros"):
         super().__init__()
-        self.input_size = check_size("input_size", input_size)
-        self.hidden_size = check_size("hidden_size", hidden_size)
-        self.num_layers = check_size("num_layers", num_layers)
+        num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                                                bidirectional, dtype)
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.nonlinearity = check_nonlinearity(nonlinearity)
-        for name, flag in (("bias", bias), ("batch_first", batch_first), ("bidirectional", bidirectional)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be True or False; got {flag!r}")
         self.batch_first = batch_first
-        self.dropout = check_dropout(dropout)
+        self.dropout = dropout
         self.bidirectional = bidirectional
         self.input_init = check_scheme("input_init", input_init)
         self.bias_init = check_scheme("bias_init", bias_init)
@@ -311,6 +444,10 @@ class RecurrentModel(nn.Module):
             self._v_cache[suffix] = hit
         return hit[1]
 
+    def __setattr__(self, name: str, value) -> None:
+        if not assign_constrained(self, name, value):
+            super().__setattr__(name, value)
+
     def train(self, mode: bool = True):
         # Training loops that update parameters through ``p.data`` (pytorch/examples' word language model
         # does) move no version counter, so the inference cache would go stale; such loops switch modes
@@ -342,11 +479,8 @@ class RecurrentModel(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx: torch.Tensor | None = None):
-        x, lengths, unbatched = time_major(self, input)
+        x, lengths, unbatched = time_major(self, input, hx)
         dtype = self._compute_dtype()
-        if not autocast_enabled(x.device.type) and x.dtype != dtype:
-            raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype} "
-                            f"(convert one of them, e.g. input.to({dtype}) or model.to({x.dtype}))")
         x = x.to(dtype)
         hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
         output, h_n = stack_layers(self, x, lengths, hx,

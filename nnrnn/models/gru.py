@@ -7,8 +7,10 @@ import weakref
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
+from torch.nn.utils.rnn import PackedSequence
 
-from .base import as_given, cell_suffix, check_input, check_size, stack_layers, time_major
+from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, stack_layers,
+                   time_major)
 from .init import init_
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
@@ -79,13 +81,14 @@ class GRU(nn.GRU):
     TRAIN_OPTIONS: tuple[str, ...] = ()
     INITS: tuple[str, ...] = INITS
     implementation = "torch"
+    COMPLEX_DTYPES = True  # torch.nn.GRU's complex parameters; a Schur-form block is real
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
                  dtype=None, *, init: str = "xavier"):
-        check_size("input_size", input_size)
-        check_size("hidden_size", hidden_size)
-        check_size("num_layers", num_layers)
+        num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                                                bidirectional, dtype, complex_ok=self.COMPLEX_DTYPES,
+                                                dropout_warning=False)
         self._check_init(init)
         self.init = init
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
@@ -149,9 +152,7 @@ class GRU(nn.GRU):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx=None):
-        if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
-            check_input(self, input)
-            self._check_hx(input, hx)
+        self._check_hx(input, hx)
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
                              f"got {self.implementation!r}")
@@ -178,18 +179,22 @@ class GRU(nn.GRU):
         self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in self._flat_weights]
         return result
 
-    def _check_hx(self, input: torch.Tensor, hx) -> None:
-        """The same TypeError / ValueError as the other models, before torch's RuntimeError."""
+    def _check_hx(self, input, hx) -> None:
+        """The same TypeError / ValueError as the other models (each also of torch's type), before torch's."""
+        packed = isinstance(input, PackedSequence)
+        x = input.data if packed else input
+        check_input(self, x, states=[] if packed else [("hx", hx)])
         if hx is None:
             return
-        if not isinstance(hx, torch.Tensor):
-            raise TypeError(f"hx must be a torch.Tensor or None; got {type(hx).__name__}")
-        layers = self.num_layers * self.num_directions
-        batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
-        expected = (layers, *batch, self.hidden_size)
-        if tuple(hx.shape) != expected:
-            raise ValueError(f"hx must have shape {expected} (num_layers * num_directions, "
-                             f"{'' if not batch else 'batch, '}hidden_size); got {tuple(hx.shape)}")
+        if packed:
+            batch, unbatched = int(input.batch_sizes[0]), False
+        else:
+            batch, unbatched = (1 if x.dim() == 2 else x.shape[0 if self.batch_first else 1]), x.dim() == 2
+        check_hx(self, hx, batch, unbatched, x, self.weight_ih_l0.dtype, self.hidden_size, "hidden_size")
+
+    def __setattr__(self, name: str, value) -> None:
+        if not assign_constrained(self, name, value):
+            super().__setattr__(name, value)
 
     def _reference_forward(self, input, hx):
         """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`."""

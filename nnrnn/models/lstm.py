@@ -5,10 +5,11 @@ import warnings
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import PackedSequence
 
 from ..kernels import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
-from .base import cell_suffix, check_device, check_input, check_size
+from .base import cell_suffix, check_constructor, check_input, check_state
 from .init import init_
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
@@ -57,9 +58,8 @@ class LSTM(nn.LSTM):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  device=None, dtype=None, *, init: str = "xavier"):
-        check_size("input_size", input_size)
-        check_size("hidden_size", hidden_size)
-        check_size("num_layers", num_layers)
+        num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                                                bidirectional, dtype, complex_ok=True, dropout_warning=False)
         self.init = check_lstm_init(init)
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
                          dropout=dropout, bidirectional=bidirectional, proj_size=proj_size, device=device,
@@ -97,8 +97,8 @@ class LSTM(nn.LSTM):
         return [name.removeprefix("weight_ih") for name, _ in self.named_parameters() if name.startswith("weight_ih")]
 
     def forward(self, input, hx=None):
-        if isinstance(input, torch.Tensor):  # PackedSequence goes to torch unchecked
-            self._check(input, hx)
+        self._check(input, hx)
+        if isinstance(input, torch.Tensor):
             steps = input.shape[1 if self.batch_first and input.dim() == 3 else 0]
             if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
                     and not autocast_enabled(input.device.type):
@@ -143,22 +143,26 @@ class LSTM(nn.LSTM):
             return x, (h_n.squeeze(1), c_n.squeeze(1))
         return (x.unsqueeze(1) if self.batch_first else x.unsqueeze(0)), (h_n, c_n)
 
-    def _check(self, input: torch.Tensor, hx) -> None:
-        """The same TypeError / ValueError as the other models, before torch's RuntimeError."""
-        check_input(self, input)
+    def _check(self, input, hx) -> None:
+        """The same TypeError / ValueError as the other models (each also of torch's type), before torch's."""
+        packed = isinstance(input, PackedSequence)
+        states = list(zip(("h_0", "c_0"), hx)) if isinstance(hx, (tuple, list)) and len(hx) == 2 and not packed \
+            else []
+        check_input(self, input.data if packed else input, states=states)
         if hx is None:
             return
         if not (isinstance(hx, (tuple, list)) and len(hx) == 2 and all(isinstance(h, torch.Tensor) for h in hx)):
             raise TypeError(f"hx must be a tuple (h_0, c_0) of tensors or None; got {type(hx).__name__}")
         layers = self.num_layers * self.num_directions
-        batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
+        if packed:
+            batch = (int(input.batch_sizes[0]),)
+        else:
+            batch = () if input.dim() == 2 else (input.shape[0 if self.batch_first else 1],)
+        x = input.data if packed else input
         for name, h, width in (("h_0", hx[0], self.proj_size or self.hidden_size), ("c_0", hx[1], self.hidden_size)):
-            expected = (layers, *batch, width)
-            if tuple(h.shape) != expected:
-                raise ValueError(f"{name} must have shape {expected}; got {tuple(h.shape)}")
-            if not h.is_floating_point():
-                raise TypeError(f"{name} must be a floating-point tensor; got dtype {h.dtype}")
-            check_device(self, name, h, input.device)
+            layout = f"num_layers * num_directions, {'batch, ' if batch else ''}" \
+                     f"{'proj_size' if name == 'h_0' and self.proj_size else 'hidden_size'}"
+            check_state(self, name, h, (layers, *batch, width), layout, x, self.weight_ih_l0.dtype)
 
     def recurrent_matrix(self, layer: int = 0, direction: int = 0, gate: str = "cell") -> torch.Tensor:
         """The hidden-to-hidden block (N × N) of one gate ('input', 'forget', 'cell' or 'output') of one layer and

@@ -53,6 +53,7 @@ class NonNormalGRU(GRU):
     CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     INITS = INITS
+    COMPLEX_DTYPES = False
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

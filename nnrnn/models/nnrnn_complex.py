@@ -5,9 +5,9 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ..kernels import autocast_enabled, autocast_off, exporting_to_onnx
+from ..kernels import autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
-from .base import as_given, cell_suffix, check_dropout, check_hx, check_size, stack_layers, time_major
+from .base import as_given, assign_constrained, cell_suffix, check_constructor, check_hx, stack_layers, time_major
 from .init import check_scheme, init_
 
 NONLINEARITIES = ("modrelu", None)
@@ -198,23 +198,20 @@ class ComplexNonNormalRNN(nn.Module):
                  device=None, dtype=None, *, init: str = "random", generator: torch.Generator | None = None,
                  input_init: str = "xavier", bias_init: str = "zeros"):
         super().__init__()
-        self.input_size = check_size("input_size", input_size)
-        self.hidden_size = check_size("hidden_size", hidden_size)
-        self.num_layers = check_size("num_layers", num_layers)
+        num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                                                bidirectional, dtype, complex_ok=True)  # the real dtype: below
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         if nonlinearity == "none":
             nonlinearity = None
         if nonlinearity not in NONLINEARITIES:
             raise ValueError(f"nonlinearity must be 'modrelu' or None for the complex nnRNN; got {nonlinearity!r}")
         self.nonlinearity = nonlinearity
-        for name, flag in (("bias", bias), ("batch_first", batch_first), ("bidirectional", bidirectional)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be True or False; got {flag!r}")
         if init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
         if dtype is not None and dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be torch.float32 or torch.float64 (the real dtype); got {dtype}")
         self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
-        self.dropout = check_dropout(dropout)
+        self.dropout = dropout
         self.init = init
         self.input_init = check_scheme("input_init", input_init)
         self.bias_init = check_scheme("bias_init", bias_init)
@@ -236,6 +233,10 @@ class ComplexNonNormalRNN(nn.Module):
     @property
     def num_directions(self) -> int:
         return 2 if self.bidirectional else 1
+
+    def __setattr__(self, name: str, value) -> None:
+        if not assign_constrained(self, name, value):
+            super().__setattr__(name, value)
 
     @property
     def output_size(self) -> int:
@@ -320,10 +321,8 @@ class ComplexNonNormalRNN(nn.Module):
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
                              f"got {self.implementation!r}")
-        x, lengths, unbatched = time_major(self, input)
+        x, lengths, unbatched = time_major(self, input, hx)
         dtype = self.weight_ih_l0.dtype
-        if x.dtype != dtype and not autocast_enabled(x.device.type):
-            raise TypeError(f"input must have the model's dtype {dtype}; got {x.dtype}")
         x = x.to(dtype)  # complex arithmetic has no low-precision kernels: autocast runs in the model's dtype
         hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
 
