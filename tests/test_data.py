@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nnrnn.data import fetch as fetch_mod
 from nnrnn.data.cli import add_data_parser
@@ -218,6 +220,47 @@ def test_data_location(tmp_path, monkeypatch):
     assert default_dir("mnist") == tmp_path / "cache" / "nnrnn" / "mnist"
     with pytest.raises(UserError, match=str(tmp_path / "cache" / "nnrnn" / "mnist")):
         load_mnist()
+
+
+SPELLINGS = ("t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz", "t10k-images.idx3-ubyte",
+             "t10k-images.idx3-ubyte.gz")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(copies=st.lists(st.tuples(st.sampled_from(SPELLINGS), st.booleans()), min_size=1, max_size=4,
+                       unique_by=lambda c: c[0]))
+def test_copies_of_one_mnist_file_are_read_only_when_they_agree(tmp_path_factory, copies):
+    """Several spellings of one file (raw, gzipped, the .idx variant), each with the official or another
+    content: copies that agree are read; copies that differ are a UserError naming two of them, whichever
+    order they are looked up in."""
+    folder = tmp_path_factory.mktemp("mnist")
+    images, labels = fake_mnist(20)
+    other = images.copy()
+    other[3, 5, 5] ^= 1  # one pixel apart: a different copy of the same file
+    write_idx(folder / "t10k-labels-idx1-ubyte", labels)
+    for name, altered in copies:
+        write_idx(folder / name, other if altered else images, gz=name.endswith(".gz"))
+    if len({altered for _, altered in copies}) > 1:
+        with pytest.raises(UserError, match="two copies of t10k-images-idx3-ubyte with different contents") as info:
+            load_mnist(folder)
+        named = [name for name, _ in copies if str(folder / name) in str(info.value)]
+        assert len(named) == 2 and "delete" in str(info.value)
+    else:
+        data = load_mnist(folder)
+        expected = other if copies[0][1] else images
+        read = np.concatenate([data.train_images, data.valid_images, data.test_images])
+        assert sorted(map(bytes, read)) == sorted(map(bytes, expected))
+
+
+def test_a_data_dir_whose_subfolder_holds_the_data_set_too_is_ambiguous(tmp_path):
+    images, labels = fake_mnist(20)
+    for folder in (tmp_path, tmp_path / "mnist"):
+        folder.mkdir(exist_ok=True)
+        write_idx(folder / "t10k-images-idx3-ubyte", images)
+        write_idx(folder / "t10k-labels-idx1-ubyte", labels)
+    with pytest.raises(UserError, match=f"both {tmp_path} and {tmp_path / 'mnist'} hold mnist files"):
+        load_mnist(tmp_path)
+    assert load_mnist(tmp_path / "mnist").folder == tmp_path / "mnist"  # the data set's own folder is not ambiguous
 
 
 # ---------------------------------------------------------------------------- PTB reader

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from .paths import resolve_dir
+from .paths import DataNotFound, resolve_dir
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 ROWS = COLS = 28
@@ -85,12 +85,21 @@ def read_idx(path: str | os.PathLike, magic: int | None = None, hint: str = FETC
 
 
 def find_file(folder: Path, stem: str) -> Path | None:
-    """The file for ``stem`` in ``folder``: raw, gzipped, or with the ``.idx`` spelling some copies use."""
+    """The file for ``stem`` in ``folder``: raw, gzipped, or with the ``.idx`` spelling some copies use.  Several
+    copies are fine when they hold the same data; copies that differ are a UserError naming them, since which
+    one is meant cannot be told."""
     alt = stem.replace("-idx", ".idx")
-    for name in (stem, stem + ".gz", alt, alt + ".gz"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    found = [folder / name for name in dict.fromkeys((stem, stem + ".gz", alt, alt + ".gz"))
+             if (folder / name).is_file()]
+    if len(found) > 1:
+        first = read_idx(found[0])
+        for other in found[1:]:
+            data = read_idx(other)
+            if data.shape != first.shape or not np.array_equal(data, first):
+                raise UserError(f"{found[0]} and {other} are two copies of {stem} with different contents, so "
+                                f"which one to read is ambiguous; delete the one that is not the official file "
+                                f"(or delete both and {FETCH_HINT})")
+    return found[0] if found else None
 
 
 def _has_test(folder: Path) -> bool:
@@ -144,7 +153,7 @@ def load_mnist(data_dir: str | os.PathLike | None = None) -> MNISTData:
     """Load MNIST and split it (see the module docstring)."""
     folder = resolve_dir("mnist", data_dir, _has_test)
     if not _has_test(folder):
-        raise UserError(missing_message(folder))
+        raise DataNotFound(missing_message(folder))
     test_images, test_labels = _load_pair(find_file(folder, STEMS["test_images"]),
                                           find_file(folder, STEMS["test_labels"]))
     train_img_path = find_file(folder, STEMS["train_images"])

@@ -3,13 +3,21 @@
 Order: an explicit ``data_dir``; else ``$NNRNN_DATA/<name>``; else the per-user cache
 ``${XDG_CACHE_HOME:-~/.cache}/nnrnn/<name>`` (where ``nnrnn data fetch`` writes by default).
 An explicit ``data_dir`` may be the data set's own folder or a folder holding it as
-``<name>/`` (so both ``/data/mnist`` and ``/data`` work).
+``<name>/`` (so both ``/data/mnist`` and ``/data`` work); when both hold the data set, which one is meant
+cannot be told, and that is a UserError naming both.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Callable
+
+from ..errors import UserError
+
+
+class DataNotFound(UserError):
+    """A data set's files are not in the folder looked in (as opposed to being there but unreadable): what a
+    caller with somewhere else to look reacts to (``nnrnn eval`` of a run whose data folder has moved)."""
 
 
 def data_root() -> Path:
@@ -34,7 +42,9 @@ def resolve_dir(name: str, data_dir: str | os.PathLike | None, has_data: Callabl
         candidates = [base, base / name]
     else:
         candidates = [default_dir(name)]
-    for folder in candidates:
-        if folder.is_dir() and has_data(folder):
-            return folder
-    return candidates[0]
+    holding = [folder for folder in candidates if folder.is_dir() and has_data(folder)]
+    if len(holding) > 1 and not holding[0].samefile(holding[1]):
+        raise UserError(f"both {holding[0]} and {holding[1]} hold {name} files, so which ones to read is ambiguous; "
+                        f"pass --data-dir {holding[1]} (or NNRNN_DATA) to read that folder, or move the files out of "
+                        f"{holding[0]}")
+    return holding[0] if holding else candidates[0]

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from .paths import resolve_dir
+from .paths import DataNotFound, resolve_dir
 
 EOS = "\n"
 UNKNOWN = "\ufffd"  # what a validation or test character unseen in training is read as
@@ -136,7 +136,7 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
         if (folder / FILES["train"]).is_file():
             lack = FILES["valid"] if not (folder / FILES["valid"]).is_file() else FILES["test"]
             raise UserError(f"found {FILES['train']} but not {lack} in {folder}; {FETCH_HINT} to complete it")
-        raise UserError(missing_message(folder))
+        raise DataNotFound(missing_message(folder))
     paths = {s: folder / f for s, f in FILES.items() if (folder / f).is_file()}
     read = {s: _read_ptb(p) for s, p in paths.items()}
     lines = {s: r[0] for s, r in read.items()}
