@@ -98,7 +98,20 @@ def suggest(trial, space: dict) -> dict:
 # --------------------------------------------------------------------------- storage
 
 def default_storage(out) -> str:
-    return f"sqlite:///{Path(out).resolve() / 'study.db'}"
+    """``sqlite:///OUT/study.db`` with OUT's characters taken literally: SQLAlchemy reads ``?`` as the start of
+    options and unquotes ``%XX``, so the path is escaped (a folder named ``a?b`` would otherwise put the
+    database in ``a``, where another sweep may share it)."""
+    from sqlalchemy.engine import URL
+    return URL.create("sqlite", database=str(Path(out).resolve() / "study.db")).render_as_string(hide_password=False)
+
+
+def _sqlite_path(url: str) -> str:
+    """The file a ``sqlite://`` URL names, as SQLAlchemy reads it (escapes undone, options dropped)."""
+    from sqlalchemy.engine import make_url
+    try:
+        return make_url(url).database or ""
+    except Exception as exc:  # SQLAlchemy's ArgumentError and the errors of a malformed URL's parts
+        raise UserError(f"cannot read the storage URL {url!r}: {_first_line(exc)}") from None
 
 
 def _shown(url: str) -> str:
@@ -143,7 +156,7 @@ def open_storage(url: str, must_exist: bool = False):
             raise UserError(f"cannot open the storage {_shown(url)}: {_first_line(exc)}") from None
     engine_kwargs = {"pool_pre_ping": True}
     if scheme == "sqlite":
-        path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
+        path = _sqlite_path(url)
         if path and path != ":memory:":
             if must_exist and not Path(path).is_file():
                 raise UserError(f"no study database at {path}; run the sweep first or give --storage")

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import optuna
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser, open_storage,
-                         run_sweep, search_space, summary)
+from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser,
+                                     default_storage, open_storage, run_sweep, search_space, summary)
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
@@ -239,6 +241,30 @@ def test_bad_names_and_storages_fail_in_one_sentence(tmp_path):
         summary(out=str(tmp_path / "nothing"))
     with pytest.raises(UserError, match="no study journal"):
         summary(storage=f"journal:{tmp_path / 'none.log'}")
+
+
+# characters a URL, a glob, a format string or a shell gives a meaning to
+LITERAL = st.lists(st.sampled_from([*"ab?#%&=;:'\" *[]{}$~@!+,", "%41", "%3F", "%%", "{0}", "%s"]), min_size=1,
+                  max_size=6).map("".join).filter(lambda name: name.strip(" ") == name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(folder=LITERAL)
+def test_the_default_storage_names_the_sweeps_folder_literally(folder):
+    """SQLAlchemy, which opens the storage, reads back OUT/study.db itself from the default URL, whatever URL,
+    glob or format characters OUT holds."""
+    from sqlalchemy.engine import make_url
+    out = Path("/tmp") / folder / "sweep"
+    assert make_url(default_storage(out)).database == str(out / "study.db")
+
+
+def test_a_study_in_a_folder_of_url_characters_is_created_there_under_its_name(tmp_path):
+    name = "a?b#c%41 d&e=%%{0}"
+    out = tmp_path / name / "sweep"
+    optuna.create_study(study_name=name, storage=open_storage(default_storage(out)))
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == [Path(name) / "sweep" / "study.db"]
+    assert [s.study_name for s in optuna.get_all_study_summaries(open_storage(default_storage(out), must_exist=True))] \
+        == [name]
 
 
 def parser():
