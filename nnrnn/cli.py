@@ -137,7 +137,7 @@ def run_eval(args) -> int:
     from .training.train import evaluate_checkpoint
     folder = Path(args.run)
     path = best_checkpoint(folder) if folder.is_dir() else folder
-    print(json.dumps(evaluate_checkpoint(path, split=args.split)))
+    print(json.dumps(evaluate_checkpoint(path, split=args.split, data_dir=args.data_dir)))
     return 0
 
 
@@ -168,6 +168,8 @@ def make_parser() -> Parser:
     p = sub.add_parser("eval", help="evaluate a run's best checkpoint")
     p.add_argument("run", help="run folder or checkpoint file")
     p.add_argument("--split", default="test", choices=["valid", "test"])
+    p.add_argument("--data-dir", dest="data_dir",
+                   help="the data's folder (default: the run's own, else NNRNN_DATA or the cache; docs/training.md)")
     p.set_defaults(func=run_eval)
     p = sub.add_parser("presets", help="list the hyperparameter presets")
     p.add_argument("name", nargs="?")

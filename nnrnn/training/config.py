@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import torch
@@ -55,7 +56,7 @@ DEFAULTS = {
     "bptt": 150,               # PTB truncation length
     "permute": True,           # psMNIST: False for sequential MNIST
     "shuffle": "epoch",        # psMNIST: "epoch" (a new order each epoch) or "fixed" (the same order)
-    "data_dir": None,
+    "data_dir": None,          # stored absolute, so that a run can be evaluated from another folder
     "steps": None,             # total updates; None: from epochs, else the task's default
     "epochs": None,
     "log_every": 50,
@@ -96,12 +97,22 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
     if "epochs" in given:
         config["steps"] = None
     config.update(given)
+    config["data_dir"] = absolute_dir(config["data_dir"])
     validate(config)
     for key in given:
         reason = inapplicable(key, config)
         if reason:
             raise OptionError(reason)
     return config
+
+
+def absolute_dir(path):
+    """``path`` (a folder given on the command line) made absolute against the current folder, ``~`` expanded,
+    without following links; None stays None.  A run stores its data folder so: a relative one would be read
+    against wherever ``nnrnn eval`` is later run."""
+    if path is None or not isinstance(path, (str, os.PathLike)):
+        return path  # None, or a value validate refuses
+    return os.path.normpath(Path(path).expanduser().absolute())
 
 
 def flag(key: str) -> str:
@@ -349,7 +360,7 @@ def resume_config(folder: Path, typed: dict, preset: str | None = None) -> dict:
         if key == "out":
             continue
         if key in RESUMABLE:
-            config[key] = value
+            config[key] = absolute_dir(value) if key == "data_dir" else value
         elif config.get(key) != value:
             raise UserError(f"cannot resume {folder}: {flag(key)} was {config.get(key)!r} and is now {value!r}; "
                             f"on --resume only {', '.join(flag(k) for k in sorted(RESUMABLE))} may change, so "

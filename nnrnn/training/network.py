@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 from . import checkpoint
-from .config import model_options
-from ..errors import OptionError
+from .config import absolute_dir, model_options
+from ..data.paths import DataNotFound
+from ..errors import OptionError, UserError
 from ..models import create
 from ..models.init import init_
 from ..tasks import make_task, task_class
@@ -96,6 +97,46 @@ def build_task(config: dict):
     return make_task(config["task"], **task_options)
 
 
+def build_saved_task(config: dict, data_dir=None):
+    """The task of a saved run's ``config``, its data read from (docs/training.md, "Where evaluation finds the
+    data"): ``data_dir`` when given; else the folder the run stored, while it holds the data; else, when it no
+    longer does (moved, or a relative path from before they were stored absolute), where NNRNN_DATA or the
+    per-user cache points."""
+    if data_dir is not None:
+        return build_task({**config, "data_dir": absolute_dir(data_dir)})
+    try:
+        return build_task(config)
+    except DataNotFound:
+        if config.get("data_dir") is None:
+            raise
+        try:
+            return build_task({**config, "data_dir": None})
+        except DataNotFound as default:
+            raise DataNotFound(f"the run's data folder {config['data_dir']} no longer holds its data, and neither "
+                               f"does the default place: {default}") from None
+
+
+def check_weights(net: nn.Module, weights: dict, path, task=None) -> None:
+    """UserError unless ``weights`` (a state dict read from ``path``) fits ``net`` name for name and shape.  The
+    message names the first difference and the cause it has checked: a read-out whose width differs from what
+    ``task``'s data gives (another PTB vocabulary) is the data; anything else is the file and the configuration
+    saved with it disagreeing."""
+    expected = net.state_dict()
+    readout = weights.get("readout.weight")
+    if task is not None and readout is not None and readout.shape[0] != task.output_size:
+        what = "symbols in its vocabulary" if task.vocab_size else "outputs"
+        raise UserError(f"{path} was trained on data with {readout.shape[0]} {what}, and the data read now has "
+                        f"{task.output_size}; evaluate it on the data it was trained on (--data-dir)")
+    differences = [f"{key} is missing" for key in expected if key not in weights]
+    differences += [f"{key} is not part of this network" for key in weights if key not in expected]
+    differences += [f"{key} has shape {tuple(weights[key].shape)} where the network has {tuple(value.shape)}"
+                    for key, value in expected.items() if key in weights and weights[key].shape != value.shape]
+    if differences:
+        raise UserError(f"{path} does not fit the network its own configuration describes: {differences[0]}"
+                        f"{f' (and {len(differences) - 1} more)' if len(differences) > 1 else ''}; the weights and "
+                        f"the configuration in the file disagree, so restore the run's own checkpoint")
+
+
 def build(config: dict):
     """Task and network for a resolved config; the network's initial parameters are a function of the seed."""
     task = build_task(config)
@@ -125,5 +166,6 @@ def load_model(path) -> tuple[nn.Module, dict]:
     if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
         vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
     net = build_network(config, input_size, output_size, cls.readout, vocab_size)
+    check_weights(net, weights, path)
     net.load_state_dict(weights)
     return net, config

@@ -30,7 +30,7 @@ from . import checkpoint, distributed, runlock
 from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
-from .network import build, build_network, build_task
+from .network import build_network, build_saved_task, build_task, check_weights
 from ..parametrizations import rebase_
 from .runlog import MetricsLog, plot_curves, read_metrics
 from ..tasks.base import accumulate
@@ -269,14 +269,16 @@ def restore(run: Run) -> None:
     check_resumable(before, config, run.folder)
     if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
         run.task.check_data_state(saved["data"])
+    check_weights(run.net, saved["model"], run.last_path, run.task)
+    run.net.load_state_dict(saved["model"])
     try:
-        run.net.load_state_dict(saved["model"])
         run.optimizer.load_state_dict(saved["optimizer"])
         if run.schedule is not None:
             run.schedule.load_state_dict(saved["schedule"])
     except (RuntimeError, ValueError, KeyError) as error:
-        raise UserError(f"{run.last_path} does not fit the network its configuration describes "
-                        f"({type(error).__name__}); the file was altered or comes from another nnrnn") from None
+        raise UserError(f"the optimizer state in {run.last_path} does not fit the {run.config['optimizer']} "
+                        f"optimizer its configuration describes ({type(error).__name__}: {error}); restore the "
+                        f"run's own last.pt or start a new run") from None
     run.state = RunState.from_checkpoint(saved, distributed.shard_state(saved["state"], run.rank, run.world))
     if run.state.step > run.steps:
         raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
@@ -422,7 +424,7 @@ def validate(run: Run, log: MetricsLog | None) -> dict | None:
         if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
             run.state.best = score
             checkpoint.save(run.best_path, {"config": run.config, "model": run.net.state_dict(),
-                                            "step": run.state.step, "valid": record})
+                                            "step": run.state.step, "valid": record, "data": run.data_state})
     if run.schedule is not None:
         run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
     return record
@@ -475,16 +477,20 @@ def result(folder: Path, main: bool, test: dict | None = None) -> dict:
     return out
 
 
-def evaluate_checkpoint(path: Path, device="cpu", split: str = "test") -> dict:
-    """Metrics of a saved model on ``split``."""
+def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=None) -> dict:
+    """Metrics of a saved model on ``split``, its data found as :func:`~nnrnn.training.network.build_saved_task`
+    says (``data_dir``, else the run's own folder, else NNRNN_DATA or the cache); data or weights that do not fit
+    are a UserError naming which."""
     saved = checkpoint.load(path, map_location=device)
     config = saved["config"]
-    built_task, net = build(config)
-    try:
-        net.load_state_dict(saved["model"])
-    except RuntimeError:
-        raise UserError(f"{path} does not match the model its config describes "
-                        f"({config['model']}, hidden {config['hidden']}); the file was altered") from None
+    built_task = build_saved_task(config, data_dir)
+    if saved.get("data") is not None:
+        built_task.check_data_state(saved["data"])
+    torch.manual_seed(config["seed"])
+    net = build_network(config, built_task.input_size, built_task.output_size, built_task.readout,
+                        built_task.vocab_size)
+    check_weights(net, saved["model"], path, built_task)
+    net.load_state_dict(saved["model"])
     net.to(device)
     metrics = evaluate(net, built_task, split, device)
     check_finite(metrics, split, path)

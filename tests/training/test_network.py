@@ -1,14 +1,21 @@
 """nnrnn.training.network: the network a run builds from its configuration, and loading it back."""
+import json
 import math
+import os
+import random
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import SHARED
 from helpers import copy_config, fake_ptb
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import nnrnn
+from nnrnn import cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
@@ -87,3 +94,96 @@ def test_build_gives_the_network_the_tasks_read_out(monkeypatch):
         built, net = network_module.build(resolve_config({"task": "psmnist", "model": "rnn", "hidden": 4}))
         assert built is task and net.readout_mode == readout
         assert net(torch.zeros(3, 2, 1))[0].shape == shape  # psMNIST reads out the last step only
+
+
+# --------------------------------------------------------------------------- where evaluation finds the data
+
+def other_vocabulary_ptb(folder: Path) -> Path:
+    """PTB files whose alphabet differs from :func:`fake_ptb`'s."""
+    rng = random.Random(1)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, lines in (("valid", 400), ("test", 40)):
+        text = "\n".join(" ".join(rng.choice("abcxyz_") for _ in range(rng.randint(5, 40))) for _ in range(lines))
+        (folder / f"ptb.char.{split}.txt").write_text(text + "\n")
+    return folder
+
+
+PLACES = ("good", "other-vocabulary", "empty")
+
+
+@pytest.fixture(scope="module")
+def relative_ptb_run(tmp_path_factory):
+    """A PTB run trained from folder ``where`` with the relative ``--data-dir data/ptb``, and folders holding the
+    same data, PTB files of another vocabulary, and no data."""
+    where = tmp_path_factory.mktemp("trained-here")
+    fake_ptb(where / "data" / "ptb")
+    before = os.getcwd()
+    os.chdir(where)
+    try:
+        train(resolve_config(dict(task="ptb", model="rnn", nonlinearity="tanh", hidden=8, batch_size=4, bptt=5, steps=2,
+                                  eval_every=1, eval_batch_size=2, data_dir="data/ptb", progress=False, out="run")))
+    finally:
+        os.chdir(before)
+    places = {"good": fake_ptb(where / "copy" / "ptb").parent, "other-vocabulary":
+              other_vocabulary_ptb(where / "other" / "ptb").parent, "empty": where / "empty"}
+    places["empty"].mkdir()
+    return where, places
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stored=st.sampled_from(["present", "moved"]), given_dir=st.sampled_from([None, *PLACES]),
+       env=st.sampled_from([None, *PLACES]))
+def test_eval_finds_the_data_by_the_documented_precedence(relative_ptb_run, tmp_path_factory, monkeypatch, capsys,
+                                                         stored, given_dir, env):
+    """``nnrnn eval`` from another folder: --data-dir, else the run's stored folder while it holds the data, else
+    NNRNN_DATA (then the cache); the data used must be the run's, or it says which cause it found: no data, or
+    another vocabulary (never "the file was altered")."""
+    where, places = relative_ptb_run
+    run = where / "run"
+    assert json.loads((run / "config.json").read_text())["data_dir"] == str(where / "data" / "ptb")
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(places["empty"]))
+    if env is None:
+        monkeypatch.delenv("NNRNN_DATA", raising=False)
+    else:
+        monkeypatch.setenv("NNRNN_DATA", str(places[env]))
+    argv = ["eval", str(run)] + (["--data-dir", str(places[given_dir])] if given_dir else [])
+    if stored == "moved":
+        (where / "data").rename(where / "data-moved")
+    try:
+        code = cli.main(argv)
+    finally:
+        if stored == "moved":
+            (where / "data-moved").rename(where / "data")
+    out, err = capsys.readouterr()
+    source = given_dir or ("good" if stored == "present" else env or "empty")
+    if source == "good":
+        assert code == 0 and math.isfinite(json.loads(out)["bpc"]), err
+        return
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "altered" not in err
+    if source == "empty":
+        assert "Penn Treebank characters not found" in err
+    else:
+        assert "different PTB vocabulary" in err
+
+
+def test_eval_and_resume_name_what_does_not_fit_in_a_checkpoint(relative_ptb_run, tmp_path, capsys):
+    """A best.pt without the data's description (written before it was kept there) on another vocabulary: the
+    read-out's width, checked, names the data; a weight edited to another shape is named with both shapes."""
+    where, places = relative_ptb_run
+    path = tmp_path / "best.pt"
+    saved = checkpoint.load(where / "run" / "checkpoints" / "best.pt")
+    checkpoint.save(path, {k: v for k, v in saved.items() if k != "data"})
+    assert cli.main(["eval", str(path), "--data-dir", str(places["other-vocabulary"])]) == 2
+    assert "was trained on data with 10 symbols in its vocabulary, and the data read now has 8" in \
+        capsys.readouterr().err
+    saved["model"]["rnn.bias_ih_l0"] = torch.zeros(3)
+    checkpoint.save(path, saved)
+    assert cli.main(["eval", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "rnn.bias_ih_l0 has shape (3,) where the network has (8,)" in err and "altered" not in err
+    shutil.copytree(where / "run", tmp_path / "run")
+    checkpoint.save(tmp_path / "run" / "checkpoints" / "last.pt",
+                    {**checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt"), "model": saved["model"]})
+    assert cli.main(["train", "ptb", "--resume", "--out", str(tmp_path / "run"), "--steps", "3"]) == 2
+    assert "rnn.bias_ih_l0 has shape (3,) where the network has (8,)" in capsys.readouterr().err
