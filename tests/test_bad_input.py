@@ -113,6 +113,7 @@ BAD_OPTIONS = [
     (["train", "psmnist", "--data-dir", "/nonexistent/nnrnn"], "MNIST"),
     (["train", "ptb", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
     (["eval", "/nonexistent/run"], "no checkpoint at /nonexistent/run"),
+    (["eval", "/nonexistent/run", "--data-dir", "/nonexistent/data"], "no checkpoint at /nonexistent/run"),
     (["analyze", "/nonexistent/run"], "no run folder or checkpoint at /nonexistent/run"),
     (["presets", "fast"], "unknown preset 'fast'"),
     (["data", "fetch", "cifar"], "invalid choice"),
@@ -358,6 +359,20 @@ API_CASES = [
     (lambda: nnrnn.create("rnn", 3, 4).regularization(torch.tensor(0.1)), TypeError, "delta must be a float"),
     (lambda: nnrnn.create("lstm", 3, 4).regularization(0.0, "1e-6"), ValueError,
      "t_decay must be zero or a positive finite number; got '1e-6'"),
+    # what torch.nn.RNN refuses, with torch's type (docs/layers.md; tests/test_dropin.py generates the rest)
+    *[(lambda name=name: nnrnn.create(name, 3, 4)(torch.randn(0, 2, 3)), RuntimeError,
+       "input must have at least one time step") for name in nnrnn.MODELS],
+    *[(lambda name=name: nnrnn.create(name, 3, 4, dtype=torch.long), RuntimeError,
+       "dtype must be a floating-point dtype such as torch.float32; got torch.int64") for name in nnrnn.MODELS],
+    (lambda: nnrnn.create("nnrnn", 3, 4, dtype=torch.complex64), TypeError, "dtype must be a real floating-point"),
+    (lambda: nnrnn.create("gru", 3, 4, bidirectional=1), TypeError, "bidirectional must be True or False; got 1"),
+    (lambda: nnrnn.create("nnrnn", 3, 4, dropout=None), TypeError, "dropout must be a number in [0, 1]; got None"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(4)), RuntimeError,
+     "hx must be 3-d for batched 3-d input"),
+    (lambda: nnrnn.create("gru", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, dtype=torch.float64)),
+     RuntimeError, "hx must have the model's dtype torch.float32; got torch.float64"),
+    (lambda: setattr(nnrnn.create("nnrnn", 3, 4), "weight_hh_l0", torch.nn.Parameter(torch.eye(4))), ValueError,
+     "a Schur-form weight cannot be assigned directly"),
 ]
 
 
