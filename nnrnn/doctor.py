@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import math
 import os
@@ -49,16 +50,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .training import checkpoint
-
 from . import presets
-from .errors import UserError
+from .errors import OptionError, TrainingDiverged, UserError
 from .models import MODELS, PAPER_MODELS, create, param_groups
 from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
-# Everything taken from the trainer, in one place (nnrnn.train is being split up).
+# Everything taken from the trainer, in one place.
+from .training import checkpoint
 from .training.config import check_device, resolve_config
-from .training.network import build, build_network
+from .training.network import build, seeded_network
+from .training import step as training_step
+from .training.step import WARMUP, CapturedStep, TrainStep, capturable
 from .training.train import make_optimizer, train
 
 TASKS = ("copy", "adding", "psmnist", "ptb")
@@ -75,8 +77,15 @@ CLASSES = 10
 # on float32 rounding alone.  The values measured on a CPU and the margins: docs/performance.md.
 PARITY_RTOL = {"losses": 1e-3, "gradients": 1e-4, "V": 2e-2, "parameters": 0.2}
 COMPILE_RTOL = 1e-4
+# The same kernels replayed: equal but for a capturable optimizer's arithmetic on the device (Adam's bias
+# corrections in float32 rather than Python floats).
+CUDA_GRAPH_RTOL = 1e-5
 AUTOCAST_RTOL = 0.1   # bfloat16 keeps 8 bits of mantissa; docs/layers.md reports within 7% of float32
 RESUME_RTOL = {"cpu": 0.0, "cuda": 1e-5}
+# Evaluation batch of the resume rows' real tasks (psMNIST: images; PTB: parallel streams, each carrying its state
+# through 1/EVAL_BATCH of the file): few sequential steps, so an evaluation is quick and an nnRNN whose |λ| drifted
+# just above 1 in its first updates stays finite over it (over PTB's whole file it does not).
+EVAL_BATCH = 1000
 DDP_RTOL = 1e-3       # two half batches averaged by all_reduce against one whole batch: rounding, amplified as above
 
 
@@ -118,20 +127,30 @@ def relative(a: torch.Tensor, b: torch.Tensor) -> float:
 
 # ----------------------------------------------------------------------------- configurations and batches
 
+def _paper_preset(task: str, model: str) -> dict | None:
+    """The paper preset's options for (task, model); None where it has none (gru and nngru; the adding task)."""
+    try:
+        return presets.lookup("paper", task, model)
+    except OptionError:
+        return None
+
+
 def config_for(task: str, model: str, sizes: Sizes, **options) -> dict:
-    """The paper preset's options for (task, model) where it has them (the defaults for adding), at a small
-    size."""
+    """The paper preset's options for (task, model) where it has them, at a small size.  A task the paper does
+    not train (adding) takes the model's copy-task optimisation settings, where training is calm."""
+    cls = task_class(task)
     base = {"task": task, "model": model, "hidden": sizes.hidden, "batch_size": sizes.batch, "progress": False}
-    if task in ("copy", "adding"):
+    if "T" in cls.CONFIG_OPTIONS:
         base["T"] = sizes.T[task]
-    in_paper = model in PAPER_MODELS  # the others (gru, nngru) have no preset: nnrnn's defaults
-    if task == "adding" and in_paper:  # the paper has no adding task: its copy-task settings, where training is calm
+    in_preset = _paper_preset(task, model) is not None  # PTB: bptt 150's table
+    copy_settings = _paper_preset("copy", model)
+    if not in_preset and copy_settings is not None:
         keep = ("optimizer", "lr", "lr_orth", "alpha", "delta", "t_decay", "init", "triangular", "bias")
-        base.update({k: v for k, v in presets.lookup("paper", "copy", model).items() if k in keep})
-    preset = "paper" if in_paper and task != "adding" else None  # PTB: bptt 150's table
-    config = resolve_config({**base, **options}, preset)
-    if task == "ptb":
+        base.update({k: v for k, v in copy_settings.items() if k in keep})
+    config = resolve_config({**base, **options}, "paper" if in_preset else None)
+    if "bptt" in cls.CONFIG_OPTIONS:
         config["bptt"] = sizes.T[task]
+    if cls.token_inputs:
         config["embedding"] = min(config["embedding"] or 0, 2 * sizes.hidden) or None
     return config
 
@@ -140,19 +159,19 @@ def synthetic_task(name: str, T: int, batch: int, seed: int = 0):
     """A task with the real task's loss and shapes; copy and adding are themselves synthetic.  psMNIST:
     T pixels in [0, 1] and one of 10 classes; PTB: character ids of a 50-symbol vocabulary, the state
     carried from one segment to the next."""
-    if name in ("copy", "adding"):
-        return make_task(name, seed=seed, batch_size=batch, T=T)
     cls = task_class(name)
+    if not cls.has_data_files:
+        return make_task(name, seed=seed, batch_size=batch, T=T)
 
     class Synthetic(cls):
         def __init__(self):  # no data to read
             self.seed, self.batch_size = seed, batch
-            if name == "ptb":
+            if cls.token_inputs:
                 self.vocab_size = self.input_size = self.output_size = 50
 
         def train_batch(self, step: int) -> Batch:
             gen = generator(seed, 7, step)
-            if name == "ptb":
+            if cls.token_inputs:
                 ids = torch.randint(0, 50, (T + 1, batch), generator=gen)
                 return Batch(ids[:-1], ids[1:], carry=step > 0)
             return Batch(torch.rand(T, batch, 1, generator=gen), torch.randint(0, CLASSES, (batch,), generator=gen))
@@ -164,44 +183,29 @@ def _to(tensor: torch.Tensor, device, dtype) -> torch.Tensor:
     return tensor.to(device=device, dtype=dtype) if tensor.is_floating_point() else tensor.to(device)
 
 
-def _detach(state):
-    if state is None:
-        return None
-    return tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
-
-
 def run_updates(config: dict, net: nn.Module, task, device, dtype, updates: int, forward=None,
-                autocast: bool = False, gradients: dict | None = None) -> list[float]:
-    """``updates`` training updates as nnrnn.train.train makes them (loss + penalty, clipping, the
-    optimizer with its parameter groups, the state carried where the task carries it); the losses.
-    ``gradients``, if given, receives the first update's gradients by parameter name."""
+                autocast: bool = False, gradients: dict | None = None, captured: bool = False) -> list[float]:
+    """``updates`` training updates through the trainer's own step (:class:`~nnrnn.training.step.TrainStep`:
+    loss + penalty, clipping, the non-finite skip, ``rebase_every``, the optimizer with its parameter groups),
+    the state carried where the task carries it; the losses.  ``gradients``, if given, receives the first
+    update's gradients (after clipping) by parameter name.  ``captured``: through
+    :class:`~nnrnn.training.step.CapturedStep`, as the trainer runs on CUDA."""
     net.to(device=device, dtype=dtype)
     optimizer = make_optimizer(config, net)
-    forward = net if forward is None else forward
-    clip = config["clip"] or math.inf
-    losses, state = [], None
-    for step in range(updates):
-        batch = task.train_batch(step)
-        inputs, targets = _to(batch.inputs, device, dtype), _to(batch.targets, device, dtype)
-        state = state if batch.carry else None
-        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=autocast):
-            outputs, new_state = forward(inputs, state)
-            loss, _ = task.loss(outputs.float() if autocast else outputs, targets)
-        penalty = net.rnn.regularization(config["delta"], config["t_decay"])
-        optimizer.zero_grad(set_to_none=True)
-        (loss + penalty).backward()
-        if step == 0 and gradients is not None:
+    step = TrainStep(config, net, optimizer, task, forward=forward, autocast=autocast)
+    if captured:
+        capturable(optimizer, torch.device(device).type == "cuda")
+        step = CapturedStep(step, torch.device(device))
+    losses, carried = [], None
+    for number in range(1, updates + 1):
+        batch = task.train_batch(number - 1)
+        outcome = step(_to(batch.inputs, device, dtype), _to(batch.targets, device, dtype),
+                       carried if batch.carry else None, number)
+        if number == 1 and gradients is not None:
             gradients.update({n: p.grad.detach().clone() for n, p in net.named_parameters() if p.grad is not None})
-        nn.utils.clip_grad_norm_(net.parameters(), clip)
-        optimizer.step()
-        state = _detach(new_state)
-        losses.append(loss.item())
+        carried = outcome.carried
+        losses.append(float(outcome.loss))
     return losses
-
-
-def network(config: dict, task) -> nn.Module:
-    torch.manual_seed(config["seed"])
-    return build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -234,7 +238,7 @@ def recurrent_matrix(net: nn.Module) -> torch.Tensor:
 def check_parity(model: str, task_name: str, device: torch.device, sizes: Sizes) -> Row:
     config = config_for(task_name, model, sizes)
     task = synthetic_task(task_name, sizes.T[task_name], sizes.batch)
-    net = network(config, task)
+    net = seeded_network(config, task)
     reference = copy.deepcopy(net)
     grads, expected_grads = {}, {}
     with exact_float32():
@@ -254,7 +258,7 @@ def check_parity(model: str, task_name: str, device: torch.device, sizes: Sizes)
 def check_autocast(model: str, task_name: str, device: torch.device, sizes: Sizes) -> Row:
     config = config_for(task_name, model, sizes)
     task = synthetic_task(task_name, sizes.T[task_name], sizes.batch)
-    net = network(config, task)
+    net = seeded_network(config, task)
     plain = copy.deepcopy(net)
     low = run_updates(config, net, task, device, torch.float32, 1, autocast=True)[0]
     full = run_updates(config, plain, task, device, torch.float32, 1)[0]
@@ -269,7 +273,7 @@ def check_autocast(model: str, task_name: str, device: torch.device, sizes: Size
 def check_compile(model: str, task_name: str, device: torch.device, sizes: Sizes, backend: str = "inductor") -> Row:
     config = config_for(task_name, model, sizes)
     task = synthetic_task(task_name, sizes.T[task_name], sizes.batch)
-    net = network(config, task)
+    net = seeded_network(config, task)
     eager = copy.deepcopy(net)
     torch._dynamo.reset()
     compiled = torch.compile(net, backend=backend)
@@ -282,12 +286,37 @@ def check_compile(model: str, task_name: str, device: torch.device, sizes: Sizes
                f"{backend}, {sizes.updates} updates vs eager: loss {error:.1e}; tolerance {COMPILE_RTOL:g}")
 
 
+def graphs_apply(device: torch.device) -> bool:
+    return training_step.GRAPHS.available(device)
+
+
+def check_cuda_graph(model: str, task_name: str, device: torch.device, sizes: Sizes) -> Row:
+    """The trainer's update replayed from CUDA graphs against the same updates made eagerly on the device:
+    the losses of every update and the parameters after the last, from the same start."""
+    config = config_for(task_name, model, sizes)
+    task = synthetic_task(task_name, sizes.T[task_name], sizes.batch)
+    net = seeded_network(config, task)
+    eager = copy.deepcopy(net)
+    updates = WARMUP + sizes.updates  # the first WARMUP eager, then one capture and its replays
+    with exact_float32():
+        got = run_updates(config, net, task, device, torch.float32, updates, captured=True)
+        expected = run_updates(config, eager, task, device, torch.float32, updates)
+    errors = {"losses": max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, expected))}
+    errors["parameters"], worst = _worst(net.state_dict(), eager.state_dict())
+    ok = all(math.isfinite(e) and e <= CUDA_GRAPH_RTOL for e in errors.values())
+    return Row("cuda graph", model, task_name, "ok" if ok else "FAIL",
+               f"{updates} updates ({WARMUP} eager, then replayed) vs eager: losses {errors['losses']:.1e}, "
+               f"parameters {errors['parameters']:.1e} ({worst}); tolerance {CUDA_GRAPH_RTOL:g}")
+
+
 def _train_options(task: str, model: str, sizes: Sizes, device: torch.device, data_dir) -> dict:
+    cls = task_class(task)
     options = {"device": str(device), "seed": 0, "log_every": 1, "eval_every": 2, "checkpoint_every": 2,
                "lr_schedule": "none"}
-    if task in ("psmnist", "ptb"):
+    if cls.has_data_files:
         options["data_dir"] = data_dir
-        options["eval_batch_size"] = 2000 if task == "psmnist" else 10
+    if "eval_batch_size" in cls.CONFIG_OPTIONS:
+        options["eval_batch_size"] = EVAL_BATCH
     return options
 
 
@@ -302,13 +331,15 @@ def _quietly(function, *args, **kwargs):
 
 
 def _train_to_checkpoint(config: dict, resume: bool = False) -> bool:
-    """Trains quietly; True if the run's validation diverged.  The checkpoint is written before train()
-    refuses a run whose validation score is not finite (a vanilla RNN does that on PTB, whose validation
-    carries the state through the whole file), and its parameters are what the check compares."""
+    """Trains quietly; True if an evaluation diverged.  train() writes the last checkpoint before it refuses a run
+    whose validation or test score is not finite, and that checkpoint's parameters are what the resume check
+    compares; a divergence of the updates themselves (a skipped update, or a run stopped early) is a failure."""
     try:
         _quietly(train, config, resume=resume)
-    except UserError as error:
-        if not str(error).startswith("training diverged: the validation"):
+    except TrainingDiverged:
+        last = Path(config["out"]) / "checkpoints" / "last.pt"
+        saved = checkpoint.load(last) if last.is_file() else {}
+        if saved.get("step") != config["steps"] or saved.get("skipped", 0):
             raise
         return True
     return False
@@ -320,7 +351,7 @@ def check_resume(model: str, task_name: str, device: torch.device, sizes: Sizes,
     options = _train_options(task_name, model, sizes, device, data_dir)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         straight = config_for(task_name, model, sizes, out=str(Path(tmp) / "straight"), steps=updates, **options)
-        if task_name in ("psmnist", "ptb"):
+        if task_class(task_name).has_data_files:
             try:
                 build(straight)
             except UserError as error:  # the data is not where it was looked for
@@ -335,7 +366,7 @@ def check_resume(model: str, task_name: str, device: torch.device, sizes: Sizes,
     worst = max(errors, key=errors.get)
     ok = set(a) == set(b) and errors[worst] <= tolerance
     how = "equal" if tolerance == 0 else f"within {tolerance:g}"
-    note = "; a validation score was not finite (parameters compared all the same)" if diverged else ""
+    note = "; an evaluation was not finite, every update was (parameters compared all the same)" if diverged else ""
     return Row("save/load/resume", model, task_name, "ok" if ok else "FAIL",
                f"{updates} updates vs {updates // 2} + resume: parameters {how} (largest difference "
                f"{errors[worst]:.1e}, {worst}){note}")
@@ -474,6 +505,31 @@ def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     return {name: (statistics.median(times[name]), peaks[name]) for name in names}
 
 
+def time_captured(model: str, task_name: str, size, device: torch.device, rounds: int) -> tuple[float, float]:
+    """Median seconds of the trainer's update (:class:`TrainStep`) made eagerly and replayed from CUDA graphs
+    (:class:`CapturedStep`), on one batch of ``task_name``'s shape at ``size``, alternating in this process."""
+    t, b, n, _ = size
+    config = config_for(task_name, model, Sizes(hidden=n, batch=b, T={task_name: t}))
+    task = synthetic_task(task_name, t, b)
+    batch = task.train_batch(0)
+    inputs, targets = batch.inputs.to(device), batch.targets.to(device)
+    steps = {}
+    for captured in (False, True):
+        net = seeded_network(config, task).to(device)
+        optimizer = make_optimizer(config, net)
+        steps[captured] = TrainStep(config, net, optimizer, task)
+        if captured:
+            capturable(optimizer, device.type == "cuda")
+            steps[captured] = CapturedStep(steps[captured], device)
+        for number in range(1, WARMUP + 2):  # warmed up and, for the graphs, captured
+            steps[captured](inputs, targets, None, number)
+    times = {False: [], True: []}
+    for r in range(rounds):
+        for captured in ((False, True) if r % 2 == 0 else (True, False)):
+            times[captured].append(timed(device, functools.partial(steps[captured], inputs, targets, None, 1)))
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
 def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[Row]:
     rows = []
     for task_name, size in (QUICK_SIZES if quick else PAPER_SIZES).items():
@@ -484,6 +540,13 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
             memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
             rows.append(Row("update time", name, label, f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM",
                             f"median of {rounds}: {seconds * 1e3:.1f} ms; {memory}"))
+        for model in models:
+            if not graphs_apply(device):
+                continue
+            eager, captured = time_captured(model, task_name, size, device, rounds)
+            rows.append(Row("update time, cuda graph", model, label, f"{captured / eager:.2f}× eager",
+                            f"the trainer's update, median of {rounds}: eager {eager * 1e3:.1f} ms, replayed "
+                            f"{captured * 1e3:.1f} ms"))
     return rows
 
 
@@ -527,6 +590,11 @@ def run_checks(device: torch.device, models=PAPER_MODELS, tasks=TASKS, quick: bo
             guarded("torch.compile", model, "copy", check_compile, model, "copy", device, sizes, backend="eager")
         else:
             add(Row("torch.compile", model, "copy", "skipped (--quick)"))
+    for model in models:
+        if not graphs_apply(device):
+            add(Row("cuda graph", model, "copy", f"skipped (CUDA graphs need a CUDA device, not {device.type})"))
+        else:
+            guarded("cuda graph", model, "copy", check_cuda_graph, model, "copy", device, sizes)
     cuda_devices = torch.cuda.device_count() if device.type == "cuda" else 0
     ddp_model = "nnrnn" if "nnrnn" in models else models[0]
     if quick:
@@ -595,7 +663,8 @@ def add_doctor_parser(sub) -> None:
                        "save/load/resume, autocast, torch.compile, DDP) and time one update at the paper's sizes "
                        "against torch.nn.RNN and torch.nn.LSTM. Prints one table; exits 1 if a check fails.")
     p.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:1 ...")
-    p.add_argument("--quick", action="store_true", help="tiny sizes, no compile or DDP, timing at a tiny size")
+    p.add_argument("--quick", action="store_true", help="tiny sizes; torch.compile of nnrnn only, with Dynamo's "
+                   "eager backend (no code generation); no DDP; timing at a tiny size")
     p.add_argument("--no-timing", dest="no_timing", action="store_true", help="skip the update timing")
     p.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)} (default: the paper's, "
                                     f"{','.join(PAPER_MODELS)})")
