@@ -98,7 +98,7 @@ class TrainStep:
         if finite:
             self.apply()
             self.rebase(number)
-        return Outcome(loss, stats, grad_norm, finite, new_carried if finite else detach_state(carried))
+        return Outcome(loss.detach(), stats, grad_norm, finite, new_carried if finite else detach_state(carried))
 
 
 class CudaGraphs:
