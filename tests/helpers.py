@@ -184,6 +184,10 @@ class FakeGraphs:
         self.warmups += 1
         yield
 
+    @staticmethod
+    def no_sync(device):
+        return contextlib.nullcontext()
+
     def capture(self, function, pool=None):
         step = (function.func if isinstance(function, functools.partial) else function).__self__
         net, optimizer = step.net, step.optimizer

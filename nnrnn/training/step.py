@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -119,6 +120,17 @@ class CudaGraphs:
         torch.cuda.current_stream(device).wait_stream(stream)
 
     @staticmethod
+    @contextlib.contextmanager
+    def no_sync(device: torch.device):
+        """Any operation that waits for the device (a value read to the host) raises a RuntimeError inside."""
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            yield
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+
+    @staticmethod
     def capture(function, pool=None):
         """(graph, outputs): ``function``'s kernels recorded, not run; its outputs are the tensors each replay
         rewrites."""
@@ -169,21 +181,49 @@ class CapturedStep:
         self.results = None    # (loss, stats, grad_norm, new carried) the gradients graph writes
         self.pending, self.seen = None, 0  # a key being warmed up and its finite eager updates so far
         self.captures = self.replays = 0
+        self.eager_because = None  # why this update cannot be captured, once found: every update is then eager
 
     def _key(self, inputs, targets, carried):
         rates = tuple(group["lr"] for group in self.step.optimizer.param_groups)
         return _shape(inputs), _shape(targets), _shape(carried), rates
 
     def __call__(self, inputs: torch.Tensor, targets: torch.Tensor, carried, number: int) -> Outcome:
+        if self.eager_because is not None:
+            return self.step(inputs, targets, carried, number)
         key = self._key(inputs, targets, carried)
         if key != self.key:
             if key != self.pending or self.seen < WARMUP:
                 return self._warm(key, inputs, targets, carried, number)
-            self._capture(key, inputs, targets, carried)
+            try:
+                self._capture(key, inputs, targets, carried)
+            except RuntimeError as error:  # what the probe cannot see (a capture of an unsupported operation)
+                return self._give_up(f"its capture failed ({str(error).splitlines()[0][:120]})", inputs, targets,
+                                     carried, number)
         _copy_into(self.static, (inputs, targets, detach_state(carried)))
         return self._replay(number, carried)
 
+    def _give_up(self, why: str, inputs, targets, carried, number) -> Outcome:
+        self.eager_because = why
+        self.graphs = self.results = self.static = None
+        warnings.warn(f"every training update runs eagerly, without a CUDA graph: {why}", RuntimeWarning,
+                      stacklevel=3)
+        return self.step(inputs, targets, carried, number)
+
+    def _probe(self, inputs, targets, carried) -> bool:
+        """Whether the update's forward and backward run without reading a value to the host (a capture cannot
+        hold one); tried once, with the random number generators put back after."""
+        devices = [self.device] if self.device.type == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices), GRAPHS.no_sync(self.device):
+                self.step.gradients(inputs, targets, detach_state(carried))
+        except RuntimeError as error:
+            self.eager_because = f"it reads a value to the host ({str(error).splitlines()[0][:120]})"
+            return False
+        return True
+
     def _warm(self, key, inputs, targets, carried, number) -> Outcome:
+        if self.captures == 0 and self.pending is None and not self._probe(inputs, targets, carried):
+            return self._give_up(self.eager_because, inputs, targets, carried, number)
         if key != self.pending:
             self.pending, self.seen = key, 0
         with GRAPHS.warmup(self.device):

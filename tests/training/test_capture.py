@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers import FakeGraphs, copy_config
 from nnrnn import doctor
@@ -136,6 +137,41 @@ def test_the_trainer_with_graphs_trains_and_resumes_as_eager(graphs, tmp_path):
         for key, state in eager["optimizer"]["state"].items():
             assert torch.equal(saved["optimizer"]["state"][key]["square_avg"], state["square_avg"]), (run, key)
         assert train_losses(tmp_path / run) == train_losses(tmp_path / "eager"), run
+
+
+class RefuseHostReads(TorchDispatchMode):
+    """What torch.cuda.set_sync_debug_mode("error") does on CUDA, on the CPU: a value read to the host raises."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            raise RuntimeError("called a synchronizing CUDA operation")
+        return func(*args, **(kwargs or {}))
+
+
+def test_an_update_that_reads_the_host_is_probed_once_and_runs_eagerly(graphs, monkeypatch):
+    monkeypatch.setattr(graphs, "no_sync", lambda device: RefuseHostReads())
+    task, eager, captured = steps("copy", "rnn")
+    real_loss = task.loss
+
+    def reading(outputs, targets):
+        loss, stats = real_loss(outputs, targets)
+        return loss, {**stats, "read": (float(loss.detach()), 1)}  # a number read to the host inside the update
+    monkeypatch.setattr(task, "loss", reading)
+    batches = [(b.inputs, b.targets, b.carry) for b in map(task.train_batch, range(6))]
+    with pytest.warns(RuntimeWarning, match="reads a value to the host"):
+        outcomes = run_both(eager, captured, batches)
+    assert captured.captures == 0 and not graphs.graphs and graphs.warmups == 0
+    assert all(torch.equal(a.loss, b.loss) for a, b in outcomes)
+    assert_same(eager, captured)
+
+
+def test_an_update_free_of_host_reads_passes_the_probe(graphs, monkeypatch):
+    monkeypatch.setattr(graphs, "no_sync", lambda device: RefuseHostReads())
+    task, eager, captured = steps("copy", "rnn")  # torch.nn.RNN's recurrence in nnrnn's loops: no host read
+    batches = [(b.inputs, b.targets, b.carry) for b in map(task.train_batch, range(6))]
+    run_both(eager, captured, batches)
+    assert captured.eager_because is None and captured.captures == 1
+    assert_same(eager, captured)
 
 
 def test_off_the_cuda_device_the_update_is_eager():
