@@ -190,18 +190,19 @@ def _to(tensor: torch.Tensor, device, dtype) -> torch.Tensor:
 
 
 def run_updates(config: dict, net: nn.Module, task, device, dtype, updates: int, forward=None,
-                autocast: bool = False, gradients: dict | None = None, captured: bool = False) -> list[float]:
+                autocast: bool = False, gradients: dict | None = None, captured: list | None = None) -> list[float]:
     """``updates`` training updates through the trainer's own step (:class:`~nnrnn.training.step.TrainStep`:
     loss + penalty, clipping, the non-finite skip, ``rebase_every``, the optimizer with its parameter groups),
     the state carried where the task carries it; the losses.  ``gradients``, if given, receives the first
-    update's gradients (after clipping) by parameter name.  ``captured``: through
-    :class:`~nnrnn.training.step.CapturedStep`, as the trainer runs on CUDA."""
+    update's gradients (after clipping) by parameter name.  ``captured``, if given: the updates go through
+    :class:`~nnrnn.training.step.CapturedStep`, as the trainer's on CUDA, which is appended to it."""
     net.to(device=device, dtype=dtype)
     optimizer = make_optimizer(config, net)
     step = TrainStep(config, net, optimizer, task, forward=forward, autocast=autocast)
-    if captured:
+    if captured is not None:
         capturable(optimizer, torch.device(device).type == "cuda")
         step = CapturedStep(step, torch.device(device))
+        captured.append(step)
     losses, carried = [], None
     for number in range(1, updates + 1):
         batch = task.train_batch(number - 1)
@@ -322,9 +323,12 @@ def check_cuda_graph(model: str, task_name: str, device: torch.device, sizes: Si
     net = seeded_network(config, task)
     eager = copy.deepcopy(net)
     updates = WARMUP + sizes.updates  # the first WARMUP eager, then one capture and its replays
+    captured = []
     with exact_float32():
-        got = run_updates(config, net, task, device, torch.float32, updates, captured=True)
+        got = run_updates(config, net, task, device, torch.float32, updates, captured=captured)
         expected = run_updates(config, eager, task, device, torch.float32, updates)
+    if captured[0].eager_because is not None:
+        return Row("cuda graph", model, task_name, f"skipped (runs eagerly: {captured[0].eager_because})")
     errors = {"losses": max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, expected))}
     errors["parameters"], worst = _worst(net.state_dict(), eager.state_dict())
     ok = all(math.isfinite(e) and e <= CUDA_GRAPH_RTOL for e in errors.values())
@@ -529,9 +533,10 @@ def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     return {name: (statistics.median(times[name]), peaks[name]) for name in names}
 
 
-def time_captured(model: str, task_name: str, size, device: torch.device, rounds: int) -> tuple[float, float]:
+def time_captured(model: str, task_name: str, size, device: torch.device, rounds: int):
     """Median seconds of the trainer's update (:class:`TrainStep`) made eagerly and replayed from CUDA graphs
-    (:class:`CapturedStep`), on one batch of ``task_name``'s shape at ``size``, alternating in this process."""
+    (:class:`CapturedStep`), on one batch of ``task_name``'s shape at ``size``, alternating in this process;
+    and why the update could not be captured (None when it was)."""
     t, b, n, _ = size
     config = config_for(task_name, model, Sizes(hidden=n, batch=b, T={task_name: t}))
     task = synthetic_task(task_name, t, b)
@@ -551,7 +556,7 @@ def time_captured(model: str, task_name: str, size, device: torch.device, rounds
     for r in range(rounds):
         for captured in ((False, True) if r % 2 == 0 else (True, False)):
             times[captured].append(timed(device, functools.partial(steps[captured], inputs, targets, None, 1)))
-    return statistics.median(times[False]), statistics.median(times[True])
+    return statistics.median(times[False]), statistics.median(times[True]), steps[True].eager_because
 
 
 def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[Row]:
@@ -567,7 +572,10 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
         for model in models:
             if not graphs_apply(device):
                 continue
-            eager, captured = time_captured(model, task_name, size, device, rounds)
+            eager, captured, why = time_captured(model, task_name, size, device, rounds)
+            if why is not None:
+                rows.append(Row("update time, cuda graph", model, label, f"skipped (runs eagerly: {why})"))
+                continue
             rows.append(Row("update time, cuda graph", model, label, f"{captured / eager:.2f}× eager",
                             f"the trainer's update, median of {rounds}: eager {eager * 1e3:.1f} ms, replayed "
                             f"{captured * 1e3:.1f} ms"))

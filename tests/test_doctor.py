@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nnrnn.training import checkpoint
+from helpers import FakeGraphs
+from nnrnn.training import checkpoint, step
 from nnrnn import doctor
 from nnrnn.cli import main, make_parser
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
@@ -105,6 +106,20 @@ def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys):
         assert table[("torch.compile", model, "copy")] == "ok"
         assert table[("cuda graph", model, "copy")] == "skipped (CUDA graphs need a CUDA device, not cpu)"
     assert table[("ddp, 2 processes", "nnrnn", "copy")] == "ok"
+
+
+def test_the_cuda_graph_row_compares_replayed_updates_with_eager_ones(monkeypatch):
+    graphs = FakeGraphs()
+    monkeypatch.setattr(step, "GRAPHS", graphs)  # torch.cuda's graph API, on the CPU
+    row = doctor.check_cuda_graph("nnrnn", "ptb", torch.device("cpu"), doctor.QUICK)
+    assert row.result == "ok" and len(graphs.graphs) == 2 and graphs.replays, row
+    captured_only = step.CapturedStep._replay
+
+    def twice(self, number, carried):  # a replay that applies the optimizer's step twice: captured path only
+        self.graphs[1].replay()
+        return captured_only(self, number, carried)
+    monkeypatch.setattr(step.CapturedStep, "_replay", twice)
+    assert doctor.check_cuda_graph("nnrnn", "copy", torch.device("cpu"), doctor.QUICK).result == "FAIL"
 
 
 def test_quick_compile_row_is_what_the_help_says():

@@ -174,6 +174,29 @@ def test_an_update_free_of_host_reads_passes_the_probe(graphs, monkeypatch):
     assert_same(eager, captured)
 
 
+def test_a_run_resumed_on_the_cpu_from_a_capturable_optimizer_state(graphs, tmp_path):
+    # what a run captured on CUDA saves: its optimizer's groups say capturable, its step counters on the GPU
+    train(copy_config(tmp_path, "cuda", steps=5))
+    last = tmp_path / "cuda" / "checkpoints" / "last.pt"
+    saved = checkpoint.load(last)
+    for group in saved["optimizer"]["param_groups"]:
+        group["capturable"] = True
+    checkpoint.save(last, saved)
+    train(copy_config(tmp_path, "cuda", steps=8), resume=True)  # a CPU optimizer cannot step capturable
+    train(copy_config(tmp_path, "eager", steps=8, cuda_graph=False))
+    resumed, eager = (checkpoint.load(tmp_path / run / "checkpoints" / "last.pt") for run in ("cuda", "eager"))
+    assert all(torch.equal(value, eager["model"][name]) for name, value in resumed["model"].items())
+    assert not any(group["capturable"] for group in resumed["optimizer"]["param_groups"])
+
+
+def test_capturable_puts_the_step_counters_on_the_parameters_device():
+    task, eager, _ = steps()
+    eager(*(lambda b: (b.inputs, b.targets, None))(task.train_batch(0)), 1)
+    step.capturable(eager.optimizer, True)
+    assert all(group["capturable"] for group in eager.optimizer.param_groups)
+    assert all(state["step"].dtype == torch.float32 for state in eager.optimizer.state.values())
+
+
 def test_off_the_cuda_device_the_update_is_eager():
     task, eager, _ = steps()
     assert step.make_step(eager, torch.device("cpu"), True) is eager
