@@ -252,7 +252,8 @@ class CapturedStep:
         self.replays += 1
         # the graphs overwrite their outputs at the next replay: what outlives this update is copied out
         kept = _clone(new_carried) if finite else detach_state(carried)
-        stats = {name: tuple(_clone(v) if isinstance(v, torch.Tensor) else v for v in sums) for name, sums in stats.items()}
+        stats = {name: tuple(_clone(v) if isinstance(v, torch.Tensor) else v for v in sums)
+                 for name, sums in stats.items()}
         return Outcome(loss.detach().clone(), stats, grad_norm.clone(), finite, kept)
 
 

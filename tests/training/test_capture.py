@@ -191,14 +191,15 @@ def test_a_run_resumed_on_the_cpu_from_a_capturable_optimizer_state(graphs, tmp_
 
 def test_capturable_puts_the_step_counters_on_the_parameters_device():
     task, eager, _ = steps()
-    eager(*(lambda b: (b.inputs, b.targets, None))(task.train_batch(0)), 1)
+    batch = task.train_batch(0)
+    eager(batch.inputs, batch.targets, None, 1)
     step.capturable(eager.optimizer, True)
     assert all(group["capturable"] for group in eager.optimizer.param_groups)
     assert all(state["step"].dtype == torch.float32 for state in eager.optimizer.state.values())
 
 
 def test_off_the_cuda_device_the_update_is_eager():
-    task, eager, _ = steps()
+    _, eager, _ = steps()
     assert step.make_step(eager, torch.device("cpu"), True) is eager
 
 
