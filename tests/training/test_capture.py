@@ -58,8 +58,10 @@ def run_both(eager, captured, batches):
     return outcomes
 
 
-def test_warm_up_then_one_capture_then_replays_and_other_shapes_eager(graphs):
-    task, eager, captured = steps(clip=0.05)  # a threshold the gradients exceed: clipping acts inside the graph
+@pytest.mark.parametrize("optimizer", ["rmsprop", "adam"])
+def test_warm_up_then_one_capture_then_replays_and_other_shapes_eager(graphs, optimizer):
+    # clip: a threshold the gradients exceed, so clipping acts inside the graph
+    task, eager, captured = steps(clip=0.05, optimizer=optimizer)
     batches = [(b.inputs, b.targets, b.carry) for b in map(task.train_batch, range(8))]
     short = (batches[0][0][:, :2], batches[0][1][:, :2], False)  # a short last batch
     sequence = batches[:6] + [short] + batches[6:]
