@@ -225,6 +225,7 @@ def start(config: dict, task, folder: Path, resume: bool, device: torch.device, 
         model = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(config, net)
     schedule = make_schedule(config, optimizer, task.monitor[1])
+
     def agree(finite: bool) -> bool:  # every process takes the same branch of the non-finite skip
         return distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
 
