@@ -104,6 +104,8 @@ def add_train_parser(sub) -> None:
     g.add_argument("--checkpoint-every", dest="checkpoint_every", type=int)
     g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int)
     g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
+    g.add_argument("--no-cuda-graph", dest="cuda_graph", action="store_const", const=False,
+                   help="on CUDA, run every update eagerly instead of replaying it from a CUDA graph")
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False)
     p.set_defaults(func=run_train)
 

@@ -1,4 +1,6 @@
 """Small training runs and scripted validations shared by the tests of the training procedure."""
+import contextlib
+import functools
 from pathlib import Path
 
 import torch
@@ -25,7 +27,7 @@ def with_network(monkeypatch, edit):
         with torch.no_grad():
             edit(net)
         return net
-    monkeypatch.setattr(trainer, "build_network", build_network)
+    monkeypatch.setattr(network_module, "build_network", build_network)
 
 
 def parameters(run: Path) -> dict:
@@ -117,3 +119,89 @@ def assert_copies_train_apart(model, x, check_original):
         assert not torch.allclose(restored(x)[0], expected)
         check_original(model(x)[0], expected)
     return expected
+
+
+class FakeGraph:
+    """One captured graph of :class:`FakeGraphs`: ``replay`` re-runs the captured function and writes what it
+    returns into the tensors the capture returned, as a CUDA graph rewrites its outputs in place."""
+
+    def __init__(self, function, outputs, graphs):
+        self.function, self.outputs, self.graphs = function, outputs, graphs
+
+    def pool(self):
+        return id(self)
+
+    def replay(self):
+        self.graphs.replays += 1
+        if isinstance(self.function, functools.partial):  # the gradients: the static inputs as they are now
+            self.graphs.replayed_inputs.append(self.function.args[0].clone())
+        fresh = self.function()
+        with torch.no_grad():
+            _write_into(self.outputs, fresh)
+
+
+def _write_into(static, fresh):
+    if isinstance(static, torch.Tensor):
+        static.copy_(fresh)
+    elif isinstance(static, (tuple, list)):
+        for s, f in zip(static, fresh, strict=True):
+            _write_into(s, f)
+    elif isinstance(static, dict):
+        for key in static:
+            _write_into(static[key], fresh[key])
+    else:  # a number in a captured output is frozen at capture time: a real graph could not refresh it
+        assert static == fresh or static is None, f"a captured output holds a host value ({static!r})"
+
+
+def _poison(outputs):
+    """NaN into every floating tensor of ``outputs``: a capture records kernels, it does not compute values."""
+    if isinstance(outputs, torch.Tensor):
+        if outputs.is_floating_point():
+            outputs.detach().fill_(float("nan"))
+    elif isinstance(outputs, (tuple, list)):
+        for value in outputs:
+            _poison(value)
+    elif isinstance(outputs, dict):
+        for value in outputs.values():
+            _poison(value)
+
+
+class FakeGraphs:
+    """A stand-in for ``nnrnn.training.step.GRAPHS`` that works on the CPU.  ``capture`` runs the function once
+    to get its output tensors and then puts back every tensor of the network and the optimizer (and the RNG) as
+    it was before, and fills the outputs and gradients with NaN, since a real capture only records; it refuses a
+    capture that creates optimizer state (which every replay would reset).  ``replay`` re-runs the function."""
+
+    def __init__(self):
+        self.graphs, self.replays, self.warmups, self.replayed_inputs = [], 0, 0, []
+
+    @staticmethod
+    def available(device):
+        return True
+
+    @contextlib.contextmanager
+    def warmup(self, device):
+        self.warmups += 1
+        yield
+
+    @staticmethod
+    def no_sync(device):
+        return contextlib.nullcontext()
+
+    def capture(self, function, pool=None):
+        step = (function.func if isinstance(function, functools.partial) else function).__self__
+        net, optimizer = step.net, step.optimizer
+        tensors = list(net.state_dict(keep_vars=True).values())
+        tensors += [t for state in optimizer.state.values() for t in state.values() if isinstance(t, torch.Tensor)]
+        saved, keys, rng = [t.detach().clone() for t in tensors], len(optimizer.state), torch.get_rng_state()
+        outputs = function()
+        with torch.no_grad():
+            for tensor, value in zip(tensors, saved):
+                tensor.copy_(value)
+        assert len(optimizer.state) == keys, "optimizer state created inside a capture"
+        torch.set_rng_state(rng)
+        _poison(outputs)
+        _poison([p.grad for p in net.parameters() if p.grad is not None])
+        graph = FakeGraph(function, outputs, self)
+        self.graphs.append(graph)
+        return graph, outputs

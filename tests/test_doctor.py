@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from nnrnn.training import checkpoint
+from helpers import FakeGraphs
+from nnrnn.training import checkpoint, step
 from nnrnn import doctor
-from nnrnn.cli import main
+from nnrnn.cli import main, make_parser
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused
 
@@ -87,9 +88,54 @@ def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
     assert [r.result for r in resume] == ["FAIL"] and "ByteTensor" in resume[0].detail
 
 
-def test_ddp_check_with_two_gloo_processes_matches_one_process(tmp_path):
-    row = doctor.check_ddp("rnn", "copy", torch.device("cpu"), doctor.QUICK, workdir=tmp_path)
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys):
+    """Every check at its full size (DDP with two gloo processes, inductor's compile), the paper-size timing out."""
+    code = main(["doctor", "--device", "cpu", "--no-timing", "--data-dir", str(SHARED)])
+    out = capsys.readouterr().out
+    table = rows(out)
+    assert code == 0, out
+    for task in doctor.TASKS:
+        for model in MODELS:
+            assert table[("parity", model, task)] == "ok"
+            resume = table[("save/load/resume", model, task)]
+            assert resume == "ok" or (task in ("psmnist", "ptb") and resume.startswith("skipped (no data")), resume
+    for model in MODELS:
+        assert table[("autocast bf16", model, "copy")] == "ok"
+        assert table[("torch.compile", model, "copy")] == "ok"
+        assert table[("cuda graph", model, "copy")] == "skipped (CUDA graphs need a CUDA device, not cpu)"
+    assert table[("ddp, 2 processes", "nnrnn", "copy")] == "ok"
+
+
+def test_the_cuda_graph_row_compares_replayed_updates_with_eager_ones(monkeypatch):
+    graphs = FakeGraphs()
+    monkeypatch.setattr(step, "GRAPHS", graphs)  # torch.cuda's graph API, on the CPU
+    row = doctor.check_cuda_graph("nnrnn", "ptb", torch.device("cpu"), doctor.QUICK)
+    assert row.result == "ok" and len(graphs.graphs) == 2 and graphs.replays, row
+    captured_only = step.CapturedStep._replay
+
+    def twice(self, number, carried):  # a replay that applies the optimizer's step twice: captured path only
+        self.graphs[1].replay()
+        return captured_only(self, number, carried)
+    monkeypatch.setattr(step.CapturedStep, "_replay", twice)
+    assert doctor.check_cuda_graph("nnrnn", "copy", torch.device("cpu"), doctor.QUICK).result == "FAIL"
+
+
+def test_quick_compile_row_is_what_the_help_says():
+    row = doctor.check_compile("nnrnn", "copy", torch.device("cpu"), doctor.QUICK, backend="eager")
+    assert row.result == "ok" and row.detail.startswith("eager,")
+    sub = next(a for a in make_parser()._actions if a.dest == "command").choices["doctor"]
+    quick = next(a for a in sub._actions if a.dest == "quick").help
+    assert "eager backend" in quick and "no compile" not in quick
+
+
+def test_a_gradient_ill_conditioned_where_it_is_taken_gets_its_float32_noise_as_tolerance():
+    # the complex modReLU's phase z/|z| at small |z|: float32 rounding alone moves these gradients by ~1e-4
+    row = doctor.check_parity("nnrnn-complex", "copy", torch.device("cpu"), doctor.FULL)
     assert row.result == "ok", row
+    real = doctor.check_parity("nnrnn", "copy", torch.device("cpu"), doctor.FULL)
+    assert "tolerance 1.0e-04" in real.detail  # well conditioned: the fixed tolerance
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -294,7 +294,7 @@ def dies(real, when=lambda *a, **k: True):
     return wrapped
 
 if phase == "start-up":
-    trainer.build_network = dies(trainer.build_network)
+    network.build_network = dies(network.build_network)
 elif phase == "training":
     trainer.update = dies(trainer.update)
 elif phase == "checkpoint":

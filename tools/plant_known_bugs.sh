@@ -23,7 +23,7 @@ plant() {  # description, file, sed expression, test
   cp "$backup" "$2"
 }
 T=tests/training/test_train.py
-plant "the nnRNN penalty is not added to the loss" nnrnn/training/train.py \
+plant "the nnRNN penalty is not added to the loss" nnrnn/training/step.py \
   's/(loss + penalty).backward()/loss.backward()/' "$T::test_the_penalty_acts_on_gamma_and_t_in_the_training_loop"
 plant "lr_orth is ignored" nnrnn/training/train.py \
   's/param_groups(net, config\["lr"\], config\["lr_orth"\])/param_groups(net, config["lr"], config["lr"])/' \

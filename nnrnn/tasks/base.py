@@ -50,7 +50,8 @@ class Task:
         raise NotImplementedError
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, dict]:
-        """Mean loss to minimise, and metric sums ``{name: (total, count)}`` for logging."""
+        """Mean loss to minimise, and metric sums ``{name: (total, count)}`` for logging, each total a tensor on
+        the outputs' device: nothing is read to the host, so a training update can be captured in a CUDA graph."""
         raise NotImplementedError
 
     def summarize(self, sums: dict) -> dict:

@@ -62,4 +62,4 @@ class CopyTask(SyntheticTask):
         loss = F.cross_entropy(logits, targets.reshape(-1))
         recall = outputs[-COPY_LENGTH:].argmax(-1) == targets[-COPY_LENGTH:]
         n = targets.numel()
-        return loss, {"loss": (loss.item() * n, n), "accuracy": (recall.sum().item(), recall.numel())}
+        return loss, {"loss": (loss.detach().double() * n, n), "accuracy": (recall.sum(), recall.numel())}

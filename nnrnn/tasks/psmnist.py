@@ -115,8 +115,8 @@ class PermutedMNISTTask(Task):
             outputs = outputs[-1]
         loss = F.cross_entropy(outputs, targets)
         n = targets.numel()
-        correct = (outputs.argmax(-1) == targets).sum().item()
-        return loss, {"loss": (loss.item() * n, n), "accuracy": (correct, n)}
+        correct = (outputs.argmax(-1) == targets).sum()
+        return loss, {"loss": (loss.detach().double() * n, n), "accuracy": (correct, n)}
 
     # ---- description and checkpoint checks --------------------------------------------
     def batch_shapes(self):

@@ -109,8 +109,8 @@ class PTBTask(Task):
         flat = targets.reshape(-1)
         loss = F.cross_entropy(logits, flat)
         n = flat.numel()
-        correct = (logits.argmax(-1) == flat).sum().item()
-        return loss, {"loss": (loss.item() * n, n), "accuracy": (correct, n)}
+        correct = (logits.argmax(-1) == flat).sum()
+        return loss, {"loss": (loss.detach().double() * n, n), "accuracy": (correct, n)}
 
     def summarize(self, sums: dict) -> dict:
         values = super().summarize(sums)

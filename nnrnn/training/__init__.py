@@ -3,6 +3,7 @@
 * :mod:`.config`: the configuration as data (defaults, presets, one ``validate``), what a run's options mean;
 * :mod:`.network`: building the task and the network a configuration describes, loading a trained one;
 * :mod:`.train`: the training loop, evaluation, the run's state;
+* :mod:`.step`: one training update (shared with ``nnrnn doctor``) and its replay from CUDA graphs;
 * :mod:`.checkpoint`: atomic checkpoint files; :mod:`.runlock`: one process per run folder;
 * :mod:`.runlog`: metrics, TensorBoard and curves; :mod:`.distributed`: several processes (``torchrun``).
 

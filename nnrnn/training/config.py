@@ -64,6 +64,7 @@ DEFAULTS = {
     "checkpoint_every": None,  # None: at every evaluation
     "max_bad_steps": 20,       # stop after this many non-finite losses or gradients in a row
     "check_inputs": False,     # raise on NaN/Inf in input batches
+    "cuda_graph": True,        # on CUDA, replay each fixed-shape update from a CUDA graph (training/step.py)
     "device": "auto",
     "progress": True,
 }
@@ -71,9 +72,10 @@ DEFAULT_STEPS = {"copy": 3000, "adding": 3000}  # tasks without epochs, when nei
 LR_SCHEDULES = ("none", "plateau")
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
-             "max_bad_steps", "data_dir", "check_inputs", "stop_after_halvings"}
+             "max_bad_steps", "data_dir", "check_inputs", "stop_after_halvings", "cuda_graph"}
 OPTIMIZER_OPTIONS = {"alpha": "rmsprop", "betas": "adam"}  # options that only one optimizer reads
-FLAGS = {"T": "--T", "bias": "--no-bias", "permute": "--no-permute", "progress": "--no-progress"}
+FLAGS = {"T": "--T", "bias": "--no-bias", "permute": "--no-permute", "progress": "--no-progress",
+         "cuda_graph": "--no-cuda-graph"}
 POSITIVE_INTEGERS = ("hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
                      "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
                      "rebase_every")
@@ -208,8 +210,9 @@ def validate(config: dict) -> None:
     if config.get("fixed_gamma") is not None and config["delta"]:
         raise OptionError(f"fixed_gamma holds every gamma at {config['fixed_gamma']}, so delta "
                           f"({config['delta']}) would penalise nothing; give delta 0 (--delta 0)")
-    if not isinstance(config["bias"], bool):
-        raise OptionError(f"bias must be true or false; got {config['bias']!r}")
+    for key in ("bias", "cuda_graph"):
+        if not isinstance(config.get(key, True), bool):  # .get: configs saved before cuda_graph existed
+            raise OptionError(f"{key} must be true or false; got {config[key]!r}")
     for key in ("input_init", "bias_init", "readout_init", "readout_bias_init"):
         if config[key] is not None:
             try:

@@ -137,12 +137,16 @@ def check_weights(net: nn.Module, weights: dict, path, task=None) -> None:
                         f"the configuration in the file disagree, so restore the run's own checkpoint")
 
 
+def seeded_network(config: dict, task) -> SequenceModel:
+    """The network for ``config`` on ``task``, its initial parameters a function of the seed alone."""
+    torch.manual_seed(config["seed"])
+    return build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
+
+
 def build(config: dict):
     """Task and network for a resolved config; the network's initial parameters are a function of the seed."""
     task = build_task(config)
-    torch.manual_seed(config["seed"])
-    net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
-    return task, net
+    return task, seeded_network(config, task)
 
 
 def best_checkpoint(folder: Path) -> Path:

@@ -30,9 +30,9 @@ from . import checkpoint, distributed, runlock
 from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
-from .network import build_network, build_saved_task, build_task, check_weights
-from ..parametrizations import rebase_
+from .network import build_saved_task, build_task, check_weights, seeded_network
 from .runlog import MetricsLog, plot_curves, read_metrics
+from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
@@ -79,6 +79,7 @@ class Run:
     state: RunState
     steps: int
     data_state: dict | None
+    step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
 
     @property
     def main(self) -> bool:
@@ -117,14 +118,6 @@ def halvings(config: dict, optimizer: torch.optim.Optimizer) -> int:
 
 def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
     return bool(config["stop_after_halvings"]) and halvings(config, optimizer) >= config["stop_after_halvings"]
-
-
-def detach_state(state):
-    if state is None:
-        return None
-    if isinstance(state, tuple):
-        return tuple(s.detach() for s in state)
-    return state.detach()
 
 
 @torch.no_grad()
@@ -225,16 +218,23 @@ def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool
 def start(config: dict, task, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
     when resuming."""
-    torch.manual_seed(config["seed"])  # the initial parameters are a function of the seed (as network.build)
-    net = build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
+    net = seeded_network(config, task)
     net.to(device)
     model = net
     if world > 1:  # averages gradients over processes; broadcasts rank 0's parameters at start
         model = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(config, net)
     schedule = make_schedule(config, optimizer, task.monitor[1])
+
+    def agree(finite: bool) -> bool:  # every process takes the same branch of the non-finite skip
+        return distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
+
+    # DDP's all-reduce is not captured: several processes update eagerly
+    step = make_step(TrainStep(config, net, optimizer, task, forward=model, agree=agree if world > 1 else None),
+                     device, config.get("cuda_graph", True) and world == 1)
     run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
-              total_steps(config, task), task.data_state())
+              total_steps(config, task), task.data_state(), step)
+    capturable(optimizer, isinstance(step, CapturedStep) and device.type == "cuda")
     if resume:
         restore(run)
     return run
@@ -273,6 +273,7 @@ def restore(run: Run) -> None:
     run.net.load_state_dict(saved["model"])
     try:
         run.optimizer.load_state_dict(saved["optimizer"])
+        capturable(run.optimizer, isinstance(run.step, CapturedStep) and run.device.type == "cuda")
         if run.schedule is not None:
             run.schedule.load_state_dict(saved["schedule"])
     except (RuntimeError, ValueError, KeyError) as error:
@@ -361,33 +362,20 @@ def loop(run: Run, resume: bool, on_eval) -> dict:
 
 
 def update(run: Run, log: MetricsLog | None) -> None:
-    """One training update on batch ``run.state.step``; a non-finite loss or gradient skips it (parameters and
-    the carried state stay as they were) and too many in a row end the run."""
+    """One training update on batch ``run.state.step`` (:mod:`.step`); a non-finite loss or gradient skips it
+    (parameters and the carried state stay as they were) and too many in a row end the run."""
     config, task, state = run.config, run.task, run.state
     batch = task.train_batch(state.step)
     inputs = distributed.shard(batch.inputs, run.rank, run.world).to(run.device)
     targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.readout == "all" else 0).to(run.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
-    # a skipped update leaves this (detached) state in place: the state before this batch
-    state.carried = detach_state(state.carried) if batch.carry else None
-    outputs, new_carried = run.model(inputs, state.carried)
-    loss, stats = task.loss(outputs, targets)
-    penalty = run.net.rnn.regularization(config["delta"], config["t_decay"])
-    run.optimizer.zero_grad(set_to_none=True)
-    (loss + penalty).backward()
-    grad_norm = float(nn.utils.clip_grad_norm_(run.net.parameters(), config["clip"] or math.inf))
-    finite = math.isfinite(loss.item()) and math.isfinite(grad_norm)
-    if run.world > 1:  # every rank must take the same branch
-        finite = distributed.sum_stats({"ok": (float(finite), 1)}, run.world)["ok"][0] == run.world
+    outcome = run.step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
-    if finite:
+    state.carried = outcome.carried
+    if outcome.finite:
         state.bad_steps = 0
-        run.optimizer.step()
-        if config["rebase_every"] and state.step % config["rebase_every"] == 0:
-            rebase_(run.net)
-        state.carried = new_carried
-        accumulate(state.window, {**stats, "grad_norm": (grad_norm, 1)})
+        accumulate(state.window, {**outcome.stats, "grad_norm": (outcome.grad_norm, 1)})
         return
     state.bad_steps += 1
     state.skipped += 1
@@ -486,9 +474,7 @@ def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=
     built_task = build_saved_task(config, data_dir)
     if saved.get("data") is not None:
         built_task.check_data_state(saved["data"])
-    torch.manual_seed(config["seed"])
-    net = build_network(config, built_task.input_size, built_task.output_size, built_task.readout,
-                        built_task.vocab_size)
+    net = seeded_network(config, built_task)
     check_weights(net, saved["model"], path, built_task)
     net.load_state_dict(saved["model"])
     net.to(device)
