@@ -45,10 +45,7 @@ LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
 ALPHAS = (0.5, 0.9, 0.99)
 DELTAS = (0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1.0, 10.0)
 T_DECAYS = (0.0, 1e-6, 1e-5, 1e-4)
-INITS = ("random", "cayley", "henaff")
-ORTHOGONAL_FACTOR = ("nnrnn", "exprnn", "nngru", "nnrnn-complex")  # models trained with lr_orth
-ORTHOGONAL_INIT = ("nnrnn", "exprnn", "rnn-orth", "nngru")  # models with INITS' orthogonal initialisation schemes
-SCHUR_PENALTY = ("nnrnn", "nngru", "nnrnn-complex")  # models with γ and T, so delta and t_decay
+INITS = ("random", "cayley", "henaff")  # searched for a model whose INITS holds all three
 SEARCHED = ("lr", "lr_orth", "alpha", "delta", "t_decay", "init")
 
 PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trials have finished
@@ -69,16 +66,16 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
     from ..models import model_class
-    model_class(model)  # unknown names fail here with the list of valid ones
+    cls = model_class(model)  # unknown names fail here with the list of valid ones
     space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
-    if model in ORTHOGONAL_FACTOR:
+    if "lr_orth" in cls.TRAIN_OPTIONS:  # an orthogonal factor
         space["lr_orth"] = FloatDistribution(*LR_ORTH_RANGE, log=True)
     if optimizer == "rmsprop":
         space["alpha"] = CategoricalDistribution(ALPHAS)
-    if model in SCHUR_PENALTY:
+    if "delta" in cls.TRAIN_OPTIONS:  # a Schur form's γ and T, so delta and t_decay
         space["delta"] = CategoricalDistribution(DELTAS)
         space["t_decay"] = CategoricalDistribution(T_DECAYS)
-    if model in ORTHOGONAL_INIT:
+    if set(INITS) <= set(cls.INITS):
         space["init"] = CategoricalDistribution(INITS)
     return {name: dist for name, dist in space.items() if name not in set(fixed)}
 
