@@ -103,7 +103,8 @@ class Claim:
     verdict: str
 
 
-def _missing(*stats) -> bool:
+def missing(*stats) -> bool:
+    """Some result has no runs at all (as opposed to runs whose every seed failed)."""
     return any(s is None or (s.empty and not s.failed) for s in stats)
 
 
@@ -122,7 +123,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
     claims = []
 
     orth = {m: loss.get(m) for m in ORTHOGONAL}
-    if _missing(*orth.values()):
+    if missing(*orth.values()):
         verdict = UNTESTED
     else:
         done = [m for m in ORTHOGONAL if solved(m)]
@@ -135,7 +136,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
         + f" (solved: below {threshold:.4f}, 10% of the baseline {baseline:.4f})", verdict))
 
     nn = loss.get("nnrnn")
-    if _missing(nn, *orth.values()):
+    if missing(nn, *orth.values()):
         verdict, here = UNTESTED, f"nnRNN {_show_loss(nn)}"
     else:
         best = min(ORTHOGONAL, key=lambda m: loss[m].mean if not loss[m].empty else math.inf)
@@ -156,7 +157,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
         f"nnRNN's curve lies with expRNN's ({where})", here, verdict))
 
     lstm, rnn = loss.get("lstm"), loss.get("rnn")
-    if _missing(lstm, rnn):
+    if missing(lstm, rnn):
         verdict = UNTESTED
     else:
         struggles = not solved("lstm")
@@ -193,7 +194,7 @@ def psmnist_claim(accuracy: dict, column: str) -> Claim:
     performances" (test accuracy)."""
     stats = [accuracy.get(m) for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm")]
     where = "N = 512, Fig. 2" if column == "hidden" else "269K parameters, supplement"
-    if _missing(*stats):
+    if missing(*stats):
         verdict, here = UNTESTED, "; ".join(f"{name(m)} {_show_acc(accuracy.get(m))}"
                                              for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm"))
     else:
@@ -243,7 +244,7 @@ def ptb_claim(bpc: dict, bptt: int, column: str) -> Claim:
     others = [m for m in NON_GATED if m != "nnrnn"]
     paper = ", ".join(f"{name(m)} {PAPER_PTB_BPC[(bptt, column)][m]}" for m in ("nnrnn", *others))
     here = ", ".join(f"{name(m)} {_show_bpc(bpc.get(m))}" for m in ("nnrnn", *others))
-    if _missing(*(bpc.get(m) for m in NON_GATED)):
+    if missing(*(bpc.get(m) for m in NON_GATED)):
         verdict = UNTESTED
     else:
         beaten = [m for m in others if below(bpc["nnrnn"], bpc[m])]
@@ -265,7 +266,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
     nn, one, held = bpc.get("nnrnn"), bpc.get(GAMMA_ONE), bpc.get(GAMMA_HELD)
     claims = []
     others = [m for m in NON_GATED if m != "nnrnn"]
-    if _missing(nn, one, *(bpc.get(m) for m in others)):
+    if missing(nn, one, *(bpc.get(m) for m in others)):
         verdict, here = UNTESTED, f"γ = 1: {_show_bpc(one)}; nnRNN {_show_bpc(nn)}"
     else:
         rivals = ["nnrnn", *others]
@@ -281,7 +282,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
         f"PTB (T_PTB = {bptt}): with γ clamped at 1 \"some run did not converge [...] on runs that did converge "
         "we found the best performance out of all methods (including regularized γ nnRNN)\"",
         PAPER_GAMMA[bptt][GAMMA_ONE] + f" against nnRNN {PAPER_GAMMA[bptt]['nnrnn']}", here, verdict))
-    if _missing(nn, held):
+    if missing(nn, held):
         verdict = UNTESTED
         here = f"γ = 0.958: {_show_bpc(held)}; nnRNN {_show_bpc(nn)}"
     else:
@@ -378,7 +379,7 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
     """One sentence comparing two results by the rule, and its sign: 1 when a is better than b by more than two
     combined standard errors, −1 when worse, 0 when neither (or a result is missing).  ``failed`` says what a seed
     without a value did ("diverged", or "never solved" for a time to solve)."""
-    if a is None or b is None or (a.empty and not a.failed) or (b.empty and not b.failed):
+    if missing(a, b):
         return f"{name(a_label)} against {name(b_label)}: runs missing", 0
     if a.empty and b.empty:
         return f"{name(a_label)} and {name(b_label)}: every seed {failed}", 0
