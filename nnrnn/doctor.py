@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .training import checkpoint
+from .training import checkpoint, runfolder
 
 from . import presets
 from .errors import UserError
@@ -292,7 +292,7 @@ def _train_options(task: str, model: str, sizes: Sizes, device: torch.device, da
 
 
 def _final_parameters(folder: Path) -> dict:
-    return checkpoint.load(folder / "checkpoints" / "last.pt")["model"]
+    return checkpoint.load(runfolder.last_checkpoint(folder))["model"]
 
 
 def _quietly(function, *args, **kwargs):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..models import PAPER_MODELS
 from .grid import SCALES, diverged, finished, metric, run_folder, search_name
+from ..training import runfolder
 from ..training.runlog import read_metrics
 from ..tasks import make_task
 from ..tasks.copy import baseline_loss
@@ -210,7 +211,7 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
         per_seed = []
         for r in members:
             folder = run_folder(out, r)
-            checkpoints = folder / "checkpoints"
+            checkpoints = folder / runfolder.CHECKPOINTS
             stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
             entry = cache.get(folder.name)
             if not entry or entry.get("stamp") != stamp:

@@ -215,12 +215,13 @@ class _Objective:
         import optuna
 
         from ..training.config import resolve_config
+        from ..training import runfolder
         from ..training.train import train
         params = suggest(trial, self.space)
         run = self.out / f"trial-{trial.number:04d}"
         trial.set_user_attr("run", str(run.resolve()))
         trial.set_user_attr("host", self.host)
-        if (run / "config.json").exists() or (run / "checkpoints").exists():
+        if runfolder.config_file(run).exists() or (run / runfolder.CHECKPOINTS).exists():
             raise UserError(f"{run} already holds a run that is not trial {trial.number} of study "
                             f"{trial.study.study_name!r}; choose another --out or --study")
         config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(run),

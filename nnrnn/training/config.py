@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from .. import presets
+from . import runfolder
 from ..errors import OptionError, UserError
 from ..models import MODELS, model_class
 from ..models.init import check_scheme
@@ -317,15 +318,15 @@ def saved_config(folder: Path) -> dict:
     """The configuration of the run in ``folder``: its last checkpoint's (the state a resume continues), else
     its config.json (a run that died before its first checkpoint); UserError if it has neither."""
     from . import checkpoint
-    last = Path(folder) / "checkpoints" / "last.pt"
+    last = runfolder.last_checkpoint(folder)
     if last.is_file():
         saved = checkpoint.load(last).get("config")
         if not isinstance(saved, dict):
             raise UserError(f"{last} holds no run configuration; it was not written by nnrnn's trainer")
         return saved
-    if (Path(folder) / "config.json").is_file():
-        return read_config(Path(folder) / "config.json")
-    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no checkpoints/last.pt, no config.json); "
+    if runfolder.config_file(folder).is_file():
+        return read_config(runfolder.config_file(folder))
+    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no {runfolder.LAST}, no {runfolder.CONFIG}); "
                     f"start the run without --resume")
 
 
@@ -334,8 +335,8 @@ def resume_config(folder: Path, typed: dict, preset: str | None = None) -> dict:
     typed on the resume line applied where they may change (:data:`RESUMABLE`).  A typed option that may not
     change and differs from the run's is a UserError naming it, its old and its new value."""
     folder = Path(folder)
-    if folder.is_dir() and not any((folder / name).is_file() for name in ("checkpoints/last.pt", "config.json")) \
-            and (folder / ".nnrnn-run").is_file():
+    if folder.is_dir() and not any((folder / name).is_file() for name in (runfolder.LAST, runfolder.CONFIG)) \
+            and (folder / runfolder.MARKER).is_file():
         return resolve_config(typed, preset)  # claimed, then stopped before its options were written: a new start
     saved = saved_config(folder)
     config = {**DEFAULTS, **saved, "out": str(folder)}  # options added to nnrnn since the run began: defaults

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint
+from . import checkpoint, runfolder
 from .config import model_options
 from ..errors import OptionError
 from ..models import create
@@ -106,8 +106,8 @@ def build(config: dict):
 
 def best_checkpoint(folder: Path) -> Path:
     """The checkpoint a run folder is judged by: ``best.pt`` (best validation score), else ``last.pt``."""
-    best = Path(folder) / "checkpoints" / "best.pt"
-    return best if best.exists() else Path(folder) / "checkpoints" / "last.pt"
+    best = runfolder.best_checkpoint(folder)
+    return best if best.exists() else runfolder.last_checkpoint(folder)
 
 
 def load_model(path) -> tuple[nn.Module, dict]:
