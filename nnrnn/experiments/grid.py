@@ -113,10 +113,11 @@ def metric(task: str) -> str:
 
 def sizes(task: str, data_dir=None) -> tuple[int, int, int | None]:
     """(input size, output size, vocabulary size or None) of a task's network inputs and outputs."""
-    if task == "ptb":  # the vocabulary comes from the data files
-        vocab = make_task("ptb", data_dir=data_dir, batch_size=1).vocab_size
-        return vocab, vocab, vocab
-    return {"copy": (10, 9, None), "psmnist": (1, 10, None)}[task]
+    cls = task_class(task)
+    if cls.token_inputs:  # the vocabulary comes from the data files
+        made = make_task(task, data_dir=data_dir, batch_size=1)
+        return made.input_size, made.output_size, made.vocab_size
+    return cls.input_size, cls.output_size, None
 
 
 def network_sizes(config: dict, io: tuple[int, int, int | None]) -> tuple[int, int, int | None]:

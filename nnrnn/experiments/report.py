@@ -19,17 +19,12 @@ from ..models import PAPER_MODELS
 from .grid import SCALES, diverged, finished, metric, run_folder, search_name
 from ..training import runfolder
 from ..training.runlog import read_metrics
-from ..tasks import make_task
+from ..tasks import make_task, task_class
 from ..tasks.copy import baseline_loss
 from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
 COLUMNS = ("hidden", "params", "tuned")
-# What a setting's table reports (the monitored metric on the split the paper reports), and how it is shown.
-REPORTED = {"copy": ("loss", "valid", "valid loss", 4), "psmnist": ("accuracy", "test", "test accuracy", 3),
-            "ptb": ("bpc", "test", "test bpc", 3)}
-AXIS = {"copy": "validation cross-entropy (nats per recalled symbol)", "psmnist": "validation accuracy",
-        "ptb": "validation bits per character"}
 OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
@@ -66,7 +61,7 @@ def stat(out: Path, runs: list[dict], key: str, split: str) -> Stat | None:
 def results(out: Path, runs: list[dict], setting: str, key: str | None = None, split: str | None = None) -> dict:
     """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
     task = setting_task_of(runs, setting)
-    default_key, default_split, _, _ = REPORTED[task]
+    default_key, default_split, _, _ = task_class(task).reported
     key, split = key or default_key, split or default_split
     return {column: {label: stat(out, group(runs, setting, column, label), key, split)
                      for label in labels(runs, setting) if group(runs, setting, column, label)}
@@ -150,7 +145,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7.5, loc="best")
-    quantity = "training gradient norm (before clipping)" if gradients else AXIS[task]
+    quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
     clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
     fig.suptitle(f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
@@ -162,10 +157,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
 
 def title(runs: list[dict], setting: str) -> str:
     sample = next(r for r in runs if r["setting"] == setting)
-    task = sample["task"]
-    if task == "ptb":
-        return f"PTB, T_PTB = {sample['options']['bptt']}"
-    return {"copy": f"copy, T = {sample['options'].get('T')}", "psmnist": "psMNIST"}.get(task, task)
+    return task_class(sample["task"]).title(sample["options"])
 
 
 # --------------------------------------------------------------------------------------------- learned structure
@@ -363,7 +355,7 @@ def data_section(runs: list[dict]) -> list[str]:
 
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
     task = setting_task_of(runs, setting)
-    _, _, label, digits = REPORTED[task]
+    _, _, label, digits = task_class(task).reported
     if task == "copy":
         label += f" (baseline {baseline:.4f})"
     sample = next(r for r in runs if r["setting"] == setting)

@@ -183,10 +183,12 @@ def planned_steps(config: dict) -> int:
     """The number of updates a run of ``config`` will make (builds the task if it must)."""
     if config.get("steps"):
         return config["steps"]
-    from ..training.config import DEFAULT_STEPS, total_steps
+    from ..tasks import task_class
+    from ..training.config import total_steps
     from ..training.network import build
-    if config.get("epochs") is None and config["task"] in DEFAULT_STEPS:
-        return DEFAULT_STEPS[config["task"]]
+    cls = task_class(config["task"])
+    if config.get("epochs") is None and not cls.has_data_files:  # no epochs: no data to read to count them
+        return cls.default_steps
     task, _ = build(config)
     return total_steps(config, task)
 

@@ -67,7 +67,6 @@ DEFAULTS = {
     "device": "auto",
     "progress": True,
 }
-DEFAULT_STEPS = {"copy": 3000, "adding": 3000}  # tasks without epochs, when neither steps nor epochs is given
 LR_SCHEDULES = ("none", "plateau")
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
@@ -291,7 +290,7 @@ def total_steps(config: dict, task) -> int:
         return config["epochs"] * task.steps_per_epoch
     if task.steps_per_epoch is not None:
         return task.steps_per_epoch  # one epoch
-    return DEFAULT_STEPS.get(task.name, 1000)
+    return task.default_steps
 
 
 def evaluation_interval(config: dict, task) -> int:

@@ -90,9 +90,8 @@ def build_network(config: dict, input_size: int, output_size: int, readout: str,
 
 def build_task(config: dict):
     """The task of a resolved config, its data read (UserError if the data cannot be found or read)."""
-    task_options = {k: config[k] for k in ("seed", "batch_size", "eval_batch_size", "T", "bptt", "permute",
-                                           "data_dir", "shuffle")
-                    if config.get(k) is not None}
+    keys = ("seed", "batch_size", *task_class(config["task"]).CONFIG_OPTIONS)
+    task_options = {k: config[k] for k in keys if config.get(k) is not None}
     return make_task(config["task"], **task_options)
 
 
