@@ -135,6 +135,26 @@ def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None
     return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
 
 
+def _label_options(column: str, preset: str, task: str, bptt, variant: dict, setting_options: dict, pick):
+    """(the preset, the options beyond the model, the training procedure) of one label in one column, or None
+    when the column leaves the label out: ``tuned`` without a ``pick``, the paper's columns for a model the
+    paper gives no hyperparameters for."""
+    model = variant["model"]
+    base = preset if presets.covers(preset, task, model, bptt) else None
+    extra = {k: v for k, v in variant.items() if k != "model"}
+    if column == TUNED:
+        if pick is None:
+            return None
+        extra.update(pick)
+    elif base is None:
+        return None
+    # a model the paper gives no hyperparameters for still trains by the task's procedure
+    procedure = presets.procedure(preset, task, bptt) if base is None else {}
+    if {"steps", "epochs"} & set(setting_options):  # the scale's length replaces the table's
+        procedure = {k: v for k, v in procedure.items() if k not in ("steps", "epochs")}
+    return base, extra, procedure
+
+
 def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
          searching: bool = False) -> list[dict]:
     """One entry per run: its setting, task, column, label, model, seed and resolved options.
@@ -170,19 +190,12 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                 model = variant["model"]
                 if column not in label_columns or models and model not in models:
                     continue
-                base = preset if presets.covers(preset, task, model, bptt) else None
-                extra = {k: v for k, v in variant.items() if k != "model"}
-                if column == TUNED:
-                    pick = {} if searching else (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
-                    if pick is None:
-                        continue
-                    extra.update(pick)
-                elif base is None:  # the paper gives no hyperparameters for this model
+                pick = None if column != TUNED else {} if searching else \
+                    (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
+                planned = _label_options(column, preset, task, bptt, variant, setting["options"], pick)
+                if planned is None:
                     continue
-                # a model the paper gives no hyperparameters for still trains by the task's procedure
-                procedure = presets.procedure(preset, task, bptt) if base is None else {}
-                if {"steps", "epochs"} & set(setting["options"]):  # the scale's length replaces the table's
-                    procedure = {k: v for k, v in procedure.items() if k not in ("steps", "epochs")}
+                base, extra, procedure = planned
                 model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
                 hidden = reference if column == "hidden" or model == "nnrnn" else \
                     budget_hidden(model, budget, model_config, io)

@@ -308,49 +308,20 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     from ..training.runlock import make_folder
     from ..training.config import resolve_config
     from ..training.network import build_task
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
-        raise OptionError(f"trials must be a positive integer; got {trials!r}")
-    if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
-                                     or total_trials <= 0):
-        raise OptionError(f"total_trials must be a positive integer; got {total_trials!r}")
-    if timeout is not None and not timeout > 0:
-        raise OptionError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    _check_limits(trials, total_trials, timeout)
     monitor, mode = task_class(task).monitor
     model_class(model)
-    options = dict(train_options or {})
-    preset = options.pop("preset", None)
-    for key in ("task", "model", "out"):
-        if options.get(key) is not None:
-            raise OptionError(f"train_options must not set {key!r}; give it to run_sweep directly")
-        options.pop(key, None)
-    options = {k: v for k, v in options.items() if v is not None}
+    options, preset = _fixed_options(train_options)
     out = Path(out or f"runs/sweep-{task}-{model}")
     base = resolve_config({**options, "task": task, "model": model, "out": str(out), "progress": False}, preset)
     space = search_space(model, fixed=[k for k in SEARCHED if k in options], optimizer=base["optimizer"])
-    for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise OptionError(f"{key} must be zero or a positive integer; got {value!r}")
-    if pruner is None:
-        pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
-                             warmup_steps=prune_warmup)
-    if sampler is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(constant_liar=True)
-
+    pruner, sampler = _pruner_and_sampler(base, pruner, sampler, prune_startup, prune_warmup)
     build_task(base)  # the data must be there before a study or trial is created (one line if it is not)
     make_folder(out, "--out")
     url = storage or default_storage(out)
     name = study or f"{task}-{model}"
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
-    attrs = the_study.user_attrs
-    for key, value in (("task", task), ("model", model)):
-        if key in attrs and attrs[key] != value:
-            raise UserError(f"study {name!r} in {_shown(url)} searches {attrs.get('task')}/{attrs.get('model')}, "
-                            f"not {task}/{model}; choose another --study")
-    for key, value in (("task", task), ("model", model), ("monitor", monitor), ("mode", mode)):
-        if key not in attrs:
-            the_study.set_user_attr(key, value)
+    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode})
 
     objective = _Objective(task, model, out, options, preset, space, monitor, mode)
     callbacks = [_report_trial]
@@ -365,6 +336,54 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     if objective.interrupted is not None:
         raise objective.interrupted
     return the_study
+
+
+def _pruner_and_sampler(base: dict, pruner, sampler, prune_startup, prune_warmup) -> tuple:
+    """The pruner and sampler given, else the defaults :func:`run_sweep` describes."""
+    import optuna
+    for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise OptionError(f"{key} must be zero or a positive integer; got {value!r}")
+    if pruner is None:
+        pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
+                             warmup_steps=prune_warmup)
+    if sampler is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(constant_liar=True)
+    return pruner, sampler
+
+
+def _check_limits(trials, total_trials, timeout) -> None:
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
+        raise OptionError(f"trials must be a positive integer; got {trials!r}")
+    if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
+                                     or total_trials <= 0):
+        raise OptionError(f"total_trials must be a positive integer; got {total_trials!r}")
+    if timeout is not None and not timeout > 0:
+        raise OptionError(f"timeout must be a positive number of seconds; got {timeout!r}")
+
+
+def _fixed_options(train_options: dict | None) -> tuple[dict, str | None]:
+    """The training options every trial shares (those given, None ones dropped) and the preset named."""
+    options = dict(train_options or {})
+    preset = options.pop("preset", None)
+    for key in ("task", "model", "out"):
+        if options.get(key) is not None:
+            raise OptionError(f"train_options must not set {key!r}; give it to run_sweep directly")
+        options.pop(key, None)
+    return {k: v for k, v in options.items() if v is not None}, preset
+
+
+def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
+    """UserError if the study searches another task or model; else record what it searches, once."""
+    saved = the_study.user_attrs
+    if any(key in saved and saved[key] != attrs[key] for key in ("task", "model")):
+        raise UserError(f"study {name!r} in {_shown(url)} searches {saved.get('task')}/{saved.get('model')}, "
+                        f"not {attrs['task']}/{attrs['model']}; choose another --study")
+    for key, value in attrs.items():
+        if key not in saved:
+            the_study.set_user_attr(key, value)
 
 
 def _create_study(url, name, direction, sampler, pruner):

@@ -304,9 +304,16 @@ def structure_claims(learned: dict) -> list[Claim]:
     sd(θ_i)/sd of the uniform law on [0, π]: 0 for evenly spread angles, 1 when all are equal) and ``delay_line``
     (mean |T_{i+1,i}| over the mean |T_{i+k,i}|, k ≥ 2)."""
     copy, ps, ptb = (learned.get(t) for t in ("copy", "psmnist", "ptb"))
-    show = lambda s, q: "no runs" if s is None else s[q].show(3)
-    claims = []
+    return _triangle_claims(copy, ps, ptb) + _shape_claims(copy, ps, ptb) + _modulus_claims(copy, ps, ptb)
 
+
+def _show(stats, quantity) -> str:
+    return "no runs" if stats is None else stats[quantity].show(3)
+
+
+def _triangle_claims(copy, ps, ptb) -> list[Claim]:
+    """How large T is after each task (Fig. 3 and the supplement)."""
+    show, claims = _show, []
     if copy is None or ptb is None:
         verdict = UNTESTED
     else:
@@ -334,7 +341,12 @@ def structure_claims(learned: dict) -> list[Claim]:
         "Fig. 3 and the supplement's psMNIST Θ",
         f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
         f"PTB {show(ptb, 'triangular_fraction')}{order}", verdict))
+    return claims
 
+
+def _shape_claims(copy, ps, ptb) -> list[Claim]:
+    """How the angles and T's delay line look after each task (Fig. 3's insets and 3c)."""
+    show, claims = _show, []
     if None in (copy, ps, ptb):
         verdict = UNTESTED
     else:
@@ -357,7 +369,12 @@ def structure_claims(learned: dict) -> list[Claim]:
         "\"also shows structure\"", "Fig. 3c",
         f"mean abs(T) on the first sub-diagonal over the mean abs(T) below it: PTB {show(ptb, 'delay_line')}, copy "
         f"{show(copy, 'delay_line')}, psMNIST {show(ps, 'delay_line')} (above 1 needed)", verdict))
+    return claims
 
+
+def _modulus_claims(copy, ps, ptb) -> list[Claim]:
+    """The mean eigenvalue norm after PTB and after copy (§4.3)."""
+    show, claims = _show, []
     if copy is None or ptb is None:
         verdict = UNTESTED
     else:  # the paper's γ̄ is its eigenvalue norm; with strict T the trained γ and |λ| differ, so both are judged

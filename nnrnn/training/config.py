@@ -139,6 +139,13 @@ def _number(value) -> bool:
 
 def validate(config: dict) -> None:
     """OptionError naming the first option of ``config`` whose value cannot be used."""
+    _check_numbers(config)
+    _check_schedule(config)
+    _check_model_options(config)
+
+
+def _check_numbers(config: dict) -> None:
+    """The options that are numbers: integers, rates, penalties, betas."""
     for key in POSITIVE_INTEGERS:
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
@@ -155,6 +162,13 @@ def validate(config: dict) -> None:
     betas = config["betas"]
     if not (isinstance(betas, (list, tuple)) and len(betas) == 2 and all(_number(b) and 0 <= b < 1 for b in betas)):
         raise OptionError(f"betas must be two numbers in [0, 1); got {betas!r}")
+    embedding = config["embedding"]
+    if embedding is not None and (isinstance(embedding, bool) or not isinstance(embedding, int) or embedding < 0):
+        raise OptionError(f"embedding must be a non-negative integer (0: one-hot inputs); got {embedding!r}")
+
+
+def _check_schedule(config: dict) -> None:
+    """The run's length, device, optimizer, schedule and data order."""
     if config["steps"] and config["epochs"]:
         raise OptionError("give --steps or --epochs, not both")
     if config["epochs"] and not task_class(config["task"]).has_data_files:
@@ -167,6 +181,14 @@ def validate(config: dict) -> None:
         raise OptionError(f"alpha must be in [0, 1); got {config['alpha']!r}")
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise OptionError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
+    if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
+        raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
+    if config["shuffle"] not in ("epoch", "fixed"):
+        raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
+
+
+def _check_model_options(config: dict) -> None:
+    """The options the model and its read-out take, against what the chosen model accepts."""
     model = model_class(config["model"])
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
         raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
@@ -176,10 +198,6 @@ def validate(config: dict) -> None:
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
         names = ", ".join("none" if a is None else a for a in allowed)
         raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
-    if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
-        raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
-    if config["shuffle"] not in ("epoch", "fixed"):
-        raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
     if config.get("schur_gates") is not None:  # .get: configs saved before the option existed
         if not isinstance(config["schur_gates"], bool):
             raise OptionError(f"schur_gates must be true or false; got {config['schur_gates']!r}")
@@ -205,9 +223,6 @@ def validate(config: dict) -> None:
                 check_scheme(key, config[key])
             except ValueError as error:
                 raise OptionError(str(error)) from None
-    embedding = config["embedding"]
-    if embedding is not None and (isinstance(embedding, bool) or not isinstance(embedding, int) or embedding < 0):
-        raise OptionError(f"embedding must be a non-negative integer (0: one-hot inputs); got {embedding!r}")
 
 
 def model_options(config: dict) -> dict:
