@@ -14,10 +14,9 @@ from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
 from ..training.runlog import read_metrics
-from .verdicts import GAMMA_HELD, GAMMA_ONE
+from .verdicts import GAMMA_HELD, GAMMA_ONE, NON_GATED
 
 BOTH = ("hidden", "params")
-NON_GATED = tuple(m for m in PAPER_MODELS if m != "lstm")
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
 GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
                  GAMMA_HELD: {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
@@ -103,7 +102,8 @@ SCALES = {
         },
     },
 }
-COLUMNS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
+COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
+COLUMNS = tuple(COLUMN_PRESETS)
 
 
 def metric(task: str) -> str:
@@ -182,7 +182,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     for label, variant in setting.get("variants", {}).items()]
         bptt = setting["options"].get("bptt")
         for column in columns:
-            preset = COLUMNS[column]
+            preset = COLUMN_PRESETS[column]
             reference = setting["hidden"] or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)

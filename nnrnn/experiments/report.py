@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models import PAPER_MODELS
-from .grid import SCALES, diverged, finished, metric, run_folder, search_name
+from .grid import COLUMNS, SCALES, diverged, finished, metric, run_folder, search_name
 from ..training import runfolder
 from ..training.runlog import read_metrics
 from ..tasks import make_task, task_class
@@ -24,7 +24,6 @@ from ..tasks.copy import baseline_loss
 from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
-COLUMNS = ("hidden", "params", "tuned")
 OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
@@ -442,6 +441,7 @@ def claims_section(claims) -> list[str]:
 def convergence(out: Path, runs: list[dict], task: str) -> dict:
     """How settled a group of runs is: the validation metric's change over the last 20% of training relative
     to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
+    from ..training.train import lr_halvings
     key = metric(task)
     shares, halvings = [], []
     for run in runs:
@@ -453,7 +453,7 @@ def convergence(out: Path, runs: list[dict], task: str) -> dict:
             shares.append(abs(tail[-1] - tail[0]) / total if total else 0.0)
         lrs = [r["lr"] for r in records if r.get("split") == "train" and "lr" in r]
         if lrs:
-            halvings.append(round(math.log2(lrs[0] / lrs[-1])) if lrs[-1] > 0 else 0)
+            halvings.append(lr_halvings(lrs[0], lrs[-1]))
     return {"last_fifth_share": float(np.mean(shares)) if shares else math.nan,
             "halvings": (min(halvings), max(halvings)) if halvings else None}
 

@@ -220,15 +220,15 @@ class _Objective:
         from ..training import runfolder
         from ..training.train import train
         params = suggest(trial, self.space)
-        run = self.out / f"trial-{trial.number:04d}"
-        trial.set_user_attr("run", str(run.resolve()))
+        folder = self.out / f"trial-{trial.number:04d}"
+        trial.set_user_attr("run", str(folder.resolve()))
         trial.set_user_attr("host", self.host)
-        if runfolder.config_file(run).exists() or (run / runfolder.CHECKPOINTS).exists():
-            raise UserError(f"{run} already holds a run that is not trial {trial.number} of study "
+        if runfolder.config_file(folder).exists() or (folder / runfolder.CHECKPOINTS).exists():
+            raise UserError(f"{folder} already holds a run that is not trial {trial.number} of study "
                             f"{trial.study.study_name!r}; choose another --out or --study")
-        config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(run),
+        config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(folder),
                                  "progress": False, **params}, self.preset)
-        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {run}", flush=True)
+        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {folder}", flush=True)
         better = (lambda a, b: a < b) if self.mode == "min" else (lambda a, b: a > b)
         best = {"value": None, "step": None}
 

@@ -101,9 +101,14 @@ def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
     return None
 
 
+def lr_halvings(initial: float, current: float) -> int:
+    """How many times a learning rate was halved to go from ``initial`` to ``current``."""
+    return round(math.log2(initial / current)) if current > 0 else 0
+
+
 def halvings(config: dict, optimizer: torch.optim.Optimizer) -> int:
     """How many times the schedule has halved the learning rates so far (read off the optimizer's state)."""
-    return round(math.log2(config["lr"] / optimizer.param_groups[0]["lr"]))
+    return lr_halvings(config["lr"], optimizer.param_groups[0]["lr"])
 
 
 def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
@@ -152,22 +157,22 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     # rank 0 claims the run folder and holds its lock; the others only read its checkpoint
     with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
         if rank == 0:
-            resume = runfolder.claim(folder, resume, overwrite)
+            restoring = runfolder.claim(folder, resume, overwrite)
         else:
-            resume = resume and runfolder.last_checkpoint(folder).is_file()
+            restoring = resume and runfolder.last_checkpoint(folder).is_file()
         write_config = functools.partial(checkpoint.atomic_write, runfolder.config_file(folder),
                                          lambda f: f.write(json.dumps(config, indent=1).encode()))
-        if rank == 0 and not resume:  # at once: a run stopped at any moment resumes with its own options
+        if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
-        run = start(config, task, folder, resume, distributed.local_device(device), rank, world)
-        if run.main and resume:  # once the checkpoint is restored: the options that may change are now these
+        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world)
+        if run.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
-        if resume and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
+        if restoring and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
             return finish(run)
-        return loop(run, resume, on_eval)
+        return loop(run, restoring, on_eval)
 
 
-def start(config: dict, task, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
+def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int) -> Run:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
     when resuming."""
     torch.manual_seed(config["seed"])  # the initial parameters are a function of the seed (as network.build)
@@ -180,7 +185,7 @@ def start(config: dict, task, folder: Path, resume: bool, device: torch.device, 
     schedule = make_schedule(config, optimizer, task.monitor[1])
     run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
               total_steps(config, task), task.data_state())
-    if resume:
+    if restoring:
         restore(run)
     return run
 
@@ -252,14 +257,14 @@ def finish(run: Run) -> dict:
     return result(run.folder, run.main)
 
 
-def loop(run: Run, resume: bool, on_eval) -> dict:
+def loop(run: Run, restoring: bool, on_eval) -> dict:
     """Train from ``run.state.step`` to the end (or the plateau stop), validating, checkpointing and logging
     on the way; then score the best checkpoint on the test split."""
     from tqdm import tqdm
     config, task, state = run.config, run.task, run.state
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
-    log = MetricsLog(run.folder, state.step if resume else None) if run.main else None
+    log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
     print(f"[nnrnn] {task.describe()}", flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
@@ -279,7 +284,7 @@ def loop(run: Run, resume: bool, on_eval) -> dict:
                     bar.set_postfix(loss=f"{record['loss']:.4f}")
                 evaluated = done % eval_every == 0 or done == run.steps
                 if evaluated:
-                    last_valid = validate(run, log)
+                    last_valid = validation_pass(run, log)
                     if plateau_reached(config, run.optimizer):  # the validation score has stopped improving
                         if run.main:
                             log.log({"step": done, "split": "train", "event": "stopped",
@@ -355,7 +360,7 @@ def log_training(run: Run, log: MetricsLog | None) -> dict:
     return record
 
 
-def validate(run: Run, log: MetricsLog | None) -> dict | None:
+def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
     """Score the validation split (rank 0), keep ``best.pt`` when it improved, and step the schedule on the score
     (every rank, on rank 0's score, so that all keep one learning rate).  Returns rank 0's record."""
     monitor, mode = run.task.monitor
