@@ -216,8 +216,8 @@ class _Objective:
     def __call__(self, trial):
         import optuna
 
-        from ..training.config import resolve_config
         from ..training import runfolder
+        from ..training.config import resolve_config
         from ..training.train import train
         params = suggest(trial, self.space)
         folder = self.out / f"trial-{trial.number:04d}"
@@ -305,9 +305,9 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
 
     from ..models import model_class
     from ..tasks import task_class
-    from ..training.runlock import make_folder
     from ..training.config import resolve_config
     from ..training.network import build_task
+    from ..training.runlock import make_folder
     _check_limits(trials, total_trials, timeout)
     monitor, mode = task_class(task).monitor
     model_class(model)

@@ -13,12 +13,12 @@ from pathlib import Path
 import torch
 
 from .. import presets
-from . import runfolder
 from ..errors import OptionError, UserError
 from ..models import MODELS, model_class
 from ..models.init import check_scheme
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from ..tasks import TASKS, task_class
+from . import runfolder
 
 DEFAULTS = {
     "task": "copy",

@@ -18,8 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
-from . import checkpoint
 from ..errors import UserError
+from . import checkpoint
 from .runlock import LOCK_NAME
 
 MARKER = ".nnrnn-run"
