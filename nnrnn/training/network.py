@@ -39,9 +39,9 @@ class SequenceModel(nn.Module):
             for token-id inputs; None for tasks that give vectors.
         readout_init, readout_bias_init: schemes of :mod:`nnrnn.models.init` for the read-out.
 
-    Inputs: inputs (L, B, input_size) float, or (L, B) token ids with an encoder; state (the layer's h_0,
-    or None).  Outputs: predictions (L, B, output_size) (``"all"``) or (B, output_size) (``"last"``), and the
-    layer's final state.
+    Inputs: inputs (L, B, input_size) float, or (L, B) token ids with an encoder; hx (the layer's h_0, or
+    None).  Outputs: predictions (L, B, output_size) (``"all"``) or (B, output_size) (``"last"``), and the
+    layer's final hidden state.
     """
 
     def __init__(self, rnn: nn.Module, output_size: int, readout: str, encoder: nn.Module | None = None,
@@ -55,13 +55,13 @@ class SequenceModel(nn.Module):
         init_(self.readout.weight, readout_init)
         init_(self.readout.bias, readout_bias_init, fan_in=features)
 
-    def forward(self, inputs: torch.Tensor, state=None):
+    def forward(self, inputs: torch.Tensor, hx=None):
         if self.encoder is not None:
             inputs = self.encoder(inputs)
-        hidden, state = self.rnn(inputs, state)
+        hidden, hx = self.rnn(inputs, hx)
         if self.readout_mode == "last":
             hidden = hidden[-1]
-        return self.readout(hidden), state
+        return self.readout(hidden), hx
 
 
 def embedding_width(config: dict) -> int:

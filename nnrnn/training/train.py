@@ -128,10 +128,10 @@ def evaluate(net: nn.Module, task, split: str, device) -> dict:
     """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
     was_training = net.training
     net.eval()
-    sums, state = {}, None
+    sums, carried = {}, None
     for batch in task.eval_batches(split):
-        state = state if batch.carry else None
-        outputs, state = net(batch.inputs.to(device), state)
+        carried = carried if batch.carry else None
+        outputs, carried = net(batch.inputs.to(device), carried)
         accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
     net.train(was_training)
     return task.summarize(sums)
