@@ -34,7 +34,8 @@ class SequenceModel(nn.Module):
     Args:
         rnn: the recurrent layer (any nnrnn model, or a torch RNN).
         output_size: the read-out's width.
-        readout: ``"all"`` (a prediction at every step) or ``"last"`` (at the last step only).
+        predict_at: ``"all"`` (a prediction at every step) or ``"last"`` (at the last step only): the task's
+            ``readout``.
         encoder: ``nn.Embedding`` (initialised U(-0.1, 0.1), as the paper's code does) or :class:`OneHot`
             for token-id inputs; None for tasks that give vectors.
         readout_init, readout_bias_init: schemes of :mod:`nnrnn.models.init` for the read-out.
@@ -44,12 +45,12 @@ class SequenceModel(nn.Module):
     layer's final hidden state.
     """
 
-    def __init__(self, rnn: nn.Module, output_size: int, readout: str, encoder: nn.Module | None = None,
+    def __init__(self, rnn: nn.Module, output_size: int, predict_at: str, encoder: nn.Module | None = None,
                  readout_init: str = "xavier", readout_bias_init: str = "zeros"):
         super().__init__()
         self.encoder = encoder
         self.rnn = rnn
-        self.readout_mode = readout
+        self.predict_at = predict_at
         features = getattr(rnn, "output_size", rnn.hidden_size)  # the complex nnRNN's: [Re h, Im h], 2N
         self.readout = nn.Linear(features, output_size)
         init_(self.readout.weight, readout_init)
@@ -59,7 +60,7 @@ class SequenceModel(nn.Module):
         if self.encoder is not None:
             inputs = self.encoder(inputs)
         hidden, hx = self.rnn(inputs, hx)
-        if self.readout_mode == "last":
+        if self.predict_at == "last":
             hidden = hidden[-1]
         return self.readout(hidden), hx
 
@@ -69,7 +70,7 @@ def embedding_width(config: dict) -> int:
     return DEFAULT_EMBEDDING if config.get("embedding") is None else config["embedding"]
 
 
-def build_network(config: dict, input_size: int, output_size: int, readout: str,
+def build_network(config: dict, input_size: int, output_size: int, predict_at: str,
                   vocab_size: int | None = None) -> SequenceModel:
     """The network for ``config``: encoder (for token inputs), recurrent layer, read-out."""
     encoder = None
@@ -84,7 +85,7 @@ def build_network(config: dict, input_size: int, output_size: int, readout: str,
     elif config.get("embedding"):
         raise OptionError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
     rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
-    return SequenceModel(rnn, output_size, readout, encoder, config.get("readout_init", "xavier"),
+    return SequenceModel(rnn, output_size, predict_at, encoder, config.get("readout_init", "xavier"),
                          config.get("readout_bias_init", "zeros"))
 
 
