@@ -9,6 +9,7 @@ torch is already imported, as in any program that uses both) lets ``torch.load(f
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ bel
 def __getattr__(name: str):
     if name in _FROM_MODELS:
         value = getattr(importlib.import_module(".models", __name__), name)
-    elif name == "allow_weights_only_loading":
+    elif name == "allow_weights_only_loading":  # the models first: importing them hands their classes over
+        importlib.import_module(".models", __name__)
         value = importlib.import_module(".serialization", __name__).allow_weights_only_loading
     elif name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -50,5 +52,31 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
+class _ModelsAfterTorch:
+    """A finder on ``sys.meta_path`` until torch is imported: torch's own loader runs, then nnrnn.models is
+    imported, so that a program that imports nnrnn before torch can ``torch.load`` a model saved whole, and
+    the ``nnrnn`` command still starts without torch."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        exec_torch = spec.loader.exec_module
+
+        def exec_module(module):
+            exec_torch(module)
+            # torch imported by an nnrnn module being imported: importing the models now would meet that module
+            # half made; if it is nnrnn.models, it hands its classes over itself when done
+            if not any(getattr(getattr(sub, "__spec__", None), "_initializing", False)
+                       for key, sub in list(sys.modules.items()) if key.startswith(f"{__name__}.")):
+                importlib.import_module(".models", __name__)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 if "torch" in sys.modules:  # a program that uses torch: torch.load can read nnrnn's models from now on
     importlib.import_module(".models", __name__)
+else:
+    sys.meta_path.insert(0, _ModelsAfterTorch())

@@ -32,6 +32,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_train_parser(sub) -> None:
+    from . import models
     p = sub.add_parser("train", help="train a model on a task", description="Train MODEL on TASK. "
                        "Options left out come from --preset, then from the defaults in nnrnn/config.py.")
     p.add_argument("task", help="copy, adding, psmnist or ptb")
@@ -45,8 +46,7 @@ def add_train_parser(sub) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--hidden", type=int)
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
-    g.add_argument("--init", choices=["henaff", "cayley", "random", "xavier", "concat", "glorot", "torch",
-                                      "identity"],
+    g.add_argument("--init", choices=list(dict.fromkeys(i for c in models.MODELS.values() for i in c.INITS)),
                    help="orthogonal initialisation scheme (henaff, cayley, random); LSTM: xavier or concat "
                         "(glorot: the earlier name of xavier); GRU: xavier or torch; nnrnn-complex: random "
                         "(Haar P) or identity")

@@ -61,7 +61,7 @@ from .models import MODELS, PAPER_MODELS, create, param_groups
 from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
 # Everything taken from the trainer, in one place.
-from .training import checkpoint
+from .training import checkpoint, runfolder
 from .training.config import check_device, resolve_config
 from .training.network import build, seeded_network
 from .training import step as training_step
@@ -354,7 +354,7 @@ def _train_options(task: str, model: str, sizes: Sizes, device: torch.device, da
 
 
 def _final_parameters(folder: Path) -> dict:
-    return checkpoint.load(folder / "checkpoints" / "last.pt")["model"]
+    return checkpoint.load(runfolder.last_checkpoint(folder))["model"]
 
 
 def _quietly(function, *args, **kwargs):

@@ -4,7 +4,10 @@ torch's restricted unpickler builds only the classes and calls only the function
 A model saved whole with ``torch.save(model, f)`` names nnrnn's model classes, its parametrizations,
 two torch containers of ``torch.nn.utils.parametrize`` and the function that rebuilds a constrained
 module (:func:`nnrnn.parametrizations.registration._rebuild`).  ``import nnrnn`` adds exactly these
-(:data:`SAFE_GLOBALS`) to the allow-list, through ``torch.serialization.add_safe_globals``.
+(:func:`safe_globals`) to the allow-list, through ``torch.serialization.add_safe_globals``: the model
+classes when :mod:`nnrnn.models` is imported, each parametrization class when it is defined (a subclass of
+:class:`~nnrnn.parametrizations.registration.Parametrization`, whose definition registers it).  This module
+imports no model: :mod:`nnrnn.models` hands it its classes.
 
 Why that is safe.  For an allowed class the unpickler does ``cls.__new__(cls)`` and then
 ``instance.__setstate__(state)`` (or a ``__dict__`` update); none of these classes defines a
@@ -20,18 +23,21 @@ from __future__ import annotations
 import torch
 from torch.nn.utils import parametrize
 
-from .models import MODELS
-from .parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
-from .parametrizations.registration import _rebuild
-from .parametrizations.unitary import ComplexSchurForm
+from .parametrizations.registration import PARAMETRIZATIONS, _rebuild
 
-SAFE_GLOBALS = [*MODELS.values(), SchurForm, MatrixExpOrthogonal, StackedSchurForm, ComplexSchurForm, _rebuild,
-                parametrize.ParametrizationList, torch.nn.ModuleDict, torch.nn.ModuleList]
+TORCH_CONTAINERS = (parametrize.ParametrizationList, torch.nn.ModuleDict, torch.nn.ModuleList)
+MODEL_CLASSES: list[type] = []  # nnrnn.models hands its classes to allow_weights_only_loading on import
 
 
-def allow_weights_only_loading() -> None:
-    """Add :data:`SAFE_GLOBALS` to torch's allow-list (``import nnrnn`` has done it; calling it again is
-    harmless).  torch before 2.4 has no allow-list to add to (and loads with ``weights_only=False`` by
-    default): nothing to do there."""
+def safe_globals() -> list:
+    """Everything on the allow-list: the model classes, the parametrizations, ``_rebuild``, torch's containers."""
+    return [*MODEL_CLASSES, *PARAMETRIZATIONS, _rebuild, *TORCH_CONTAINERS]
+
+
+def allow_weights_only_loading(*model_classes: type) -> None:
+    """Add :func:`safe_globals`, with ``model_classes``, to torch's allow-list (``import nnrnn`` has done it
+    for :data:`nnrnn.MODELS`; calling it again is harmless).  torch before 2.4 has no allow-list to add to
+    (and loads with ``weights_only=False`` by default): nothing to do there."""
+    MODEL_CLASSES.extend(cls for cls in model_classes if cls not in MODEL_CLASSES)
     if hasattr(torch.serialization, "add_safe_globals"):
-        torch.serialization.add_safe_globals(SAFE_GLOBALS)
+        torch.serialization.add_safe_globals(safe_globals())

@@ -87,7 +87,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--log-every", "0"], "log_every must be a positive integer"),
     (["train", "copy", "--max-bad-steps", "0"], "max_bad_steps must be a positive integer"),
     (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
-    (["train", "copy", "--model", "nnrnn", "--init", "glorot"], "init must be one of henaff, cayley, random"),
+    (["train", "copy", "--model", "nnrnn", "--init", "xavier"], "init must be one of henaff, cayley, random"),
     (["train", "copy", "--model", "lstm", "--init", "cayley"], "init must be one of xavier, concat for lstm"),
     (["train", "copy", "--input-init", "orthogonal"], "input_init must be one of"),
     (["train", "copy", "--readout-init", "uniform:-1"], "readout_init must be one of"),

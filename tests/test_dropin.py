@@ -510,17 +510,19 @@ def test_lstm_under_cpu_autocast_takes_the_state_given():
 
 
 def test_lstm_falls_back_to_float32_where_onednn_has_no_low_precision_lstm(monkeypatch):
-    """On CPUs where oneDNN cannot build a bfloat16 LSTM (AVX2), torch raises under autocast; nnrnn's LSTM then
-    runs that call in float32.  Other errors are not swallowed."""
+    """On CPUs where oneDNN cannot build a low-precision LSTM (bfloat16 on AVX2, float16 on most), torch raises
+    under autocast, whatever its message says; nnrnn's LSTM then runs that call in float32.  Where oneDNN has
+    one, torch's error is not swallowed."""
+    from nnrnn.models import lstm
     real = nn.LSTM.forward
-    message = ["could not create a primitive descriptor for an LSTM forward propagation primitive"]
 
     def forward(self, *args):
         if torch.is_autocast_enabled("cpu"):
-            raise RuntimeError(message[0])
+            raise RuntimeError("oneDNN: unimplemented")
         return real(self, *args)
 
     monkeypatch.setattr(nn.LSTM, "forward", forward)
+    monkeypatch.setattr(lstm, "onednn_has_lstm", lambda dtype: False)
     torch.manual_seed(4)
     model = nnrnn.create("lstm", 3, 8)
     x, hx = torch.randn(10, 2, 3), (torch.randn(1, 2, 8), torch.randn(1, 2, 8))
@@ -529,9 +531,20 @@ def test_lstm_falls_back_to_float32_where_onednn_has_no_low_precision_lstm(monke
         out = model(x, hx)
     assert out[0].dtype == torch.float32
     torch.testing.assert_close(out, reference, rtol=0, atol=0)
-    message[0] = "some other failure"
-    with pytest.raises(RuntimeError, match="some other failure"), torch.autocast("cpu", dtype=torch.bfloat16):
+    monkeypatch.setattr(lstm, "onednn_has_lstm", lambda dtype: True)
+    with pytest.raises(RuntimeError, match="oneDNN: unimplemented"), torch.autocast("cpu", dtype=torch.bfloat16):
         model(x, hx)
+
+
+def test_lstm_runs_under_cpu_autocast_in_either_low_precision():
+    torch.manual_seed(5)
+    model = nnrnn.create("lstm", 3, 8)
+    x = torch.randn(10, 2, 3)
+    reference = model(x)[0]
+    for dtype in (torch.bfloat16, torch.float16):  # float16: oneDNN has no LSTM on most CPUs; torch would raise
+        with torch.autocast("cpu", dtype=dtype):
+            out = model(x)[0]
+        assert ((out.float() - reference).norm() / reference.norm()).item() < 0.02
 
 
 # --------------------------------------------------------------------------- low precision

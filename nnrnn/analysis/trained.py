@@ -432,6 +432,48 @@ def recurrent_layer(model: nn.Module) -> nn.Module:
 
 
 @single_threaded_blas()
+def _matrix_figures(model: nn.Module, mats: dict, out_dir, title: str) -> tuple[dict, list[str]]:
+    """Each recurrent matrix's summary, and its spectrum and Schur-form figures (see :func:`analyze_model`)."""
+    from . import plots
+    files, details = [], {}
+    for key, matrix in mats.items():
+        tensor = tensor_for(key)
+        view = schur_view(model, tensor=tensor) if find_schur_form(model, tensor) else schur_view(matrix)
+        details[key] = matrix_summary(view)
+        suffix = "" if key == "V" else f"_{key}"
+        label = title if key == "V" else f"{title}, {key} gate"
+        files.append(plots.plot_spectrum(view.matrix, os.path.join(out_dir, f"spectrum{suffix}.png"),
+                                         title=f"{label}: spectrum of the recurrent matrix"))
+        profile = subdiagonal_profile(view.theta, view.T)
+        files.append(plots.plot_schur(view.theta, view.angles, view.moduli, profile,
+                                      os.path.join(out_dir, f"schur{suffix}.png"),
+                                      title=rf"{label}: Schur form $V=P\Theta P^\top$", source=view.source))
+    return details, files
+
+
+def _gradient_figure(model: nn.Module, batch, out_dir, title: str) -> tuple[dict, str]:
+    """The gradient probe's summary and its figure (see :func:`analyze_model`), the model in eval mode."""
+    from . import plots
+    inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
+    was_training = model.training
+    model.eval()
+    try:
+        norms = gradient_propagation(model, inputs, targets, readout, loss_fn)
+    finally:
+        model.train(was_training)
+    figure = plots.plot_gradients(norms, os.path.join(out_dir, "gradients.png"),
+                                  title=f"{title}: gradient propagation", subtitle=desc)
+    pos = norms[norms > 0]
+    return {
+        "description": desc,
+        "norms": norms.tolist(),
+        "first": float(norms[0]), "last": float(norms[-1]),
+        "log10_ratio_first_last": float(np.log10(norms[0] / norms[-1])) if norms[0] > 0 and norms[-1] > 0
+        else None,
+        "max": float(pos.max()) if pos.size else 0.0,
+    }, figure
+
+
 def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = None, extra: dict | None = None
                   ) -> dict:
     """Write the inspection figures and ``summary.json`` of ``model`` to ``out_dir``; return the summary.
@@ -455,27 +497,13 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
     plus the entries of ``extra``.  A wrapper (nnrnn.network.SequenceModel) is unwrapped to
     its recurrent layer (:func:`recurrent_layer`); the gradient probe runs on that layer.
     """
-    from . import plots
-
     os.makedirs(out_dir, exist_ok=True)
     model = recurrent_layer(model)
     name = model_name(model)
     title = title or name
     mats = recurrent_matrices(model)
     primary = "cell" if "cell" in mats else "new" if "new" in mats else "V"
-    files, details = [], {}
-    for key, matrix in mats.items():
-        tensor = tensor_for(key)
-        view = schur_view(model, tensor=tensor) if find_schur_form(model, tensor) else schur_view(matrix)
-        details[key] = matrix_summary(view)
-        suffix = "" if key == "V" else f"_{key}"
-        label = title if key == "V" else f"{title}, {key} gate"
-        files.append(plots.plot_spectrum(view.matrix, os.path.join(out_dir, f"spectrum{suffix}.png"),
-                                         title=f"{label}: spectrum of the recurrent matrix"))
-        profile = subdiagonal_profile(view.theta, view.T)
-        files.append(plots.plot_schur(view.theta, view.angles, view.moduli, profile,
-                                      os.path.join(out_dir, f"schur{suffix}.png"),
-                                      title=rf"{label}: Schur form $V=P\Theta P^\top$", source=view.source))
+    details, files = _matrix_figures(model, mats, out_dir, title)
     top = details[primary]
     summary = {
         "model": name,
@@ -490,24 +518,8 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
         "matrices": details,
     }
     if batch is not False and not getattr(model, "bidirectional", False):
-        inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
-        was_training = model.training
-        model.eval()
-        try:
-            norms = gradient_propagation(model, inputs, targets, readout, loss_fn)
-        finally:
-            model.train(was_training)
-        files.append(plots.plot_gradients(norms, os.path.join(out_dir, "gradients.png"),
-                                          title=f"{title}: gradient propagation", subtitle=desc))
-        pos = norms[norms > 0]
-        summary["gradient"] = {
-            "description": desc,
-            "norms": norms.tolist(),
-            "first": float(norms[0]), "last": float(norms[-1]),
-            "log10_ratio_first_last": float(np.log10(norms[0] / norms[-1])) if norms[0] > 0 and norms[-1] > 0
-            else None,
-            "max": float(pos.max()) if pos.size else 0.0,
-        }
+        summary["gradient"], figure = _gradient_figure(model, batch, out_dir, title)
+        files.append(figure)
     summary["files"] = [os.path.basename(f) for f in files] + ["summary.json"]
     if extra:
         summary.update({k: v for k, v in extra.items() if k not in summary})

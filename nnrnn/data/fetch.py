@@ -356,13 +356,8 @@ def check_seconds(**values) -> None:
             raise OptionError(f"{name} must be a positive number of seconds; got {value!r}")
 
 
-def _fetch_specs(label: str, specs: list[FileSpec], dest: Path, mirrors: list[str], timeout: float,
-                 log: Callable[[str], None], deadline: float = DEADLINE) -> Path:
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"cannot create the folder {dest} ({e.strerror}); pass --dest a writable folder") from None
-
+def _missing_files(specs: list[FileSpec], dest: Path, log: Callable[[str], None]) -> list[FileSpec]:
+    """The files of ``specs`` that ``dest`` does not hold verified."""
     needed = []
     for spec in specs:
         path = dest / spec.name
@@ -375,7 +370,17 @@ def _fetch_specs(label: str, specs: list[FileSpec], dest: Path, mirrors: list[st
         if spec.md5 is None:
             log(f"{spec.name}: no published md5 is known, so its content is checked instead")
         needed.append(spec)
+    return needed
 
+
+def _fetch_specs(label: str, specs: list[FileSpec], dest: Path, mirrors: list[str], timeout: float,
+                 log: Callable[[str], None], deadline: float = DEADLINE) -> Path:
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create the folder {dest} ({e.strerror}); pass --dest a writable folder") from None
+
+    needed = _missing_files(specs, dest, log)
     failures: dict[str, list[str]] = {s.name: [] for s in needed}
     download_failed = False  # (else every mirror answered, with the wrong files)
     for url in mirrors:

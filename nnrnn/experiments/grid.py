@@ -14,10 +14,9 @@ from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
 from ..training.runlog import read_metrics
-from .verdicts import GAMMA_HELD, GAMMA_ONE
+from .verdicts import GAMMA_HELD, GAMMA_ONE, NON_GATED
 
 BOTH = ("hidden", "params")
-NON_GATED = tuple(m for m in PAPER_MODELS if m != "lstm")
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
 GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
                  GAMMA_HELD: {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
@@ -26,6 +25,7 @@ GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}
 COPY_CHECKS = {"eurnn, capacity 4": {"model": "eurnn", "capacity": 4},
                "rnn-orth, clipped at 1": {"model": "rnn-orth", "clip": 1.0}}
 TUNED = "tuned"
+DIVERGED = "DIVERGED"  # written into a grid run's folder when its training diverged (the report counts it failed)
 # nnRNN with T starting as a delay line (the paper's §3); α = 0.02, the largest of 0.5, 0.2, 0.1, 0.05, 0.02
 # that trains on psMNIST and PTB from its start (docs/design.md)
 DELAY_INIT = {"nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
@@ -102,7 +102,8 @@ SCALES = {
         },
     },
 }
-COLUMNS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
+COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
+COLUMNS = tuple(COLUMN_PRESETS)
 
 
 def metric(task: str) -> str:
@@ -112,10 +113,11 @@ def metric(task: str) -> str:
 
 def sizes(task: str, data_dir=None) -> tuple[int, int, int | None]:
     """(input size, output size, vocabulary size or None) of a task's network inputs and outputs."""
-    if task == "ptb":  # the vocabulary comes from the data files
-        vocab = make_task("ptb", data_dir=data_dir, batch_size=1).vocab_size
-        return vocab, vocab, vocab
-    return {"copy": (10, 9, None), "psmnist": (1, 10, None)}[task]
+    cls = task_class(task)
+    if cls.token_inputs:  # the vocabulary comes from the data files
+        made = make_task(task, data_dir=data_dir, batch_size=1)
+        return made.input_size, made.output_size, made.vocab_size
+    return cls.input_size, cls.output_size, None
 
 
 def network_sizes(config: dict, io: tuple[int, int, int | None]) -> tuple[int, int, int | None]:
@@ -131,6 +133,26 @@ def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None
     """Free parameters of ``config``'s network at ``hidden`` units: embedding, recurrent layer, read-out."""
     input_size, output_size, vocab = network_sizes(config, io)
     return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
+
+
+def _label_options(column: str, preset: str, task: str, bptt, variant: dict, setting_options: dict, pick):
+    """(the preset, the options beyond the model, the training procedure) of one label in one column, or None
+    when the column leaves the label out: ``tuned`` without a ``pick``, the paper's columns for a model the
+    paper gives no hyperparameters for."""
+    model = variant["model"]
+    base = preset if presets.covers(preset, task, model, bptt) else None
+    extra = {k: v for k, v in variant.items() if k != "model"}
+    if column == TUNED:
+        if pick is None:
+            return None
+        extra.update(pick)
+    elif base is None:
+        return None
+    # a model the paper gives no hyperparameters for still trains by the task's procedure
+    procedure = presets.procedure(preset, task, bptt) if base is None else {}
+    if {"steps", "epochs"} & set(setting_options):  # the scale's length replaces the table's
+        procedure = {k: v for k, v in procedure.items() if k not in ("steps", "epochs")}
+    return base, extra, procedure
 
 
 def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
@@ -160,7 +182,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     for label, variant in setting.get("variants", {}).items()]
         bptt = setting["options"].get("bptt")
         for column in columns:
-            preset = COLUMNS[column]
+            preset = COLUMN_PRESETS[column]
             reference = setting["hidden"] or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)
@@ -168,19 +190,12 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                 model = variant["model"]
                 if column not in label_columns or models and model not in models:
                     continue
-                base = preset if presets.covers(preset, task, model, bptt) else None
-                extra = {k: v for k, v in variant.items() if k != "model"}
-                if column == TUNED:
-                    pick = {} if searching else (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
-                    if pick is None:
-                        continue
-                    extra.update(pick)
-                elif base is None:  # the paper gives no hyperparameters for this model
+                pick = None if column != TUNED else {} if searching else \
+                    (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
+                planned = _label_options(column, preset, task, bptt, variant, setting["options"], pick)
+                if planned is None:
                     continue
-                # a model the paper gives no hyperparameters for still trains by the task's procedure
-                procedure = presets.procedure(preset, task, bptt) if base is None else {}
-                if {"steps", "epochs"} & set(setting["options"]):  # the scale's length replaces the table's
-                    procedure = {k: v for k, v in procedure.items() if k not in ("steps", "epochs")}
+                base, extra, procedure = planned
                 model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
                 hidden = reference if column == "hidden" or model == "nnrnn" else \
                     budget_hidden(model, budget, model_config, io)
@@ -225,7 +240,7 @@ def finished(folder: Path) -> bool:
 
 
 def diverged(folder: Path) -> bool:
-    return (folder / "DIVERGED").is_file()
+    return (folder / DIVERGED).is_file()
 
 
 def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:

@@ -16,19 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from ..models import PAPER_MODELS
-from .grid import SCALES, diverged, finished, metric, run_folder, search_name
+from .grid import COLUMNS, SCALES, diverged, finished, metric, run_folder, search_name
+from ..training import runfolder
 from ..training.runlog import read_metrics
-from ..tasks import make_task
+from ..tasks import make_task, task_class
 from ..tasks.copy import baseline_loss
 from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
                        psmnist_claim, ptb_claim, structure_claims)
 
-COLUMNS = ("hidden", "params", "tuned")
-# What a setting's table reports (the monitored metric on the split the paper reports), and how it is shown.
-REPORTED = {"copy": ("loss", "valid", "valid loss", 4), "psmnist": ("accuracy", "test", "test accuracy", 3),
-            "ptb": ("bpc", "test", "test bpc", 3)}
-AXIS = {"copy": "validation cross-entropy (nats per recalled symbol)", "psmnist": "validation accuracy",
-        "ptb": "validation bits per character"}
 OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
@@ -65,7 +60,7 @@ def stat(out: Path, runs: list[dict], key: str, split: str) -> Stat | None:
 def results(out: Path, runs: list[dict], setting: str, key: str | None = None, split: str | None = None) -> dict:
     """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
     task = setting_task_of(runs, setting)
-    default_key, default_split, _, _ = REPORTED[task]
+    default_key, default_split, _, _ = task_class(task).reported
     key, split = key or default_key, split or default_split
     return {column: {label: stat(out, group(runs, setting, column, label), key, split)
                      for label in labels(runs, setting) if group(runs, setting, column, label)}
@@ -149,7 +144,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7.5, loc="best")
-    quantity = "training gradient norm (before clipping)" if gradients else AXIS[task]
+    quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
     clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
     fig.suptitle(f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
@@ -161,10 +156,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
 
 def title(runs: list[dict], setting: str) -> str:
     sample = next(r for r in runs if r["setting"] == setting)
-    task = sample["task"]
-    if task == "ptb":
-        return f"PTB, T_PTB = {sample['options']['bptt']}"
-    return {"copy": f"copy, T = {sample['options'].get('T')}", "psmnist": "psMNIST"}.get(task, task)
+    return task_class(sample["task"]).title(sample["options"])
 
 
 # --------------------------------------------------------------------------------------------- learned structure
@@ -210,7 +202,7 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
         per_seed = []
         for r in members:
             folder = run_folder(out, r)
-            checkpoints = folder / "checkpoints"
+            checkpoints = folder / runfolder.CHECKPOINTS
             stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
             entry = cache.get(folder.name)
             if not entry or entry.get("stamp") != stamp:
@@ -362,7 +354,7 @@ def data_section(runs: list[dict]) -> list[str]:
 
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
     task = setting_task_of(runs, setting)
-    _, _, label, digits = REPORTED[task]
+    _, _, label, digits = task_class(task).reported
     if task == "copy":
         label += f" (baseline {baseline:.4f})"
     sample = next(r for r in runs if r["setting"] == setting)
@@ -449,6 +441,7 @@ def claims_section(claims) -> list[str]:
 def convergence(out: Path, runs: list[dict], task: str) -> dict:
     """How settled a group of runs is: the validation metric's change over the last 20% of training relative
     to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
+    from ..training.train import lr_halvings
     key = metric(task)
     shares, halvings = [], []
     for run in runs:
@@ -460,7 +453,7 @@ def convergence(out: Path, runs: list[dict], task: str) -> dict:
             shares.append(abs(tail[-1] - tail[0]) / total if total else 0.0)
         lrs = [r["lr"] for r in records if r.get("split") == "train" and "lr" in r]
         if lrs:
-            halvings.append(round(math.log2(lrs[0] / lrs[-1])) if lrs[-1] > 0 else 0)
+            halvings.append(lr_halvings(lrs[0], lrs[-1]))
     return {"last_fifth_share": float(np.mean(shares)) if shares else math.nan,
             "halvings": (min(halvings), max(halvings)) if halvings else None}
 
@@ -652,7 +645,7 @@ def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
     """The goal of the comparison: a non-normal model clearly below the LSTM's bits per character on PTB (the
     better of its two columns) while not clearly worse than expRNN (the better of its columns) on copy and
     psMNIST; each model judged in its tuned column."""
-    from .verdicts import compare
+    from .verdicts import compare, missing
     by_task = {task_of[s]: tables[s] for s in tables}
     rows = ["### The goal: a non-normal model that beats the LSTM on PTB and matches expRNN on copy and psMNIST", "",
             "Each non-normal model at its tuned options against the better of the LSTM's (on PTB) and expRNN's (on "
@@ -665,10 +658,10 @@ def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
             table = by_task.get(task, {})
             lower = task != "psmnist"
             bar = _best([table.get(c, {}).get(rival) for c in ("params", "tuned")], lower)
-            sentence, sign = compare(model, table.get("tuned", {}).get(model), rival, bar,
-                                     4 if task == "copy" else 3, lower)
+            ours = table.get("tuned", {}).get(model)
+            sentence, sign = compare(model, ours, rival, bar, 4 if task == "copy" else 3, lower)
             cells.append(sentence)
-            reached &= sign == 1 if task == "ptb" else sign >= 0 and "missing" not in sentence
+            reached &= sign == 1 if task == "ptb" else sign >= 0 and not missing(ours, bar)
         rows.append(f"| {name(model)} | " + " | ".join(cells) + f" | {'yes' if reached else 'no'} |")
     return "\n".join(rows)
 

@@ -46,8 +46,9 @@ from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, Us
 from ..models import MODELS
 from ..training import runlock
 from ..training.config import resolve_config
-from ..training.train import is_run_folder, train
-from .grid import SCALES, TUNED, finished, plan, run_folder, searches
+from ..training.runfolder import is_run_folder
+from ..training.train import train
+from .grid import DIVERGED, SCALES, TUNED, finished, plan, run_folder, searches
 from .report import write_report
 
 
@@ -66,7 +67,7 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     except TrainingDiverged as exc:
         # a result in its own right (the paper reports failed runs too): record it, go on
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "DIVERGED").write_text(str(exc) + "\n")
+        (folder / DIVERGED).write_text(str(exc) + "\n")
         return f"{folder.name}: diverged: {exc}"
     seconds = time.time() - start
     (folder / "wall_seconds").write_text(f"{seconds:.1f}\n")

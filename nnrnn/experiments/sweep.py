@@ -45,10 +45,7 @@ LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
 ALPHAS = (0.5, 0.9, 0.99)
 DELTAS = (0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1.0, 10.0)
 T_DECAYS = (0.0, 1e-6, 1e-5, 1e-4)
-INITS = ("random", "cayley", "henaff")
-ORTHOGONAL_FACTOR = ("nnrnn", "exprnn", "nngru", "nnrnn-complex")  # models trained with lr_orth
-ORTHOGONAL_INIT = ("nnrnn", "exprnn", "rnn-orth", "nngru")  # models with INITS' orthogonal initialisation schemes
-SCHUR_PENALTY = ("nnrnn", "nngru", "nnrnn-complex")  # models with γ and T, so delta and t_decay
+INITS = ("random", "cayley", "henaff")  # searched for a model whose INITS holds all three
 SEARCHED = ("lr", "lr_orth", "alpha", "delta", "t_decay", "init")
 
 PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trials have finished
@@ -69,16 +66,16 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
     from ..models import model_class
-    model_class(model)  # unknown names fail here with the list of valid ones
+    cls = model_class(model)  # unknown names fail here with the list of valid ones
     space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
-    if model in ORTHOGONAL_FACTOR:
+    if "lr_orth" in cls.TRAIN_OPTIONS:  # an orthogonal factor
         space["lr_orth"] = FloatDistribution(*LR_ORTH_RANGE, log=True)
     if optimizer == "rmsprop":
         space["alpha"] = CategoricalDistribution(ALPHAS)
-    if model in SCHUR_PENALTY:
+    if "delta" in cls.TRAIN_OPTIONS:  # a Schur form's γ and T, so delta and t_decay
         space["delta"] = CategoricalDistribution(DELTAS)
         space["t_decay"] = CategoricalDistribution(T_DECAYS)
-    if model in ORTHOGONAL_INIT:
+    if set(INITS) <= set(cls.INITS):
         space["init"] = CategoricalDistribution(INITS)
     return {name: dist for name, dist in space.items() if name not in set(fixed)}
 
@@ -199,10 +196,12 @@ def planned_steps(config: dict) -> int:
     """The number of updates a run of ``config`` will make (builds the task if it must)."""
     if config.get("steps"):
         return config["steps"]
-    from ..training.config import DEFAULT_STEPS, total_steps
+    from ..tasks import task_class
+    from ..training.config import total_steps
     from ..training.network import build
-    if config.get("epochs") is None and config["task"] in DEFAULT_STEPS:
-        return DEFAULT_STEPS[config["task"]]
+    cls = task_class(config["task"])
+    if config.get("epochs") is None and not cls.has_data_files:  # no epochs: no data to read to count them
+        return cls.default_steps
     task, _ = build(config)
     return total_steps(config, task)
 
@@ -230,18 +229,19 @@ class _Objective:
     def __call__(self, trial):
         import optuna
 
+        from ..training import runfolder
         from ..training.config import resolve_config
         from ..training.train import train
         params = suggest(trial, self.space)
-        run = self.out / f"trial-{trial.number:04d}"
-        trial.set_user_attr("run", str(run.resolve()))
+        folder = self.out / f"trial-{trial.number:04d}"
+        trial.set_user_attr("run", str(folder.resolve()))
         trial.set_user_attr("host", self.host)
-        if (run / "config.json").exists() or (run / "checkpoints").exists():
-            raise UserError(f"{run} already holds a run that is not trial {trial.number} of study "
+        if runfolder.config_file(folder).exists() or (folder / runfolder.CHECKPOINTS).exists():
+            raise UserError(f"{folder} already holds a run that is not trial {trial.number} of study "
                             f"{trial.study.study_name!r}; choose another --out or --study")
-        config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(run),
+        config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(folder),
                                  "progress": False, **params}, self.preset)
-        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {run}", flush=True)
+        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {folder}", flush=True)
         better = (lambda a, b: a < b) if self.mode == "min" else (lambda a, b: a > b)
         best = {"value": None, "step": None}
 
@@ -318,52 +318,23 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
 
     from ..models import model_class
     from ..tasks import task_class
-    from ..training.runlock import make_folder
     from ..training.config import resolve_config
     from ..training.network import build_task
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
-        raise OptionError(f"trials must be a positive integer; got {trials!r}")
-    if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
-                                     or total_trials <= 0):
-        raise OptionError(f"total_trials must be a positive integer; got {total_trials!r}")
-    if timeout is not None and not timeout > 0:
-        raise OptionError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    from ..training.runlock import make_folder
+    _check_limits(trials, total_trials, timeout)
     monitor, mode = task_class(task).monitor
     model_class(model)
-    options = dict(train_options or {})
-    preset = options.pop("preset", None)
-    for key in ("task", "model", "out"):
-        if options.get(key) is not None:
-            raise OptionError(f"train_options must not set {key!r}; give it to run_sweep directly")
-        options.pop(key, None)
-    options = {k: v for k, v in options.items() if v is not None}
+    options, preset = _fixed_options(train_options)
     out = Path(out or f"runs/sweep-{task}-{model}")
     base = resolve_config({**options, "task": task, "model": model, "out": str(out), "progress": False}, preset)
     space = search_space(model, fixed=[k for k in SEARCHED if k in options], optimizer=base["optimizer"])
-    for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise OptionError(f"{key} must be zero or a positive integer; got {value!r}")
-    if pruner is None:
-        pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
-                             warmup_steps=prune_warmup)
-    if sampler is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(constant_liar=True)
-
+    pruner, sampler = _pruner_and_sampler(base, pruner, sampler, prune_startup, prune_warmup)
     build_task(base)  # the data must be there before a study or trial is created (one line if it is not)
     make_folder(out, "--out")
     url = storage or default_storage(out)
     name = study or f"{task}-{model}"
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
-    attrs = the_study.user_attrs
-    for key, value in (("task", task), ("model", model)):
-        if key in attrs and attrs[key] != value:
-            raise UserError(f"study {name!r} in {_shown(url)} searches {attrs.get('task')}/{attrs.get('model')}, "
-                            f"not {task}/{model}; choose another --study")
-    for key, value in (("task", task), ("model", model), ("monitor", monitor), ("mode", mode)):
-        if key not in attrs:
-            the_study.set_user_attr(key, value)
+    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode})
 
     objective = _Objective(task, model, out, options, preset, space, monitor, mode)
     callbacks = [_report_trial]
@@ -378,6 +349,54 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     if objective.interrupted is not None:
         raise objective.interrupted
     return the_study
+
+
+def _pruner_and_sampler(base: dict, pruner, sampler, prune_startup, prune_warmup) -> tuple:
+    """The pruner and sampler given, else the defaults :func:`run_sweep` describes."""
+    import optuna
+    for key, value in (("prune_startup", prune_startup), ("prune_warmup", prune_warmup)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise OptionError(f"{key} must be zero or a positive integer; got {value!r}")
+    if pruner is None:
+        pruner = make_pruner(0 if prune_warmup is not None else planned_steps(base), startup_trials=prune_startup,
+                             warmup_steps=prune_warmup)
+    if sampler is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(constant_liar=True)
+    return pruner, sampler
+
+
+def _check_limits(trials, total_trials, timeout) -> None:
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials <= 0:
+        raise OptionError(f"trials must be a positive integer; got {trials!r}")
+    if total_trials is not None and (isinstance(total_trials, bool) or not isinstance(total_trials, int)
+                                     or total_trials <= 0):
+        raise OptionError(f"total_trials must be a positive integer; got {total_trials!r}")
+    if timeout is not None and not timeout > 0:
+        raise OptionError(f"timeout must be a positive number of seconds; got {timeout!r}")
+
+
+def _fixed_options(train_options: dict | None) -> tuple[dict, str | None]:
+    """The training options every trial shares (those given, None ones dropped) and the preset named."""
+    options = dict(train_options or {})
+    preset = options.pop("preset", None)
+    for key in ("task", "model", "out"):
+        if options.get(key) is not None:
+            raise OptionError(f"train_options must not set {key!r}; give it to run_sweep directly")
+        options.pop(key, None)
+    return {k: v for k, v in options.items() if v is not None}, preset
+
+
+def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
+    """UserError if the study searches another task or model; else record what it searches, once."""
+    saved = the_study.user_attrs
+    if any(key in saved and saved[key] != attrs[key] for key in ("task", "model")):
+        raise UserError(f"study {name!r} in {_shown(url)} searches {saved.get('task')}/{saved.get('model')}, "
+                        f"not {attrs['task']}/{attrs['model']}; choose another --study")
+    for key, value in attrs.items():
+        if key not in saved:
+            the_study.set_user_attr(key, value)
 
 
 def _create_study(url, name, direction, sampler, pruner):

@@ -103,7 +103,8 @@ class Claim:
     verdict: str
 
 
-def _missing(*stats) -> bool:
+def missing(*stats) -> bool:
+    """Some result has no runs at all (as opposed to runs whose every seed failed)."""
     return any(s is None or (s.empty and not s.failed) for s in stats)
 
 
@@ -122,7 +123,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
     claims = []
 
     orth = {m: loss.get(m) for m in ORTHOGONAL}
-    if _missing(*orth.values()):
+    if missing(*orth.values()):
         verdict = UNTESTED
     else:
         done = [m for m in ORTHOGONAL if solved(m)]
@@ -135,7 +136,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
         + f" (solved: below {threshold:.4f}, 10% of the baseline {baseline:.4f})", verdict))
 
     nn = loss.get("nnrnn")
-    if _missing(nn, *orth.values()):
+    if missing(nn, *orth.values()):
         verdict, here = UNTESTED, f"nnRNN {_show_loss(nn)}"
     else:
         best = min(ORTHOGONAL, key=lambda m: loss[m].mean if not loss[m].empty else math.inf)
@@ -156,7 +157,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str) -> list[C
         f"nnRNN's curve lies with expRNN's ({where})", here, verdict))
 
     lstm, rnn = loss.get("lstm"), loss.get("rnn")
-    if _missing(lstm, rnn):
+    if missing(lstm, rnn):
         verdict = UNTESTED
     else:
         struggles = not solved("lstm")
@@ -193,7 +194,7 @@ def psmnist_claim(accuracy: dict, column: str) -> Claim:
     performances" (test accuracy)."""
     stats = [accuracy.get(m) for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm")]
     where = "N = 512, Fig. 2" if column == "hidden" else "269K parameters, supplement"
-    if _missing(*stats):
+    if missing(*stats):
         verdict, here = UNTESTED, "; ".join(f"{name(m)} {_show_acc(accuracy.get(m))}"
                                              for m in (*ORTHOGONAL, "nnrnn", "rnn", "lstm"))
     else:
@@ -243,7 +244,7 @@ def ptb_claim(bpc: dict, bptt: int, column: str) -> Claim:
     others = [m for m in NON_GATED if m != "nnrnn"]
     paper = ", ".join(f"{name(m)} {PAPER_PTB_BPC[(bptt, column)][m]}" for m in ("nnrnn", *others))
     here = ", ".join(f"{name(m)} {_show_bpc(bpc.get(m))}" for m in ("nnrnn", *others))
-    if _missing(*(bpc.get(m) for m in NON_GATED)):
+    if missing(*(bpc.get(m) for m in NON_GATED)):
         verdict = UNTESTED
     else:
         beaten = [m for m in others if below(bpc["nnrnn"], bpc[m])]
@@ -265,7 +266,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
     nn, one, held = bpc.get("nnrnn"), bpc.get(GAMMA_ONE), bpc.get(GAMMA_HELD)
     claims = []
     others = [m for m in NON_GATED if m != "nnrnn"]
-    if _missing(nn, one, *(bpc.get(m) for m in others)):
+    if missing(nn, one, *(bpc.get(m) for m in others)):
         verdict, here = UNTESTED, f"γ = 1: {_show_bpc(one)}; nnRNN {_show_bpc(nn)}"
     else:
         rivals = ["nnrnn", *others]
@@ -281,7 +282,7 @@ def gamma_claims(bpc: dict, bptt: int) -> list[Claim]:
         f"PTB (T_PTB = {bptt}): with γ clamped at 1 \"some run did not converge [...] on runs that did converge "
         "we found the best performance out of all methods (including regularized γ nnRNN)\"",
         PAPER_GAMMA[bptt][GAMMA_ONE] + f" against nnRNN {PAPER_GAMMA[bptt]['nnrnn']}", here, verdict))
-    if _missing(nn, held):
+    if missing(nn, held):
         verdict = UNTESTED
         here = f"γ = 0.958: {_show_bpc(held)}; nnRNN {_show_bpc(nn)}"
     else:
@@ -303,9 +304,16 @@ def structure_claims(learned: dict) -> list[Claim]:
     sd(θ_i)/sd of the uniform law on [0, π]: 0 for evenly spread angles, 1 when all are equal) and ``delay_line``
     (mean |T_{i+1,i}| over the mean |T_{i+k,i}|, k ≥ 2)."""
     copy, ps, ptb = (learned.get(t) for t in ("copy", "psmnist", "ptb"))
-    show = lambda s, q: "no runs" if s is None else s[q].show(3)
-    claims = []
+    return _triangle_claims(copy, ps, ptb) + _shape_claims(copy, ps, ptb) + _modulus_claims(copy, ps, ptb)
 
+
+def _show(stats, quantity) -> str:
+    return "no runs" if stats is None else stats[quantity].show(3)
+
+
+def _triangle_claims(copy, ps, ptb) -> list[Claim]:
+    """How large T is after each task (Fig. 3 and the supplement)."""
+    show, claims = _show, []
     if copy is None or ptb is None:
         verdict = UNTESTED
     else:
@@ -333,7 +341,12 @@ def structure_claims(learned: dict) -> list[Claim]:
         "Fig. 3 and the supplement's psMNIST Θ",
         f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
         f"PTB {show(ptb, 'triangular_fraction')}{order}", verdict))
+    return claims
 
+
+def _shape_claims(copy, ps, ptb) -> list[Claim]:
+    """How the angles and T's delay line look after each task (Fig. 3's insets and 3c)."""
+    show, claims = _show, []
     if None in (copy, ps, ptb):
         verdict = UNTESTED
     else:
@@ -356,7 +369,12 @@ def structure_claims(learned: dict) -> list[Claim]:
         "\"also shows structure\"", "Fig. 3c",
         f"mean abs(T) on the first sub-diagonal over the mean abs(T) below it: PTB {show(ptb, 'delay_line')}, copy "
         f"{show(copy, 'delay_line')}, psMNIST {show(ps, 'delay_line')} (above 1 needed)", verdict))
+    return claims
 
+
+def _modulus_claims(copy, ps, ptb) -> list[Claim]:
+    """The mean eigenvalue norm after PTB and after copy (§4.3)."""
+    show, claims = _show, []
     if copy is None or ptb is None:
         verdict = UNTESTED
     else:  # the paper's γ̄ is its eigenvalue norm; with strict T the trained γ and |λ| differ, so both are judged
@@ -378,7 +396,7 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
     """One sentence comparing two results by the rule, and its sign: 1 when a is better than b by more than two
     combined standard errors, −1 when worse, 0 when neither (or a result is missing).  ``failed`` says what a seed
     without a value did ("diverged", or "never solved" for a time to solve)."""
-    if a is None or b is None or (a.empty and not a.failed) or (b.empty and not b.failed):
+    if missing(a, b):
         return f"{name(a_label)} against {name(b_label)}: runs missing", 0
     if a.empty and b.empty:
         return f"{name(a_label)} and {name(b_label)}: every seed {failed}", 0

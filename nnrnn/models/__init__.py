@@ -11,8 +11,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from ..errors import OptionError
-from ..parametrizations import MatrixExpOrthogonal, SchurForm, StackedSchurForm
-from ..parametrizations.unitary import ComplexSchurForm
+from ..parametrizations.registration import Parametrization
+from ..serialization import allow_weights_only_loading
 from .base import RecurrentModel
 from .eurnn import EURNN
 from .exprnn import ExpRNN
@@ -34,6 +34,8 @@ MODELS: dict[str, type[nn.Module]] = {
     "nngru": NonNormalGRU,
     "nnrnn-complex": ComplexNonNormalRNN,
 }
+# torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
+allow_weights_only_loading(*MODELS.values())
 # The models the paper compares, which its presets (nnrnn/presets/) and the reproduction grid cover.
 PAPER_MODELS = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm")
 
@@ -53,16 +55,14 @@ def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
     """The generators of every orthogonal or unitary factor (expRNN's A, nnRNN's and nnGRU's P, the complex
-    nnRNN's skew-Hermitian A), found by their parametrization's type."""
+    nnRNN's skew-Hermitian A), as each :class:`~nnrnn.parametrizations.registration.Parametrization` says."""
     found = []
     for module in model.modules():
         if not parametrize.is_parametrized(module):
             continue
         for plist in module.parametrizations.values():
-            if isinstance(plist[0], (MatrixExpOrthogonal, SchurForm, ComplexSchurForm)):
-                found.append(plist.original)
-            elif isinstance(plist[0], StackedSchurForm):
-                found.extend(getattr(plist, f"original{i}") for i in plist[0].generator_indices())
+            if isinstance(plist[0], Parametrization):
+                found.extend(plist[0].generators(plist))
     return found
 
 
@@ -125,11 +125,6 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN",
-           "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for", "model_class", "orthogonal_parameters", "param_groups",
-           "parameter_count"]
-
-# torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
-from ..serialization import allow_weights_only_loading  # noqa: E402  (it needs the classes above)
-
-allow_weights_only_loading()
+__all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN",
+           "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
+           "model_class", "orthogonal_parameters", "param_groups", "parameter_count"]

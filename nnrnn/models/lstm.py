@@ -17,6 +17,14 @@ INITS = ("xavier", "concat")
 RENAMED_INITS = {"glorot": "xavier"}  # an earlier name, still accepted with a warning
 
 
+def onednn_has_lstm(dtype: torch.dtype) -> bool:
+    """Whether oneDNN, which runs torch's LSTM on the CPU under autocast, has an LSTM in ``dtype`` on this CPU
+    (bfloat16 needs AVX-512 BF16 or AMX, float16 AVX-512 FP16 or AMX; torch raises where it has none)."""
+    supported = {torch.bfloat16: torch.ops.mkldnn._is_mkldnn_bf16_supported,
+                 torch.float16: torch.ops.mkldnn._is_mkldnn_fp16_supported}.get(dtype)
+    return supported is None or supported()
+
+
 def check_lstm_init(init) -> str:
     """``init`` as one of :data:`INITS` (an earlier name is translated with a FutureWarning), else a
     ValueError."""
@@ -103,14 +111,11 @@ class LSTM(nn.LSTM):
             if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
                     and not autocast_enabled(input.device.type):
                 return self._one_step(input, hx)
-        try:
-            return super().forward(input, hx)
-        except RuntimeError as error:  # oneDNN has no low-precision LSTM for this CPU: run in float32
-            device = self.weight_ih_l0.device.type
-            if not (autocast_enabled(device) and "primitive descriptor" in str(error)):
-                raise
-            with torch.autocast(device, enabled=False):
+        if self.weight_ih_l0.device.type == "cpu" and autocast_enabled("cpu") \
+                and not onednn_has_lstm(torch.get_autocast_dtype("cpu")):
+            with torch.autocast("cpu", enabled=False):  # torch would raise: run this call in float32
                 return super().forward(input, hx)
+        return super().forward(input, hx)
 
     def _one_step(self, input: torch.Tensor, hx):
         """One time step without autograd (generation): torch's fused LSTM cell per layer and direction, which

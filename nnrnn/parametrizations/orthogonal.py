@@ -31,7 +31,7 @@ from torch import nn
 
 from ..kernels import LOW_PRECISION, matmul
 from .expm import expm_skew
-from .registration import check_unconstrained, register
+from .registration import Parametrization, check_unconstrained, register
 
 INITS = ("henaff", "cayley", "random")
 
@@ -99,7 +99,7 @@ def init_skew_(x: torch.Tensor, init: str, generator: torch.Generator | None = N
     return INIT_FUNCTIONS[check_init(init)](x, generator)
 
 
-class OrthogonalFactor(nn.Module):
+class OrthogonalFactor(Parametrization):
     """Q = exp(skew(X)), or with a moving base (dynamic trivialization) Q = B exp(skew(X)).
 
     Static (``dynamic=False``, the paper's and expRNN's): Q = exp(skew(X)) throughout.

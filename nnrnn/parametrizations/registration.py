@@ -51,6 +51,27 @@ def _rebuild(base: type, state: dict, names: list[str]) -> nn.Module:
     return module
 
 
+PARAMETRIZATIONS: list[type[nn.Module]] = []  # every Parametrization subclass, in definition order
+
+
+class Parametrization(nn.Module):
+    """The base of nnrnn's parametrizations.  Defining a subclass registers it in :data:`PARAMETRIZATIONS`
+    and on torch's weights_only allow-list (why that is safe: :mod:`nnrnn.serialization`), so a model that
+    carries it, saved whole, loads with a plain ``torch.load``; :meth:`generators` says which of its
+    original tensors ``param_groups`` puts under ``lr_orth``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        PARAMETRIZATIONS.append(cls)
+        if hasattr(torch.serialization, "add_safe_globals"):  # torch >= 2.4
+            torch.serialization.add_safe_globals([cls])
+
+    def generators(self, plist: parametrize.ParametrizationList) -> list[nn.Parameter]:
+        """The originals of ``plist`` (the ParametrizationList this is first in) that generate an orthogonal
+        or unitary factor; by default its one original.  A constraint that generates none returns []."""
+        return [plist.original]
+
+
 def _reduce(self, protocol):
     base = type(self).__bases__[0]
     state = dict(super(type(self), self).__getstate__())  # the base class's state (the generated class's raises)

@@ -19,11 +19,11 @@ import torch
 from torch import nn
 
 from .orthogonal import check_init, init_skew_
-from .registration import register
+from .registration import Parametrization, register
 from .schur import SchurForm
 
 
-class StackedSchurForm(nn.Module):
+class StackedSchurForm(Parametrization):
     """Parametrization ``(free, A_1, …) -> [B_1; …; B_k]`` with each constrained block B_j = P_j (Λ_j + T_j) P_jᵀ.
 
     Args:
@@ -62,6 +62,9 @@ class StackedSchurForm(nn.Module):
         """The indices i of the originals (``original{i}``) that are skew generators."""
         first = 1 if self.has_free else 0
         return list(range(first, first + len(self.forms)))
+
+    def generators(self, plist) -> list[nn.Parameter]:
+        return [getattr(plist, f"original{i}") for i in self.generator_indices()]
 
     def forward(self, *originals: torch.Tensor) -> torch.Tensor:
         free = originals[0].split(self.n) if self.has_free else ()

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from .expm import NORM_SAFETY, plan, spectral_norm_from_square, taylor_series
-from .registration import register
+from .registration import Parametrization, register
 
 INITS = ("random", "identity")
 
@@ -92,7 +92,7 @@ def init_skew_hermitian_(x: torch.Tensor, init: str, generator: torch.Generator 
     return x.copy_(storage_of(torch.from_numpy(log)))
 
 
-class ComplexSchurForm(nn.Module):
+class ComplexSchurForm(Parametrization):
     """Parametrization ``X -> [Re V, Im V]`` (2 × N × N), V = P (Λ + T) Pᴴ with P = exp(skew_hermitian(X)).
 
     Attributes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -27,6 +27,15 @@ def generator(*key: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed) & ((1 << 63) - 1))
 
 
+class Reported(NamedTuple):
+    """What a grid's report tables for a task: ``metric`` on ``split``, headed ``label``, to ``digits``."""
+
+    metric: str
+    split: str
+    label: str
+    digits: int
+
+
 class Task:
     """Base class.  Subclasses set the attributes and implement the methods below."""
 
@@ -40,8 +49,18 @@ class Task:
     has_data_files: bool = True    # reads a fixed training set from files (--data-dir, epochs); False: fresh
                                    # random batches each update (copy, adding)
     CONFIG_OPTIONS: tuple[str, ...] = ()  # the task-specific training options it reads (nnrnn.config)
+    default_steps: int = 1000      # updates of a run given neither --steps nor --epochs, for a task without epochs
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")
+    # What a grid's report shows (nnrnn.experiments.report): the metric and split of its results table, their
+    # heading and digits, and the learning curves' axis
+    reported: Reported = Reported("loss", "test", "test loss", 4)
+    curve_axis: str = "validation loss"
+
+    @classmethod
+    def title(cls, options: dict) -> str:
+        """A grid setting's heading in a report, from its options (e.g. the sequence length)."""
+        return cls.name
 
     def train_batch(self, step: int) -> Batch:
         raise NotImplementedError

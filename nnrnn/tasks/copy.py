@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import SyntheticTask
+from .base import Reported, SyntheticTask
 
 N_SYMBOLS = 8
 COPY_LENGTH = 10
@@ -46,6 +46,13 @@ class CopyTask(SyntheticTask):
     input_size = N_SYMBOLS + 2
     output_size = N_SYMBOLS + 1
     readout = "all"
+    default_steps = 3000
+    reported = Reported("loss", "valid", "valid loss", 4)
+    curve_axis = "validation cross-entropy (nats per recalled symbol)"
+
+    @classmethod
+    def title(cls, options: dict) -> str:
+        return f"copy, T = {options.get('T')}"
 
     def __init__(self, seed: int = 0, batch_size: int = 10, T: int = 200, eval_batches: int = 10, **_):
         if T < 1:

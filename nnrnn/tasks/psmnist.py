@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ..data.mnist import load_mnist
 from ..errors import UserError
-from .base import Batch, Task, generator
+from .base import Batch, Reported, Task, generator
 
 PIXELS = 784
 PAPER_PERMUTATION_SEED = 1234
@@ -56,6 +56,12 @@ class PermutedMNISTTask(Task):
     output_size = 10
     readout = "last"
     monitor = ("accuracy", "max")
+    reported = Reported("accuracy", "test", "test accuracy", 3)
+    curve_axis = "validation accuracy"
+
+    @classmethod
+    def title(cls, options: dict) -> str:
+        return "psMNIST"
     T = PIXELS
 
     def __init__(self, seed: int = 0, batch_size: int = 128, data_dir=None, permute: bool = True,

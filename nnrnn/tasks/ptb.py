@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from ..data.ptb import load_ptb, vocab_digest
 from ..errors import UserError
-from .base import LN2, Batch, Task
+from .base import LN2, Batch, Reported, Task
 
 PAPER_EVAL_BATCH_SIZE = 10
 
@@ -63,6 +63,12 @@ class PTBTask(Task):
     readout = "all"
     token_inputs = True
     monitor = ("bpc", "min")
+    reported = Reported("bpc", "test", "test bpc", 3)
+    curve_axis = "validation bits per character"
+
+    @classmethod
+    def title(cls, options: dict) -> str:
+        return f"PTB, T_PTB = {options['bptt']}"
 
     def __init__(self, seed: int = 0, batch_size: int = 128, bptt: int = 150, data_dir=None,
                  eval_batch_size: int = PAPER_EVAL_BATCH_SIZE, **_):

@@ -19,6 +19,7 @@ from ..models import MODELS, model_class
 from ..models.init import check_scheme
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from ..tasks import TASKS, task_class
+from . import runfolder
 
 DEFAULTS = {
     "task": "copy",
@@ -68,7 +69,6 @@ DEFAULTS = {
     "device": "auto",
     "progress": True,
 }
-DEFAULT_STEPS = {"copy": 3000, "adding": 3000}  # tasks without epochs, when neither steps nor epochs is given
 LR_SCHEDULES = ("none", "plateau")
 # Options that may change between an interrupted run and its --resume.
 RESUMABLE = {"eval_batch_size", "steps", "epochs", "log_every", "eval_every", "checkpoint_every", "progress", "device",
@@ -152,6 +152,13 @@ def _number(value) -> bool:
 
 def validate(config: dict) -> None:
     """OptionError naming the first option of ``config`` whose value cannot be used."""
+    _check_numbers(config)
+    _check_schedule(config)
+    _check_model_options(config)
+
+
+def _check_numbers(config: dict) -> None:
+    """The options that are numbers: integers, rates, penalties, betas."""
     for key in POSITIVE_INTEGERS:
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
@@ -168,6 +175,13 @@ def validate(config: dict) -> None:
     betas = config["betas"]
     if not (isinstance(betas, (list, tuple)) and len(betas) == 2 and all(_number(b) and 0 <= b < 1 for b in betas)):
         raise OptionError(f"betas must be two numbers in [0, 1); got {betas!r}")
+    embedding = config["embedding"]
+    if embedding is not None and (isinstance(embedding, bool) or not isinstance(embedding, int) or embedding < 0):
+        raise OptionError(f"embedding must be a non-negative integer (0: one-hot inputs); got {embedding!r}")
+
+
+def _check_schedule(config: dict) -> None:
+    """The run's length, device, optimizer, schedule and data order."""
     if config["steps"] and config["epochs"]:
         raise OptionError("give --steps or --epochs, not both")
     if config["epochs"] and not task_class(config["task"]).has_data_files:
@@ -180,6 +194,14 @@ def validate(config: dict) -> None:
         raise OptionError(f"alpha must be in [0, 1); got {config['alpha']!r}")
     if config["lr_schedule"] not in LR_SCHEDULES:
         raise OptionError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config['lr_schedule']!r}")
+    if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
+        raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
+    if config["shuffle"] not in ("epoch", "fixed"):
+        raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
+
+
+def _check_model_options(config: dict) -> None:
+    """The options the model and its read-out take, against what the chosen model accepts."""
     model = model_class(config["model"])
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
         raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
@@ -189,10 +211,6 @@ def validate(config: dict) -> None:
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
         names = ", ".join("none" if a is None else a for a in allowed)
         raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
-    if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
-        raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
-    if config["shuffle"] not in ("epoch", "fixed"):
-        raise OptionError(f"shuffle must be 'epoch' or 'fixed'; got {config['shuffle']!r}")
     if config.get("schur_gates") is not None:  # .get: configs saved before the option existed
         if not isinstance(config["schur_gates"], bool):
             raise OptionError(f"schur_gates must be true or false; got {config['schur_gates']!r}")
@@ -219,9 +237,6 @@ def validate(config: dict) -> None:
                 check_scheme(key, config[key])
             except ValueError as error:
                 raise OptionError(str(error)) from None
-    embedding = config["embedding"]
-    if embedding is not None and (isinstance(embedding, bool) or not isinstance(embedding, int) or embedding < 0):
-        raise OptionError(f"embedding must be a non-negative integer (0: one-hot inputs); got {embedding!r}")
 
 
 def model_options(config: dict) -> dict:
@@ -304,7 +319,7 @@ def total_steps(config: dict, task) -> int:
         return config["epochs"] * task.steps_per_epoch
     if task.steps_per_epoch is not None:
         return task.steps_per_epoch  # one epoch
-    return DEFAULT_STEPS.get(task.name, 1000)
+    return task.default_steps
 
 
 def evaluation_interval(config: dict, task) -> int:
@@ -331,15 +346,15 @@ def saved_config(folder: Path) -> dict:
     """The configuration of the run in ``folder``: its last checkpoint's (the state a resume continues), else
     its config.json (a run that died before its first checkpoint); UserError if it has neither."""
     from . import checkpoint
-    last = Path(folder) / "checkpoints" / "last.pt"
+    last = runfolder.last_checkpoint(folder)
     if last.is_file():
         saved = checkpoint.load(last).get("config")
         if not isinstance(saved, dict):
             raise UserError(f"{last} holds no run configuration; it was not written by nnrnn's trainer")
         return saved
-    if (Path(folder) / "config.json").is_file():
-        return read_config(Path(folder) / "config.json")
-    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no checkpoints/last.pt, no config.json); "
+    if runfolder.config_file(folder).is_file():
+        return read_config(runfolder.config_file(folder))
+    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no {runfolder.LAST}, no {runfolder.CONFIG}); "
                     f"start the run without --resume")
 
 
@@ -348,8 +363,8 @@ def resume_config(folder: Path, typed: dict, preset: str | None = None) -> dict:
     typed on the resume line applied where they may change (:data:`RESUMABLE`).  A typed option that may not
     change and differs from the run's is a UserError naming it, its old and its new value."""
     folder = Path(folder)
-    if folder.is_dir() and not any((folder / name).is_file() for name in ("checkpoints/last.pt", "config.json")) \
-            and (folder / ".nnrnn-run").is_file():
+    if folder.is_dir() and not any((folder / name).is_file() for name in (runfolder.LAST, runfolder.CONFIG)) \
+            and (folder / runfolder.MARKER).is_file():
         return resolve_config(typed, preset)  # claimed, then stopped before its options were written: a new start
     saved = saved_config(folder)
     config = {**DEFAULTS, **saved, "out": str(folder)}  # options added to nnrnn since the run began: defaults

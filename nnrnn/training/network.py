@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint
+from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
 from ..data.paths import DataNotFound
 from ..errors import OptionError, UserError
@@ -35,34 +35,35 @@ class SequenceModel(nn.Module):
     Args:
         rnn: the recurrent layer (any nnrnn model, or a torch RNN).
         output_size: the read-out's width.
-        readout: ``"all"`` (a prediction at every step) or ``"last"`` (at the last step only).
+        predict_at: ``"all"`` (a prediction at every step) or ``"last"`` (at the last step only): the task's
+            ``readout``.
         encoder: ``nn.Embedding`` (initialised U(-0.1, 0.1), as the paper's code does) or :class:`OneHot`
             for token-id inputs; None for tasks that give vectors.
         readout_init, readout_bias_init: schemes of :mod:`nnrnn.models.init` for the read-out.
 
-    Inputs: inputs (L, B, input_size) float, or (L, B) token ids with an encoder; state (the layer's h_0,
-    or None).  Outputs: predictions (L, B, output_size) (``"all"``) or (B, output_size) (``"last"``), and the
-    layer's final state.
+    Inputs: inputs (L, B, input_size) float, or (L, B) token ids with an encoder; hx (the layer's h_0, or
+    None).  Outputs: predictions (L, B, output_size) (``"all"``) or (B, output_size) (``"last"``), and the
+    layer's final hidden state.
     """
 
-    def __init__(self, rnn: nn.Module, output_size: int, readout: str, encoder: nn.Module | None = None,
+    def __init__(self, rnn: nn.Module, output_size: int, predict_at: str, encoder: nn.Module | None = None,
                  readout_init: str = "xavier", readout_bias_init: str = "zeros"):
         super().__init__()
         self.encoder = encoder
         self.rnn = rnn
-        self.readout_mode = readout
+        self.predict_at = predict_at
         features = getattr(rnn, "output_size", rnn.hidden_size)  # the complex nnRNN's: [Re h, Im h], 2N
         self.readout = nn.Linear(features, output_size)
         init_(self.readout.weight, readout_init)
         init_(self.readout.bias, readout_bias_init, fan_in=features)
 
-    def forward(self, inputs: torch.Tensor, state=None):
+    def forward(self, inputs: torch.Tensor, hx=None):
         if self.encoder is not None:
             inputs = self.encoder(inputs)
-        hidden, state = self.rnn(inputs, state)
-        if self.readout_mode == "last":
+        hidden, hx = self.rnn(inputs, hx)
+        if self.predict_at == "last":
             hidden = hidden[-1]
-        return self.readout(hidden), state
+        return self.readout(hidden), hx
 
 
 def embedding_width(config: dict) -> int:
@@ -70,7 +71,7 @@ def embedding_width(config: dict) -> int:
     return DEFAULT_EMBEDDING if config.get("embedding") is None else config["embedding"]
 
 
-def build_network(config: dict, input_size: int, output_size: int, readout: str,
+def build_network(config: dict, input_size: int, output_size: int, predict_at: str,
                   vocab_size: int | None = None) -> SequenceModel:
     """The network for ``config``: encoder (for token inputs), recurrent layer, read-out."""
     encoder = None
@@ -85,15 +86,14 @@ def build_network(config: dict, input_size: int, output_size: int, readout: str,
     elif config.get("embedding"):
         raise OptionError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
     rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
-    return SequenceModel(rnn, output_size, readout, encoder, config.get("readout_init", "xavier"),
+    return SequenceModel(rnn, output_size, predict_at, encoder, config.get("readout_init", "xavier"),
                          config.get("readout_bias_init", "zeros"))
 
 
 def build_task(config: dict):
     """The task of a resolved config, its data read (UserError if the data cannot be found or read)."""
-    task_options = {k: config[k] for k in ("seed", "batch_size", "eval_batch_size", "T", "bptt", "permute",
-                                           "data_dir", "shuffle")
-                    if config.get(k) is not None}
+    keys = ("seed", "batch_size", *task_class(config["task"]).CONFIG_OPTIONS)
+    task_options = {k: config[k] for k in keys if config.get(k) is not None}
     return make_task(config["task"], **task_options)
 
 
@@ -151,8 +151,8 @@ def build(config: dict):
 
 def best_checkpoint(folder: Path) -> Path:
     """The checkpoint a run folder is judged by: ``best.pt`` (best validation score), else ``last.pt``."""
-    best = Path(folder) / "checkpoints" / "best.pt"
-    return best if best.exists() else Path(folder) / "checkpoints" / "last.pt"
+    best = runfolder.best_checkpoint(folder)
+    return best if best.exists() else runfolder.last_checkpoint(folder)
 
 
 def load_model(path) -> tuple[nn.Module, dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import checkpoint
+from . import checkpoint, runfolder
 from ..errors import UserError
 
 
@@ -42,7 +42,7 @@ class MetricsLog:
     """Appends JSON lines to metrics.jsonl and mirrors scalars to TensorBoard."""
 
     def __init__(self, folder: Path, resume_step: int | None):
-        self.path = folder / "metrics.jsonl"
+        self.path = runfolder.metrics_file(folder)
         if resume_step is None:
             self.path.write_text("")
         else:  # drop points logged after the checkpoint: the resumed run logs them again
@@ -56,7 +56,7 @@ class MetricsLog:
             # TensorBoard hides earlier event files' points at purge_step and after: on resume, those after
             # the checkpoint (logged again); in a new run, all of an attempt that died before its first checkpoint
             purge = 0 if resume_step is None else resume_step + 1
-            self.writer = SummaryWriter(str(folder / "tensorboard"), purge_step=purge)
+            self.writer = SummaryWriter(str(folder / runfolder.TENSORBOARD), purge_step=purge)
         except ImportError:  # TensorBoard is optional for library users
             pass
 
@@ -80,7 +80,7 @@ class MetricsLog:
 
 def read_metrics(folder: Path) -> list[dict]:
     """The records of a run folder's metrics.jsonl (see :func:`parse_lines`); [] when there is none."""
-    path = Path(folder) / "metrics.jsonl"
+    path = runfolder.metrics_file(folder)
     return [record for _, record in parse_lines(path)] if path.exists() else []
 
 
@@ -116,7 +116,7 @@ def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
     if fig is None:
         return None
     import matplotlib.pyplot as plt
-    path = Path(folder) / "curves.png"
+    path = Path(folder) / runfolder.CURVES
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

@@ -1,11 +1,6 @@
 """Training: one loop, read top to bottom in :func:`train`, configured by a plain dict (:mod:`nnrnn.config`).
 
-A run folder holds
-
-* ``config.json``   every resolved option;
-* ``metrics.jsonl`` one JSON object per logged point (:mod:`nnrnn.runlog`);
-* ``checkpoints/last.pt`` (for ``--resume``) and ``checkpoints/best.pt`` (best validation score);
-* ``tensorboard/`` event files and ``curves.png``.
+A run writes into a run folder (its layout: :mod:`nnrnn.training.runfolder`).
 
 Batches are a pure function of (seed, step), and everything that changes during training is in one
 :class:`RunState`, saved to ``last.pt`` and restored from it in one place, so a resumed run continues
@@ -17,8 +12,6 @@ import contextlib
 import functools
 import json
 import math
-import os
-import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint, distributed, runlock
+from . import checkpoint, distributed, runfolder, runlock
 from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
@@ -36,8 +29,6 @@ from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
-MARKER = ".nnrnn-run"  # written first into a run folder: nnrnn writes only into folders that hold one
-RUN_FILES = ("checkpoints", "metrics.jsonl", "tensorboard", "curves.png", "config.json")  # what --overwrite removes
 CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
 
 
@@ -87,11 +78,11 @@ class Run:
 
     @property
     def last_path(self) -> Path:
-        return self.folder / "checkpoints" / "last.pt"
+        return runfolder.last_checkpoint(self.folder)
 
     @property
     def best_path(self) -> Path:
-        return self.folder / "checkpoints" / "best.pt"
+        return runfolder.best_checkpoint(self.folder)
 
 
 def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
@@ -111,9 +102,14 @@ def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
     return None
 
 
+def lr_halvings(initial: float, current: float) -> int:
+    """How many times a learning rate was halved to go from ``initial`` to ``current``."""
+    return round(math.log2(initial / current)) if current > 0 else 0
+
+
 def halvings(config: dict, optimizer: torch.optim.Optimizer) -> int:
     """How many times the schedule has halved the learning rates so far (read off the optimizer's state)."""
-    return round(math.log2(config["lr"] / optimizer.param_groups[0]["lr"]))
+    return lr_halvings(config["lr"], optimizer.param_groups[0]["lr"])
 
 
 def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
@@ -125,10 +121,10 @@ def evaluate(net: nn.Module, task, split: str, device) -> dict:
     """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
     was_training = net.training
     net.eval()
-    sums, state = {}, None
+    sums, carried = {}, None
     for batch in task.eval_batches(split):
-        state = state if batch.carry else None
-        outputs, state = net(batch.inputs.to(device), state)
+        carried = carried if batch.carry else None
+        outputs, carried = net(batch.inputs.to(device), carried)
         accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
     net.train(was_training)
     return task.summarize(sums)
@@ -150,72 +146,26 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     check_memory(config, task)
     rank, world = distributed.setup(device)
     if rank == 0:
-        check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
-    # rank 0 writes the run folder and holds its lock; the others only read checkpoints
+        runfolder.check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
+    # rank 0 claims the run folder and holds its lock; the others only read its checkpoint
     with (runlock.hold(folder) if rank == 0 else contextlib.nullcontext()):
-        resume = check_folder(folder, resume, overwrite, rank)
-        write_config = functools.partial(checkpoint.atomic_write, folder / "config.json",
+        if rank == 0:
+            restoring = runfolder.claim(folder, resume, overwrite)
+        else:
+            restoring = resume and runfolder.last_checkpoint(folder).is_file()
+        write_config = functools.partial(checkpoint.atomic_write, runfolder.config_file(folder),
                                          lambda f: f.write(json.dumps(config, indent=1).encode()))
-        if rank == 0 and not resume:  # at once: a run stopped at any moment resumes with its own options
+        if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
-        run = start(config, task, folder, resume, distributed.local_device(device), rank, world)
-        if run.main and resume:  # once the checkpoint is restored: the options that may change are now these
+        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world)
+        if run.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
-        if resume and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
+        if restoring and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
             return finish(run)
-        return loop(run, resume, on_eval)
+        return loop(run, restoring, on_eval)
 
 
-def is_run_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds an nnrnn run: its marker, or (runs made before the marker) a last checkpoint or
-    a config.json of nnrnn's."""
-    if (folder / MARKER).is_file() or (folder / "checkpoints" / "last.pt").is_file():
-        return True
-    try:
-        saved = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(saved, dict) and {"task", "model", "hidden", "out"} <= set(saved)
-
-
-def check_not_foreign(folder: Path) -> None:
-    """UserError if ``folder`` holds files and is not an nnrnn run: nnrnn writes nothing into it."""
-    others = sorted(p.name for p in folder.iterdir() if p.name not in (".lock", MARKER)) if folder.is_dir() else []
-    if others and not is_run_folder(folder):
-        raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(others[:3])}"
-                        f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
-
-
-def check_folder(folder: Path, resume: bool, overwrite: bool, rank: int) -> bool:
-    """Claim ``folder`` for this run (rank 0 writes the marker) and return whether there is a checkpoint to
-    resume from.  UserError, touching nothing, for a folder that holds other files, for a new run over an
-    existing one (unless ``overwrite``), and for a resume without a run or without a writable checkpoint folder."""
-    last_path = folder / "checkpoints" / "last.pt"
-    if rank != 0:  # rank 0 claims and checks the folder; the others only read its checkpoint
-        return resume and last_path.is_file()
-    check_not_foreign(folder)
-    if resume:
-        if not is_run_folder(folder):
-            raise UserError(f"cannot resume: {folder} holds no nnrnn run; start the run without --resume")
-        if rank == 0 and last_path.is_file() and not os.access(last_path.parent, os.W_OK | os.X_OK):
-            raise UserError(f"cannot resume: {last_path.parent} is not writable, so no checkpoint could be saved; "
-                            f"make it writable or copy the run elsewhere")
-        if not last_path.is_file() and rank == 0:
-            print(f"[nnrnn] {folder} has no checkpoint yet: its run starts from the beginning", flush=True)
-        return last_path.is_file()
-    work = [name for name in RUN_FILES if (folder / name).exists()
-            and not (name == "metrics.jsonl" and not (folder / name).read_text(errors="replace").strip())]
-    if work and {"checkpoints", "metrics.jsonl"} & set(work) and not overwrite:
-        raise UserError(f"{folder} already holds a run; pass --resume to continue it, --overwrite to replace it, "
-                        f"or choose another --out")
-    if rank == 0:
-        for name in work:  # --overwrite, or an attempt that logged nothing: nnrnn's own files only
-            shutil.rmtree(folder / name) if (folder / name).is_dir() else (folder / name).unlink()
-        checkpoint.atomic_write(folder / MARKER, lambda f: f.write(b"an nnrnn run folder\n"))
-    return False
-
-
-def start(config: dict, task, folder: Path, resume: bool, device: torch.device, rank: int, world: int) -> Run:
+def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int) -> Run:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
     when resuming."""
     net = seeded_network(config, task)
@@ -235,7 +185,7 @@ def start(config: dict, task, folder: Path, resume: bool, device: torch.device, 
     run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
               total_steps(config, task), task.data_state(), step)
     capturable(optimizer, isinstance(step, CapturedStep) and device.type == "cuda")
-    if resume:
+    if restoring:
         restore(run)
     return run
 
@@ -302,7 +252,7 @@ def finish(run: Run) -> dict:
             log.close()
             plot_curves(run.folder, getattr(run.task, "baseline", None))
         return result(run.folder, run.main, test)
-    if not (run.folder / "curves.png").exists():
+    if not (run.folder / runfolder.CURVES).exists():
         plot_curves(run.folder, getattr(run.task, "baseline", None))
     why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
            f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
@@ -310,14 +260,14 @@ def finish(run: Run) -> dict:
     return result(run.folder, run.main)
 
 
-def loop(run: Run, resume: bool, on_eval) -> dict:
+def loop(run: Run, restoring: bool, on_eval) -> dict:
     """Train from ``run.state.step`` to the end (or the plateau stop), validating, checkpointing and logging
     on the way; then score the best checkpoint on the test split."""
     from tqdm import tqdm
     config, task, state = run.config, run.task, run.state
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
-    log = MetricsLog(run.folder, state.step if resume else None) if run.main else None
+    log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
     print(f"[nnrnn] {task.describe()}", flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
@@ -337,7 +287,7 @@ def loop(run: Run, resume: bool, on_eval) -> dict:
                     bar.set_postfix(loss=f"{record['loss']:.4f}")
                 evaluated = done % eval_every == 0 or done == run.steps
                 if evaluated:
-                    last_valid = validate(run, log)
+                    last_valid = validation_pass(run, log)
                     if plateau_reached(config, run.optimizer):  # the validation score has stopped improving
                         if run.main:
                             log.log({"step": done, "split": "train", "event": "stopped",
@@ -400,7 +350,7 @@ def log_training(run: Run, log: MetricsLog | None) -> dict:
     return record
 
 
-def validate(run: Run, log: MetricsLog | None) -> dict | None:
+def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
     """Score the validation split (rank 0), keep ``best.pt`` when it improved, and step the schedule on the score
     (every rank, on rank 0's score, so that all keep one learning rate).  Returns rank 0's record."""
     monitor, mode = run.task.monitor

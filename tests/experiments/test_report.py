@@ -72,3 +72,22 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnRNN, γ = 1 |" in text
     assert "| PTB | 353,947 characters | 39,095 characters | 442,423 characters |" in text
     assert "7% of the official training text" in text
+
+
+def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one():
+    from nnrnn.experiments.verdicts import Stat
+    tables = {"ptb-150": {"tuned": {"nnrnn": Stat.of([1.40, 1.41, 1.40]), "lstm": Stat.of([1.60, 1.61, 1.60])}},
+              "copy": {"tuned": {"nnrnn": Stat.of([0.0, 0.0, 0.0]), "exprnn": Stat.of([0.0, 0.0, 0.0])}},
+              "psmnist": {"tuned": {"nnrnn": Stat.of([0.95, 0.95, 0.96]), "exprnn": Stat.of([0.95, 0.96, 0.95])}}}
+    task_of = {"ptb-150": "ptb", "copy": "copy", "psmnist": "psmnist"}
+
+    def reached(tables):
+        row = next(line for line in report.goal_section(tables, task_of, {}).splitlines() if "nnRNN" in line)
+        return row.rstrip(" |").rsplit("| ", 1)[1]
+
+    assert reached(tables) == "yes"
+    without_psmnist = {**tables, "psmnist": {"tuned": {"exprnn": tables["psmnist"]["tuned"]["exprnn"]}}}
+    assert reached(without_psmnist) == "no"
+    diverged = {**tables, "copy": {"tuned": {"nnrnn": Stat.of([None, None, None]),
+                                             "exprnn": tables["copy"]["tuned"]["exprnn"]}}}
+    assert reached(diverged) == "no"

@@ -15,15 +15,23 @@ POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "st
 
 def test_the_number_of_updates_from_steps_epochs_or_the_task():
     from types import SimpleNamespace
-    fixed, fresh = SimpleNamespace(name="psmnist", steps_per_epoch=7), SimpleNamespace(name="copy", steps_per_epoch=None)
+
+    from nnrnn.tasks import task_class
+    from nnrnn.tasks.base import Task
+    fixed = SimpleNamespace(name="psmnist", steps_per_epoch=7)
+    fresh = task_class("copy")(T=5)
     assert config_module.total_steps({"steps": 5, "epochs": None}, fixed) == 5
     assert config_module.total_steps({"steps": None, "epochs": 3}, fixed) == 21
     assert config_module.total_steps({"steps": None, "epochs": None}, fixed) == 7  # one epoch
     with pytest.raises(ValueError, match="epochs needs a task with a fixed training set"):
         config_module.total_steps({"steps": None, "epochs": 3}, fresh)
     assert config_module.total_steps({"steps": None, "epochs": None}, fresh) == 3000
-    assert config_module.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="adding", steps_per_epoch=None)) == 3000
-    assert config_module.total_steps({"steps": None, "epochs": None}, SimpleNamespace(name="new", steps_per_epoch=None)) == 1000
+    assert config_module.total_steps({"steps": None, "epochs": None}, task_class("adding")(T=5)) == 3000
+
+    class New(Task):  # a task added without a default of its own
+        name = "new"
+
+    assert config_module.total_steps({"steps": None, "epochs": None}, New()) == 1000
 
 
 def test_the_preset_is_recorded_in_the_config_and_explicit_options_win():

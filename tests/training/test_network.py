@@ -62,7 +62,7 @@ def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encode
     saved = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")["model"]
     assert config["task"] == task and net.state_dict().keys() == saved.keys()
     assert all(torch.equal(net.state_dict()[name], value) for name, value in saved.items())
-    assert net.readout_mode == {"adding": "last", "ptb": "all"}[task]  # the task's read-out, not the default
+    assert net.predict_at == {"adding": "last", "ptb": "all"}[task]  # the task's read-out, not the default
     assert type(net.encoder) is encoder if encoder else net.encoder is None
     if task == "ptb":  # runs on any ids, even a batch that holds only the first symbol
         assert net(torch.zeros(2, 1, dtype=torch.long))[0].shape == (2, 1, net.readout.out_features)
@@ -92,7 +92,7 @@ def test_build_gives_the_network_the_tasks_read_out(monkeypatch):
         task = SimpleNamespace(input_size=1, output_size=10, readout=readout, vocab_size=None)
         monkeypatch.setattr(network_module, "build_task", lambda config: task)
         built, net = network_module.build(resolve_config({"task": "psmnist", "model": "rnn", "hidden": 4}))
-        assert built is task and net.readout_mode == readout
+        assert built is task and net.predict_at == readout
         assert net(torch.zeros(3, 2, 1))[0].shape == shape  # psMNIST reads out the last step only
 
 

@@ -112,7 +112,7 @@ def test_the_tensorboard_writer_is_closed_when_training_ends(tmp_path, monkeypat
 
 
 def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_its_first_checkpoint(tmp_path):
-    from nnrnn.training.train import MARKER
+    from nnrnn.training.runfolder import MARKER
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / MARKER).write_text("")  # an earlier attempt claimed the folder, logged, then was killed

@@ -507,6 +507,20 @@ def test_the_logged_gradient_norm_is_the_mean_over_the_window_before_clipping(tm
     assert logged == pytest.approx([(norms[0] + norms[1]) / 2, (norms[2] + norms[3]) / 2], rel=1e-6)
 
 
+def test_the_optimizer_steps_on_the_gradient_clipped_to_the_clip_option(tmp_path, monkeypatch):
+    """RMSprop's first steps hardly depend on the gradient's scale, so the trained weights do not show the clip
+    threshold: the gradient the optimizer is handed does."""
+    norms, step = [], torch.optim.RMSprop.step
+
+    def spy(self, *args, **kwargs):
+        grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))))
+        return step(self, *args, **kwargs)
+    monkeypatch.setattr(torch.optim.RMSprop, "step", spy)
+    train(copy_config(tmp_path, steps=3, eval_every=3, clip=1e-3))
+    assert norms == pytest.approx([1e-3] * 3, rel=1e-4)  # every gradient here is far above 1e-3 before clipping
+
+
 @pytest.mark.parametrize("other, message", [({"task": "adding"}, "nnrnn run on adding .* not the 'copy' task"),
                                             ({"hidden": 6}, "with 6 hidden units, not the 8 hidden")])
 def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, message):

@@ -1,0 +1,18 @@
+"""nnrnn.experiments.grid: what the grids know of a task comes from the task's class, so a task added to
+nnrnn.tasks needs nothing in grid.py or report.py."""
+import pytest
+
+from nnrnn.experiments import grid, report
+
+
+@pytest.mark.parametrize(("task", "sizes"), [("copy", (10, 9, None)), ("adding", (2, 1, None)),
+                                             ("psmnist", (1, 10, None))])
+def test_the_network_sizes_of_a_task_come_from_its_class(task, sizes):
+    assert grid.sizes(task) == sizes  # adding: a task no grid runs, a KeyError before
+
+
+def test_a_setting_of_a_task_the_report_has_no_words_for_is_titled_by_the_task():
+    runs = [{"setting": "adding", "task": "adding", "options": {"T": 50}}]
+    assert report.title(runs, "adding") == "adding"
+    runs = [{"setting": "copy-9", "task": "copy", "options": {"T": 9}}]
+    assert report.title(runs, "copy-9") == "copy, T = 9"
