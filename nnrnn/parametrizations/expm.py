@@ -46,6 +46,7 @@ THETA_MAX = 2.0
 NORM_SAFETY = 1.1
 POWER_STEPS = 8
 POWER_VECTORS = 4
+MAX_SQUARINGS = 3
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -75,38 +76,6 @@ def paterson_stockmeyer_plan(m: int) -> tuple[int, int]:
     return min(((q - 1) + (m // q) - (m % q == 0), q) for q in range(2, m + 1))
 
 
-def plan(theta: float, dtype: torch.dtype) -> tuple[int, int, int]:
-    """(s, m, q): squarings, Taylor degree and Paterson–Stockmeyer block size for ‖A‖₂ ≤ θ."""
-    tolerance = unit_roundoff(dtype) / 2
-    s_min = max(0, math.ceil(math.log2(theta / THETA_MAX))) if theta > THETA_MAX else 0
-    best = None
-    for s in range(s_min, s_min + 3):  # more squarings only cost accuracy once the degree is small
-        # at least I + A, whose derivative (the identity) is exact at A = 0
-        m = max(1, taylor_degree(theta / 2 ** s, tolerance))
-        products, q = paterson_stockmeyer_plan(m)
-        key = (products + s, s)
-        if best is None or key < best[0]:
-            best = (key, (s, m, q))
-    return best[1]
-
-
-def spectral_norm_from_square(a2: torch.Tensor) -> float:
-    """‖A‖₂ of a skew-symmetric A, from A² (= −AᵀA): block power iteration on −A², fixed start, so the
-    result is deterministic; a lower estimate that converges from below."""
-    n = a2.shape[-1]
-    start = torch.randn(n, POWER_VECTORS, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    x = (start / torch.linalg.vector_norm(start, dim=0)).to(device=a2.device, dtype=a2.dtype)
-    largest = 0.0
-    for _ in range(POWER_STEPS):
-        y = torch.mm(a2, x).neg_()
-        norms = torch.linalg.vector_norm(y, dim=0)
-        largest = max(largest, float(norms.max()))
-        if largest == 0.0:
-            return 0.0
-        x = y / norms.clamp_min(torch.finfo(a2.dtype).tiny)
-    return math.sqrt(largest)
-
-
 def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) -> torch.Tensor:
     """Σ_i c_i X^i over one Paterson–Stockmeyer block (powers[i] = X^i, powers[0] unused)."""
     out = eye * coefficients[0]
@@ -115,24 +84,59 @@ def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) ->
     return out
 
 
+def fixed_plan(dtype: torch.dtype) -> tuple[int, int]:
+    """(m, q): the Taylor degree that any ‖X‖₂ ≤ THETA_MAX needs in ``dtype``, and its Paterson–Stockmeyer
+    block size.  At least I + X, whose derivative (the identity) is exact at X = 0."""
+    m = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
+    return m, paterson_stockmeyer_plan(m)[1]
+
+
+def spectral_norm_from_square(a2: torch.Tensor) -> torch.Tensor:
+    """‖A‖₂ of a skew-symmetric (or skew-Hermitian) A, from A² (= −AᴴA), as a 0-dim real tensor on A's
+    device: block power iteration on −A², fixed start and a fixed number of steps, so the result is
+    deterministic and nothing is read to the host; a lower estimate that converges from below."""
+    n = a2.shape[-1]
+    start = torch.randn(n, POWER_VECTORS, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = (start / torch.linalg.vector_norm(start, dim=0)).to(device=a2.device, dtype=a2.dtype)
+    largest = None
+    for _ in range(POWER_STEPS):
+        y = torch.mm(a2, x).neg_()
+        norms = torch.linalg.vector_norm(y, dim=0)
+        step = norms.max()
+        largest = step if largest is None else torch.maximum(largest, step)
+        x = y / norms.clamp_min(torch.finfo(norms.dtype).tiny)  # A = 0 gives x = 0 and an estimate of 0
+    return largest.sqrt()
+
+
+def squarings(theta: torch.Tensor) -> torch.Tensor:
+    """s (a 0-dim tensor, float): the fewest squarings with θ / 2^s ≤ THETA_MAX, at most MAX_SQUARINGS."""
+    needed = torch.ceil(torch.log2(theta.clamp_min(torch.finfo(theta.dtype).tiny) / THETA_MAX))
+    return needed.clamp(0, MAX_SQUARINGS)
+
+
+def within_capacity(p: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """P, or NaN everywhere where ‖A‖₂ is beyond what MAX_SQUARINGS squarings make accurate: a wrong
+    exponential would train on silently, NaN stops training as diverged."""
+    return torch.where(theta <= THETA_MAX * 2 ** MAX_SQUARINGS, p, torch.full_like(p, math.nan))
+
+
 def _evaluate(a: torch.Tensor):
-    """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it."""
+    """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it.
+    The same products run whatever A is; the scaling and each squaring's use are tensors on A's device."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
-    one_norm = float(a.abs().sum(0).max())  # ‖A‖₂ ≤ ‖A‖₁ for skew-symmetric A: a cheap first bound
-    if plan(one_norm, a.dtype)[1] <= 1:  # exp(A) = I + A to rounding (A = 0 after a rebase): no products
-        return eye + a, (1.0, 1, 1, [None, a], [], [])
+    m, q = fixed_plan(a.dtype)
     a2 = matmul(a, a)
     theta = NORM_SAFETY * spectral_norm_from_square(a2)
-    s, m, q = plan(theta, a.dtype)
-    scale = 2.0 ** -s
-    x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
+    s = squarings(theta)
+    scale = torch.exp2(-s).to(a.dtype)
+    x, x2 = a * scale, a2 * (scale * scale)
     steps, squares = [], []
     p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
-    for _ in range(s):
+    for k in range(MAX_SQUARINGS):
         squares.append(p)
-        p = matmul(p, p)
-    return p, (scale, m, q, powers, steps, squares)
+        p = torch.where(s > k, matmul(p, p), p)
+    return within_capacity(p, theta), (scale, s, m, q, powers, steps, squares)
 
 
 def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.Tensor, product=torch.matmul,
@@ -161,10 +165,11 @@ def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.
 def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
-    scale, m, q, powers, steps, squares = record
+    scale, s, m, q, powers, steps, squares = record
     g = grad.contiguous()
-    for p in reversed(squares):  # P_{i+1} = P_i P_i
-        g = matmul(g, p.T) + matmul(p.T, g)
+    for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k where k < s, else P_{k+1} = P_k
+        p = squares[k]
+        g = torch.where(s > k, matmul(g, p.T) + matmul(p.T, g), g)
     x = powers[1]
     d_powers = [None] * (q + 1)
 
@@ -223,7 +228,7 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
         return a.clone()
     if exporting_to_onnx():
         return expm_skew_traceable(a)
-    if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
+    if torch.compiler.is_compiling():  # custom ops whose backward reuses the forward's products
         if torch.is_grad_enabled() and a.requires_grad:
             return expm_skew_recorded_op(a)[0]
         return expm_skew_op(a)
@@ -266,16 +271,13 @@ def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
     return p
 
 
-# torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the
-# exponential is a custom op.  For training, the products the adjoint needs leave the op as one stacked
-# tensor, with the plan in a small tensor beside it, so that the backward reuses them instead of evaluating
-# the series again.  The stack has a length fixed by the dtype (record_capacity), not by the plan: an output
-# whose size depends on the data makes Dynamo break the graph there unless the caller compiles with
-# fullgraph=True.  Only the first squaring's input is kept; the backward squares again for the others
-# (none at ‖A‖₂ ≤ 2·THETA_MAX, one squaring).
+# While compiling, the exponential is a custom op with its own backward (Dynamo would otherwise trace the
+# adjoint's reverse pass as autograd's, keeping every intermediate).  For training, the products the adjoint
+# needs leave the op as one stacked tensor of a length fixed by the dtype, with the scaling's exponent s beside
+# it, so that the backward reuses them instead of evaluating the series again.
 
 def _horner_steps(m: int, q: int) -> int:
-    """How many Horner steps (each one product, kept for the adjoint) :func:`_evaluate` takes for (m, q)."""
+    """How many Horner steps (each one product, kept for the adjoint) :func:`taylor_series` takes for (m, q)."""
     if m == 1:
         return 0
     blocks = math.ceil((m + 1) / q)
@@ -284,40 +286,26 @@ def _horner_steps(m: int, q: int) -> int:
 
 @functools.cache
 def record_capacity(dtype: torch.dtype) -> int:
-    """The most matrices a record holds for this dtype: X … X^q (X² at least, formed for the norm), the
-    Horner steps, the first squaring's input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most
-    that of THETA_MAX."""
-    m_max = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
-    return 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
-                   ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
+    """How many matrices a record holds for this dtype: X … X^q (X² at least), the Horner steps and each
+    squaring's input."""
+    m, q = fixed_plan(dtype)
+    return max(q, 2) + _horner_steps(m, q) + MAX_SQUARINGS
 
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
-    """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan [scale, m, q, #powers,
-    #steps, #squarings]); the slots past the record's own matrices are zero (an op's output is deterministic)."""
-    scale, m, q, powers, steps, squares = record
-    products = powers[1:] + steps + squares[:1]
-    x = powers[1]
-    stacked = x.new_empty(record_capacity(x.dtype), *x.shape)
-    if len(products) > len(stacked):  # record_capacity's bound failed: never drop a matrix the adjoint needs
-        raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {len(stacked)} (plan m={m}, q={q})")
-    for slot, matrix in zip(stacked, products):
-        slot.copy_(matrix)
-    stacked[len(products):].zero_()
-    plan_ = torch.tensor([scale, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
-    return stacked, plan_
+    """The record of :func:`_evaluate` as (products (record_capacity, n, n), s)."""
+    _, s, _, _, powers, steps, squares = record
+    return torch.stack(powers[1:] + steps + squares), s
 
 
-def _unpack(products: torch.Tensor, plan_: torch.Tensor):
-    scale, m, q, n_powers, n_steps, n_squares = plan_.tolist()
-    m, q, n_powers, n_steps, n_squares = int(m), int(q), int(n_powers), int(n_steps), int(n_squares)
+def _unpack(products: torch.Tensor, s: torch.Tensor):
+    m, q = fixed_plan(products.dtype)
     matrices = list(products.unbind(0))
+    n_powers, n_steps = max(q, 2), _horner_steps(m, q)
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
-    squares = matrices[n_powers + n_steps:n_powers + n_steps + min(n_squares, 1)]
-    while len(squares) < n_squares:
-        squares.append(matmul(squares[-1], squares[-1]))
-    return scale, m, q, powers, steps, squares
+    squares = matrices[n_powers + n_steps:]
+    return torch.exp2(-s).to(products.dtype), s, m, q, powers, steps, squares
 
 
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
@@ -335,25 +323,24 @@ def _(a):
 def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         p, record = _evaluate(a)
-        products, plan_ = _pack(record)
-        return p, products, plan_
+        products, s = _pack(record)
+        return p, products, s
 
 
 @expm_skew_recorded_op.register_fake
 def _(a):
     n = a.shape[-1]
-    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), a.new_empty(6, dtype=torch.float64,
-                                                                                        device="cpu")
+    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), a.new_empty(())
 
 
 @torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
-def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torch.Tensor) -> torch.Tensor:
+def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return _adjoint(grad, _unpack(products, plan_))
+        return _adjoint(grad, _unpack(products, s))
 
 
 @expm_skew_adjoint_op.register_fake
-def _(grad, products, plan_):
+def _(grad, products, s):
     return torch.empty_like(grad)
 
 
@@ -362,9 +349,9 @@ def _setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _backward(ctx, grad, _products_grad, _plan_grad):
-    products, plan_ = ctx.saved_tensors
-    return expm_skew_adjoint_op(grad, products, plan_)
+def _backward(ctx, grad, _products_grad, _s_grad):
+    products, s = ctx.saved_tensors
+    return expm_skew_adjoint_op(grad, products, s)
 
 
 expm_skew_recorded_op.register_autograd(_backward, setup_context=_setup_context)
