@@ -73,7 +73,7 @@ def paterson_stockmeyer_plan(m: int) -> tuple[int, int]:
     single coefficient (c·X^q needs no product)."""
     if m <= 1:
         return 0, 1
-    return min(((q - 1) + (m // q) - (m % q == 0), q) for q in range(2, m + 1))
+    return min([((q - 1) + (m // q) - (m % q == 0), q) for q in range(2, m + 1)])
 
 
 def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) -> torch.Tensor:
@@ -96,8 +96,14 @@ def spectral_norm_from_square(a2: torch.Tensor) -> torch.Tensor:
     device: block power iteration on −A², fixed start and a fixed number of steps, so the result is
     deterministic and nothing is read to the host; a lower estimate that converges from below."""
     n = a2.shape[-1]
-    start = torch.randn(n, POWER_VECTORS, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    x = (start / torch.linalg.vector_norm(start, dim=0)).to(device=a2.device, dtype=a2.dtype)
+    real = a2.real.dtype if a2.is_complex() else a2.dtype
+    # quasi-random start vectors made by tensor ops (a torch.Generator cannot be made inside torch.compile):
+    # no entry is zero, so none is orthogonal to a coordinate direction, as a block-diagonal A's singular
+    # vectors are
+    rows = torch.arange(1, n + 1, dtype=real, device=a2.device)[:, None]
+    columns = torch.arange(1, POWER_VECTORS + 1, dtype=real, device=a2.device)
+    start = torch.sin(rows * columns * 0.7548776662466927 + columns)
+    x = (start / torch.linalg.vector_norm(start, dim=0)).to(a2.dtype)
     largest = None
     for _ in range(POWER_STEPS):
         y = torch.mm(a2, x).neg_()
