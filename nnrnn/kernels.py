@@ -78,6 +78,19 @@ def eager_or_traced(function: type[torch.autograd.Function], op):
     return op if torch.compiler.is_compiling() else function.apply
 
 
+def fixed_exponential_plan(like: torch.Tensor) -> bool:
+    """Whether the matrix exponential (nnrnn.parametrizations.expm) runs its fixed plan, whose scaling is chosen on
+    the device and which reads nothing to the host (True), or the plan made for the ‖A‖₂ read on the host
+    (False).  On a GPU a read waits for the device and cannot be captured in a CUDA graph; on the CPU it
+    costs nothing, and the plan made for A needs fewer products than the fixed one, which pays for the
+    largest ‖A‖₂ it allows (docs/performance.md, 'No host reads in an update').  ``NNRNN_EXPM_PLAN=fixed``
+    or ``=read`` forces either anywhere."""
+    forced = os.environ.get("NNRNN_EXPM_PLAN")
+    if forced in ("fixed", "read"):
+        return forced == "fixed"
+    return like.device.type != "cpu"
+
+
 GIVENS_LAYERS_PER_CHUNK = 8
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from nnrnn.parametrizations.expm import (MAX_SQUARINGS, NORM_SAFETY, THETA_MAX, expm_skew, fixed_plan,
-                                         paterson_stockmeyer_plan, spectral_norm_from_square, squarings,
+                                         paterson_stockmeyer_plan, plan, spectral_norm_from_square, squarings,
                                          taylor_degree)
 from nnrnn.parametrizations.orthogonal import cayley_, henaff_, skew
 
@@ -25,6 +25,18 @@ def generator(n, kind, norm2, dtype=torch.float64, seed=0):
     return (a * (norm2 / torch.linalg.matrix_norm(a, 2))).to(dtype)
 
 
+@pytest.fixture(params=["fixed", "read"])
+def each_plan(request, monkeypatch):
+    """Both plans (nnrnn.kernels.fixed_exponential_plan): the fixed one GPUs run, the one read on the host."""
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", request.param)
+    return request.param
+
+
+@pytest.fixture
+def fixed(monkeypatch):
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+
+
 def orthogonality_error(p):
     p = p.detach().double()
     return (p.T @ p - torch.eye(p.shape[0], dtype=torch.float64)).abs().max().item()
@@ -33,7 +45,7 @@ def orthogonality_error(p):
 @pytest.mark.parametrize("kind", ["dense", "blocks"])
 @pytest.mark.parametrize("norm2", [0.0, 1e-3, 0.3, 1.0, 2.5, math.pi, 7.0])
 @pytest.mark.parametrize("n", [1, 2, 5, 48])
-def test_float64_value_and_gradient_match_torch(kind, norm2, n):
+def test_float64_value_and_gradient_match_torch(kind, norm2, n, each_plan):
     a = generator(n, kind, norm2).requires_grad_(True)
     g = torch.randn(n, n, dtype=torch.float64)
     ours = expm_skew(a)
@@ -44,14 +56,14 @@ def test_float64_value_and_gradient_match_torch(kind, norm2, n):
     torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
 
 
-def test_float64_gradcheck():
+def test_float64_gradcheck(each_plan):
     x = torch.randn(6, 6, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda x: expm_skew(skew(x)), (x,))
 
 
 @pytest.mark.parametrize("kind", ["dense", "blocks"])
 @pytest.mark.parametrize("norm2", [0.05, 0.5, 1.5, math.pi])
-def test_float32_value_and_gradient_are_accurate(kind, norm2):
+def test_float32_value_and_gradient_are_accurate(kind, norm2, each_plan):
     """float32 against the float64 result: value to 2e-6, gradient to 2e-6 relative (Frobenius)."""
     a64 = generator(96, kind, norm2).requires_grad_(True)
     g = torch.randn(96, 96, dtype=torch.float64) * 10
@@ -66,7 +78,7 @@ def test_float32_value_and_gradient_are_accurate(kind, norm2):
 
 @pytest.mark.parametrize("n", [512, 1024])
 @pytest.mark.parametrize("case", ["dense pi", "cayley + dense"])
-def test_float32_orthogonal_at_paper_sizes(n, case):
+def test_float32_orthogonal_at_paper_sizes(n, case, each_plan):
     """‖PᵀP − I‖_max ≤ 2e-6 at the paper's psMNIST and PTB sizes, for a dense generator of spectral
     norm π and for a Cayley-initialised one after a training-like dense perturbation; torch's float32
     matrix_exp misses this by 5-10× on the same matrices."""
@@ -91,7 +103,7 @@ def test_henaff_generators_are_rotations():
     assert orthogonality_error(p) < 1e-6
 
 
-def test_zero_generator_gives_identity_and_zero_gradient():
+def test_zero_generator_gives_identity_and_zero_gradient(each_plan):
     a = torch.zeros(5, 5, requires_grad=True)
     p = expm_skew(a)
     assert torch.equal(p, torch.eye(5))
@@ -115,6 +127,14 @@ def test_scaling_only_above_theta_max_and_more_terms_in_float64():
     assert s(0.0) == 0 and s(THETA_MAX) == 0 and s(THETA_MAX * 1.01) == 1 and s(math.pi) == 1
     assert s(THETA_MAX * 2 ** MAX_SQUARINGS) == MAX_SQUARINGS and s(1e6) == MAX_SQUARINGS
     assert fixed_plan(torch.float64)[0] > fixed_plan(torch.float32)[0]
+
+
+def test_plan_scales_only_above_theta_max_and_needs_more_terms_in_float64():
+    assert plan(THETA_MAX, torch.float32)[0] == 0
+    assert plan(THETA_MAX * 1.01, torch.float32)[0] >= 1
+    assert plan(1.0, torch.float64)[1] > plan(1.0, torch.float32)[1]
+    s, m, q = plan(math.pi, torch.float32)
+    assert math.pi / 2 ** s <= THETA_MAX and paterson_stockmeyer_plan(m)[1] == q
 
 
 def test_paterson_stockmeyer_costs():
@@ -156,7 +176,7 @@ def test_rejects_what_it_cannot_exponentiate():
 
 @pytest.mark.parametrize("s, m, q", [(0, 1, 1), (0, 2, 2), (0, 3, 2), (0, 5, 2), (1, 6, 2), (0, 6, 3), (0, 9, 3),
                                      (0, 11, 3), (2, 14, 3), (0, 4, 4), (0, 16, 4), (1, 19, 4), (3, 23, 4)])
-def test_every_plan_evaluates_the_truncated_series_and_its_exact_derivative(monkeypatch, s, m, q):
+def test_every_plan_evaluates_the_truncated_series_and_its_exact_derivative(monkeypatch, fixed, s, m, q):
     """Whatever the degree m, block size q and scaling s, P = (Σ_{k≤m} (A/2^s)^k / k!)^(2^s) and the gradient is that
     polynomial's exact derivative: both against the series written out term by term (float64, autograd).
     A has norm 1.5, so that every term, the top block's included, is well above rounding."""
@@ -196,7 +216,7 @@ def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("norm2, s", [(1e-3, 0), (0.5, 0), (3.0, 1), (12.0, 3)])
-def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2, s):
+def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2, s, fixed):
     """The stack of products the compiled backward reuses has record_capacity(dtype) slots whatever A is
     (a data-dependent length would break a default torch.compile graph) and the backward that reuses it
     gives eager's gradient exactly."""
@@ -210,27 +230,27 @@ def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2,
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
-def test_every_generator_costs_the_same_products(monkeypatch):
+def test_every_generator_costs_the_same_products_in_the_fixed_plan(monkeypatch, fixed):
     """The products run do not depend on A's values (what CUDA graph capture and a fullgraph compile need):
     the same count for A = 0 and for A that needs every squaring, forward and backward."""
     from nnrnn.parametrizations import expm
+    calls = []
+    real = expm.matmul
+    monkeypatch.setattr(expm, "matmul", lambda *args: calls.append(1) or real(*args))
     counts = []
     for norm2 in (0.0, 1e-9, 1.0, THETA_MAX * 2 ** MAX_SQUARINGS / NORM_SAFETY * 0.99):
-        calls = []
-        real = expm.matmul
-        monkeypatch.setattr(expm, "matmul", lambda *args, real=real, calls=calls: calls.append(1) or real(*args))
+        calls.clear()
         a = generator(16, "dense", norm2, dtype=torch.float32).requires_grad_(True)
         p = expm_skew(a)
         assert orthogonality_error(p) < 1e-5
         p.backward(torch.randn(16, 16))
-        monkeypatch.undo()
         counts.append(len(calls))
     assert len(set(counts)) == 1, counts
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_a_generator_beyond_the_squarings_gives_nan_not_a_wrong_matrix(dtype):
-    """Beyond ‖A‖₂ ≈ THETA_MAX·2^MAX_SQUARINGS the fixed degree is no longer accurate; P is NaN, so training
+def test_the_fixed_plan_gives_nan_beyond_its_squarings_not_a_wrong_matrix(dtype, fixed):
+    """Beyond ‖A‖₂ ≈ THETA_MAX·2^MAX_SQUARINGS the fixed degree is no longer accurate: P is NaN, so training
     stops as diverged instead of going on with a matrix that is not exp(A)."""
     limit = THETA_MAX * 2 ** MAX_SQUARINGS / NORM_SAFETY
     inside = expm_skew(generator(12, "dense", limit * 0.98, dtype=dtype))
@@ -261,6 +281,38 @@ def rule_degree(eps: float) -> tuple[int, int]:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_degree_follows_its_rule(dtype):
     assert fixed_plan(dtype) == rule_degree(torch.finfo(dtype).eps)
+
+
+def rule_plan(theta: float, eps: float) -> tuple[int, int, int]:
+    """The module docstring's rule, in exact rational arithmetic and by brute force: for s = s_min … s_min + 2
+    squarings (s_min the fewest with θ/2^s ≤ THETA_MAX), m ≥ 1 the smallest degree whose tail
+    Σ_{k>m} (θ/2^s)^k/k! is at most half the unit roundoff, evaluated with the q that needs the fewest
+    products, (q − 1) + ⌊m/q⌋ − [q | m]; the plan with the fewest products + squarings, then the fewest
+    squarings."""
+    from fractions import Fraction
+    tolerance = Fraction(eps) / 4
+    s_min = 0
+    while Fraction(theta) / 2 ** s_min > THETA_MAX:
+        s_min += 1
+    plans = []
+    for s in range(s_min, s_min + 3):
+        x = Fraction(theta) / 2 ** s
+        terms = [Fraction(1)]
+        while len(terms) < 80:
+            terms.append(terms[-1] * x / len(terms))
+        m = next(m for m in range(80) if sum(terms[m + 1:]) <= tolerance)
+        m = max(1, m)
+        products, q = (0, 1) if m == 1 else min(((q - 1) + m // q - (m % q == 0), q) for q in range(2, m + 1))
+        plans.append((products + s, s, m, q))
+    _, s, m, q = min(plans)
+    return s, m, q
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_plan_follows_its_rule(dtype):
+    eps = torch.finfo(dtype).eps
+    for theta in [0.0, 1e-9] + [10 ** (k / 8) for k in range(-40, 13)]:
+        assert plan(theta, dtype) == rule_plan(theta, eps), theta
 
 
 def test_paterson_stockmeyer_costs_counted_by_hand():

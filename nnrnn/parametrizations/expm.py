@@ -40,7 +40,7 @@ import math
 
 import torch
 
-from ..kernels import autocast_off, exporting_to_onnx, first_order_only, matmul
+from ..kernels import autocast_off, exporting_to_onnx, first_order_only, fixed_exponential_plan, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
@@ -84,6 +84,21 @@ def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) ->
     return out
 
 
+def plan(theta: float, dtype: torch.dtype) -> tuple[int, int, int]:
+    """(s, m, q): squarings, Taylor degree and Paterson–Stockmeyer block size for ‖A‖₂ ≤ θ."""
+    tolerance = unit_roundoff(dtype) / 2
+    s_min = max(0, math.ceil(math.log2(theta / THETA_MAX))) if theta > THETA_MAX else 0
+    best = None
+    for s in range(s_min, s_min + 3):  # more squarings only cost accuracy once the degree is small
+        # at least I + A, whose derivative (the identity) is exact at A = 0
+        m = max(1, taylor_degree(theta / 2 ** s, tolerance))
+        products, q = paterson_stockmeyer_plan(m)
+        key = (products + s, s)
+        if best is None or key < best[0]:
+            best = (key, (s, m, q))
+    return best[1]
+
+
 def fixed_plan(dtype: torch.dtype) -> tuple[int, int]:
     """(m, q): the Taylor degree that any ‖X‖₂ ≤ THETA_MAX needs in ``dtype``, and its Paterson–Stockmeyer
     block size.  At least I + X, whose derivative (the identity) is exact at X = 0."""
@@ -104,14 +119,12 @@ def spectral_norm_from_square(a2: torch.Tensor) -> torch.Tensor:
     columns = torch.arange(1, POWER_VECTORS + 1, dtype=real, device=a2.device)
     start = torch.sin(rows * columns * 0.7548776662466927 + columns)
     x = (start / torch.linalg.vector_norm(start, dim=0)).to(a2.dtype)
-    largest = None
-    for _ in range(POWER_STEPS):
-        y = torch.mm(a2, x).neg_()
-        norms = torch.linalg.vector_norm(y, dim=0)
-        step = norms.max()
-        largest = step if largest is None else torch.maximum(largest, step)
-        x = y / norms.clamp_min(torch.finfo(norms.dtype).tiny)  # A = 0 gives x = 0 and an estimate of 0
-    return largest.sqrt()
+    # A² rather than −A²: the same magnitudes.  For a symmetric M and unit x, ‖Mx‖² = xᵀM²x ≤ ‖M²x‖, so the
+    # estimate never decreases from one step to the next and the last step's is the largest
+    for _ in range(POWER_STEPS - 1):
+        y = torch.mm(a2, x)
+        x = y / torch.linalg.vector_norm(y, dim=0).clamp_min(torch.finfo(real).tiny)  # A = 0 gives x = 0
+    return torch.linalg.vector_norm(torch.mm(a2, x), dim=0).max().sqrt()
 
 
 def squarings(theta: torch.Tensor) -> torch.Tensor:
@@ -126,18 +139,29 @@ def within_capacity(p: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     return torch.where(theta <= THETA_MAX * 2 ** MAX_SQUARINGS, p, torch.full_like(p, math.nan))
 
 
-def _evaluate(a: torch.Tensor):
+def _evaluate(a: torch.Tensor, fixed: bool | None = None):
     """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it.
-    The same products run whatever A is; the scaling and each squaring's use are tensors on A's device."""
+    ``fixed`` (default: as :func:`nnrnn.kernels.fixed_exponential_plan` chooses for A's device): the same
+    products whatever A is, the scaling and each squaring's use tensors on A's device; else the plan for
+    the ‖A‖₂ read on the host."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
-    m, q = fixed_plan(a.dtype)
     a2 = matmul(a, a)
     theta = NORM_SAFETY * spectral_norm_from_square(a2)
+    steps, squares = [], []
+    if not (fixed_exponential_plan(a) if fixed is None else fixed):
+        s, m, q = plan(float(theta), a.dtype)
+        scale = 2.0 ** -s
+        x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
+        p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
+        for _ in range(s):
+            squares.append(p)
+            p = matmul(p, p)
+        return p, (scale, s, m, q, powers, steps, squares)
+    m, q = fixed_plan(a.dtype)
     s = squarings(theta)
     scale = torch.exp2(-s).to(a.dtype)
     x, x2 = a * scale, a2 * (scale * scale)
-    steps, squares = [], []
     p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
     for k in range(MAX_SQUARINGS):
         squares.append(p)
@@ -173,9 +197,10 @@ def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
     scale, s, m, q, powers, steps, squares = record
     g = grad.contiguous()
-    for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k where k < s, else P_{k+1} = P_k
+    for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k (the fixed plan: where k < s, else P_k)
         p = squares[k]
-        g = torch.where(s > k, matmul(g, p.T) + matmul(p.T, g), g)
+        squared = matmul(g, p.T) + matmul(p.T, g)
+        g = squared if isinstance(s, int) else torch.where(s > k, squared, g)
     x = powers[1]
     d_powers = [None] * (q + 1)
 
@@ -317,7 +342,7 @@ def _unpack(products: torch.Tensor, s: torch.Tensor):
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
 def expm_skew_op(a: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return _evaluate(a)[0]
+        return _evaluate(a, fixed=True)[0]
 
 
 @expm_skew_op.register_fake
@@ -328,7 +353,7 @@ def _(a):
 @torch.library.custom_op("nnrnn::expm_skew_recorded", mutates_args=())
 def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
-        p, record = _evaluate(a)
+        p, record = _evaluate(a, fixed=True)
         products, s = _pack(record)
         return p, products, s
 
