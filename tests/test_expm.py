@@ -199,7 +199,7 @@ def test_every_plan_evaluates_the_truncated_series_and_its_exact_derivative(monk
     torch.testing.assert_close(grad_got, grad_want, rtol=0, atol=1e-13)
 
 
-def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
+def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd(each_plan):
     """What torch.compile and torch.export rely on (torch.library.opcheck): each op's fake kernel gives the
     real outputs' shapes and dtypes, the autograd registration is complete, and the recorded products and
     the scaling's exponent carry no gradient."""
@@ -208,26 +208,42 @@ def test_the_custom_ops_agree_with_their_fake_kernels_and_autograd():
     for op, args in ((expm.expm_skew_op, (a.detach(),)), (expm.expm_skew_recorded_op, (a,))):
         results = torch.library.opcheck(op, args)
         assert set(results.values()) == {"SUCCESS"}, results
-    p, products, s = expm.expm_skew_recorded_op(a)
-    assert p.requires_grad and not products.requires_grad and not s.requires_grad
-    results = torch.library.opcheck(expm.expm_skew_adjoint_op, (torch.randn(6, 6), products, s))
+    p, products, plan_ = expm.expm_skew_recorded_op(a)
+    assert p.requires_grad and not products.requires_grad and not plan_.requires_grad
+    results = torch.library.opcheck(expm.expm_skew_adjoint_op, (torch.randn(6, 6), products, plan_))
     assert set(results.values()) == {"SUCCESS"}, results
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("norm2, s", [(1e-3, 0), (0.5, 0), (3.0, 1), (12.0, 3)])
-def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2, s, fixed):
+def test_the_recorded_op_has_a_fixed_length_and_the_eager_gradient(dtype, norm2, s, each_plan):
     """The stack of products the compiled backward reuses has record_capacity(dtype) slots whatever A is
     (a data-dependent length would break a default torch.compile graph) and the backward that reuses it
-    gives eager's gradient exactly."""
+    gives eager's gradient exactly, with either plan; the fixed plan's record is its scaling exponent."""
     from nnrnn.parametrizations import expm
     a = generator(9, "dense", norm2, dtype=dtype, seed=3).requires_grad_(True)
-    p, products, squared = expm.expm_skew_recorded_op(a)
-    assert products.shape == (expm.record_capacity(dtype), 9, 9) and int(squared) == s
+    p, products, plan_ = expm.expm_skew_recorded_op(a)
+    assert products.shape == (expm.record_capacity(dtype), 9, 9)
+    assert plan_.shape == ((1,) if each_plan == "fixed" else (6,))
+    assert int(plan_[0]) == s or each_plan == "read"
     weight = torch.randn(9, 9, dtype=dtype, generator=torch.Generator().manual_seed(2))
     got, = torch.autograd.grad(p, a, weight)
     want, = torch.autograd.grad(expm._ExpmSkew.apply(a), a, weight)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_record_capacity_is_the_most_any_plan_keeps(dtype):
+    """Over ‖A‖₂ from 1e-4 to 1e3 the read plan's record (X … X^q with X² at least, the Horner steps, the
+    first squaring's input) never exceeds record_capacity, nor does the fixed plan's (every squaring's input)."""
+    from nnrnn.parametrizations import expm
+    kept = []
+    for k in range(-80, 61):
+        s, m, q = plan(10 ** (k / 20), dtype)
+        kept.append(max(q, 2) + expm._horner_steps(m, q) + min(s, 1))
+    m, q = fixed_plan(dtype)
+    kept.append(max(q, 2) + expm._horner_steps(m, q) + MAX_SQUARINGS)
+    assert max(kept) == expm.record_capacity(dtype)
 
 
 def test_every_generator_costs_the_same_products_in_the_fixed_plan(monkeypatch, fixed):

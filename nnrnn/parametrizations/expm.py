@@ -304,8 +304,11 @@ def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
 
 # While compiling, the exponential is a custom op with its own backward (Dynamo would otherwise trace the
 # adjoint's reverse pass as autograd's, keeping every intermediate).  For training, the products the adjoint
-# needs leave the op as one stacked tensor of a length fixed by the dtype, with the scaling's exponent s beside
-# it, so that the backward reuses them instead of evaluating the series again.
+# needs leave the op as one stacked tensor of a length fixed by the dtype, with the plan beside it, so that
+# the backward reuses them instead of evaluating the series again.  Each device runs the plan it runs eagerly
+# (kernels.fixed_exponential_plan): the fixed plan's record is its scaling exponent s, a tensor on A's device
+# that nothing reads on the host; the read plan's is [s, m, q, #powers, #steps, #squarings] on the CPU, and
+# of its squarings only the first one's input is kept (the backward squares again for the others).
 
 def _horner_steps(m: int, q: int) -> int:
     """How many Horner steps (each one product, kept for the adjoint) :func:`taylor_series` takes for (m, q)."""
@@ -317,32 +320,52 @@ def _horner_steps(m: int, q: int) -> int:
 
 @functools.cache
 def record_capacity(dtype: torch.dtype) -> int:
-    """How many matrices a record holds for this dtype: X … X^q (X² at least), the Horner steps and each
-    squaring's input."""
-    m, q = fixed_plan(dtype)
-    return max(q, 2) + _horner_steps(m, q) + MAX_SQUARINGS
+    """The most matrices a record holds for this dtype: X … X^q (X² at least), the Horner steps, and each
+    squaring's input (the fixed plan) or the first one's (a read plan, whose degree is at most the fixed one's)."""
+    m_max, q_max = fixed_plan(dtype)
+    fixed = max(q_max, 2) + _horner_steps(m_max, q_max) + MAX_SQUARINGS
+    read = 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
+                   ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
+    return max(fixed, read)
 
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
-    """The record of :func:`_evaluate` as (products (record_capacity, n, n), s)."""
-    _, s, _, _, powers, steps, squares = record
-    return torch.stack(powers[1:] + steps + squares), s
+    """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan)."""
+    _, s, m, q, powers, steps, squares = record
+    fixed = isinstance(s, torch.Tensor)
+    products = powers[1:] + steps + (squares if fixed else squares[:1])
+    x = powers[1]
+    if len(products) > record_capacity(x.dtype):  # the bound failed: never drop a matrix the adjoint needs
+        raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {record_capacity(x.dtype)}")
+    stacked = torch.cat([torch.stack(products), x.new_zeros(record_capacity(x.dtype) - len(products), *x.shape)])
+    if fixed:
+        return stacked, s.reshape(1)
+    return stacked, torch.tensor([s, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
 
 
-def _unpack(products: torch.Tensor, s: torch.Tensor):
-    m, q = fixed_plan(products.dtype)
+def _unpack(products: torch.Tensor, plan_: torch.Tensor):
     matrices = list(products.unbind(0))
-    n_powers, n_steps = max(q, 2), _horner_steps(m, q)
+    if plan_.numel() == 1:  # the fixed plan (a shape, not a value: nothing is read)
+        m, q = fixed_plan(products.dtype)
+        n_powers, n_steps, n_squares = max(q, 2), _horner_steps(m, q), MAX_SQUARINGS
+        s = plan_[0]
+        scale = torch.exp2(-s).to(products.dtype)
+    else:
+        s, m, q, n_powers, n_steps, n_squares = (int(v) for v in plan_.tolist())
+        scale = 2.0 ** -s
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
-    squares = matrices[n_powers + n_steps:]
-    return torch.exp2(-s).to(products.dtype), s, m, q, powers, steps, squares
+    kept = n_squares if plan_.numel() == 1 else min(n_squares, 1)
+    squares = matrices[n_powers + n_steps:n_powers + n_steps + kept]
+    while len(squares) < n_squares:
+        squares.append(matmul(squares[-1], squares[-1]))
+    return scale, s, m, q, powers, steps, squares
 
 
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
 def expm_skew_op(a: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return _evaluate(a, fixed=True)[0]
+        return _evaluate(a)[0]
 
 
 @expm_skew_op.register_fake
@@ -353,25 +376,25 @@ def _(a):
 @torch.library.custom_op("nnrnn::expm_skew_recorded", mutates_args=())
 def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
-        p, record = _evaluate(a, fixed=True)
-        products, s = _pack(record)
-        return p, products, s
+        p, record = _evaluate(a)
+        return p, *_pack(record)
 
 
 @expm_skew_recorded_op.register_fake
 def _(a):
     n = a.shape[-1]
-    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), a.new_empty(())
+    plan_ = a.new_empty(1) if fixed_exponential_plan(a) else a.new_empty(6, dtype=torch.float64, device="cpu")
+    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), plan_
 
 
 @torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
-def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return _adjoint(grad, _unpack(products, s))
+        return _adjoint(grad, _unpack(products, plan_))
 
 
 @expm_skew_adjoint_op.register_fake
-def _(grad, products, s):
+def _(grad, products, plan_):
     return torch.empty_like(grad)
 
 
@@ -380,9 +403,9 @@ def _setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _backward(ctx, grad, _products_grad, _s_grad):
-    products, s = ctx.saved_tensors
-    return expm_skew_adjoint_op(grad, products, s)
+def _backward(ctx, grad, _products_grad, _plan_grad):
+    products, plan_ = ctx.saved_tensors
+    return expm_skew_adjoint_op(grad, products, plan_)
 
 
 expm_skew_recorded_op.register_autograd(_backward, setup_context=_setup_context)
