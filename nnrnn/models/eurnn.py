@@ -14,7 +14,8 @@ layers.  Angles start U(-π, π) as in Jing et al.'s code.  The complex
 (unitary) variant and the FFT-style layout are not implemented.
 
 V = R_{L-1} ⋯ R_1 R_0 is composed by :class:`GivensProduct` in O(N²) memory
-(see there) rather than by autograd, which would keep all L intermediates.
+(see there) rather than by autograd, which would keep all L intermediates; on a GPU by chunks of layers
+in parallel (:func:`nnrnn.kernels.givens_chunks` chooses; see the comment above :func:`chunk_products`).
 """
 from __future__ import annotations
 

@@ -23,15 +23,30 @@ is about two orders of magnitude above this function's at n = 512-1024 (docs/per
 'What makes an update fast'), and this function does fewer products.
 
 Degree and scaling: A is normal, so ‖A^k‖₂ = ‖A‖₂^k and the truncation error
-of T_m in the 2-norm is at most Σ_{k>m} θ^k / k! with θ = ‖A‖₂; m is the
-smallest degree that makes this at most half the unit roundoff of the dtype.
-θ comes from a few steps of power iteration on −A² (symmetric, positive
-semidefinite, already formed as the first product), times a 1.1 safety margin.
-Scaling: s is the smallest with θ / 2^s ≤ THETA_MAX.  Each squaring doubles
-the error already present and adds one product's rounding (about 1e-6 for a
-dense float32 product at n = 1024), while the series itself loses accuracy in
-proportion to e^θ (its terms grow to ~θ^θ/θ! before they cancel); θ ≤ 2 was
-the measured best compromise.  The same rule serves float64, with more terms.
+of T_m in the 2-norm is at most Σ_{k>m} θ^k / k! with θ = ‖A‖₂.  θ comes from
+a fixed number of power-iteration steps on A² (symmetric, semidefinite,
+already formed as the first product), times a 1.1 safety margin, computed by
+tensor ops on A's device.  Each squaring doubles the error already present and
+adds one product's rounding (about 1e-6 for a dense float32 product at
+n = 1024), while the series itself loses accuracy in proportion to e^θ (its
+terms grow to ~θ^θ/θ! before they cancel); θ / 2^s ≤ THETA_MAX = 2 was the
+measured best compromise.  There are two plans, chosen per device by
+:func:`nnrnn.kernels.fixed_exponential_plan`:
+
+* read (the CPU): θ is read on the host, and the plan made for it: m the
+  smallest degree whose tail is at most half the unit roundoff of the dtype,
+  s the fewest squarings with θ / 2^s ≤ THETA_MAX (or up to two more, where
+  they save products);
+* fixed (GPUs, and anywhere ``NNRNN_EXPM_PLAN=fixed``): nothing is read to
+  the host, so an update never waits for the device and can be captured in a
+  CUDA graph.  m is the degree θ = THETA_MAX needs, MAX_SQUARINGS squarings
+  are computed and each is kept or skipped by ``torch.where`` on s = ⌈log₂(θ /
+  THETA_MAX)⌉, computed on the device; the result is as accurate as the read
+  plan's up to ‖A‖₂ ≈ THETA_MAX·2^MAX_SQUARINGS / 1.1 ≈ 14.5, and NaN beyond
+  (training stops as diverged rather than going on with a matrix that is
+  not exp(A)).  It pays for that worst case whatever A is: at ‖A‖₂ = 1 about
+  1.7× the read plan's time on the CPU at n = 512, at ‖A‖₂ = π about 1.3×
+  (docs/performance.md, 'No host reads in an update').
 """
 from __future__ import annotations
 
@@ -46,7 +61,7 @@ THETA_MAX = 2.0
 NORM_SAFETY = 1.1
 POWER_STEPS = 8
 POWER_VECTORS = 4
-MAX_SQUARINGS = 3
+MAX_SQUARINGS = 3  # the fixed plan: ‖A‖₂ up to THETA_MAX·2³/NORM_SAFETY ≈ 14.5 (4.6π); inits start at ≤ π
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -139,17 +154,17 @@ def within_capacity(p: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     return torch.where(theta <= THETA_MAX * 2 ** MAX_SQUARINGS, p, torch.full_like(p, math.nan))
 
 
-def _evaluate(a: torch.Tensor, fixed: bool | None = None):
+def _evaluate(a: torch.Tensor):
     """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it.
-    ``fixed`` (default: as :func:`nnrnn.kernels.fixed_exponential_plan` chooses for A's device): the same
-    products whatever A is, the scaling and each squaring's use tensors on A's device; else the plan for
-    the ‖A‖₂ read on the host."""
+    The plan :func:`nnrnn.kernels.fixed_exponential_plan` chooses for A's device: fixed (the same products
+    whatever A is, the scaling and each squaring's use tensors on A's device), or made for the ‖A‖₂ read
+    on the host."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
     a2 = matmul(a, a)
     theta = NORM_SAFETY * spectral_norm_from_square(a2)
     steps, squares = [], []
-    if not (fixed_exponential_plan(a) if fixed is None else fixed):
+    if not fixed_exponential_plan(a):
         s, m, q = plan(float(theta), a.dtype)
         scale = 2.0 ** -s
         x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
