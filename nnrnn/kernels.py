@@ -26,6 +26,7 @@ import functools
 import hashlib
 import importlib.util
 import logging
+import math
 import os
 import platform
 import shutil
@@ -75,6 +76,35 @@ def eager_or_traced(function: type[torch.autograd.Function], op):
     and backward registered as a ``torch.library`` custom op, while torch.compile or torch.export traces (a
     traced Python loop would be unrolled into the graph, or cannot be traced at all)."""
     return op if torch.compiler.is_compiling() else function.apply
+
+
+def fixed_exponential_plan(like: torch.Tensor) -> bool:
+    """Whether the matrix exponential (nnrnn.parametrizations.expm) runs its fixed plan, whose scaling is chosen on
+    the device and which reads nothing to the host (True), or the plan made for the ‖A‖₂ read on the host
+    (False).  On a GPU a read waits for the device and cannot be captured in a CUDA graph; on the CPU it
+    costs nothing, and the plan made for A needs fewer products than the fixed one, which pays for the
+    largest ‖A‖₂ it allows (docs/performance.md, 'No host reads in an update').  ``NNRNN_EXPM_PLAN=fixed``
+    or ``=read`` forces either anywhere."""
+    forced = os.environ.get("NNRNN_EXPM_PLAN")
+    if forced in ("fixed", "read"):
+        return forced == "fixed"
+    return like.device.type != "cpu"
+
+
+GIVENS_LAYERS_PER_CHUNK = 8
+
+
+def givens_chunks(like: torch.Tensor, layers: int) -> int:
+    """How many chunks EURNN's Givens product composes in parallel (nnrnn.models.eurnn): 1, the layers one after
+    another (the reference), on the CPU, where the chunks' extra matrix products cost more than the
+    loop; on other devices, where each layer is a round of kernel launches, chunks of
+    GIVENS_LAYERS_PER_CHUNK layers.  ``NNRNN_GIVENS_CHUNKS=K`` forces K chunks (1: the reference) anywhere."""
+    forced = os.environ.get("NNRNN_GIVENS_CHUNKS")
+    if forced:
+        return max(1, min(int(forced), layers))
+    if like.device.type == "cpu":
+        return 1
+    return max(1, math.ceil(layers / GIVENS_LAYERS_PER_CHUNK))
 
 
 def autocast_off(device_type: str):

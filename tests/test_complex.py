@@ -77,10 +77,12 @@ def test_p_is_unitary_and_the_spectrum_is_exactly_the_angles_and_moduli(dtype, n
         assert np.abs(got - want).max() < (1e-9 if dtype == F64 else 1e-4)
 
 
+@pytest.mark.parametrize("plan", ["fixed", "read"])  # nnrnn.kernels.fixed_exponential_plan: a GPU's, the CPU's
 @pytest.mark.parametrize("init", ["random", "identity"])
-def test_p_through_the_real_embedding_is_torchs_complex_matrix_exp(init):
+def test_p_through_the_real_embedding_is_torchs_complex_matrix_exp(init, plan, monkeypatch):
     """The fast path (expm_skew_hermitian) against the reference, torch.linalg.matrix_exp of the complex A, in
-    float64, after the generator has moved."""
+    float64, after the generator has moved, with either plan of the exponential."""
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", plan)
     model = make(12, init=init)
     with torch.no_grad():
         model.parametrizations.weight_hh_l0.original.add_(0.3 * torch.randn(12, 12, dtype=F64))

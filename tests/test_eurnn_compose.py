@@ -12,6 +12,8 @@ import pytest
 import torch
 
 import nnrnn
+from nnrnn.kernels import givens_chunks
+from nnrnn.models import eurnn
 from nnrnn.models.eurnn import GivensProduct
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
@@ -79,3 +81,37 @@ def test_model_uses_givens_product_and_keeps_no_layer_intermediates():
     v.sum().backward()
     assert model.even_angles_l0.grad.shape == model.even_angles_l0.shape
     assert model.odd_angles_l0.grad.shape == model.odd_angles_l0.shape
+
+
+# --------------------------------------------------------------------------- chunks in parallel (for GPUs)
+@pytest.mark.parametrize("n,capacity,chunks", [(1, 1, 2), (2, 3, 2), (5, 3, 2), (7, 7, 3), (8, 9, 4), (9, 5, 5),
+                                               (16, 40, 5), (33, 16, 16), (64, 32, 4)])
+def test_chunks_in_parallel_match_the_layers_in_order_float64(n, capacity, chunks):
+    """V and both angle gradients of the chunked composition against the reference (one layer after
+    another), in float64 to rounding, for chunk counts that divide the layers and ones that leave padding."""
+    torch.manual_seed(n * 10 + capacity)
+    even, odd = (a.detach() for a in angles(n, capacity, torch.float64))
+    v = eurnn.sequential_forward(even, odd, n)
+    torch.testing.assert_close(eurnn.product_tree(eurnn.chunk_products(even, odd, n, chunks)), v, atol=1e-14, rtol=0)
+    grad = torch.randn(n, n, dtype=torch.float64, device=DEVICE)
+    for got, want in zip(eurnn.chunked_backward(even, odd, grad, chunks),
+                         eurnn.sequential_backward(even, odd, v, grad)):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, atol=1e-13, rtol=0)
+
+
+def test_the_product_uses_the_chunks_the_chooser_gives(monkeypatch):
+    """GivensProduct (and so the model and the compiled op) composes by chunks when NNRNN_GIVENS_CHUNKS asks,
+    gradcheck-exact in float64; on the CPU the chooser keeps the reference, elsewhere it cuts the layers into
+    chunks of GIVENS_LAYERS_PER_CHUNK."""
+    from nnrnn import kernels
+    assert givens_chunks(torch.zeros(1), 64) == 1
+    meta = torch.empty(0, device="meta")  # stands for a GPU tensor: any device but the CPU
+    assert givens_chunks(meta, 64) == 64 // kernels.GIVENS_LAYERS_PER_CHUNK and givens_chunks(meta, 3) == 1
+    calls = []
+    real = eurnn.chunked_backward
+    monkeypatch.setattr(eurnn, "chunked_backward", lambda *args: calls.append(args[-1]) or real(*args))
+    monkeypatch.setenv("NNRNN_GIVENS_CHUNKS", "3")
+    even, odd = angles(6, 9, torch.float64)
+    assert torch.autograd.gradcheck(lambda e, o: GivensProduct.apply(e, o, 6), (even, odd))
+    assert calls and set(calls) == {3}

@@ -14,7 +14,8 @@ layers.  Angles start U(-π, π) as in Jing et al.'s code.  The complex
 (unitary) variant and the FFT-style layout are not implemented.
 
 V = R_{L-1} ⋯ R_1 R_0 is composed by :class:`GivensProduct` in O(N²) memory
-(see there) rather than by autograd, which would keep all L intermediates.
+(see there) rather than by autograd, which would keep all L intermediates; on a GPU by chunks of layers
+in parallel (:func:`nnrnn.kernels.givens_chunks` chooses; see the comment above :func:`chunk_products`).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import math
 import torch
 from torch import nn
 
-from ..kernels import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only
+from ..kernels import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only, givens_chunks
 from .base import RecurrentModel
 
 
@@ -63,12 +64,7 @@ class GivensProduct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
-        v = torch.eye(n, dtype=even_angles.dtype, device=even_angles.device)
-        cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
-        for layer in range(len(even_angles) + len(odd_angles)):
-            odd, i = layer % 2, layer // 2
-            cos, sin = cos_sin[odd]
-            _rotate_(_pair_rows(v, odd), cos[i], sin[i])
+        v = _givens_forward(even_angles, odd_angles, n)
         ctx.save_for_backward(even_angles, odd_angles, v)
         return v
 
@@ -78,8 +74,35 @@ class GivensProduct(torch.autograd.Function):
         return *_givens_backward(*ctx.saved_tensors, grad_v), None
 
 
+def _givens_forward(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
+    """V, by the layers in order (the reference) or by chunks in parallel, as :func:`givens_chunks` chooses."""
+    chunks = givens_chunks(even_angles, len(even_angles) + len(odd_angles))
+    if chunks > 1:
+        return product_tree(chunk_products(even_angles, odd_angles, n, chunks))
+    return sequential_forward(even_angles, odd_angles, n)
+
+
 def _givens_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: torch.Tensor, grad_v: torch.Tensor):
-    """(∂L/∂even_angles, ∂L/∂odd_angles) from V and ∂L/∂V; see :class:`GivensProduct`."""
+    """(∂L/∂even_angles, ∂L/∂odd_angles) from V and ∂L/∂V, as :func:`givens_chunks` chooses."""
+    chunks = givens_chunks(even_angles, len(even_angles) + len(odd_angles))
+    if chunks > 1:
+        return chunked_backward(even_angles, odd_angles, grad_v, chunks)
+    return sequential_backward(even_angles, odd_angles, v, grad_v)
+
+
+def sequential_forward(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
+    """V = R_{L-1} ⋯ R_0, one layer after another, in place on an identity (the reference)."""
+    v = torch.eye(n, dtype=even_angles.dtype, device=even_angles.device)
+    cos_sin = _cos_sin(even_angles), _cos_sin(odd_angles)
+    for layer in range(len(even_angles) + len(odd_angles)):
+        odd, i = layer % 2, layer // 2
+        cos, sin = cos_sin[odd]
+        _rotate_(_pair_rows(v, odd), cos[i], sin[i])
+    return v
+
+
+def sequential_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: torch.Tensor, grad_v: torch.Tensor):
+    """The reference backward of :class:`GivensProduct`, one layer after another."""
     n = v.shape[0]
     # [O | G] side by side, so one rotation per layer carries both back.
     og = torch.cat([v, grad_v], dim=1)
@@ -94,6 +117,100 @@ def _givens_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: tor
         if layer:  # layer 0's input (the identity) and gradient are not needed
             _rotate_(rows, cos[i], -sin[i])  # Rᵀ = R(-φ)
     return grads
+
+
+# On a GPU, the L layers one after another are L dependent rounds of small kernels (54 ms for V at N = 512,
+# L = 256 on an H200, docs/performance.md).  Chunked: the layers are cut into K chunks of c consecutive layers
+# (c even, so that every chunk starts with an even layer; the last chunk padded with zero angles, identity
+# rotations), all K chunks are rotated in lockstep, c rounds of one batched rotation each, and V is their
+# product by a tree of batched matrix products (⌈log₂ K⌉ rounds).  The backward pulls ∂L/∂V back to each
+# chunk's output, ∂L/∂C_j = (C_{K-1} ⋯ C_{j+1})ᵀ G (C_{j-1} ⋯ C_0)ᵀ, with prefix and suffix products by doubling
+# (⌈log₂ K⌉ rounds), then walks every chunk's layers back in lockstep as the reference walks all of them.
+# Cost: about 4K dense products of N × N besides the reference's O(L N²), so it pays only where launches,
+# not arithmetic, bound the time.
+
+def _chunk_angles(angles: torch.Tensor, chunks: int, per_chunk: int) -> torch.Tensor:
+    """(chunks, per_chunk, pairs): one parity's angles, zero-padded, chunk j holding its layers in order."""
+    padded = angles.new_zeros(chunks * per_chunk, angles.shape[1])
+    padded[:len(angles)] = angles
+    return padded.view(chunks, per_chunk, angles.shape[1])
+
+
+def _chunk_layers(even_angles: torch.Tensor, odd_angles: torch.Tensor, chunks: int):
+    """(layers per chunk c, (cos, sin) of the even and of the odd layers, each (chunks, c/2, pairs, 1))."""
+    layers = len(even_angles) + len(odd_angles)
+    per_chunk = 2 * math.ceil(layers / (2 * chunks))
+    return per_chunk, tuple(_cos_sin(_chunk_angles(a, chunks, per_chunk // 2)) for a in (even_angles, odd_angles))
+
+
+def _batched_pair_rows(m: torch.Tensor, odd: bool) -> torch.Tensor:
+    """View (chunks, k, 2, cols) of the rows that layer parity ``odd`` rotates in each of a batch of matrices."""
+    start = 1 if odd else 0
+    k = (m.shape[1] - start) // 2
+    return m[:, start:start + 2 * k].view(m.shape[0], k, 2, m.shape[2])
+
+
+def _batched_rotate_(rows: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> None:
+    a, b = rows[:, :, 0], rows[:, :, 1]
+    sin_a = sin * a
+    a.mul_(cos).addcmul_(sin, b, value=-1)
+    b.mul_(cos).add_(sin_a)
+
+
+def chunk_products(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int, chunks: int) -> torch.Tensor:
+    """(chunks, n, n): C_j, the product of chunk j's layers, all chunks rotated in lockstep."""
+    per_chunk, cos_sin = _chunk_layers(even_angles, odd_angles, chunks)
+    c = torch.eye(n, dtype=even_angles.dtype, device=even_angles.device).expand(chunks, n, n).contiguous()
+    for step in range(per_chunk):
+        odd = step % 2
+        cos, sin = cos_sin[odd]
+        _batched_rotate_(_batched_pair_rows(c, odd), cos[:, step // 2], sin[:, step // 2])
+    return c
+
+
+def product_tree(c: torch.Tensor) -> torch.Tensor:
+    """C_{K-1} ⋯ C_0 by rounds of batched products of neighbours."""
+    while len(c) > 1:
+        pairs = len(c) // 2
+        products = torch.bmm(c[1:2 * pairs:2], c[0:2 * pairs:2])
+        c = torch.cat([products, c[2 * pairs:]]) if len(c) % 2 else products
+    return c[0]
+
+
+def _inclusive_products(c: torch.Tensor, reverse: bool) -> torch.Tensor:
+    """P_j = C_j ⋯ C_0 (or, reverse, C_{K-1} ⋯ C_j) for every j, by doubling (Hillis–Steele)."""
+    p, shift = c, 1
+    while shift < len(c):
+        if reverse:
+            p = torch.cat([torch.bmm(p[shift:], p[:-shift]), p[-shift:]])
+        else:
+            p = torch.cat([p[:shift], torch.bmm(p[shift:], p[:-shift])])
+        shift *= 2
+    return p
+
+
+def chunked_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, grad_v: torch.Tensor, chunks: int):
+    """What :func:`sequential_backward` computes, by chunks in parallel (see the comment above)."""
+    n = grad_v.shape[0]
+    c = chunk_products(even_angles, odd_angles, n, chunks)
+    eye = torch.eye(n, dtype=c.dtype, device=c.device)[None]
+    before = torch.cat([eye, _inclusive_products(c, reverse=False)[:-1]])  # C_{j-1} ⋯ C_0
+    after = torch.cat([_inclusive_products(c, reverse=True)[1:], eye])  # C_{K-1} ⋯ C_{j+1}
+    grad_c = torch.bmm(torch.bmm(after.transpose(1, 2), grad_v.expand_as(c)), before.transpose(1, 2))
+    og = torch.cat([c, grad_c], dim=2)
+    per_chunk, cos_sin = _chunk_layers(even_angles, odd_angles, chunks)
+    grads = [even_angles.new_empty(chunks, per_chunk // 2, even_angles.shape[1]),
+             odd_angles.new_empty(chunks, per_chunk // 2, odd_angles.shape[1])]
+    for step in reversed(range(per_chunk)):
+        odd, i = step % 2, step // 2
+        cos, sin = cos_sin[odd]
+        rows = _batched_pair_rows(og, odd)
+        o, g = rows[..., :n], rows[..., n:]
+        grads[odd][:, i] = torch.linalg.vecdot(g[:, :, 1], o[:, :, 0]) - torch.linalg.vecdot(g[:, :, 0], o[:, :, 1])
+        if step:
+            _batched_rotate_(rows, cos[:, i], -sin[:, i])
+    return (grads[0].flatten(0, 1)[:len(even_angles)].contiguous(),
+            grads[1].flatten(0, 1)[:len(odd_angles)].contiguous())
 
 
 # While compiling, the product is one custom op with the same forward and backward: traced, its loop

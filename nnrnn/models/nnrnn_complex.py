@@ -103,7 +103,8 @@ class _FusedComplexRecurrence(torch.autograd.Function):
                 u = ht / s.masked_fill(dead, 1.0)
                 ug = (u * g).sum(0)
                 ratio = bias / (s - bias).masked_fill_(dead, 1.0)
-                torch.mul(g, (ratio + 1).masked_fill_(dead, 0.0), out=dz).sub_(u * (ratio * ug))
+                # not mul(out=dz): dz is a strided slice, which torch.compile cannot write through out=
+                dz.copy_(torch.mul(g, (ratio + 1).masked_fill_(dead, 0.0)).sub_(u * (ratio * ug)))
                 grad_bias += ug.sum(0)  # u is 0 where h is 0, and so is ug
             else:
                 dz.copy_(g)

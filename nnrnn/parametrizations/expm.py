@@ -23,15 +23,30 @@ is about two orders of magnitude above this function's at n = 512-1024 (docs/per
 'What makes an update fast'), and this function does fewer products.
 
 Degree and scaling: A is normal, so ‖A^k‖₂ = ‖A‖₂^k and the truncation error
-of T_m in the 2-norm is at most Σ_{k>m} θ^k / k! with θ = ‖A‖₂; m is the
-smallest degree that makes this at most half the unit roundoff of the dtype.
-θ comes from a few steps of power iteration on −A² (symmetric, positive
-semidefinite, already formed as the first product), times a 1.1 safety margin.
-Scaling: s is the smallest with θ / 2^s ≤ THETA_MAX.  Each squaring doubles
-the error already present and adds one product's rounding (about 1e-6 for a
-dense float32 product at n = 1024), while the series itself loses accuracy in
-proportion to e^θ (its terms grow to ~θ^θ/θ! before they cancel); θ ≤ 2 was
-the measured best compromise.  The same rule serves float64, with more terms.
+of T_m in the 2-norm is at most Σ_{k>m} θ^k / k! with θ = ‖A‖₂.  θ comes from
+a fixed number of power-iteration steps on A² (symmetric, semidefinite,
+already formed as the first product), times a 1.1 safety margin, computed by
+tensor ops on A's device.  Each squaring doubles the error already present and
+adds one product's rounding (about 1e-6 for a dense float32 product at
+n = 1024), while the series itself loses accuracy in proportion to e^θ (its
+terms grow to ~θ^θ/θ! before they cancel); θ / 2^s ≤ THETA_MAX = 2 was the
+measured best compromise.  There are two plans, chosen per device by
+:func:`nnrnn.kernels.fixed_exponential_plan`:
+
+* read (the CPU): θ is read on the host, and the plan made for it: m the
+  smallest degree whose tail is at most half the unit roundoff of the dtype,
+  s the fewest squarings with θ / 2^s ≤ THETA_MAX (or up to two more, where
+  they save products);
+* fixed (GPUs, and anywhere ``NNRNN_EXPM_PLAN=fixed``): nothing is read to
+  the host, so an update never waits for the device and can be captured in a
+  CUDA graph.  m is the degree θ = THETA_MAX needs, MAX_SQUARINGS squarings
+  are computed and each is kept or skipped by ``torch.where`` on s = ⌈log₂(θ /
+  THETA_MAX)⌉, computed on the device; the result is as accurate as the read
+  plan's up to ‖A‖₂ ≈ THETA_MAX·2^MAX_SQUARINGS / 1.1 ≈ 14.5, and NaN beyond
+  (training stops as diverged rather than going on with a matrix that is
+  not exp(A)).  It pays for that worst case whatever A is: at ‖A‖₂ = 1 about
+  1.7× the read plan's time on the CPU at n = 512, at ‖A‖₂ = π about 1.3×
+  (docs/performance.md, 'No host reads in an update').
 """
 from __future__ import annotations
 
@@ -40,12 +55,13 @@ import math
 
 import torch
 
-from ..kernels import autocast_off, exporting_to_onnx, first_order_only, matmul
+from ..kernels import autocast_off, exporting_to_onnx, first_order_only, fixed_exponential_plan, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
 POWER_STEPS = 8
 POWER_VECTORS = 4
+MAX_SQUARINGS = 3  # the fixed plan: ‖A‖₂ up to THETA_MAX·2³/NORM_SAFETY ≈ 14.5 (4.6π); inits start at ≤ π
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -72,7 +88,15 @@ def paterson_stockmeyer_plan(m: int) -> tuple[int, int]:
     single coefficient (c·X^q needs no product)."""
     if m <= 1:
         return 0, 1
-    return min(((q - 1) + (m // q) - (m % q == 0), q) for q in range(2, m + 1))
+    return min([((q - 1) + (m // q) - (m % q == 0), q) for q in range(2, m + 1)])
+
+
+def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) -> torch.Tensor:
+    """Σ_i c_i X^i over one Paterson–Stockmeyer block (powers[i] = X^i, powers[0] unused)."""
+    out = eye * coefficients[0]
+    for power, c in zip(powers[1:], coefficients[1:]):
+        out = out + power * c
+    return out
 
 
 def plan(theta: float, dtype: torch.dtype) -> tuple[int, int, int]:
@@ -90,49 +114,74 @@ def plan(theta: float, dtype: torch.dtype) -> tuple[int, int, int]:
     return best[1]
 
 
-def spectral_norm_from_square(a2: torch.Tensor) -> float:
-    """‖A‖₂ of a skew-symmetric A, from A² (= −AᵀA): block power iteration on −A², fixed start, so the
-    result is deterministic; a lower estimate that converges from below."""
+def fixed_plan(dtype: torch.dtype) -> tuple[int, int]:
+    """(m, q): the Taylor degree that any ‖X‖₂ ≤ THETA_MAX needs in ``dtype``, and its Paterson–Stockmeyer
+    block size.  At least I + X, whose derivative (the identity) is exact at X = 0."""
+    m = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
+    return m, paterson_stockmeyer_plan(m)[1]
+
+
+def spectral_norm_from_square(a2: torch.Tensor) -> torch.Tensor:
+    """‖A‖₂ of a skew-symmetric (or skew-Hermitian) A, from A² (= −AᴴA), as a 0-dim real tensor on A's
+    device: block power iteration on −A², fixed start and a fixed number of steps, so the result is
+    deterministic and nothing is read to the host; a lower estimate that converges from below."""
     n = a2.shape[-1]
-    start = torch.randn(n, POWER_VECTORS, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    x = (start / torch.linalg.vector_norm(start, dim=0)).to(device=a2.device, dtype=a2.dtype)
-    largest = 0.0
-    for _ in range(POWER_STEPS):
-        y = torch.mm(a2, x).neg_()
-        norms = torch.linalg.vector_norm(y, dim=0)
-        largest = max(largest, float(norms.max()))
-        if largest == 0.0:
-            return 0.0
-        x = y / norms.clamp_min(torch.finfo(a2.dtype).tiny)
-    return math.sqrt(largest)
+    real = a2.real.dtype if a2.is_complex() else a2.dtype
+    # quasi-random start vectors made by tensor ops (a torch.Generator cannot be made inside torch.compile):
+    # no entry is zero, so none is orthogonal to a coordinate direction, as a block-diagonal A's singular
+    # vectors are
+    rows = torch.arange(1, n + 1, dtype=real, device=a2.device)[:, None]
+    columns = torch.arange(1, POWER_VECTORS + 1, dtype=real, device=a2.device)
+    start = torch.sin(rows * columns * 0.7548776662466927 + columns)
+    x = (start / torch.linalg.vector_norm(start, dim=0)).to(a2.dtype)
+    # A² rather than −A²: the same magnitudes.  For a symmetric M and unit x, ‖Mx‖² = xᵀM²x ≤ ‖M²x‖, so the
+    # estimate never decreases from one step to the next and the last step's is the largest
+    for _ in range(POWER_STEPS - 1):
+        y = torch.mm(a2, x)
+        x = y / torch.linalg.vector_norm(y, dim=0).clamp_min(torch.finfo(real).tiny)  # A = 0 gives x = 0
+    return torch.linalg.vector_norm(torch.mm(a2, x), dim=0).max().sqrt()
 
 
-def _horner_block(powers: list, coefficients: list[float], eye: torch.Tensor) -> torch.Tensor:
-    """Σ_i c_i X^i over one Paterson–Stockmeyer block (powers[i] = X^i, powers[0] unused)."""
-    out = eye * coefficients[0]
-    for power, c in zip(powers[1:], coefficients[1:]):
-        out = out + power * c
-    return out
+def squarings(theta: torch.Tensor) -> torch.Tensor:
+    """s (a 0-dim tensor, float): the fewest squarings with θ / 2^s ≤ THETA_MAX, at most MAX_SQUARINGS."""
+    needed = torch.ceil(torch.log2(theta.clamp_min(torch.finfo(theta.dtype).tiny) / THETA_MAX))
+    return needed.clamp(0, MAX_SQUARINGS)
+
+
+def within_capacity(p: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """P, or NaN everywhere where ‖A‖₂ is beyond what MAX_SQUARINGS squarings make accurate: a wrong
+    exponential would train on silently, NaN stops training as diverged."""
+    return torch.where(theta <= THETA_MAX * 2 ** MAX_SQUARINGS, p, torch.full_like(p, math.nan))
 
 
 def _evaluate(a: torch.Tensor):
-    """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it."""
+    """exp(A) and what its adjoint needs: (P, record).  No autograd: :func:`_adjoint` differentiates it.
+    The plan :func:`nnrnn.kernels.fixed_exponential_plan` chooses for A's device: fixed (the same products
+    whatever A is, the scaling and each squaring's use tensors on A's device), or made for the ‖A‖₂ read
+    on the host."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
-    one_norm = float(a.abs().sum(0).max())  # ‖A‖₂ ≤ ‖A‖₁ for skew-symmetric A: a cheap first bound
-    if plan(one_norm, a.dtype)[1] <= 1:  # exp(A) = I + A to rounding (A = 0 after a rebase): no products
-        return eye + a, (1.0, 1, 1, [None, a], [], [])
     a2 = matmul(a, a)
     theta = NORM_SAFETY * spectral_norm_from_square(a2)
-    s, m, q = plan(theta, a.dtype)
-    scale = 2.0 ** -s
-    x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
     steps, squares = [], []
+    if not fixed_exponential_plan(a):
+        s, m, q = plan(float(theta), a.dtype)
+        scale = 2.0 ** -s
+        x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
+        p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
+        for _ in range(s):
+            squares.append(p)
+            p = matmul(p, p)
+        return p, (scale, s, m, q, powers, steps, squares)
+    m, q = fixed_plan(a.dtype)
+    s = squarings(theta)
+    scale = torch.exp2(-s).to(a.dtype)
+    x, x2 = a * scale, a2 * (scale * scale)
     p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
-    for _ in range(s):
+    for k in range(MAX_SQUARINGS):
         squares.append(p)
-        p = matmul(p, p)
-    return p, (scale, m, q, powers, steps, squares)
+        p = torch.where(s > k, matmul(p, p), p)
+    return within_capacity(p, theta), (scale, s, m, q, powers, steps, squares)
 
 
 def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.Tensor, product=torch.matmul,
@@ -161,10 +210,12 @@ def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.
 def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
-    scale, m, q, powers, steps, squares = record
+    scale, s, m, q, powers, steps, squares = record
     g = grad.contiguous()
-    for p in reversed(squares):  # P_{i+1} = P_i P_i
-        g = matmul(g, p.T) + matmul(p.T, g)
+    for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k (the fixed plan: where k < s, else P_k)
+        p = squares[k]
+        squared = matmul(g, p.T) + matmul(p.T, g)
+        g = squared if isinstance(s, int) else torch.where(s > k, squared, g)
     x = powers[1]
     d_powers = [None] * (q + 1)
 
@@ -223,7 +274,7 @@ def expm_skew(a: torch.Tensor) -> torch.Tensor:
         return a.clone()
     if exporting_to_onnx():
         return expm_skew_traceable(a)
-    if torch.compiler.is_compiling():  # degree and scaling depend on A's values: opaque custom ops
+    if torch.compiler.is_compiling():  # custom ops whose backward reuses the forward's products
         if torch.is_grad_enabled() and a.requires_grad:
             return expm_skew_recorded_op(a)[0]
         return expm_skew_op(a)
@@ -266,16 +317,16 @@ def expm_skew_traceable(a: torch.Tensor) -> torch.Tensor:
     return p
 
 
-# torch.compile and torch.export cannot trace a choice made from the matrix's values, so while compiling the
-# exponential is a custom op.  For training, the products the adjoint needs leave the op as one stacked
-# tensor, with the plan in a small tensor beside it, so that the backward reuses them instead of evaluating
-# the series again.  The stack has a length fixed by the dtype (record_capacity), not by the plan: an output
-# whose size depends on the data makes Dynamo break the graph there unless the caller compiles with
-# fullgraph=True.  Only the first squaring's input is kept; the backward squares again for the others
-# (none at ‖A‖₂ ≤ 2·THETA_MAX, one squaring).
+# While compiling, the exponential is a custom op with its own backward (Dynamo would otherwise trace the
+# adjoint's reverse pass as autograd's, keeping every intermediate).  For training, the products the adjoint
+# needs leave the op as one stacked tensor of a length fixed by the dtype, with the plan beside it, so that
+# the backward reuses them instead of evaluating the series again.  Each device runs the plan it runs eagerly
+# (kernels.fixed_exponential_plan): the fixed plan's record is its scaling exponent s, a tensor on A's device
+# that nothing reads on the host; the read plan's is [s, m, q, #powers, #steps, #squarings] on the CPU, and
+# of its squarings only the first one's input is kept (the backward squares again for the others).
 
 def _horner_steps(m: int, q: int) -> int:
-    """How many Horner steps (each one product, kept for the adjoint) :func:`_evaluate` takes for (m, q)."""
+    """How many Horner steps (each one product, kept for the adjoint) :func:`taylor_series` takes for (m, q)."""
     if m == 1:
         return 0
     blocks = math.ceil((m + 1) / q)
@@ -284,40 +335,46 @@ def _horner_steps(m: int, q: int) -> int:
 
 @functools.cache
 def record_capacity(dtype: torch.dtype) -> int:
-    """The most matrices a record holds for this dtype: X … X^q (X² at least, formed for the norm), the
-    Horner steps, the first squaring's input.  Any plan has θ/2^s ≤ THETA_MAX, so its degree is at most
-    that of THETA_MAX."""
-    m_max = max(1, taylor_degree(THETA_MAX, unit_roundoff(dtype) / 2))
-    return 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
+    """The most matrices a record holds for this dtype: X … X^q (X² at least), the Horner steps, and each
+    squaring's input (the fixed plan) or the first one's (a read plan, whose degree is at most the fixed one's)."""
+    m_max, q_max = fixed_plan(dtype)
+    fixed = max(q_max, 2) + _horner_steps(m_max, q_max) + MAX_SQUARINGS
+    read = 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
                    ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
+    return max(fixed, read)
 
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
-    """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan [scale, m, q, #powers,
-    #steps, #squarings]); the slots past the record's own matrices are zero (an op's output is deterministic)."""
-    scale, m, q, powers, steps, squares = record
-    products = powers[1:] + steps + squares[:1]
+    """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan)."""
+    _, s, m, q, powers, steps, squares = record
+    fixed = isinstance(s, torch.Tensor)
+    products = powers[1:] + steps + (squares if fixed else squares[:1])
     x = powers[1]
-    stacked = x.new_empty(record_capacity(x.dtype), *x.shape)
-    if len(products) > len(stacked):  # record_capacity's bound failed: never drop a matrix the adjoint needs
-        raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {len(stacked)} (plan m={m}, q={q})")
-    for slot, matrix in zip(stacked, products):
-        slot.copy_(matrix)
-    stacked[len(products):].zero_()
-    plan_ = torch.tensor([scale, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
-    return stacked, plan_
+    if len(products) > record_capacity(x.dtype):  # the bound failed: never drop a matrix the adjoint needs
+        raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {record_capacity(x.dtype)}")
+    stacked = torch.cat([torch.stack(products), x.new_zeros(record_capacity(x.dtype) - len(products), *x.shape)])
+    if fixed:
+        return stacked, s.reshape(1)
+    return stacked, torch.tensor([s, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
 
 
 def _unpack(products: torch.Tensor, plan_: torch.Tensor):
-    scale, m, q, n_powers, n_steps, n_squares = plan_.tolist()
-    m, q, n_powers, n_steps, n_squares = int(m), int(q), int(n_powers), int(n_steps), int(n_squares)
     matrices = list(products.unbind(0))
+    if plan_.numel() == 1:  # the fixed plan (a shape, not a value: nothing is read)
+        m, q = fixed_plan(products.dtype)
+        n_powers, n_steps, n_squares = max(q, 2), _horner_steps(m, q), MAX_SQUARINGS
+        s = plan_[0]
+        scale = torch.exp2(-s).to(products.dtype)
+    else:
+        s, m, q, n_powers, n_steps, n_squares = (int(v) for v in plan_.tolist())
+        scale = 2.0 ** -s
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
-    squares = matrices[n_powers + n_steps:n_powers + n_steps + min(n_squares, 1)]
+    kept = n_squares if plan_.numel() == 1 else min(n_squares, 1)
+    squares = matrices[n_powers + n_steps:n_powers + n_steps + kept]
     while len(squares) < n_squares:
         squares.append(matmul(squares[-1], squares[-1]))
-    return scale, m, q, powers, steps, squares
+    return scale, s, m, q, powers, steps, squares
 
 
 @torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
@@ -335,15 +392,14 @@ def _(a):
 def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         p, record = _evaluate(a)
-        products, plan_ = _pack(record)
-        return p, products, plan_
+        return p, *_pack(record)
 
 
 @expm_skew_recorded_op.register_fake
 def _(a):
     n = a.shape[-1]
-    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), a.new_empty(6, dtype=torch.float64,
-                                                                                        device="cpu")
+    plan_ = a.new_empty(1) if fixed_exponential_plan(a) else a.new_empty(6, dtype=torch.float64, device="cpu")
+    return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), plan_
 
 
 @torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())

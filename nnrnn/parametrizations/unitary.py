@@ -33,7 +33,9 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from .expm import NORM_SAFETY, plan, spectral_norm_from_square, taylor_series
+from ..kernels import fixed_exponential_plan
+from .expm import (MAX_SQUARINGS, NORM_SAFETY, fixed_plan, plan, spectral_norm_from_square, squarings,
+                   taylor_series, within_capacity)
 from .registration import Parametrization, register
 
 INITS = ("random", "identity")
@@ -54,9 +56,10 @@ def storage_of(a: torch.Tensor) -> torch.Tensor:
 
 def expm_skew_hermitian(a: torch.Tensor) -> torch.Tensor:
     """exp(A) for a skew-Hermitian A (complex N × N): the Taylor series T_m(A / 2^s)^(2^s) evaluated by
-    Paterson–Stockmeyer, m and s chosen by :func:`nnrnn.parametrizations.expm.plan` from ‖A‖₂ (power iteration
-    on AᴴA = −A², times a safety margin), as :func:`~nnrnn.parametrizations.expm.expm_skew` does for real
-    skew-symmetric matrices; differentiated by autograd through the same products."""
+    Paterson–Stockmeyer with the plans :func:`~nnrnn.parametrizations.expm.expm_skew` has for real
+    skew-symmetric matrices, from ‖A‖₂ (power iteration on AᴴA = −A², times a safety margin): fixed, the
+    scaling chosen on the device (where :func:`nnrnn.kernels.fixed_exponential_plan` says, and while
+    compiling), or read on the host; differentiated by autograd through the same products."""
     n = a.shape[-1]
     eye = torch.eye(n, dtype=a.dtype, device=a.device)
     real = torch.float64 if a.dtype == torch.complex128 else torch.float32
@@ -64,13 +67,20 @@ def expm_skew_hermitian(a: torch.Tensor) -> torch.Tensor:
         return eye + a
     a2 = a @ a
     theta = NORM_SAFETY * spectral_norm_from_square(a2.detach())
-    s, m, q = plan(theta, real)
-    scale = 2.0 ** -s
-    x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
-    p, _ = taylor_series(x, x2, m, q, eye)
-    for _ in range(s):
-        p = p @ p
-    return p
+    if not (torch.compiler.is_compiling() or fixed_exponential_plan(a)):
+        s, m, q = plan(float(theta), real)
+        scale = 2.0 ** -s
+        p, _ = taylor_series(a * scale, a2 * scale ** 2, m, q, eye)
+        for _ in range(s):
+            p = p @ p
+        return p
+    m, q = fixed_plan(real)
+    s = squarings(theta)
+    scale = torch.exp2(-s).to(a.dtype)
+    p, _ = taylor_series(a * scale, a2 * (scale * scale), m, q, eye)
+    for k in range(MAX_SQUARINGS):
+        p = torch.where(s > k, p @ p, p)
+    return within_capacity(p, theta)
 
 
 @torch.no_grad()
