@@ -387,3 +387,17 @@ def test_angle_concentration_and_delay_line_ratio():
     t = np.tril(np.full((6, 6), 0.1), -2) + np.diag(np.ones(5), -1)
     assert delay_line_ratio(t) == pytest.approx(10.0)
     assert np.isnan(delay_line_ratio(np.zeros((6, 6))))
+
+
+THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2": ["--n", "3", "--t-max", "1000"]}
+
+
+# each command first (what it leaves must let the others in), the rest after it in both orders between the three
+@pytest.mark.parametrize("order", [("figure1", "prop1", "prop2"), ("prop1", "prop2", "figure1"),
+                                   ("prop2", "figure1", "prop1")])
+def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys):
+    from nnrnn.cli import main
+    for command in order:
+        assert main(["theory", command, "--out", str(tmp_path / "theory"), *THEORY_FIGURES[command]]) == 0, command
+    assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
+        {p.name for p in (tmp_path / "theory").iterdir()}

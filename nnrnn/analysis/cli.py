@@ -3,7 +3,7 @@
 Both ``add_*`` functions take the ``subparsers`` object of the main parser; every
 leaf parser sets ``func=callable(args) -> int`` (the exit code).
 
-Output folders.  ``analyze`` and ``theory figure1|prop2`` write only into a folder that nnrnn made its own:
+Output folders.  ``analyze`` and ``theory figure1|prop1|prop2`` write only into a folder that nnrnn made its own:
 :func:`output_folder` creates ``--out`` if needed and writes the marker :data:`MARKER` there first; an
 existing folder that holds anything (other than the marker and a run lock) but no marker is refused, so a
 file nnrnn did not write (someone's ``summary.json``, a PNG) is never replaced.
@@ -192,7 +192,8 @@ def run_prop1(args) -> int:
     if (args.n - 1) * abs(math.log(args.alpha)) > 300:
         raise OptionError(f"--n {args.n} with --alpha {args.alpha} overflows float64 (alpha^(N-1) beyond 1e+-130); "
                           f"lower --n or bring --alpha closer to 1")
-    path, curves = plots.figure_proposition1(Path(args.out) / "proposition1.png", n=args.n, alpha=args.alpha,
+    out = output_folder(args.out)
+    path, curves = plots.figure_proposition1(out / "proposition1.png", n=args.n, alpha=args.alpha,
                                              beta=args.beta)
     if not all(math.isfinite(x) for c in curves.values() for x in (*c["J"], *c["bound"])):
         raise OptionError(f"--n {args.n} with --alpha {args.alpha} and --beta {args.beta} overflows float64 "
