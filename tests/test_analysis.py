@@ -392,7 +392,7 @@ def test_angle_concentration_and_delay_line_ratio():
 THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2": ["--n", "3", "--t-max", "1000"]}
 
 
-# each command first (what it leaves must let the others in), the rest after it in both orders between the three
+# each command first into a new folder: whichever writes first must leave it open to the others
 @pytest.mark.parametrize("order", [("figure1", "prop1", "prop2"), ("prop1", "prop2", "figure1"),
                                    ("prop2", "figure1", "prop1")])
 def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys):
