@@ -113,7 +113,7 @@ def add_theory_parser(subparsers) -> None:
     f.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
     f.add_argument("--n-init", dest="n_init", type=int, default=1000,
                    help="initial conditions for 1(b) (default 1000)")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=int, default=0, help="seed of the initial conditions")
     f.set_defaults(func=run_figure1)
 
     o = sub.add_parser("prop1", help="Proposition 1: the Fisher memory curve against its lower bound (PNG)",
