@@ -2,6 +2,7 @@
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -309,3 +310,29 @@ def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
+
+
+def write_run(folder: Path, config: dict, records: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_runs_lists_the_runs_of_several_folders_as_a_table(tmp_path, capsys):
+    from nnrnn.cli import main
+    write_run(tmp_path / "a" / "copy-nnrnn", {"task": "copy", "model": "nnrnn", "hidden": 128},
+              [{"step": 250, "split": "valid", "loss": 0.02}, {"step": 500, "split": "valid", "loss": 0.001},
+               {"step": 500, "split": "test", "loss": 0.0009, "accuracy": 0.99}])
+    write_run(tmp_path / "b" / "grid" / "psmnist-lstm", {"task": "psmnist", "model": "lstm", "hidden": 64},
+              [{"step": 125, "split": "valid", "loss": 1.1, "accuracy": 0.6},
+               {"step": 250, "split": "valid", "loss": 0.9, "accuracy": 0.55}])
+    assert main(["runs", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", header)]
+    rows = [{header[a:b].strip(): line[a:b].strip() for a, b in zip(starts, [*starts[1:], None])} for line in lines]
+    assert rows == [
+        {"run": str(tmp_path / "a" / "copy-nnrnn"), "task": "copy", "model": "nnrnn", "hidden": "128",
+         "updates": "500", "best validation": "loss 0.001", "test": "loss 0.0009", "status": "finished"},
+        {"run": str(tmp_path / "b" / "grid" / "psmnist-lstm"), "task": "psmnist", "model": "lstm", "hidden": "64",
+         "updates": "250", "best validation": "accuracy 0.6", "test": "-", "status": "stopped at 250"}]
+    assert main(["runs", str(tmp_path / "empty-or-missing")]) == 2
