@@ -234,6 +234,13 @@ def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(t
     said = nnrnn("eval", str(out), "--split", "valid").stdout.splitlines()
     assert said[0].startswith(f"valid split, the best validation score's checkpoint {out / 'checkpoints' / 'best.pt'}")
     assert "(after update " in said[0] and said[1].startswith("loss ")
+    import torch
+
+    import nnrnn as library
+    net = library.load_run(out)  # the run's network in Python: best.pt's weights, ready for inference
+    best = torch.load(out / "checkpoints" / "best.pt", weights_only=True)["model"]
+    assert isinstance(net.rnn, library.NonNormalRNN) and not net.training
+    assert all(torch.equal(value, best[key]) for key, value in net.state_dict().items())
     more = nnrnn("train", "copy", "--out", str(out), "--resume", "--steps", "6", "--no-progress")
     assert more.returncode == 0, more.stderr
     assert f"[nnrnn] resuming {out} from update 4 of 6" in more.stdout
