@@ -273,18 +273,22 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
 
 
 def run_analyze(args) -> int:
-    from ..training.network import load_model
+    from ..training import checkpoint
+    from ..training.network import best_checkpoint, load_model
     from ..training.runlock import hold
     from .trained import analyze_model
     if not os.path.exists(args.path):
         raise UserError(f"no run folder or checkpoint at {args.path}")
     model, config = load_model(args.path)
+    source = best_checkpoint(args.path) if os.path.isdir(args.path) else Path(args.path)
+    step = checkpoint.load(source).get("step")
+    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
     from ..models import ComplexNonNormalRNN
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
     out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
-    extra = {"source": str(args.path)}
+    extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
