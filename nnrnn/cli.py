@@ -1,4 +1,4 @@
-"""The ``nnrnn`` command line: train, eval, presets, data, sweep, theory, analyze, reproduce, doctor.
+"""The ``nnrnn`` command line: train, eval, runs, presets, kernels, data, sweep, theory, analyze, reproduce, doctor.
 
 Errors nnrnn expects (:class:`nnrnn.errors.NnrnnError`: a user's mistake, a diverged run, an interrupt)
 print one line on stderr and exit with the error's code, 2 for a user's mistake (set NNRNN_DEBUG=1 for the
