@@ -19,12 +19,16 @@ $(STAMP): requirements.txt requirements-onnx.txt pyproject.toml
 
 install: $(STAMP)
 
+REACH := echo "The nnrnn command is $(BIN)/nnrnn; or, to type plain nnrnn: source $(BIN)/activate"
+
 demo: $(STAMP)  # a new folder each time, so that running it again deletes nothing
 	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy-$$(date +%Y%m%d-%H%M%S)
+	@$(REACH)
 
 # two worker processes of one thread each: the suite's time halves on 2 cores (docs/testing.md)
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
+	@$(REACH)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py

@@ -16,17 +16,32 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _FROM_MODELS = ("ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
-                "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for", "param_groups", "parameter_count")
+                "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for", "param_groups", "parameter_count",
+                "regularization")
 
 __all__ = ["ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
-           "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for",
-           "param_groups", "parameter_count", "parametrizations"]
+           "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for", "load_run",
+           "param_groups", "parameter_count", "parametrizations", "regularization"]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from . import parametrizations
     from .models import (EURNN, GRU, LSTM, MODELS, ComplexNonNormalRNN, ExpRNN, NonNormalGRU, NonNormalRNN,
-                         OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count)
+                         OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count,
+                         regularization)
     from .serialization import allow_weights_only_loading
+
+
+def load_run(path, device="cpu"):
+    """The network an ``nnrnn train`` run trained, from its run folder (the best validation score's
+    checkpoint, ``checkpoints/best.pt``, else ``last.pt``) or from a checkpoint file, in eval mode on
+    ``device``.  It is the command line's whole network, ``torch.nn.Module`` ``SequenceModel``: ``.encoder``
+    (PTB's embedding, else None), ``.rnn`` (the recurrent layer, e.g. an :class:`NonNormalRNN`) and
+    ``.readout`` (a ``torch.nn.Linear``); ``net(inputs)`` takes the task's inputs time first, (L, B, features)
+    or (L, B) token ids, and returns (predictions, final state).  The run's options are in its config.json.
+    A missing or unreadable run is a :class:`nnrnn.errors.UserError`."""
+    from .training.network import load_model
+    net, _ = load_model(path)
+    return net.to(device).eval()
 
 
 def __getattr__(name: str):

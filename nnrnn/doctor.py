@@ -388,7 +388,7 @@ def check_resume(model: str, task_name: str, device: torch.device, sizes: Sizes,
             try:
                 build(straight)
             except UserError as error:  # the data is not where it was looked for
-                return Row("save/load/resume", model, task_name, f"skipped (no data: {str(error).split(';')[0]})")
+                return Row("save/load/resume", model, task_name, f"skipped (no data: {error})")
         diverged = _train_to_checkpoint(straight)
         split = config_for(task_name, model, sizes, out=str(Path(tmp) / "split"), steps=updates // 2, **options)
         diverged |= _train_to_checkpoint(split)

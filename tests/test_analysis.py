@@ -347,17 +347,22 @@ def test_cli_theory_prop1_refuses_bad_values_in_one_line(argv, message, tmp_path
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_cli_analyze(tmp_path, capsys, monkeypatch):
-    import nnrnn.training.network
+def test_cli_analyze(tmp_path, capsys):
+    from nnrnn.training import checkpoint
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.network import build
+    config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 5, "out": str(tmp_path / "r")})
+    _, net = build(config)
     ckpt = tmp_path / "model.pt"
-    ckpt.write_bytes(b"")
-    monkeypatch.setattr(nnrnn.training.network, "load_model", lambda path: (_nnrnn(8), {"model": "nnrnn"}))
+    checkpoint.save(ckpt, {"config": config, "model": net.state_dict(), "step": 7})
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
     assert args.func(args) == 0
+    assert capsys.readouterr().out.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
     out = tmp_path / "model-analysis"
     assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["config"] == {"model": "nnrnn"} and "gradient" not in summary
+    assert summary["config"]["model"] == "nnrnn" and summary["checkpoint"] == str(ckpt) and summary["step"] == 7
+    assert "gradient" not in summary
 
 
 def test_single_threaded_blas_sets_and_restores(monkeypatch):
@@ -387,3 +392,17 @@ def test_angle_concentration_and_delay_line_ratio():
     t = np.tril(np.full((6, 6), 0.1), -2) + np.diag(np.ones(5), -1)
     assert delay_line_ratio(t) == pytest.approx(10.0)
     assert np.isnan(delay_line_ratio(np.zeros((6, 6))))
+
+
+THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2": ["--n", "3", "--t-max", "1000"]}
+
+
+# each command first into a new folder: whichever writes first must leave it open to the others
+@pytest.mark.parametrize("order", [("figure1", "prop1", "prop2"), ("prop1", "prop2", "figure1"),
+                                   ("prop2", "figure1", "prop1")])
+def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys):
+    from nnrnn.cli import main
+    for command in order:
+        assert main(["theory", command, "--out", str(tmp_path / "theory"), *THEORY_FIGURES[command]]) == 0, command
+    assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
+        {p.name for p in (tmp_path / "theory").iterdir()}

@@ -1,6 +1,8 @@
-"""The command line: one-line errors with exit code 2, presets, train and eval."""
+"""The command line: one-line errors with exit code 2, help, presets, train, eval and runs."""
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,15 +44,47 @@ def test_user_errors_are_one_line_exit_2(args, needle, tmp_path):
     assert needle in lines[0]
 
 
-@pytest.mark.subprocess
-def test_presets_lists_the_paper_tables():
-    result = nnrnn("presets")
-    assert result.returncode == 0
-    assert "paper-params" in result.stdout and "ptb-300" in result.stdout
-    assert "lr_orth=1e-06" in result.stdout  # nnRNN on copy, supplementary Table 4
+def table_rows(output: str, header_start: str) -> list[dict]:
+    """The rows of the aligned tables in ``output`` whose header starts with ``header_start``, as dicts."""
+    rows, header = [], None
+    for line in output.splitlines():
+        cells = line.split()
+        if cells[:1] == [header_start]:
+            header = cells
+        elif header and len(cells) == len(header):
+            rows.append(dict(zip(header, cells)))
+        else:
+            header = None
+    return rows
+
+
+def test_presets_lists_every_preset_as_aligned_tables(capsys):
+    from nnrnn import presets
+    from nnrnn.cli import main
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{name}: " in out for name in presets.preset_names()) and "ptb-300" in out
+    assert "copy, every model: batch_size=10 T=200" in out
+    rows = table_rows(out, "model")
+    nnrnn_copy = next(r for r in rows if r["model"] == "nnrnn" and r["lr_orth"] == "1e-06")  # supplementary Table 4
+    assert nnrnn_copy["delta"] == "0.0001" and nnrnn_copy["init"] == "henaff"
     # the beyond grid's delay-initialised nnRNN is a variant, not a model: the listing says how to train it
-    assert "nnrnn delay (a variant: --model nnrnn with these options)" in result.stdout
-    assert "t_init=delay:0.02" in result.stdout
+    assert "    nnrnn delay*  " in out
+    assert "*: a variant, not a model: --model nnrnn with the options of its row" in out and "delay:0.02" in out
+    numbers = [cell for line in out.splitlines() for cell in line.split() if cell[:1].isdigit()]
+    assert numbers and all(len(cell.replace(".", "").replace("e-0", "").lstrip("0")) <= 5 for cell in numbers
+                           if "=" not in cell), "floats to 4 significant digits"
+    assert max(len(line) for line in out.splitlines()) <= 130
+
+
+def test_presets_filtered_by_task_and_model(capsys):
+    from nnrnn.cli import main
+    assert main(["presets", "paper", "--task", "ptb", "--model", "lstm"]) == 0
+    out = capsys.readouterr().out
+    assert "ptb-150, every model" in out and "ptb-300, every model" in out and "copy" not in out
+    assert {r["model"] for r in table_rows(out, "model")} == {"lstm"}
+    assert main(["presets", "--task", "adding"]) == 2
+    assert "no preset has settings for adding" in capsys.readouterr().err
 
 
 @pytest.mark.subprocess
@@ -107,16 +141,109 @@ def test_import_nnrnn_leaves_torch_for_first_use():
     assert result.stdout.strip() == "ok", result.stderr
 
 
+def subparsers(parser):
+    """(command words, parser) of every command and subcommand below ``parser``, each parser's options added."""
+    for action in parser.defined()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield [name], sub.defined()
+                yield from (([name, *words], deeper) for words, deeper in subparsers(sub))
+
+
+def test_every_option_of_every_command_has_help():
+    from nnrnn.cli import make_parser
+    commands = list(subparsers(make_parser()))
+    assert {" ".join(words) for words, _ in commands} >= {"train", "eval", "runs", "presets", "reproduce", "doctor",
+                                                          "data fetch", "sweep", "theory prop1", "analyze"}
+    actions = [(words, action) for words, parser in commands for action in parser._actions]
+    actions += [(words, choice) for words, action in actions if isinstance(action, argparse._SubParsersAction)
+                for choice in action._choices_actions]  # each subcommand's line in its parent's help
+    missing = [(" ".join(words), action.option_strings or action.dest) for words, action in actions
+               if not action.help and not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))]
+    assert missing == []
+
+
+def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
+    from nnrnn import presets
+    from nnrnn.cli import make_parser
+    from nnrnn.training.config import DEFAULTS
+    parsers = {" ".join(words): parser for words, parser in subparsers(make_parser())}
+    train = parsers["train"].format_help()
+    assert f"(default: {DEFAULTS['lr']})" in train
+    for option in ("--hidden", "--seed", "--batch-size", "--max-bad-steps", "--steps", "--log-every"):
+        assert option in train
+    assert f"(default: {DEFAULTS['hidden']})" in train and f"(default: {DEFAULTS['max_bad_steps']})" in train
+    assert all(name in " ".join(train.split()).replace("- ", "-") for name in presets.preset_names())
+    assert "delta 0, t_decay 0 and an input bias" in " ".join(train.split())
+    assert "(default: 100, as in the paper)" not in parsers["theory table3"].format_help()  # said once, not twice
+    assert "the split to score (default: test)" in " ".join(parsers["eval"].format_help().split())
+    scale = " ".join(parsers["reproduce"].format_help().split())
+    assert "smoke:" in scale and "cpu-long:" in scale and "about 2 h" in scale and "(default: cpu)" in scale
+
+
+def test_commands_defined_elsewhere_are_listed_with_their_own_help_line():
+    import importlib
+
+    from nnrnn import cli
+
+    class Recorder:
+        def add_parser(self, name, help=None, **kwargs):
+            self.name, self.help = name, help
+            return argparse.ArgumentParser()
+
+    for name, (module, function, text) in cli.ELSEWHERE.items():
+        recorder = Recorder()
+        getattr(importlib.import_module(module), function)(recorder)
+        assert (recorder.name, recorder.help) == (name, text)
+
+
 @pytest.mark.subprocess
-def test_train_then_eval_then_resume_into_changed_config(tmp_path):
+def test_help_and_version_import_neither_torch_nor_numpy():
+    code = ("import sys, nnrnn.cli\n"
+            "parser = nnrnn.cli.make_parser(); parser.format_help()\n"
+            "for words in (['--version'], ['--help']):\n"
+            "    try:\n"
+            "        parser.parse_args(words)\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy', 'scipy', 'matplotlib'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
+
+
+@pytest.mark.subprocess
+def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(tmp_path):
     out = tmp_path / "run"
     result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",
-                   "--no-progress", "--out", str(out))
+                   "--log-every", "1", "--no-progress", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    final = json.loads(result.stdout.strip().splitlines()[-1])
-    evaluated = nnrnn("eval", str(out))
+    lines = result.stdout.splitlines()
+    assert "\r" not in result.stdout + result.stderr  # redirected: no progress bar's carriage returns
+    validations = [line for line in lines if line.startswith("[nnrnn] update ")]
+    assert [line.split()[2] for line in validations] == ["2/4", "4/4"]
+    assert all(" | train loss " in line and " | valid loss " in line and " | best loss " in line and " | lr 0.001"
+               in line for line in validations)
+    assert f"[nnrnn] run folder {out}:" in lines and any(line.strip().endswith("curves.png: training and "
+                                                                              "validation curves") for line in lines)
+    assert any(line.startswith("[nnrnn] test loss ") for line in lines)
+    final = json.loads(lines[-1])  # the last line stays the result as JSON, for scripts
+    evaluated = nnrnn("eval", str(out), "--json")
     assert evaluated.returncode == 0
     assert json.loads(evaluated.stdout) == final["test"]
+    said = nnrnn("eval", str(out), "--split", "valid").stdout.splitlines()
+    assert said[0].startswith(f"valid split, the best validation score's checkpoint {out / 'checkpoints' / 'best.pt'}")
+    assert "(after update " in said[0] and said[1].startswith("loss ")
+    import torch
+
+    import nnrnn as library
+    net = library.load_run(out)  # the run's network in Python: best.pt's weights, ready for inference
+    best = torch.load(out / "checkpoints" / "best.pt", weights_only=True)["model"]
+    assert isinstance(net.rnn, library.NonNormalRNN) and not net.training
+    assert all(torch.equal(value, best[key]) for key, value in net.state_dict().items())
+    more = nnrnn("train", "copy", "--out", str(out), "--resume", "--steps", "6", "--no-progress")
+    assert more.returncode == 0, more.stderr
+    assert f"[nnrnn] resuming {out} from update 4 of 6" in more.stdout
     again = nnrnn("train", "copy", "--hidden", "8", "--out", str(out))
     assert again.returncode == 2 and "--resume" in again.stderr
     changed = nnrnn("train", "copy", "--hidden", "16", "--out", str(out), "--resume")
@@ -190,3 +317,29 @@ def test_installed_command_runs_the_readmes_torchrun_line(tmp_path):
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert read_metrics(tmp_path / "ddp")[-1]["split"] == "test"
+
+
+def write_run(folder: Path, config: dict, records: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_runs_lists_the_runs_of_several_folders_as_a_table(tmp_path, capsys):
+    from nnrnn.cli import main
+    write_run(tmp_path / "a" / "copy-nnrnn", {"task": "copy", "model": "nnrnn", "hidden": 128},
+              [{"step": 250, "split": "valid", "loss": 0.02}, {"step": 500, "split": "valid", "loss": 0.001},
+               {"step": 500, "split": "test", "loss": 0.0009, "accuracy": 0.99}])
+    write_run(tmp_path / "b" / "grid" / "psmnist-lstm", {"task": "psmnist", "model": "lstm", "hidden": 64},
+              [{"step": 125, "split": "valid", "loss": 1.1, "accuracy": 0.6},
+               {"step": 250, "split": "valid", "loss": 0.9, "accuracy": 0.55}])
+    assert main(["runs", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", header)]
+    rows = [{header[a:b].strip(): line[a:b].strip() for a, b in zip(starts, [*starts[1:], None])} for line in lines]
+    assert rows == [
+        {"run": str(tmp_path / "a" / "copy-nnrnn"), "task": "copy", "model": "nnrnn", "hidden": "128",
+         "updates": "500", "best validation": "loss 0.001", "test": "loss 0.0009", "status": "finished"},
+        {"run": str(tmp_path / "b" / "grid" / "psmnist-lstm"), "task": "psmnist", "model": "lstm", "hidden": "64",
+         "updates": "250", "best validation": "accuracy 0.6", "test": "-", "status": "stopped at 250"}]
+    assert main(["runs", str(tmp_path / "empty-or-missing")]) == 2

@@ -154,3 +154,10 @@ def test_doctor_user_errors_exit_2(args, needle, capsys):
 def test_doctor_on_cuda_without_cuda_is_a_user_error(capsys):
     assert main(["doctor", "--device", "cuda"]) == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task", ["psmnist", "ptb"])
+def test_a_resume_row_without_data_names_the_folder_searched_and_the_fix(task, tmp_path):
+    row = doctor.check_resume("nnrnn", task, torch.device("cpu"), doctor.QUICK, data_dir=tmp_path)
+    assert row.result.startswith("skipped (no data") and str(tmp_path) in row.result
+    assert f"nnrnn data fetch {'mnist' if task == 'psmnist' else task}" in row.result and "--data-dir" in row.result

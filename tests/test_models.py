@@ -1259,3 +1259,44 @@ def test_a_compiled_model_does_not_recompile_after_its_first_update(name, kwargs
                 with torch.no_grad():
                     compiled(x)
     assert counters["stats"]["unique_graphs"] == graphs and not counters["graph_break"]
+
+
+# ------------------------------------------------------------------------- the whole model's penalty
+def _moved(module: nn.Module) -> nn.Module:
+    """``module`` with every parameter moved off its initial value (γ off 1, T off 0), so that penalties are
+    not all zero."""
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=generator, dtype=p.real.dtype).to(p.dtype))
+    return module
+
+
+@pytest.mark.parametrize("name", list(nnrnn.MODELS))
+def test_regularization_of_a_whole_model_is_its_layers_penalty(name):
+    torch.manual_seed(0)
+    layer = _moved(nnrnn.create(name, 3, 6, num_layers=2))
+    model = nn.Sequential(nn.Linear(3, 3), nn.ModuleDict({"deep": nn.ModuleList([layer])}))
+    whole = nnrnn.regularization(model, delta=0.3, t_decay=0.2)
+    own = layer.regularization(0.3, 0.2)
+    assert whole.shape == () and not whole.is_complex() and torch.allclose(whole, own.real, rtol=1e-6, atol=0)
+    if name in ("nnrnn", "nngru", "nnrnn-complex"):
+        assert whole > 0
+        whole.backward()
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+
+
+def test_regularization_sums_nested_layers_and_schur_constrained_torch_modules():
+    torch.manual_seed(0)
+    first, second = _moved(nnrnn.NonNormalRNN(3, 6)), _moved(nnrnn.NonNormalRNN(6, 4))
+    fused = nnrnn.parametrizations.schur(torch.nn.RNN(4, 8, nonlinearity="relu"), "weight_hh_l0")
+    _moved(fused)
+    model = nn.ModuleDict({"a": first, "b": nn.Sequential(second, nn.ModuleList([fused]))})
+    expected = (first.regularization(1e-2, 1e-3) + second.regularization(1e-2, 1e-3)
+                + fused.parametrizations.weight_hh_l0[0].regularization(1e-2, 1e-3))
+    assert torch.allclose(nnrnn.regularization(model, delta=1e-2, t_decay=1e-3), expected, rtol=1e-6, atol=0)
+    assert nnrnn.regularization(nn.Linear(2, 2), delta=1.0) == 0  # nothing constrained: zero, not an error
+    with pytest.raises(ValueError, match="delta"):
+        nnrnn.regularization(model, delta=-1.0)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        nnrnn.regularization(list(model.parameters()), delta=1.0)

@@ -8,17 +8,43 @@
   normality, gradient propagation, and :func:`analyze_model` (figures + summary.json).
 * :mod:`.cli` — argparse glue for ``nnrnn theory …`` and ``nnrnn analyze …``.
 
-See docs/theory.md.
+See docs/theory.md.  The names below are imported on first use (PEP 562), so that the command line's parser,
+which imports :mod:`.cli`, does not import torch.
 """
-from .trained import (SchurView, analyze_model, eigen_angles_moduli, find_schur_form, gradient_propagation,
-                      henrici_departure, matrix_summary, model_name, real_schur_lower, recurrent_layer,
-                      recurrent_matrices, schur_view,
-                      split_theta, subdiagonal_profile)
-from .theory import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, FisherMemory, Prop2Result, covariance_factor,
-                     delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
-                     fisher_memory_total, gram_schmidt_triangle, proposition2,
-                     proposition2_matrix, schur_example, spectral_radius, stationary_covariance, table3,
-                     transients)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_FROM_TRAINED = ("SchurView", "analyze_model", "eigen_angles_moduli", "find_schur_form", "gradient_propagation",
+                 "henrici_departure", "matrix_summary", "model_name", "real_schur_lower", "recurrent_layer",
+                 "recurrent_matrices", "schur_view", "split_theta", "subdiagonal_profile")
+_FROM_THEORY = ("EXACT_TABLE3", "PAPER_TABLE3", "TABLE3_GRID", "FisherMemory", "Prop2Result", "covariance_factor",
+                "delay_line_fmc", "fisher_memory", "fisher_memory_curve", "fisher_memory_lower_bound",
+                "fisher_memory_total", "gram_schmidt_triangle", "proposition2", "proposition2_matrix",
+                "schur_example", "spectral_radius", "stationary_covariance", "table3", "transients")
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
+    from .theory import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, FisherMemory, Prop2Result, covariance_factor,
+                         delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
+                         fisher_memory_total, gram_schmidt_triangle, proposition2, proposition2_matrix,
+                         schur_example, spectral_radius, stationary_covariance, table3, transients)
+    from .trained import (SchurView, analyze_model, eigen_angles_moduli, find_schur_form, gradient_propagation,
+                          henrici_departure, matrix_summary, model_name, real_schur_lower, recurrent_layer,
+                          recurrent_matrices, schur_view, split_theta, subdiagonal_profile)
+
+
+def __getattr__(name: str):
+    if name in _FROM_TRAINED or name in _FROM_THEORY:
+        module = importlib.import_module(".trained" if name in _FROM_TRAINED else ".theory", __name__)
+        value = globals()[name] = getattr(module, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "EXACT_TABLE3", "FisherMemory", "PAPER_TABLE3", "Prop2Result", "SchurView", "TABLE3_GRID", "analyze_model",

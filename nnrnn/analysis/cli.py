@@ -3,7 +3,7 @@
 Both ``add_*`` functions take the ``subparsers`` object of the main parser; every
 leaf parser sets ``func=callable(args) -> int`` (the exit code).
 
-Output folders.  ``analyze`` and ``theory figure1|prop2`` write only into a folder that nnrnn made its own:
+Output folders.  ``analyze`` and ``theory figure1|prop1|prop2`` write only into a folder that nnrnn made its own:
 :func:`output_folder` creates ``--out`` if needed and writes the marker :data:`MARKER` there first; an
 existing folder that holds anything (other than the marker and a run lock) but no marker is refused, so a
 file nnrnn did not write (someone's ``summary.json``, a PNG) is never replaced.
@@ -113,7 +113,7 @@ def add_theory_parser(subparsers) -> None:
     f.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
     f.add_argument("--n-init", dest="n_init", type=int, default=1000,
                    help="initial conditions for 1(b) (default 1000)")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=int, default=0, help="seed of the initial conditions")
     f.set_defaults(func=run_figure1)
 
     o = sub.add_parser("prop1", help="Proposition 1: the Fisher memory curve against its lower bound (PNG)",
@@ -192,7 +192,8 @@ def run_prop1(args) -> int:
     if (args.n - 1) * abs(math.log(args.alpha)) > 300:
         raise OptionError(f"--n {args.n} with --alpha {args.alpha} overflows float64 (alpha^(N-1) beyond 1e+-130); "
                           f"lower --n or bring --alpha closer to 1")
-    path, curves = plots.figure_proposition1(Path(args.out) / "proposition1.png", n=args.n, alpha=args.alpha,
+    out = output_folder(args.out)
+    path, curves = plots.figure_proposition1(out / "proposition1.png", n=args.n, alpha=args.alpha,
                                              beta=args.beta)
     if not all(math.isfinite(x) for c in curves.values() for x in (*c["J"], *c["bound"])):
         raise OptionError(f"--n {args.n} with --alpha {args.alpha} and --beta {args.beta} overflows float64 "
@@ -272,18 +273,22 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
 
 
 def run_analyze(args) -> int:
-    from ..training.network import load_model
+    from ..training import checkpoint
+    from ..training.network import best_checkpoint, load_model
     from ..training.runlock import hold
     from .trained import analyze_model
     if not os.path.exists(args.path):
         raise UserError(f"no run folder or checkpoint at {args.path}")
     model, config = load_model(args.path)
+    source = best_checkpoint(args.path) if os.path.isdir(args.path) else Path(args.path)
+    step = checkpoint.load(source).get("step")
+    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
     from ..models import ComplexNonNormalRNN
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
     out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
-    extra = {"source": str(args.path)}
+    extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)

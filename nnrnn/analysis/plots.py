@@ -253,6 +253,21 @@ def plot_spectrum(matrix: np.ndarray, path, title: str = "") -> str:
         return _save(fig, path)
 
 
+def _moduli_panel(ax, moduli: np.ndarray, factors: bool) -> None:
+    """schur.png's panel (d): the histogram of Λ's block scales γ_i (``factors``) or of V's eigenvalue moduli."""
+    # γ_i are Λ's block parameters; they are V's eigenvalue moduli |λ_i| only when T is 0 inside the blocks
+    symbol = r"\gamma_i" if factors else r"|\lambda_i|"
+    ax.hist(moduli, bins=30, color="C3", alpha=0.85, edgecolor="white", linewidth=0.5)
+    ax.axvline(1.0, color="0.3", ls=":", lw=0.9)
+    ax.axvline(float(np.mean(moduli)), color="0.1", lw=1.2, ls="--", label=f"mean {np.mean(moduli):.3f}")
+    ax.set_xlabel(r"scale $\gamma_i$ of $\Lambda$'s blocks" "\n" r"($=|\lambda_i|$ only if T is 0 inside them)"
+                  if factors else r"eigenvalue modulus $|\lambda_i|$")
+    ax.set_ylabel("count")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(frameon=False)
+    ax.set_title(rf"(d) {'block scales' if factors else 'moduli'} ${symbol}$")
+
+
 @single_threaded_blas()
 def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profile: dict, path,
                title: str = "", source: str = "") -> str:
@@ -303,14 +318,7 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         ax_p.set_title("(c) mean magnitude along sub-diagonals")
         ax_p.legend(frameon=False)
 
-        ax_g.hist(moduli, bins=30, color="C3", alpha=0.85, edgecolor="white", linewidth=0.5)
-        ax_g.axvline(1.0, color="0.3", ls=":", lw=0.9)
-        ax_g.axvline(float(np.mean(moduli)), color="0.1", lw=1.2, ls="--")
-        ax_g.set_xlabel(r"scale $\gamma_i$ of $\Lambda$'s blocks ($|\lambda_i|$ only if T is 0 inside them)"
-                        if factors else r"eigenvalue modulus $|\lambda_i|$")
-        ax_g.set_ylabel("count")
-        ax_g.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax_g.set_title(rf"(d) moduli $\gamma_i$ (dashed: mean $\bar\gamma={np.mean(moduli):.3f}$)")
+        _moduli_panel(ax_g, moduli, factors)
         if title:
             fig.suptitle(title, fontsize=10)
         return _save(fig, path)

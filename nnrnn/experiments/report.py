@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,8 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
     task = setting_task_of(runs, setting)
     key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
     columns = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
-    fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False,
+                             layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
     axes = axes[0]
     for ax, column in zip(axes, columns):
         for index, label in enumerate(labels(runs, setting)):
@@ -147,8 +149,8 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
     quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
     clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
-    fig.suptitle(f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}", fontsize=10.5)
-    fig.tight_layout()
+    heading = f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}"
+    fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path

@@ -528,22 +528,25 @@ def add_sweep_parser(sub) -> None:
                    help=f"updates of a trial before it may be pruned (default {PRUNE_WARMUP_FRACTION:g} of --steps)")
     g.add_argument("--no-prune", dest="prune", action="store_false", help="run every trial to the end")
     g = p.add_argument_group("training options held fixed in every trial")
-    g.add_argument("--preset", help="paper or paper-params: sizes and defaults; searched options override it")
+    g.add_argument("--preset", help="a preset of `nnrnn presets` (paper, paper-params, ...): sizes and defaults; "
+                   "searched options override it")
     g.add_argument("--steps", type=int, help="updates per trial")
     g.add_argument("--epochs", type=int, help="epochs per trial (psmnist, ptb)")
-    g.add_argument("--hidden", type=int)
-    g.add_argument("--batch-size", dest="batch_size", type=int)
+    g.add_argument("--hidden", type=int, help="hidden units (default: the preset's, else nnrnn train's)")
+    g.add_argument("--batch-size", dest="batch_size", type=int, help="sequences per update (default: the task's)")
     g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
     g.add_argument("--bptt", type=int, help="PTB truncation length")
     g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
                    help="psmnist: sequential MNIST")
-    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"])
+    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"],
+                   help="the recurrence's nonlinearity (default: the model's)")
     g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
     g.add_argument("--seed", type=int, help="training seed, the same in every trial")
     g.add_argument("--eval-every", dest="eval_every", type=int, help="updates between validations (pruning points)")
-    g.add_argument("--log-every", dest="log_every", type=int)
-    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int)
-    g.add_argument("--data-dir", dest="data_dir")
+    g.add_argument("--log-every", dest="log_every", type=int, help="updates between training points in metrics.jsonl")
+    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int,
+                   help="end a trial after this many updates in a row with a non-finite loss or gradient")
+    g.add_argument("--data-dir", dest="data_dir", help="folder with the data files (psmnist, ptb; docs/data.md)")
     g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
     p.set_defaults(func=run_sweep_command)
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
 from ..errors import OptionError
 from ..parametrizations.registration import Parametrization
+from ..parametrizations.schur import check_penalty_weights
 from ..serialization import allow_weights_only_loading
 from .base import RecurrentModel
 from .eurnn import EURNN
@@ -88,6 +90,28 @@ def param_groups(model: nn.Module, lr: float, lr_orth: float) -> list[dict]:
     return groups
 
 
+def regularization(model: nn.Module, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
+    """The whole model's penalty to add to the loss: δ Σ(1 - γ)² + (t_decay / 2) ‖T‖² summed over every Schur
+    form in ``model`` (a scalar tensor, zero when there is none), wherever it sits: an nnRNN, nnGRU or complex
+    nnRNN nested at any depth, or a torch module given the constraint by
+    :func:`nnrnn.parametrizations.schur`.  It finds them as :func:`param_groups` finds the orthogonal generators,
+    each as its :class:`~nnrnn.parametrizations.registration.Parametrization` says, so the two agree on what
+    the model holds.  ``delta`` and ``t_decay`` are
+    checked as each layer's own ``regularization`` checks them."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (regularization(model, delta, t_decay)); got "
+                        f"{type(model).__name__}")
+    delta, t_decay = check_penalty_weights(delta, t_decay)
+    terms = [plist[0].regularization(delta, t_decay) for module in model.modules()
+             if parametrize.is_parametrized(module) for plist in module.parametrizations.values()
+             if isinstance(plist[0], Parametrization)]
+    terms = [term for term in terms if term is not None]
+    if terms:
+        return sum(terms[1:], terms[0])
+    first = next(model.parameters(), None)
+    return first.new_zeros(()).real if first is not None else torch.zeros(())
+
+
 def parameter_count(name: str, input_size: int, hidden_size: int, output_size: int = 0,
                     vocab_size: int | None = None, **options) -> int:
     """Free parameters of model ``name`` plus a linear read-out (hidden_size → output_size, twice
@@ -127,4 +151,4 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
 
 __all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN",
            "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
-           "model_class", "orthogonal_parameters", "param_groups", "parameter_count"]
+           "model_class", "orthogonal_parameters", "param_groups", "parameter_count", "regularization"]

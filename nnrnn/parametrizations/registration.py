@@ -58,7 +58,8 @@ class Parametrization(nn.Module):
     """The base of nnrnn's parametrizations.  Defining a subclass registers it in :data:`PARAMETRIZATIONS`
     and on torch's weights_only allow-list (why that is safe: :mod:`nnrnn.serialization`), so a model that
     carries it, saved whole, loads with a plain ``torch.load``; :meth:`generators` says which of its
-    original tensors ``param_groups`` puts under ``lr_orth``."""
+    original tensors ``param_groups`` puts under ``lr_orth``, and :meth:`regularization` what it adds to
+    the loss."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -70,6 +71,11 @@ class Parametrization(nn.Module):
         """The originals of ``plist`` (the ParametrizationList this is first in) that generate an orthogonal
         or unitary factor; by default its one original.  A constraint that generates none returns []."""
         return [plist.original]
+
+    def regularization(self, delta: float, t_decay: float) -> torch.Tensor | None:
+        """The penalty this constraint adds to the loss (``nnrnn.regularization(model, ...)`` sums them over a
+        model), or None for a constraint that has none, the default."""
+        return None
 
 
 def _reduce(self, protocol):

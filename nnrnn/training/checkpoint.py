@@ -16,8 +16,19 @@ FORMAT = "nnrnn-checkpoint"
 VERSION = 2
 
 
+def _umask() -> int:
+    try:  # Linux says it without changing it: os.umask's set-and-restore would leave other threads a moment at 0
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        mask = os.umask(0o077)
+        os.umask(mask)
+        return mask
+
+
 def atomic_write(path: Path, write) -> None:
-    """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.  The file gets the
+    mode a plain ``open(path, "w")`` would give it (0666 less the umask), not mkstemp's private 0600."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,6 +38,7 @@ def atomic_write(path: Path, write) -> None:
                         f"fix the folder, then continue with --resume") from None
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             write(f)
             f.flush()
             os.fsync(f.fileno())

@@ -6,6 +6,8 @@ metrics (loss, accuracy, bpc), ``grad_norm`` and ``lr`` for training points, or 
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 
 from . import checkpoint, runfolder
@@ -78,41 +80,162 @@ class MetricsLog:
             self.writer.close()
 
 
+def metrics_text(record: dict) -> str:
+    """A record's metrics as a person reads them: ``loss 0.0934, accuracy 0.2``."""
+    return ", ".join(f"{key} {value:.4g}" for key, value in record.items()
+                     if key in ("loss", "accuracy", "bpc") and isinstance(value, (int, float)))
+
+
+def validation_line(step: int, total: int, train: dict | None, valid: dict, best: float | None, monitor: str,
+                    lr: float) -> str:
+    """The line printed after each validation: where the run is, its latest training and validation metrics,
+    the best validation score so far (the one best.pt holds) and the learning rate."""
+    parts = [f"update {step}/{total}"]
+    if train is not None:
+        parts.append(f"train {metrics_text(train)}")
+    parts.append(f"valid {metrics_text(valid)}")
+    if best is not None:
+        parts.append(f"best {monitor} {best:.4g}")
+    parts.append(f"lr {lr:.3g}")
+    return "[nnrnn] " + " | ".join(parts)
+
+
+def summary_lines(folder: Path, monitor: tuple[str, str]) -> list[str]:
+    """The closing summary of a run, from its metrics.jsonl: the last validation, the best one by the task's
+    ``monitor`` (metric, "min" or "max"), the test score (of best.pt), and the run folder's files."""
+    folder = Path(folder)
+    records = read_metrics(folder)
+    metric, mode = monitor
+    valid = [r for r in records if r["split"] == "valid" and isinstance(r.get(metric), (int, float))]
+    test = next((r for r in reversed(records) if r["split"] == "test"), None)
+    step = max((r["step"] for r in records), default=0)
+    lines = [f"[nnrnn] finished at update {step}"]
+    if valid:
+        lines[0] += f": last validation {metrics_text(valid[-1])}"
+    finite = [r for r in valid if math.isfinite(r[metric])]
+    if finite:
+        best = (min if mode == "min" else max)(finite, key=lambda r: r[metric])
+        lines.append(f"[nnrnn] best validation {metric} {best[metric]:.4g} at update {best['step']}")
+    if test is not None:
+        lines.append(f"[nnrnn] test {metrics_text(test)} (the best validation's checkpoint)")
+    files = [("curves.png", "training and validation curves"), ("metrics.jsonl", "every logged point"),
+             ("checkpoints", "best.pt (best validation), last.pt (for --resume)"),
+             ("tensorboard", f"tensorboard --logdir {folder / 'tensorboard'}"), ("config.json", "every option")]
+    lines.append(f"[nnrnn] run folder {folder}:")
+    lines += [f"[nnrnn]   {name}{'/' if (folder / name).is_dir() else ''}: {what}" for name, what in files
+              if (folder / name).exists()]
+    return lines
+
+
 def read_metrics(folder: Path) -> list[dict]:
     """The records of a run folder's metrics.jsonl (see :func:`parse_lines`); [] when there is none."""
     path = runfolder.metrics_file(folder)
     return [record for _, record in parse_lines(path)] if path.exists() else []
 
 
-def curves_figure(records: list[dict], baseline: float | None = None):
+def find_runs(folder: Path) -> list[Path]:
+    """The run folders in ``folder`` (itself, or any folder below it, that holds config.json and metrics.jsonl),
+    sorted by path."""
+    folder = Path(folder)
+    found = {p.parent for p in folder.rglob("metrics.jsonl") if (p.parent / "config.json").is_file()}
+    return sorted(found)
+
+
+def _lock_held(folder: Path) -> bool:
+    """Whether a process holds the run's lock (runlock.hold): it is training now."""
+    try:
+        import fcntl
+        fd = os.open(folder / ".lock", os.O_RDONLY)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def run_summary(folder: Path, monitor_of) -> dict:
+    """What ``nnrnn runs`` shows of a run folder: its task, model and hidden units (config.json), the updates
+    logged, the best validation score and the test score (``monitor_of(task)``: the task's (metric, "min" or
+    "max")), and its status: running, finished, or stopped at an update (resumable with --resume)."""
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    records = read_metrics(folder)
+    try:
+        metric, mode = monitor_of(config.get("task"))
+    except ValueError:  # a task this nnrnn does not know
+        metric, mode = "loss", "min"
+    valid = [r[metric] for r in records if r["split"] == "valid" and isinstance(r.get(metric), (int, float))]
+    test = next((r for r in reversed(records) if r["split"] == "test"), None)
+    step = max((r["step"] for r in records), default=0)
+    if _lock_held(folder):
+        status = "running"
+    elif test is not None or any(r.get("event") == "stopped" for r in records):
+        status = "finished"
+    else:
+        status = f"stopped at {step}" if records else "not started"
+    return {"task": config.get("task", "?"), "model": config.get("model", "?"), "hidden": config.get("hidden", "?"),
+            "step": step, "metric": metric,
+            "best": f"{metric} {(min if mode == 'min' else max)(valid):.4g}" if valid else "-",
+            "test": f"{metric} {test[metric]:.4g}" if test is not None and metric in test else "-",
+            "status": status}
+
+
+def curves_figure(records: list[dict], baseline: float | None = None, title: str | None = None):
     """A matplotlib Figure with one panel per metric logged (loss, accuracy, bpc, in that order): the
     training and validation points against updates, and the task's baseline on the loss panel;
-    None when no record holds a metric (e.g. every update so far was skipped as non-finite)."""
+    None when no record holds a metric (e.g. every update so far was skipped as non-finite).  The loss axis
+    is logarithmic where the positive losses span more than a decade (copy: from the baseline 0.09 down to
+    1e-4), and a series of few points is drawn with markers, so that a single point shows."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     metrics = [m for m in ("loss", "accuracy", "bpc") if any(m in r for r in records)]
     if not metrics:
         return None
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
-        for split, style in (("train", "-"), ("valid", "o-")):
+        values = []
+        for split, style in (("train", "-"), ("valid", "-")):
             points = [(r["step"], r[metric]) for r in records if r.get("split") == split and metric in r]
             if points:
-                ax.plot(*zip(*points), style, label=split, markersize=3)
+                marker = "o" if split == "valid" or len(points) <= 20 else None
+                ax.plot(*zip(*points), style, marker=marker, label=split, markersize=3)
+                values += [v for _, v in points if math.isfinite(v) and v > 0]
         if metric == "loss" and baseline is not None:
             ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
+            values.append(baseline)
+        if metric == "loss" and values and max(values) > 10 * min(values):
+            ax.set_yscale("log")
         ax.set_xlabel("update")
-        ax.set_ylabel(metric)
+        ax.set_ylabel(metric + (" (log scale)" if ax.get_yscale() == "log" else ""))
         ax.grid(alpha=0.3)
         ax.legend()
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
+def run_title(folder: Path) -> str | None:
+    """The curves' title: task, model, hidden units and the run folder's name, from its config.json."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        return Path(folder).name
+    return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}"
+
+
 def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
-    """curves.png in ``folder``: :func:`curves_figure` of its metrics.jsonl; None when there is nothing to plot."""
-    fig = curves_figure(read_metrics(folder), baseline)
+    """curves.png in ``folder``: :func:`curves_figure` of its metrics.jsonl, titled by :func:`run_title`; None
+    when there is nothing to plot."""
+    fig = curves_figure(read_metrics(folder), baseline, run_title(folder))
     if fig is None:
         return None
     import matplotlib.pyplot as plt

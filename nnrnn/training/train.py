@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .config import check_device, check_memory, check_resumable, evaluation_inte
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import build_saved_task, build_task, check_weights, seeded_network
-from .runlog import MetricsLog, plot_curves, read_metrics
+from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
 from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
@@ -272,9 +273,12 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
           flush=True)
-    bar = tqdm(total=run.steps, initial=state.step, disable=not (config["progress"] and run.main), unit="upd",
-               dynamic_ncols=True)
-    last_valid = None
+    if restoring and run.main:
+        print(f"[nnrnn] resuming {run.folder} from update {state.step} of {run.steps} ({run.last_path})", flush=True)
+    # a bar only on a terminal (disable=None): redirected, its carriage returns would pile up into one line
+    bar = tqdm(total=run.steps, initial=state.step, disable=None if config["progress"] and run.main else True,
+               unit="upd", dynamic_ncols=True)
+    last_valid = last_train = None
     run.net.train()
     try:
         with StopRequested() as stop:
@@ -283,11 +287,15 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
                 done = state.step
                 bar.update(1)
                 if (done % config["log_every"] == 0 or done == run.steps) and state.window:
-                    record = log_training(run, log)
-                    bar.set_postfix(loss=f"{record['loss']:.4f}")
+                    last_train = log_training(run, log)
+                    bar.set_postfix(loss=f"{last_train['loss']:.4f}")
                 evaluated = done % eval_every == 0 or done == run.steps
                 if evaluated:
                     last_valid = validation_pass(run, log)
+                    if run.main:  # above the bar on a terminal, a plain line otherwise
+                        tqdm.write(validation_line(done, run.steps, last_train, last_valid, state.best,
+                                                   task.monitor[0], run.optimizer.param_groups[0]["lr"]))
+                        sys.stdout.flush()
                     if plateau_reached(config, run.optimizer):  # the validation score has stopped improving
                         if run.main:
                             log.log({"step": done, "split": "train", "event": "stopped",
@@ -308,6 +316,8 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
             log.close()
             plot_curves(run.folder, getattr(task, "baseline", None))
     check_converged(run, last_valid)
+    if run.main:
+        print("\n".join(summary_lines(run.folder, task.monitor)), flush=True)
     return result(run.folder, run.main, test)
 
 

@@ -1,5 +1,8 @@
 """nnrnn.training.checkpoint: atomic writes and safe loading."""
 
+import os
+import stat
+
 import pytest
 import torch
 
@@ -47,3 +50,15 @@ def test_checkpoint_load_maps_storages_and_refuses_arbitrary_objects(tmp_path):
                tmp_path / "foreign.pt")
     with pytest.raises(UserError, match="not a readable nnrnn checkpoint"):
         checkpoint.load(tmp_path / "foreign.pt")  # only tensors and plain containers are unpickled
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_files_get_the_mode_the_users_umask_gives(umask, tmp_path):
+    previous = os.umask(umask)
+    try:
+        checkpoint.atomic_write(tmp_path / "config.json", lambda f: f.write(b"{}"))
+        checkpoint.save(tmp_path / "last.pt", {"step": 1})
+    finally:
+        os.umask(previous)
+    for name in ("config.json", "last.pt"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask, name

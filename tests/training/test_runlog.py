@@ -66,10 +66,12 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_los
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
     assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
     assert list(lines["baseline"][1]) == [0.095, 0.095] and "test" not in lines
-    # a single validation point must show: validation as small dots on a line, training as a line
+    # a single validation point must show: validation as small dots on a line, and so a short training series
     styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
               for line in loss.get_lines()}
-    assert styles["train"][:2] == ("-", "None") and styles["valid"] == ("-", "o", 3)
+    assert styles["train"] == ("-", "o", 3) and styles["valid"] == ("-", "o", 3)
+    long = [{"step": s, "split": "train", "loss": 1.0 / s} for s in range(1, 30)]
+    assert runlog_module.curves_figure(long).axes[0].get_lines()[0].get_marker() == "None"  # a line is enough
     from matplotlib.colors import to_rgba
     baseline = next(line for line in loss.get_lines() if line.get_label() == "baseline")
     assert baseline.get_linestyle() == "--" and to_rgba(baseline.get_color()) == to_rgba("gray")  # not data
@@ -89,13 +91,15 @@ def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path, monkeypatch
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "split": "train", "loss": 1.0}\n')
     drawn = []
     real = runlog_module.curves_figure
-    monkeypatch.setattr(runlog_module, "curves_figure", lambda records, baseline=None: drawn.append(baseline) or
-                        real(records, baseline))
+    (tmp_path / "config.json").write_text('{"task": "copy", "model": "nnrnn", "hidden": 8}')
+    monkeypatch.setattr(runlog_module, "curves_figure", lambda records, baseline=None, title=None:
+                        drawn.append((baseline, title)) or real(records, baseline, title))
     path = runlog_module.plot_curves(tmp_path, baseline=0.5)
     png = path.read_bytes()
-    assert path == tmp_path / "curves.png" and png[:8] == b"\x89PNG\r\n\x1a\n" and drawn == [0.5]
-    # one 4.2 × 3.2 in panel per metric, at 120 dpi: readable in a browser without scaling
-    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (504, 384)
+    assert path == tmp_path / "curves.png" and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert drawn == [(0.5, f"copy, nnrnn with 8 units: {tmp_path.name}")]  # titled with task, model and run
+    # one 4.2 × 3.4 in panel per metric, at 120 dpi: readable in a browser without scaling
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (504, 408)
     assert runlog_module.plot_curves(tmp_path / "no-run-here") is None
 
 

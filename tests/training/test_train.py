@@ -562,7 +562,11 @@ def test_a_checkpoint_from_before_skipped_updates_were_saved_resumes_with_none_s
     assert [r["step"] for r in read_metrics(tmp_path / "run") if r.get("event") == "skipped update"] == [5, 7]
 
 
-def test_the_progress_bar_counts_updates_from_where_a_resumed_run_starts(tmp_path, capsys):
+def test_the_progress_bar_counts_updates_from_where_a_resumed_run_starts(tmp_path, capsys, monkeypatch):
+    train(copy_config(tmp_path, "redirected", steps=2, eval_every=2, progress=True))
+    captured = capsys.readouterr()  # output not on a terminal: no bar, whose carriage returns would pile up
+    assert "\r" not in captured.err + captured.out and "[nnrnn] update 2/2 | " in captured.out
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # as on a terminal
     train(copy_config(tmp_path, steps=4, eval_every=2, progress=True))
     err = capsys.readouterr().err
     assert "4/4" in err and re.search(r"[0-9?]upd/s", err.split("4/4")[-1])  # "4/4 [00:00<00:00, 21.3upd/s, …]"

@@ -1,0 +1,101 @@
+"""Every figure nnrnn makes (run curves, analysis, theory, the grid report's curves) shows all of its text: no
+title, label or tick label lies outside the figure, at small and larger sizes."""
+import json
+
+import matplotlib
+import matplotlib.figure
+import pytest
+import torch
+from matplotlib.text import Text
+
+import nnrnn
+from nnrnn.analysis import analyze_model, plots
+from nnrnn.experiments import grid, report
+from nnrnn.training.runlog import curves_figure
+
+
+def text_outside(fig) -> list[str]:
+    """The texts of ``fig`` whose drawn extent passes an edge of the figure (one pixel of slack): titles, labels,
+    legends, and each axis's tick labels as drawn (ticks outside the view are not drawn, so not counted)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    inside = fig.bbox.padded(1)
+    axes = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    tick_labels = {id(label) for axis in axes for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                   for label in (tick.label1, tick.label2)}
+    outside = []
+    for text in fig.findobj(Text):
+        if id(text) in tick_labels or not (text.get_visible() and text.get_text().strip()):
+            continue
+        box = text.get_window_extent(renderer)
+        if not (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1):
+            outside.append(f"{text.get_text()!r} at x {box.x0:.0f}..{box.x1:.0f} of {fig.bbox.width:.0f}, "
+                           f"y {box.y0:.0f}..{box.y1:.0f} of {fig.bbox.height:.0f}")
+    for axis in axes:
+        box = axis.get_tightbbox(renderer)
+        if box is not None and not (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0
+                                    and box.y1 <= inside.y1):
+            outside.append(f"the tick labels of {axis.axes.get_title()!r}'s {axis.axis_name} axis")
+    return outside
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """Each figure the code saves while the test runs, checked instead of written (drawing it at the figure's dpi
+    lays it out as saving at any other dpi does): {file name: texts outside}."""
+    found = {}
+
+    def savefig(fig, path, *args, **kwargs):
+        found[str(path).rsplit("/", 1)[-1]] = text_outside(fig)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    return found
+
+
+def test_the_run_curves_show_all_their_text():
+    records = [{"step": 50 * i, "split": "train", "loss": 0.5 / i, "accuracy": 0.1 * i} for i in range(1, 9)]
+    records += [{"step": 400, "split": "valid", "loss": 0.001, "accuracy": 0.9}]
+    fig = curves_figure(records, baseline=0.0945, title="copy, nnrnn with 128 units: demo-copy-20261126-031500")
+    assert text_outside(fig) == []
+    loss = fig.axes[0]
+    assert loss.get_yscale() == "log"  # 0.5 down to 0.001: three decades
+    assert [line.get_marker() for line in loss.lines[:2]] == ["o", "o"]  # a series of one point shows
+    assert curves_figure([{"step": 1, "split": "valid", "loss": 0.5}, {"step": 2, "split": "valid", "loss": 0.4}]
+                         ).axes[0].get_yscale() == "linear"
+
+
+@pytest.mark.parametrize("hidden", [16, 128])
+def test_the_analysis_figures_show_all_their_text(hidden, saved, tmp_path):
+    torch.manual_seed(0)
+    analyze_model(nnrnn.NonNormalRNN(3, hidden), tmp_path / "nnrnn", batch=False)  # Λ's trained γ_i
+    if hidden == 16:
+        analyze_model(torch.nn.RNN(3, hidden), tmp_path / "rnn", batch=False)  # a computed Schur form, |λ_i|
+    plots.plot_training_gradients([10, 20, 30], [1.0, 0.1, 0.01], tmp_path / "grad.png",
+                                  title="gradient norm during training (copy-nnrnn-20261126-031500)")
+    assert {"schur.png", "spectrum.png", "grad.png"} <= set(saved)
+    assert {name: texts for name, texts in saved.items() if texts} == {}
+
+
+def test_the_theory_figures_show_all_their_text(saved, tmp_path):
+    plots.figure1b(tmp_path / "figure1b.png", n=10, n_init=4)
+    plots.figure1c(tmp_path / "figure1c.png", n=10)
+    plots.figure_proposition1(tmp_path / "proposition1.png", n=6)
+    plots.figure_proposition2(tmp_path / "proposition2.png", ns=(2, 3), t_max=100)
+    assert len(saved) == 4
+    assert {name: texts for name, texts in saved.items() if texts} == {}
+
+
+def test_the_report_curves_show_all_their_text(saved, tmp_path, monkeypatch):
+    options = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
+    monkeypatch.setitem(grid.SCALES, "figure", {"seeds": [0, 1], "tasks": {
+        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": options}}})
+    runs = grid.plan("figure")
+    for run in runs:
+        folder = grid.run_folder(tmp_path, run)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "metrics.jsonl").write_text("".join(
+            json.dumps({"step": step, "split": split, "loss": 0.09 / step, "grad_norm": 1.0 / step}) + "\n"
+            for step in (2, 4, 6) for split in ("train", "valid")))
+    report.learning_curves(tmp_path, runs, "copy", tmp_path / "curves-copy.png", 0.0945)
+    report.learning_curves(tmp_path, runs, "copy", tmp_path / "gradients-copy.png", 0.0945, gradients=True)
+    assert {name: texts for name, texts in saved.items() if texts} == {}
