@@ -205,11 +205,16 @@ def test_the_command_keeps_freed_memory_unless_told_not(monkeypatch, capsys):
     from nnrnn import cli
     calls = []
     monkeypatch.setattr(kernels, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(cli, "run_kernels", lambda args: 0)  # a command that imports torch, doing nothing here
     monkeypatch.delenv("NNRNN_KEEP_FREED_MEMORY", raising=False)
-    assert cli.main(["presets"]) == 0 and calls == []
+    assert cli.main(["kernels"]) == 0 and calls == []
     for setting, kept in (("", 1), ("1", 1), ("0", 0), ("false", 0), ("Off", 0), ("no", 0)):
         monkeypatch.setenv("NNRNN_KEEP_FREED_MEMORY", setting)
         calls.clear()
         with pytest.raises(SystemExit) as exit_:
-            cli.entry(["presets"])
+            cli.entry(["kernels"])
         assert exit_.value.code == 0 and len(calls) == kept, setting
+    calls.clear()
+    with pytest.raises(SystemExit):  # a command that needs no torch leaves the allocator alone
+        cli.entry(["presets"])
+    assert calls == []

@@ -147,7 +147,7 @@ def test_eval_finds_the_data_by_the_documented_precedence(relative_ptb_run, tmp_
         monkeypatch.delenv("NNRNN_DATA", raising=False)
     else:
         monkeypatch.setenv("NNRNN_DATA", str(places[env]))
-    argv = ["eval", str(run)] + (["--data-dir", str(places[given_dir])] if given_dir else [])
+    argv = ["eval", str(run), "--json"] + (["--data-dir", str(places[given_dir])] if given_dir else [])
     if stored == "moved":
         (where / "data").rename(where / "data-moved")
     try:
