@@ -179,7 +179,8 @@ def _add_optimisation_options(g) -> None:
     g.add_argument("--alpha", type=float, help="RMSprop smoothing")
     g.add_argument("--betas", type=float, nargs=2, help="Adam betas")
     g.add_argument("--delta", type=float, help="nnRNN: weight of the penalty on (1 - gamma)^2")
-    g.add_argument("--t-decay", dest="t_decay", type=float, help="nnRNN: weight decay on T (its gradient gains t_decay·T)")
+    g.add_argument("--t-decay", dest="t_decay", type=float,
+                   help="nnRNN: weight decay on T (its gradient gains t_decay·T)")
     g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
     g.add_argument("--lr-schedule", dest="lr_schedule", choices=["none", "plateau"],
                    help="plateau: halve every learning rate after a validation that did not improve (ptb presets)")

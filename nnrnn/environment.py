@@ -4,7 +4,8 @@
 |---|---|---|
 | ``NNRNN_DEBUG`` | off | the command line re-raises the errors it would print as one line, with their traceback |
 | ``NNRNN_CPP`` | on | off: the fused recurrence runs its Python loops, never the compiled C++ ones |
-| ``NNRNN_ONEDNN`` | auto | on: large float32 CPU products go to oneDNN on any CPU; off: never; unset: where the CPU has AVX-512 |
+| ``NNRNN_ONEDNN`` | auto | on: large float32 CPU products go to oneDNN on any CPU; off: never; \
+unset: where the CPU has AVX-512 |
 | ``NNRNN_KEEP_FREED_MEMORY`` | on | off: the ``nnrnn`` command leaves glibc's malloc settings alone |
 | ``NNRNN_EXTENSIONS_DIR`` | ``$XDG_CACHE_HOME/nnrnn`` | where the compiled loops are cached |
 | ``NNRNN_DATA`` | | a folder searched first for data files |

@@ -11,8 +11,8 @@ import torch
 import nnrnn
 from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
                             delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
-                            fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure, proposition2, proposition2_matrix,
-                            real_schur_lower, schur_example, schur_view, table3)
+                            fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure,
+                            proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3)
 from nnrnn.analysis.cli import add_analyze_parser, add_theory_parser
 
 

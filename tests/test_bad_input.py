@@ -180,7 +180,8 @@ def test_a_killed_holders_lock_is_not_stale(tmp_path):
     import subprocess
     import sys
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnrnn.training import runlock\n"
-                               f"with runlock.hold({str(tmp_path / 'run')!r}):\n print('held', flush=True); time.sleep(60)"],
+                               f"with runlock.hold({str(tmp_path / 'run')!r}):\n"
+                               " print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(nnrnn.errors.UserError, match=f"pid {holder.pid}"):
@@ -299,7 +300,8 @@ API_CASES = [
     (lambda: nnrnn.create("nnrnn", 3, 4, t_init="delay:x"), ValueError, "t_init must be 'zeros' or 'delay:ALPHA'"),
     (lambda: nnrnn.create("exprnn", 3, 4, init="glorot"), ValueError, "init must be one of"),
     (lambda: nnrnn.create("eurnn", 3, 4, capacity=0), ValueError, "capacity must be a positive int"),
-    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 7)), ValueError, "input.size(-1) must be equal to input_size"),
+    (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 7)), ValueError,
+     "input.size(-1) must be equal to input_size"),
     (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5)), ValueError, "input must be 2-d"),
     (lambda: nnrnn.create("nnrnn", 3, 4)(torch.ones(5, 2, 3, dtype=torch.long)), TypeError, "floating-point"),
     (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3, dtype=torch.float64)), TypeError,
@@ -337,7 +339,8 @@ API_CASES = [
        "input is on device cpu but the model's parameters on meta") for name in ("nnrnn", "lstm")],
     (lambda: nnrnn.create("nnrnn", 3, 4)(torch.randn(5, 2, 3), torch.zeros(1, 2, 4, device="meta")), ValueError,
      "hx is on device meta but input on cpu"),
-    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4, device="meta"))),
+    (lambda: nnrnn.create("lstm", 3, 4)(torch.randn(5, 2, 3), (torch.zeros(1, 2, 4),
+                                                               torch.zeros(1, 2, 4, device="meta"))),
      ValueError, "c_0 is on device meta but input on cpu"),
     # integer dtypes: a TypeError naming the tensor and saying floating point
     (lambda: nnrnn.create("rnn", 3, 4)(torch.ones(5, 2, 3, dtype=torch.int32)), TypeError,
@@ -396,8 +399,9 @@ def test_an_empty_batch_gives_empty_outputs_like_torch(name):
 
 GOOD = {"--steps": ["2"], "--hidden": ["6", "8"], "--seed": ["0", "3"], "--lr": ["1e-3"], "--batch-size": ["2"],
         "--T": ["3"], "--model": ["nnrnn", "exprnn", "rnn", "lstm", "eurnn", "rnn-orth"]}
-BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["-1", "1e3"], "--lr": ["0", "inf", "nan", "-3"],
-       "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"], "--delta": ["-1", "inf"], "--t-decay": ["nan"],
+BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["-1", "1e3"],
+       "--lr": ["0", "inf", "nan", "-3"], "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"],
+       "--delta": ["-1", "inf"], "--t-decay": ["nan"],
        "--clip": ["-1", "inf"], "--batch-size": ["0"], "--T": ["0", "-4"], "--epochs": ["3"],
        "--device": ["cuda", "gpu", "cuda:9"], "--input-init": ["normal"], "--readout-bias-init": ["uniform:x"],
        "--init": ["orthogonal"], "--model": ["rwkv"], "--max-bad-steps": ["0"], "--log-every": ["-1"],
@@ -450,13 +454,15 @@ THEORY_TOO_LARGE = [
 
 
 @pytest.mark.parametrize("argv, expected", THEORY_TOO_LARGE, ids=[" ".join(a) for a, _ in THEORY_TOO_LARGE])
-def test_theory_sizes_are_refused_before_anything_is_allocated_or_written(argv, expected, capsys, tmp_path, monkeypatch):
+def test_theory_sizes_are_refused_before_anything_is_allocated_or_written(argv, expected, capsys, tmp_path,
+                                                                          monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert_one_line(*run_cli(capsys, *argv), expected)
     assert list(tmp_path.iterdir()) == []  # not even the default figures/theory folder
 
 
-@pytest.mark.parametrize("argv", [["theory", "figure1", "--n-init", "2"], ["theory", "prop2", "--n", "2", "--t-max", "10"]],
+@pytest.mark.parametrize("argv", [["theory", "figure1", "--n-init", "2"],
+                                  ["theory", "prop2", "--n", "2", "--t-max", "10"]],
                          ids=["figure1", "prop2"])
 def test_theory_never_replaces_a_file_it_did_not_write(argv, capsys, tmp_path):
     mine = tmp_path / "mine"

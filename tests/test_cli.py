@@ -128,7 +128,8 @@ def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
             cli.main(["presets", "fast"])
     else:
         assert cli.main(["presets", "fast"]) == 2
-        assert capsys.readouterr().err == "nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params, beyond\n"
+        assert capsys.readouterr().err == ("nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params, "
+                                           "beyond\n")
 
 
 @pytest.mark.subprocess
@@ -287,7 +288,8 @@ NNRNN = Path(sys.executable).with_name("nnrnn")
 def test_installed_command_trains_each_task_with_the_paper_preset(task, tmp_path):
     """`nnrnn train TASK --preset paper` at the paper's sizes (128, 512, 1024 units), two updates."""
     data = ["--data-dir", str(SHARED)]  # --data-dir only where the task reads files: elsewhere it is refused
-    extra = {"copy": [], "psmnist": ["--eval-batch-size", "1000", *data], "ptb": ["--eval-batch-size", "4000", *data]}[task]
+    extra = {"copy": [], "psmnist": ["--eval-batch-size", "1000", *data],
+             "ptb": ["--eval-batch-size", "4000", *data]}[task]
     result = subprocess.run([str(NNRNN), "train", task, "--preset", "paper", "--steps", "2", "--no-progress",
                              "--out", str(tmp_path / "run"), *extra],
                             capture_output=True, text=True, timeout=600)

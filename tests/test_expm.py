@@ -86,7 +86,8 @@ def test_float32_orthogonal_at_paper_sizes(n, case, each_plan):
         a = generator(n, "dense", math.pi)
     else:
         torch.manual_seed(1)
-        a = skew(cayley_(torch.zeros(n, n, dtype=torch.float64))) + 0.3 * skew(torch.randn(n, n, dtype=torch.float64)) / math.sqrt(n)
+        a = (skew(cayley_(torch.zeros(n, n, dtype=torch.float64)))
+             + 0.3 * skew(torch.randn(n, n, dtype=torch.float64)) / math.sqrt(n))
     with torch.no_grad():
         assert orthogonality_error(expm_skew(a.float())) <= 2e-6
 

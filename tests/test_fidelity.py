@@ -13,12 +13,12 @@ What is independent of nnrnn, and what is not:
   it.
 * nnrnn is driven only through its public entry point, ``nnrnn.training.train.train(config)`` with the config of
   ``resolve_config({...}, "paper")`` and a run folder; what it did is read back from the folder:
-  ``checkpoints/last.pt`` (``nnrnn.training.network.load_model``, and the optimizer's learning rates) and ``metrics.jsonl``
-  (``nnrnn.training.runlog.read_metrics``).
+  ``checkpoints/last.pt`` (``nnrnn.training.network.load_model``, and the optimizer's learning rates) and
+  ``metrics.jsonl`` (``nnrnn.training.runlog.read_metrics``).
 * Taken from nnrnn, and so not tested here: the starting point and the data.  The initial tensors are those of
-  ``nnrnn.training.network.build(config)`` (the seed and build train() uses), read by name from the state dict and converted
-  to the release's layout by this file's ``to_release`` (transposes, lower → upper triangle, the generator's and θ's
-  signs; the mapping is explained there), not by nnrnn's helpers; their distributions are tested separately
+  ``nnrnn.training.network.build(config)`` (the seed and build train() uses), read by name from the state dict and
+  converted to the release's layout by this file's ``to_release`` (transposes, lower → upper triangle, the generator's
+  and θ's signs; the mapping is explained there), not by nnrnn's helpers; their distributions are tested separately
   (further down).  The batches are those of nnrnn's task object (``task.train_batch(k)`` is the batch of update
   k + 1, a pure function of the seed and k; ``task.eval_batches``), so the data pipeline (copy's one-hot inputs,
   the PTB vocabulary and splits, MNIST's scaling and permutation) is not what is compared.  The hyperparameters are
@@ -92,7 +92,8 @@ def test_the_paper_scale_trains_the_releases_lengths():
 # --------------------------------------------------------------------------- the release, rebuilt in its own layout
 #
 # Everything below until the tests is written from the release's code alone (RNN_Cell.OrthoRNNCell,
-# expRNN/exprnn.py ExpRNN (the one utils.select_network imports), utils.select_optimizer, copytask.py / sMNIST.py / language_task.py), in float64:
+# expRNN/exprnn.py ExpRNN (the one utils.select_network imports), utils.select_optimizer, copytask.py / sMNIST.py /
+# language_task.py), in float64:
 #
 # * row vectors, as its cells compute: h_t = modrelu(x_t Uᵀ + h_{t-1} R), with R = P (UppT ⊙ M + α_block ⊙ D) Pᵀ
 #   for nnRNN (M = triu(1): UppT strictly *upper*; D the 2×2 rotation blocks [[cos θ, -sin θ], [sin θ, cos θ]],
@@ -138,10 +139,12 @@ class ReleaseNet:
         n = self.p["b"].shape[0]
         self.mask = torch.ones(n, n, dtype=torch.float64).triu(1)  # OrthoRNNCell.M
         rest = [v for k, v in self.p.items() if k not in (self.gen, "UppT")]
-        groups = [{"params": rest}] + ([{"params": [self.p["UppT"]], "weight_decay": t_decay}] if kind == "nnRNN" else [])
+        groups = [{"params": rest}] + ([{"params": [self.p["UppT"]], "weight_decay": t_decay}]
+                                       if kind == "nnRNN" else [])
         self.optimizer = torch.optim.RMSprop(groups, lr=lr, alpha=alpha)
         self.orth_optimizer = torch.optim.RMSprop([self.p[self.gen]], lr=lr_orth, alpha=alpha)
-        self.schedules = [torch.optim.lr_scheduler.StepLR(o, 1, gamma=0.5) for o in (self.optimizer, self.orth_optimizer)]
+        self.schedules = [torch.optim.lr_scheduler.StepLR(o, 1, gamma=0.5)
+                          for o in (self.optimizer, self.orth_optimizer)]
         self.best = None
         self.closest = math.inf  # the smallest |pre-activation| met: modrelu jumps by 2b there (see closest_to_jump)
 
@@ -275,7 +278,8 @@ def compare(net, reference, start, config):
         diff = (value - want).abs()
         if name == "log_P":
             # P starts block-diagonal (Henaff, Cayley), so moving one of these entries rotates inside a 2×2 block,
-            # which commutes with Λ's block: while T = 0 (update 1) their gradient is 0 in exact arithmetic; RMSprop divides it by its own magnitude, so float32 rounding
+            # which commutes with Λ's block: while T = 0 (update 1) their gradient is 0 in exact arithmetic; RMSprop
+            # divides it by its own magnitude, so float32 rounding
             # (~1e-8) becomes a step of up to lr_orth / sqrt(1 - alpha) either way.  They do not change V (which
             # is compared below); they are held to that bound per update.
             i = torch.arange(0, diff.shape[0] - 1, 2)
@@ -291,8 +295,8 @@ def compare(net, reference, start, config):
 
 
 def run_nnrnn(tmp_path, monkeypatch, options, dtype=torch.float32):
-    """Train through nnrnn's public entry point, ``nnrnn.training.train.train(config)`` with ``--preset paper`` and a run
-    folder; returns (config, the initial state dict, the network of ``checkpoints/last.pt`` (network.load_model),
+    """Train through nnrnn's public entry point, ``nnrnn.training.train.train(config)`` with ``--preset paper`` and a
+    run folder; returns (config, the initial state dict, the network of ``checkpoints/last.pt`` (network.load_model),
     every metrics.jsonl record, the task the reference reads its batches from).
 
     float64: torch's default dtype, so that nnrnn builds and trains its network in float64, with the copy and
@@ -307,7 +311,8 @@ def run_nnrnn(tmp_path, monkeypatch, options, dtype=torch.float32):
     torch.set_default_dtype(dtype)
     try:
         config = resolve_config({**options, "log_every": 1, "progress": False, "out": str(tmp_path / "run")}, "paper")
-        task, initial = build(config)  # what train() starts from: nnrnn.training.network.build seeds and builds as it does
+        # what train() starts from: nnrnn.training.network.build seeds and builds as it does
+        task, initial = build(config)
         nnrnn.training.train.train(config)
         net, saved_config = load_model(tmp_path / "run" / "checkpoints" / "last.pt")
     finally:
@@ -385,7 +390,8 @@ def test_exprnn_psmnist_trains_as_the_release(tmp_path, monkeypatch, dtype, step
     updates."""
     config, initial, net, records, task = run_nnrnn(
         tmp_path, monkeypatch, {"task": "psmnist", "model": "exprnn", "hidden": 16, "batch_size": 8, "steps": steps,
-                                "eval_every": steps, "eval_batch_size": 1000, "data_dir": str(SHARED), "seed": 1}, dtype)
+                                "eval_every": steps, "eval_batch_size": 1000, "data_dir": str(SHARED), "seed": 1},
+        dtype)
     reference = reference_for(config, initial, "expRNN")
     losses = [reference.update(psmnist_loss(*(lambda b: (b.inputs.double(), b.targets))(task.train_batch(k))))
               for k in range(steps)]
@@ -398,7 +404,8 @@ def test_exprnn_psmnist_trains_as_the_release(tmp_path, monkeypatch, dtype, step
     with torch.no_grad():
         sums = [(nn.functional.cross_entropy(logits, b.targets, reduction="sum").item(),
                  (logits.argmax(-1) == b.targets).sum().item(), len(b.targets))
-                for b in task.eval_batches("valid") for logits in [reference.logits(reference.run(b.inputs.double())[-1])]]
+                for b in task.eval_batches("valid")
+                for logits in [reference.logits(reference.run(b.inputs.double())[-1])]]
     valid = next(r for r in records if r["split"] == "valid")
     n = sum(s[2] for s in sums)
     assert relative([valid["loss"]], [sum(s[0] for s in sums) / n]) < (F64 if dtype == torch.float64 else 1e-5)
@@ -415,7 +422,8 @@ def ptb_loss(x, y, carried):
 
 
 @needs_ptb
-@pytest.mark.parametrize("dtype, lr, steps", [(torch.float32, None, 3), (torch.float64, 0.01, 5)], ids=["float32", "float64"])
+@pytest.mark.parametrize("dtype, lr, steps", [(torch.float32, None, 3), (torch.float64, 0.01, 5)],
+                         ids=["float32", "float64"])
 def test_nnrnn_ptb_trains_as_the_release(tmp_path, monkeypatch, dtype, lr, steps):
     """`--preset paper` nnRNN on PTB (bptt 150, 16 units, the 200-wide embedding; the training text is the first 90%
     of ptb.char.valid.txt, as nnrnn reads the shared files) against language_task.py: the first segments with the

@@ -574,8 +574,8 @@ def test_eurnn_full_capacity_is_not_block_diagonal():
 
 @pytest.mark.parametrize("init", ["xavier", "concat"])
 def test_lstm_initialisation_reaches_every_layer_and_direction(init):
-    """The paper's "xavier" (Glorot): each gate's input and recurrent blocks Glorot normal on their own, zero biases, all
-    trained.  The release's "concat": each gate's [W_hh | W_ih] Glorot normal as one matrix, one trained bias
+    """The paper's "xavier" (Glorot): each gate's input and recurrent blocks Glorot normal on their own, zero biases,
+    all trained.  The release's "concat": each gate's [W_hh | W_ih] Glorot normal as one matrix, one trained bias
     per gate.  Every layer and direction is drawn so, not only the first."""
     torch.manual_seed(4)
     i, n = 16, 256
@@ -963,7 +963,8 @@ def test_repr_lists_the_constructor_arguments_as_torch_rnn_does():
     full = dict(num_layers=2, bias=False, batch_first=True, dropout=0.5, bidirectional=True)
     torch_repr = repr(torch.nn.RNN(3, 4, **full))  # RNN(3, 4, num_layers=2, bias=False, …)
     ours = nnrnn.create("rnn", 3, 4, nonlinearity="relu", **full).extra_repr()
-    assert ours == "3, 4, num_layers=2, nonlinearity='relu', bias=False, batch_first=True, dropout=0.5, bidirectional=True"
+    assert ours == ("3, 4, num_layers=2, nonlinearity='relu', bias=False, batch_first=True, dropout=0.5, "
+                    "bidirectional=True")
     assert ours.replace(", nonlinearity='relu'", "") == torch_repr[len("RNN("):-1]
 
 
@@ -1110,7 +1111,8 @@ def test_reset_parameters_redraws_the_t_init():
         opt.step()
     assert not np.array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(), shift_by_hand(6, 1.5, False))
     model.reset_parameters()
-    np.testing.assert_array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(), shift_by_hand(6, 1.5, False))
+    np.testing.assert_array_equal(model.schur_form.triangular_factor().detach().cpu().numpy(),
+                                  shift_by_hand(6, 1.5, False))
 
 
 @pytest.mark.parametrize("bad", ["delay:x", "delay:-1", "delay:0", "delay:", "delay:nan", "delay:inf", "foo", "chain:1",

@@ -300,7 +300,8 @@ elif phase == "training":
 elif phase == "checkpoint":
     checkpoint.atomic_write = dies(checkpoint.atomic_write, lambda path, write: path.name == "last.pt")
 elif phase in ("validation", "test"):
-    trainer.evaluate = dies(trainer.evaluate, lambda net, task, split, device: split == phase.replace("validation", "valid"))
+    trainer.evaluate = dies(trainer.evaluate,
+                            lambda net, task, split, device: split == phase.replace("validation", "valid"))
 elif phase == "plotting":
     trainer.plot_curves = dies(trainer.plot_curves)
 trainer.train(config)
@@ -345,7 +346,8 @@ def test_a_refused_run_leaves_a_folder_of_the_users_exactly_as_it_was(capsys, tm
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "data.csv").write_text("mine")
-    one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", folder, *TINY), "holds files nnrnn did not write")
+    one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", folder, *TINY),
+             "holds files nnrnn did not write")
     assert sorted(p.name for p in folder.iterdir()) == ["data.csv"]  # not even a lock file
 
 

@@ -56,7 +56,8 @@ def test_psmnist_batches_are_a_pure_function_of_seed_and_step(psmnist):
     different = make_task("psmnist", seed=4, batch_size=128, data_dir=SHARED)
     assert not torch.equal(different.train_batch(0).targets, psmnist.train_batch(0).targets)
     # each epoch visits every training image once, in an order that changes with the epoch
-    counts = torch.bincount(torch.cat([psmnist.train_batch(s).targets for s in range(psmnist.steps_per_epoch)]), minlength=10)
+    counts = torch.bincount(torch.cat([psmnist.train_batch(s).targets for s in range(psmnist.steps_per_epoch)]),
+                            minlength=10)
     assert torch.equal(counts, torch.bincount(psmnist._labels["train"], minlength=10))
     assert not torch.equal(psmnist.epoch_order(0), psmnist.epoch_order(1))
 

@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     if not found:
         print("no mutmut results in ./mutants; run `mutmut run` (or `make mutate`) first", file=sys.stderr)
         return 2
-    print(f"{'module':40s} {'mutants':>8s} {'killed':>7s} {'survived':>9s} {'no tests':>9s} {'unchecked':>10s} {'score':>6s}")
+    print(f"{'module':40s} {'mutants':>8s} {'killed':>7s} {'survived':>9s} {'no tests':>9s} "
+          f"{'unchecked':>10s} {'score':>6s}")
     survivors, totals = [], Counter()
     for source, codes in found.items():
         count = Counter("killed" if c in KILLED else "survived" if c in SURVIVED else "no tests" if c in NO_TESTS

@@ -122,7 +122,8 @@ def add_theory_parser(subparsers) -> None:
                                    "delay line (they coincide) and with beta below the sub-diagonal.")
     o.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
     o.add_argument("--n", type=int, default=20, help="matrix size N (default 20)")
-    o.add_argument("--alpha", type=float, default=1.05, help="alpha > 0; sqrt(alpha) on the sub-diagonal (default 1.05)")
+    o.add_argument("--alpha", type=float, default=1.05,
+                   help="alpha > 0; sqrt(alpha) on the sub-diagonal (default 1.05)")
     o.add_argument("--beta", type=float, default=0.005, help="beta > 0 below the sub-diagonal (default 0.005)")
     o.add_argument("--json", action="store_true", help="print the curves as JSON")
     o.set_defaults(func=run_prop1)

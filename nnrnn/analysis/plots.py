@@ -21,7 +21,8 @@ from matplotlib.ticker import MaxNLocator
 from . import theory
 from ._blas import single_threaded_blas
 
-__all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients", "plot_schur", "plot_spectrum"]
+__all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients", "plot_schur",
+           "plot_spectrum"]
 
 DPI = 200
 STYLE = {

@@ -146,7 +146,8 @@ def missing_message(folder: Path) -> str:
     names = ", ".join(f"{STEMS[k]}.gz" for k in ("test_images", "test_labels"))
     optional = ", ".join(f"{STEMS[k]}.gz" for k in ("train_images", "train_labels"))
     return (f"MNIST not found: expected {names} (and for the full training set {optional}; "
-            f"gzipped or not) in {folder}; {FETCH_HINT}, or pass --data-dir (or set NNRNN_DATA to) a folder that has them")
+            f"gzipped or not) in {folder}; {FETCH_HINT}, or pass --data-dir (or set NNRNN_DATA to) a folder "
+            "that has them")
 
 
 def load_mnist(data_dir: str | os.PathLike | None = None) -> MNISTData:

@@ -256,9 +256,9 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
         for length in ("steps", "epochs"):
             if options.get(length):
                 options[length] = max(1, round(options[length] * spec["tune"]["share"]))
-        found[search_name(run["setting"], run["label"])] = {"setting": run["setting"], "label": run["label"], "task": run["task"],
-                                             "model": run["model"], "preset": run["preset"], "options": options,
-                                             "extra": sorted(run["extra"]),
+        found[search_name(run["setting"], run["label"])] = {"setting": run["setting"], "label": run["label"],
+                                             "task": run["task"], "model": run["model"], "preset": run["preset"],
+                                             "options": options, "extra": sorted(run["extra"]),
                                              "trials": spec["tune"]["trials"]}
     return found
 

@@ -564,7 +564,8 @@ def tuning_section(out: Path, scale: str) -> list[str]:
              "| table | model | tuned options |", "|---|---|---|"]
     for setting, chosen in picks.items():
         for label, options in chosen.items():
-            shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(options.items()))
+            shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in sorted(options.items()))
             lines.append(f"| {setting} | {name(label)} | {shown} |")
     searched = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
@@ -674,7 +675,8 @@ def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
              "the recurrent matrix (a gated model's candidate or cell matrix), its departure from normality "
              "(Henrici, divided by ‖V‖_F), ‖T‖/‖Θ‖ in its Schur form and the delay line (mean |T| on the first "
              "sub-diagonal over the mean |T| below it).", "",
-             "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |", "|---|---|---|---|---|---|"]
+             "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |",
+             "|---|---|---|---|---|---|"]
     for label in dict.fromkeys(r["label"] for r in runs if r["column"] == "tuned"):
         for task, stats in learned_structure(out, runs, "tuned", label).items():
             cells = [stats[q].show(3, failed="n/a") for q in ("mean_modulus", "departure", "triangular_fraction")]

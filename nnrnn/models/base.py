@@ -368,7 +368,8 @@ class RecurrentModel(nn.Module):
         self._v_cache: dict = {}
         for index, suffix in enumerate(self.cells):
             layer_input = input_size if index < directions else hidden_size * directions
-            self.register_parameter("weight_ih" + suffix, nn.Parameter(torch.empty(hidden_size, layer_input, **factory)))
+            self.register_parameter("weight_ih" + suffix,
+                                    nn.Parameter(torch.empty(hidden_size, layer_input, **factory)))
             if bias:
                 self.register_parameter("bias_ih" + suffix, nn.Parameter(torch.empty(hidden_size, **factory)))
             if self.nonlinearity == "modrelu":

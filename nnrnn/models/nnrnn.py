@@ -61,8 +61,9 @@ class NonNormalRNN(RecurrentModel):
         modrelu_bias_l[k]: (N), U(-0.01, 0.01) (modReLU only).
         weight_hh_l[k]: V (N, N), composed from its factors on access (it cannot be assigned): P's skew
             generator ``parametrizations.weight_hh_l[k].original`` and ``theta`` (N//2), ``gamma``
-            (⌈N/2⌉; a buffer with ``fixed_gamma``), ``lower`` (N × N, masked to T) of the :class:`~nnrnn.parametrizations.SchurForm`
-            ``parametrizations.weight_hh_l[k][0]``.  The reverse direction's names end in ``_reverse``.
+            (⌈N/2⌉; a buffer with ``fixed_gamma``), ``lower`` (N × N, masked to T) of the
+            :class:`~nnrnn.parametrizations.SchurForm` ``parametrizations.weight_hh_l[k][0]``.  The reverse direction's
+            names end in ``_reverse``.
 
     With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.  Train P's generator at
     its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
@@ -75,7 +76,8 @@ class NonNormalRNN(RecurrentModel):
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",
                  generator: torch.Generator | None = None, dynamic: bool = False,
                  fixed_gamma: float | None = None, t_init: str = "zeros", **kwargs):
-        self.init, self.triangular, self._generator, self.dynamic = check_init(init), triangular, generator, bool(dynamic)
+        self.init, self.triangular, self._generator, self.dynamic = (check_init(init), triangular, generator,
+                                                                      bool(dynamic))
         self.fixed_gamma = check_fixed_gamma(fixed_gamma)
         parse_t_init(t_init)  # refused here, at the call that received it
         self.t_init = t_init

@@ -196,7 +196,8 @@ class SchurForm(OrthogonalFactor):
         with autocast_off(x.device.type):  # V in the parameters' precision, also under autocast
             if x.dtype in LOW_PRECISION:  # composed in float32 and rounded once: a half-precision exp is inaccurate
                 p = self.orthogonal(x.float())
-                middle = rotation_blocks(self.theta.float(), self.gamma.float(), self.n) + self.triangular_factor().float()
+                middle = (rotation_blocks(self.theta.float(), self.gamma.float(), self.n)
+                          + self.triangular_factor().float())
                 return matmul(matmul(p, middle), p.T).to(x.dtype)
             p, lam, t = self.factors(x)
             return matmul(matmul(p, lam + t), p.transpose(-2, -1))

@@ -140,7 +140,8 @@ class PermutedMNISTTask(Task):
         """What a checkpoint should record to check that a resumed run sees the same data."""
         return {"dataset": "mnist", "split": self.data.split,
                 "sizes": [len(self._labels[s]) for s in ("train", "valid", "test")],
-                "permute": self.permute, "permutation_md5": hashlib.md5(self.order.astype(np.int64).tobytes()).hexdigest()}
+                "permute": self.permute,
+                "permutation_md5": hashlib.md5(self.order.astype(np.int64).tobytes()).hexdigest()}
 
     def check_data_state(self, state: dict) -> None:
         """Raise :class:`UserError` if ``state`` (from :meth:`data_state`) differs from the data now loaded."""

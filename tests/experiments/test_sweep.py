@@ -179,7 +179,8 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     def diverging_train(config, resume=False, on_eval=None):
         calls.append(config["out"])
         if len(calls) == 1:
-            raise TrainingDiverged("training diverged: 20 non-finite losses or gradients in a row at update 7; lower --lr")
+            raise TrainingDiverged("training diverged: 20 non-finite losses or gradients in a row at update 7; "
+                                   "lower --lr")
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
@@ -194,7 +195,8 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     assert "PRUNED (diverged)" in text.getvalue()
 
     # any other user error stops the sweep: it would recur in every trial
-    monkeypatch.setattr(nnrnn.training.train, "train", lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
+    monkeypatch.setattr(nnrnn.training.train, "train",
+                        lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
     with pytest.raises(UserError, match="no data files"):
         run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     assert states(optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}")) == \

@@ -81,7 +81,8 @@ def test_sequence_model_carries_the_state_given_and_reads_the_last_step():
         torch.testing.assert_close(out, net.readout(hidden[-1] if mode == "last" else hidden))
         torch.testing.assert_close(h_n, want_h_n)
         assert not torch.allclose(out, net(x)[0])  # from zeros: another result
-    standalone = network_module.SequenceModel(nnrnn.create("rnn", 3, 200), 100, "all")  # its defaults: Glorot, zero bias
+    # its defaults: Glorot, zero bias
+    standalone = network_module.SequenceModel(nnrnn.create("rnn", 3, 200), 100, "all")
     assert abs(standalone.readout.weight.std().item() / math.sqrt(2 / 300) - 1) < 0.05
     assert torch.all(standalone.readout.bias == 0)
 

@@ -1,5 +1,5 @@
-"""nnrnn.training.train: the training loop: what the optimizer groups hold, that the penalty and lr_orth act in the real loop,
-validation, best checkpoints, skipped updates, the plateau stop, signals, several processes, and exact resume
+"""nnrnn.training.train: the training loop: what the optimizer groups hold, that the penalty and lr_orth act in the real
+loop, validation, best checkpoints, skipped updates, the plateau stop, signals, several processes, and exact resume
 (in process, after kill -9 and after SIGTERM).  References come from the paper or from an independent
 computation, never from the module under test."""
 import json
@@ -227,7 +227,8 @@ def test_two_processes_match_one(tmp_path, model):
     """torchrun with 2 CPU processes (gloo) reaches the parameters of 1 process on the same global batch."""
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\nfrom nnrnn.training.config import resolve_config\nfrom nnrnn.training.train import train\nfrom nnrnn.training import distributed\n"
+        "import sys\nfrom nnrnn.training.config import resolve_config\nfrom nnrnn.training.train import train\n"
+        "from nnrnn.training import distributed\n"
         "from nnrnn.tasks.copy import CopyTask\n"
         # update 3's last sequence, in rank 1's half, holds a NaN: one process skips that update, so two must
         "batch = CopyTask.train_batch\n"
@@ -302,7 +303,8 @@ def test_the_penalty_acts_on_gamma_and_t_in_the_training_loop(tmp_path, monkeypa
     with_network(monkeypatch, edit)
     train(copy_config(tmp_path, steps=1, delta=1e4, t_decay=1e4, lr=1e-3))
     after = parameters(tmp_path / "run")
-    gamma, lower = after["rnn.parametrizations.weight_hh_l0.0.gamma"], after["rnn.parametrizations.weight_hh_l0.0.lower"]
+    gamma, lower = (after["rnn.parametrizations.weight_hh_l0.0.gamma"],
+                    after["rnn.parametrizations.weight_hh_l0.0.lower"])
     assert torch.all(gamma > 0.5)
     moved = lower[t0 != 0]
     assert torch.all(moved.abs() < t0[t0 != 0].abs())
@@ -396,7 +398,8 @@ def test_dynamic_trivialization_trains_and_resumes_exactly(tmp_path):
     train(copy_config(tmp_path, "split", steps=4, rebase_every=3, model="exprnn"))
     train(copy_config(tmp_path, "split", steps=7, rebase_every=3, model="exprnn"), resume=True)
     a, b = parameters(tmp_path / "whole"), parameters(tmp_path / "split")
-    assert "rnn.parametrizations.weight_hh_l0.0.base" in a and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 2
+    assert ("rnn.parametrizations.weight_hh_l0.0.base" in a
+            and int(a["rnn.parametrizations.weight_hh_l0.0.rebases"]) == 2)
     assert all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ValueError, match="--rebase-every applies to exprnn, nnrnn, not to lstm"):
         copy_config(tmp_path, model="lstm", rebase_every=1)
@@ -486,7 +489,8 @@ def test_max_bad_steps_counts_non_finite_updates_in_a_row_from_the_first(tmp_pat
         train(copy_config(tmp_path, "row", steps=4, max_bad_steps=2, eval_every=4))
     nan_losses_at(monkeypatch, {2, 3})
     last = tmp_path / "later" / "checkpoints" / "last.pt"
-    with pytest.raises(TrainingDiverged, match=f"in a row at update 4; the last good checkpoint is {re.escape(str(last))};"):
+    with pytest.raises(TrainingDiverged,
+                       match=f"in a row at update 4; the last good checkpoint is {re.escape(str(last))};"):
         train(copy_config(tmp_path, "later", steps=6, max_bad_steps=2, eval_every=2))
     assert checkpoint.load(last)["step"] == 2
 
@@ -586,7 +590,8 @@ def test_independent_batches_start_from_a_zero_state_and_ptb_segments_carry_it(t
     calls.clear()
     data = fake_ptb(tmp_path / "ptb")
     train(resolve_config(dict(task="ptb", model="exprnn", hidden=8, batch_size=4, bptt=7, eval_batch_size=2,
-                              steps=3, eval_every=3, progress=False, data_dir=str(data), out=str(tmp_path / "ptb-run"))))
+                              steps=3, eval_every=3, progress=False, data_dir=str(data),
+                              out=str(tmp_path / "ptb-run"))))
     assert calls[0][0] is None
     for (_, returned), (passed, _) in zip(calls, calls[1:]):  # the last state, cut from its graph
         assert torch.equal(passed, returned) and not passed.requires_grad
