@@ -22,3 +22,15 @@ needs_mnist = pytest.mark.skipif(not HAS_MNIST, reason=f"MNIST test files not fo
                                                        f"(set NNRNN_SHARED_DATA to the shared data folder)")
 needs_ptb = pytest.mark.skipif(not HAS_PTB, reason=f"PTB character files not found in {SHARED}/ptb "
                                                    f"(set NNRNN_SHARED_DATA to the shared data folder)")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished copy run of 4 updates (a test copies it before changing it)."""
+    from helpers import TINY
+
+    from nnrnn import cli
+    folder = tmp_path_factory.mktemp("runs") / "done"
+    assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(folder), *TINY]) == 0
+    return folder
+

@@ -1,16 +1,19 @@
 """Small training runs and scripted validations shared by the tests of the training procedure."""
 import contextlib
 import functools
+import hashlib
 from pathlib import Path
 
 import torch
 
+from nnrnn import cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
 from nnrnn.training import train as trainer
 from nnrnn.training.config import resolve_config
 
 REPO = Path(__file__).resolve().parents[1]
+TINY = ["--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
 
 
 def copy_config(tmp_path, name="run", **options):
@@ -205,3 +208,26 @@ class FakeGraphs:
         graph = FakeGraph(function, outputs, self)
         self.graphs.append(graph)
         return graph, outputs
+
+
+def snapshot(folder: Path) -> dict:
+    """{file: md5} of every file in ``folder`` but the lock: to show that nothing was written."""
+    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+
+def run_cli(capsys, *argv):
+    """``nnrnn *argv`` in this process: its exit code and what it wrote to stderr."""
+    code = cli.main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+
+def one_line(code, err, *expected, exit_code=2):
+    """The command failed with ``exit_code`` and one line, no traceback, holding each of ``expected``."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == exit_code and len(lines) == 1 and "Traceback" not in err, err
+    for text in expected:
+        assert text in lines[0], lines[0]
+

@@ -5,6 +5,7 @@ import stat
 
 import pytest
 import torch
+from helpers import one_line, run_cli
 
 from nnrnn.training import checkpoint
 from nnrnn.errors import UserError
@@ -62,3 +63,23 @@ def test_files_get_the_mode_the_users_umask_gives(umask, tmp_path):
         os.umask(previous)
     for name in ("config.json", "last.pt"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask, name
+
+
+def test_a_full_disk_is_one_line_and_the_previous_checkpoint_stays(capsys, finished, tmp_path, monkeypatch):
+    import errno
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    before = (run / "checkpoints" / "last.pt").read_bytes()
+    real = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    one_line(*run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "8", "--checkpoint-every", "2"),
+             "No space left on device", "continue with --resume")
+    monkeypatch.setattr(os, "fsync", real)
+    assert (run / "checkpoints" / "last.pt").read_bytes() == before
+    assert not list((run / "checkpoints").glob(".*.tmp"))
+    assert run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "8")[0] == 0
+

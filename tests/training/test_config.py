@@ -2,11 +2,12 @@
 
 import pytest
 import torch
+from helpers import TINY, one_line, run_cli
 
 from nnrnn.training import config as config_module
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
-from nnrnn.errors import UserError
+from nnrnn.errors import OptionError, UserError
 
 POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
                      "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
@@ -206,3 +207,88 @@ def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
     with pytest.raises(ValueError, match="give delta 0"):
         resolve_config({"task": "ptb", "model": "nnrnn", "fixed_gamma": 1.0}, "paper")
     assert resolve_config({"task": "ptb", "model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}, "paper")["delta"] == 0
+
+
+# --------------------------------------------------------------------------- no option silently ignored
+
+# Where each option acts: tasks (the paper's set-ups), models (what each model's equations contain),
+# optimizers (torch's RMSprop has alpha, Adam has betas).
+TASK_OPTIONS = {"T": {"copy", "adding"}, "bptt": {"ptb"}, "permute": {"psmnist"}, "shuffle": {"psmnist"},
+                "data_dir": {"psmnist", "ptb"}, "eval_batch_size": {"psmnist", "ptb"}, "embedding": {"ptb"}}
+
+NON_GATED = {"rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"}
+
+MODEL_OPTIONS = {"capacity": {"eurnn"}, "triangular": {"nnrnn"}, "delta": {"nnrnn"}, "t_decay": {"nnrnn"},
+                 "fixed_gamma": {"nnrnn"}, "t_init": {"nnrnn"}, "lr_orth": {"nnrnn", "exprnn"},
+                 "rebase_every": {"nnrnn", "exprnn"}, "nonlinearity": NON_GATED, "input_init": NON_GATED,
+                 "bias_init": NON_GATED, "init": {"rnn-orth", "exprnn", "nnrnn", "lstm"}}
+
+OPTIMIZER_OPTIONS = {"alpha": {"rmsprop"}, "betas": {"adam"}}
+
+# a value other than the default for each option, valid wherever the option acts
+VALUES = {"T": 7, "bptt": 30, "permute": False, "shuffle": "fixed", "data_dir": "/somewhere", "eval_batch_size": 3,
+          "embedding": 4, "capacity": 3, "triangular": "block", "delta": 0.1, "t_decay": 0.1, "fixed_gamma": 1.0,
+          "t_init": "delay:0.5", "lr_orth": 0.5, "rebase_every": 5, "nonlinearity": "tanh", "input_init": "zeros",
+          "bias_init": "uniform", "alpha": 0.5, "betas": [0.5, 0.5]}
+
+INITS = {"rnn-orth": "cayley", "exprnn": "cayley", "nnrnn": "henaff", "lstm": "concat"}
+
+
+
+def test_every_option_acts_where_it_is_given_or_is_refused_naming_it():
+    """Every task × model × optimizer × option: an explicit non-default value is accepted exactly where the
+    option acts, and otherwise refused with a sentence naming the option's flag."""
+    cases = 0
+    for task in ("copy", "adding", "psmnist", "ptb"):
+        for model in ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"):
+            for optimizer in ("rmsprop", "adam"):
+                for option, value in VALUES.items():
+                    where = TASK_OPTIONS.get(option) or MODEL_OPTIONS.get(option) or OPTIMIZER_OPTIONS[option]
+                    acts = (task if option in TASK_OPTIONS else model if option in MODEL_OPTIONS else optimizer) \
+                        in where
+                    options = {"task": task, "model": model, "optimizer": optimizer, option: value}
+                    if option == "init":
+                        options["init"] = INITS.get(model, "cayley")
+                    if acts:
+                        resolve_config(options)
+                    else:
+                        flag = {"T": "--T", "permute": "--no-permute"}.get(option, "--" + option.replace("_", "-"))
+                        with pytest.raises(OptionError, match=f"^{flag} applies to"):
+                            resolve_config(options)
+                    cases += 1
+    assert cases == 4 * 6 * 2 * len(VALUES)
+
+
+
+def test_a_preset_sets_what_applies_without_refusal():
+    """A preset covers several models: the values it holds are never refused for not applying."""
+    for model in ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"):
+        for task in ("copy", "psmnist", "ptb"):
+            resolve_config({"task": task, "model": model}, "paper")
+
+
+
+def test_options_that_can_only_fail_later_are_checked_before_the_folder(capsys, tmp_path):
+    from conftest import HAS_PTB, SHARED
+    one_line(*run_cli(capsys, "train", "copy", "--T", "100000", "--batch-size", "100000", "--hidden", "4096",
+                      "--out", tmp_path / "big"), "needs at least", "GiB of memory")
+    assert not (tmp_path / "big").exists()
+    one_line(*run_cli(capsys, "train", "copy", "--out", "", *TINY), "--out must name a folder")
+    one_line(*run_cli(capsys, "train", "copy", "--device", "cpu:1", "--out", tmp_path / "d", *TINY),
+             "there is one cpu device")
+    for flag in ("--storage", "--study", "--out"):
+        one_line(*run_cli(capsys, "sweep", "copy", "--trials", "1", flag, ""), f"{flag} must not be empty")
+    if HAS_PTB:
+        one_line(*run_cli(capsys, "train", "ptb", "--eval-batch-size", "100000", "--data-dir", SHARED,
+                          "--out", tmp_path / "ptb", *TINY[:2]), "eval_batch_size 100000 is too large")
+        assert not (tmp_path / "ptb").exists()
+
+
+
+def test_an_option_that_does_not_act_is_refused_at_its_default_value_too(capsys, tmp_path):
+    for argv, expected in ((["--bptt", "150"], "--bptt applies to the ptb task"),
+                           (["--betas", "0.9", "0.999"], "--betas applies to --optimizer adam"),
+                           (["--model", "rnn", "--lr-orth", "1e-4"], "--lr-orth applies to")):
+        one_line(*run_cli(capsys, "train", "copy", *argv, "--out", tmp_path / "r", *TINY), expected)
+    assert not (tmp_path / "r").exists()
+

@@ -2,7 +2,7 @@
 import sys
 
 import pytest
-from helpers import copy_config, tensorboard_scalars
+from helpers import copy_config, one_line, run_cli, tensorboard_scalars
 
 from nnrnn.training import checkpoint
 from nnrnn.training import runlog as runlog_module
@@ -129,3 +129,24 @@ def test_a_new_run_hides_the_tensorboard_points_of_an_attempt_that_died_before_i
     assert 99.0 not in [v for _, v in tensorboard_scalars(folder)["train/loss"]]
     assert tensorboard_scalars(folder)["train/loss"] == [
         (r["step"], pytest.approx(r["loss"])) for r in read_metrics(folder) if r["split"] == "train"]
+
+
+@pytest.mark.parametrize("corrupt, expected", [("truncated", None), ("middle", "line 2 is not a JSON record"),
+                                               ("not a record", "line 1 is not a metrics record")])
+def test_a_damaged_metrics_file(corrupt, expected, capsys, finished, tmp_path):
+    """A last line cut short (a kill or a full disk during its write) is dropped on resume; another damaged line
+    is named with the file and its number."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    text = {"truncated": "".join(lines) + lines[1][:20], "middle": lines[0] + lines[1][:20] + "\n" + "".join(lines[2:]),
+            "not a record": "[1, 2]\n" + "".join(lines[1:])}[corrupt]
+    (run / "metrics.jsonl").write_text(text)
+    code, err = run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "6")
+    if expected is None:
+        assert code == 0, err
+        assert [r["step"] for r in read_metrics(run) if r["split"] == "test"][-1] == 6
+    else:
+        one_line(code, err, str(run / "metrics.jsonl"), expected)
+

@@ -13,20 +13,27 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import TINY as TINY_ARGV
 from helpers import (
     copy_config,
     fake_ptb,
     nan_losses_at,
     on_training_losses,
+    one_line,
     parameters,
+    run_cli,
     script_validation,
+    snapshot,
     spy_states,
     with_network,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from nnrnn.training import checkpoint
 from nnrnn.training import config as config_module
+from nnrnn import cli as nnrnn_cli
 from nnrnn import errors as errors_module
 from nnrnn.training import network as network_module
 from nnrnn.training import runlog as runlog_module
@@ -697,3 +704,150 @@ def test_a_fixed_gamma_and_a_delay_t_init_train_and_reload(tmp_path):
     t = form.triangular_factor().detach()
     assert torch.all(t[torch.arange(2, 16, 2), torch.arange(1, 15, 2)] != 0.5)  # trained away from the init
     assert torch.all(t[torch.arange(1, 16, 2), torch.arange(0, 15, 2)] == 0)  # "block": in-block entries held
+
+
+# --------------------------------------------------------------------------- resume takes the run's own options
+
+def test_resume_takes_the_runs_own_options_and_changes_only_what_may_change(capsys, tmp_path):
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "copy", "--preset", "paper", "--steps", "2", "--eval-every", "1",
+                   "--hidden", "8", "--T", "3", "--no-progress", "--out", run)[0] == 0
+    saved = json.loads((run / "config.json").read_text())
+    # the README's line: no preset, no sizes given again
+    assert run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "3")[0] == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config == {**saved, "steps": 3}
+    assert run_cli(capsys, "train", "copy", "--out", run, "--resume", "--preset", "paper", "--epochs", "1")[0] != 0
+    for argv, expected in ((["--lr", "0.5"], f"--lr was {saved['lr']} and is now 0.5"),
+                           (["--hidden", "16"], "--hidden was 8 and is now 16"),
+                           (["--preset", "paper-params"], "--preset was 'paper' and is now 'paper-params'"),
+                           (["--model", "rnn"], "--model was 'nnrnn' and is now 'rnn'")):
+        one_line(*run_cli(capsys, "train", "copy", "--out", run, "--resume", *argv), *expected)
+    one_line(*run_cli(capsys, "train", "adding", "--out", run, "--resume"), "--task was 'copy' and is now 'adding'")
+
+
+
+def test_a_steps_run_resumes_with_epochs_and_back(capsys, tmp_path):
+    from conftest import HAS_MNIST, SHARED
+    if not HAS_MNIST:
+        pytest.skip("shared MNIST not found")
+    run = tmp_path / "run"
+    common = ["--hidden", "4", "--batch-size", "500", "--eval-batch-size", "1000", "--no-progress"]
+    assert run_cli(capsys, "train", "psmnist", "--model", "rnn", "--steps", "2", "--data-dir", SHARED,
+                   "--out", run, *common)[0] == 0
+    assert run_cli(capsys, "train", "psmnist", "--out", run, "--resume", "--epochs", "1")[0] == 0
+    assert json.loads((run / "config.json").read_text())["steps"] is None
+    assert checkpoint.load(run / "checkpoints" / "last.pt")["step"] == 16  # 8,000 images / 500
+
+
+
+def test_resume_without_config_json_uses_the_checkpoints_configuration(capsys, finished, tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    (run / "config.json").unlink()
+    assert run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "5")[0] == 0
+    assert checkpoint.load(run / "checkpoints" / "last.pt")["step"] == 5
+
+
+
+def test_a_best_checkpoint_in_place_of_the_last_is_named(capsys, finished, tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    shutil.copy(run / "checkpoints" / "best.pt", run / "checkpoints" / "last.pt")
+    before = snapshot(run)
+    one_line(*run_cli(capsys, "train", "copy", "--out", run, "--resume", "--steps", "6"),
+             "is not a run's last checkpoint")
+    assert snapshot(run) == before
+
+
+
+# --------------------------------------------------------------------------- results are part of the run
+
+def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkeypatch):
+    from nnrnn.training import train as trainer
+    real = trainer.evaluate
+
+    def nan_test(net, task, split, device):
+        metrics = real(net, task, split, device)
+        return {**metrics, "loss": float("nan")} if split == "test" else metrics
+    monkeypatch.setattr(trainer, "evaluate", nan_test)
+    one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY_ARGV),
+             "the test loss of", "is nan", exit_code=1)
+    one_line(*run_cli(capsys, "eval", tmp_path / "r"), "the test loss", "is nan", exit_code=1)
+
+
+
+# --------------------------------------------------------------------------- a kill at any moment resumes exactly
+
+KILL = r"""
+import json, os, sys
+import torch
+from nnrnn.training import checkpoint, network, runlog, train as trainer
+config, phase, at = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+calls = {"n": 0}
+
+def dies(real, when=lambda *a, **k: True):
+    def wrapped(*args, **kwargs):
+        if when(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == at:
+                if phase == "checkpoint":  # killed half way through writing: a partial temporary file stays
+                    args[0].parent.mkdir(parents=True, exist_ok=True)
+                    (args[0].parent / f".{args[0].name}.killed.tmp").write_bytes(b"PK" + bytes(200))
+                os._exit(137)
+        return real(*args, **kwargs)
+    return wrapped
+
+if phase == "start-up":
+    network.build_network = dies(network.build_network)
+elif phase == "training":
+    trainer.update = dies(trainer.update)
+elif phase == "checkpoint":
+    checkpoint.atomic_write = dies(checkpoint.atomic_write, lambda path, write: path.name == "last.pt")
+elif phase in ("validation", "test"):
+    trainer.evaluate = dies(trainer.evaluate,
+                            lambda net, task, split, device: split == phase.replace("validation", "valid"))
+elif phase == "plotting":
+    trainer.plot_curves = dies(trainer.plot_curves)
+trainer.train(config)
+print("finished without a kill")
+"""
+
+
+PHASES = {"start-up": 1, "training": 9, "checkpoint": 3, "validation": 3, "test": 1, "plotting": 1}
+
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whole") / "run"
+    config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 12,
+                             "eval_every": 4, "log_every": 2, "checkpoint_every": 2, "progress": False, "seed": 5,
+                             "out": str(folder)})
+    train(config)
+    return config
+
+
+
+@pytest.mark.subprocess
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(phase=st.sampled_from(sorted(PHASES)), data=st.data())
+def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(phase, data, uninterrupted,
+                                                                               tmp_path_factory):
+    at = data.draw(st.integers(1, PHASES[phase]), label="the kill at this call of the phase")
+    folder = tmp_path_factory.mktemp("killed") / "run"
+    config = {**uninterrupted, "out": str(folder)}
+    killed = subprocess.run([sys.executable, "-c", KILL, json.dumps(config), phase, str(at)], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert killed.returncode == 137, killed.stdout + killed.stderr
+    assert nnrnn_cli.main(["train", "copy", "--out", str(folder), "--resume"]) == 0  # the README's line
+    whole = Path(uninterrupted["out"])
+    assert read_metrics(folder) == read_metrics(whole)
+    for name in ("last.pt", "best.pt"):
+        a = checkpoint.load(whole / "checkpoints" / name)["model"]
+        b = checkpoint.load(folder / "checkpoints" / name)["model"]
+        assert all(torch.equal(a[k], b[k]) for k in a), name
+    assert (folder / "curves.png").is_file()
+
