@@ -167,7 +167,7 @@ def test_psmnist_layout_against_the_papers_permutation():
     expected = torch.from_numpy(data.train_images[:3].reshape(3, 784)[:, order].astype(np.float32) / 255.0)
     torch.testing.assert_close(batch.inputs[..., 0].T, expected)
     assert torch.equal(batch.targets, torch.from_numpy(data.train_labels[:3]).long())
-    assert task.readout == "last"
+    assert task.predict_at == "last"
 
 
 def test_synthetic_tasks_refuse_an_unknown_split():

@@ -32,7 +32,7 @@ def ptb():
 # ---------------------------------------------------------------------------- psMNIST
 @needs_mnist
 def test_psmnist_shapes_and_split(psmnist):
-    assert (psmnist.input_size, psmnist.output_size, psmnist.readout) == (1, 10, "last")
+    assert (psmnist.input_size, psmnist.output_size, psmnist.predict_at) == (1, 10, "last")
     assert psmnist.monitor == ("accuracy", "max")
     assert psmnist.n_train == 8000 and psmnist.steps_per_epoch == math.ceil(8000 / 128)
     batch = psmnist.train_batch(0)
@@ -132,7 +132,7 @@ def test_psmnist_defaults_bounds_and_permutation_seed():
 @needs_ptb
 def test_ptb_shapes_vocab_and_split(ptb):
     assert len(ptb.vocab) == 50 and ptb.vocab == sorted(ptb.vocab) and EOS in ptb.vocab
-    assert ptb.input_size == ptb.output_size == 50 and ptb.readout == "all" and ptb.monitor == ("bpc", "min")
+    assert ptb.input_size == ptb.output_size == 50 and ptb.predict_at == "all" and ptb.monitor == ("bpc", "min")
     n_valid_file = 389_672 + 3_370                   # characters + one newline per line
     assert ptb.corpus.train.size + ptb.corpus.valid.size == n_valid_file
     assert ptb.corpus.test.size == 438_662 + 3_761

@@ -35,7 +35,7 @@ class AddingTask(SyntheticTask):
     CONFIG_OPTIONS = ("T",)
     input_size = 2
     output_size = 1
-    readout = "last"
+    predict_at = "last"
     default_steps = 3000
 
     def __init__(self, seed: int = 0, batch_size: int = 50, T: int = 200, eval_batches: int = 10, **_):

@@ -42,7 +42,7 @@ class Task:
     name: str
     input_size: int
     output_size: int
-    readout: str = "all"          # "all": a prediction at every step; "last": at the last step only
+    predict_at: str = "all"       # "all": a prediction at every step; "last": at the last step only
     token_inputs: bool = False     # inputs are token ids, which the trainer embeds or one-hot encodes
     vocab_size: int | None = None  # their vocabulary size (set by token tasks once the data is read)
     steps_per_epoch: int | None = None  # updates per epoch, set once the data is read; None: no epochs

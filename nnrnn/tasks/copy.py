@@ -45,7 +45,7 @@ class CopyTask(SyntheticTask):
     sequence_extra = 2 * COPY_LENGTH
     input_size = N_SYMBOLS + 2
     output_size = N_SYMBOLS + 1
-    readout = "all"
+    predict_at = "all"
     default_steps = 3000
     reported = Reported("loss", "valid", "valid loss", 4)
     curve_axis = "validation cross-entropy (nats per recalled symbol)"

@@ -54,7 +54,7 @@ class PermutedMNISTTask(Task):
     CONFIG_OPTIONS = ("permute", "shuffle", "data_dir", "eval_batch_size")
     input_size = 1
     output_size = 10
-    readout = "last"
+    predict_at = "last"
     monitor = ("accuracy", "max")
     reported = Reported("accuracy", "test", "test accuracy", 3)
     curve_axis = "validation accuracy"

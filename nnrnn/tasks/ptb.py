@@ -60,7 +60,7 @@ def segment(data: torch.Tensor, i: int, bptt: int) -> Batch:
 class PTBTask(Task):
     name = "ptb"
     CONFIG_OPTIONS = ("bptt", "data_dir", "eval_batch_size", "embedding")
-    readout = "all"
+    predict_at = "all"
     token_inputs = True
     monitor = ("bpc", "min")
     reported = Reported("bpc", "test", "test bpc", 3)

@@ -36,7 +36,7 @@ class SequenceModel(nn.Module):
         rnn: the recurrent layer (any nnrnn model, or a torch RNN).
         output_size: the read-out's width.
         predict_at: ``"all"`` (a prediction at every step) or ``"last"`` (at the last step only): the task's
-            ``readout``.
+            ``predict_at``.
         encoder: ``nn.Embedding`` (initialised U(-0.1, 0.1), as the paper's code does) or :class:`OneHot`
             for token-id inputs; None for tasks that give vectors.
         readout_init, readout_bias_init: schemes of :mod:`nnrnn.models.init` for the read-out.
@@ -140,7 +140,7 @@ def check_weights(net: nn.Module, weights: dict, path, task=None) -> None:
 def seeded_network(config: dict, task) -> SequenceModel:
     """The network for ``config`` on ``task``, its initial parameters a function of the seed alone."""
     torch.manual_seed(config["seed"])
-    return build_network(config, task.input_size, task.output_size, task.readout, task.vocab_size)
+    return build_network(config, task.input_size, task.output_size, task.predict_at, task.vocab_size)
 
 
 def build(config: dict):
@@ -169,7 +169,7 @@ def load_model(path) -> tuple[nn.Module, dict]:
     vocab_size = None
     if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
         vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
-    net = build_network(config, input_size, output_size, cls.readout, vocab_size)
+    net = build_network(config, input_size, output_size, cls.predict_at, vocab_size)
     check_weights(net, weights, path)
     net.load_state_dict(weights)
     return net, config

@@ -327,7 +327,7 @@ def update(run: Run, log: MetricsLog | None) -> None:
     config, task, state = run.config, run.task, run.state
     batch = task.train_batch(state.step)
     inputs = distributed.shard(batch.inputs, run.rank, run.world).to(run.device)
-    targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.readout == "all" else 0).to(run.device)
+    targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.predict_at == "all" else 0).to(run.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
     outcome = run.step(inputs, targets, state.carried if batch.carry else None, state.step + 1)

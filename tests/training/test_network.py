@@ -89,11 +89,11 @@ def test_sequence_model_carries_the_state_given_and_reads_the_last_step():
 
 def test_build_gives_the_network_the_tasks_read_out(monkeypatch):
     from types import SimpleNamespace
-    for readout, shape in (("last", (2, 10)), ("all", (3, 2, 10))):
-        task = SimpleNamespace(input_size=1, output_size=10, readout=readout, vocab_size=None)
+    for predict_at, shape in (("last", (2, 10)), ("all", (3, 2, 10))):
+        task = SimpleNamespace(input_size=1, output_size=10, predict_at=predict_at, vocab_size=None)
         monkeypatch.setattr(network_module, "build_task", lambda config: task)
         built, net = network_module.build(resolve_config({"task": "psmnist", "model": "rnn", "hidden": 4}))
-        assert built is task and net.predict_at == readout
+        assert built is task and net.predict_at == predict_at
         assert net(torch.zeros(3, 2, 1))[0].shape == shape  # psMNIST reads out the last step only
 
 
