@@ -216,18 +216,17 @@ def snapshot(folder: Path) -> dict:
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
-
 def run_cli(capsys, *argv):
     """``nnrnn *argv`` in this process: its exit code and what it wrote to stderr."""
     code = cli.main([str(a) for a in argv])
     return code, capsys.readouterr().err
 
 
-
 def one_line(code, err, *expected, exit_code=2):
     """The command failed with ``exit_code`` and one line, no traceback, holding each of ``expected``."""
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == exit_code and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("nnrnn: error: "), lines[0]
     for text in expected:
         assert text in lines[0], lines[0]
 

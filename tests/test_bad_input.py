@@ -1,10 +1,8 @@
 """A user's mistakes: each gives one plain line on stderr and exit code 2 (the command line), or a
 ValueError/TypeError naming the argument (the library), or torch.nn.RNN's behaviour; none loses work."""
-import hashlib
 import json
 import shutil
 import os
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,28 +15,7 @@ from nnrnn.training import runlock
 from nnrnn.parametrizations import orthogonal, schur
 
 from conftest import SHARED  # noqa: E402
-TINY = ["--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
-
-
-def run_cli(capsys, *argv):
-    """(exit code, stderr) of ``nnrnn ARGV`` run in this process."""
-    code = cli.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    return code, err
-
-
-def assert_one_line(code, err, *expected, exit_code=2):
-    assert code == exit_code, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("nnrnn: error: "), err
-    assert "Traceback" not in err
-    for text in expected:
-        assert text in lines[0], lines[0]
-
-
-def snapshot(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != runlock.LOCK_NAME}
+from helpers import TINY, one_line, run_cli, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +113,7 @@ BAD_OPTIONS = [
 def test_bad_option_gives_one_line_and_exit_2_before_any_folder(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, err = run_cli(capsys, *argv, *(["--out", "run"] if argv[0] in ("train", "sweep") else []))
-    assert_one_line(code, err, expected)
+    one_line(code, err, expected)
     assert not (tmp_path / "run" / "config.json").exists(), "a rejected run must not create its folder"
 
 
@@ -144,8 +121,8 @@ def test_bad_option_gives_one_line_and_exit_2_before_any_folder(argv, expected, 
 
 def test_out_is_a_file_or_inside_one(capsys, tmp_path):
     (tmp_path / "afile").write_text("mine")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile", *TINY), "is a file, not a folder")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile" / "x", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile", *TINY), "is a file, not a folder")
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "afile" / "x", *TINY),
                     "which is a file, not a folder")
     assert (tmp_path / "afile").read_text() == "mine"
 
@@ -160,9 +137,9 @@ def test_unwritable_out_and_checkpoints(capsys, tmp_path, monkeypatch, finished_
             return False
         return real_access(path, mode)
     monkeypatch.setattr(os, "access", access)
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "locked", *TINY), "permission denied")
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "locked", *TINY), "permission denied")
     before = snapshot(finished_run)
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "6", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "6", *TINY),
                     "is not writable")
     assert snapshot(finished_run) == before
 
@@ -170,7 +147,7 @@ def test_unwritable_out_and_checkpoints(capsys, tmp_path, monkeypatch, finished_
 def test_a_second_writer_is_refused_while_the_first_holds_the_folder(capsys, tmp_path):
     with runlock.hold(tmp_path / "busy"):
         code, err = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "busy", *TINY)
-    assert_one_line(code, err, "is in use by another nnrnn process", f"pid {os.getpid()}")
+    one_line(code, err, "is in use by another nnrnn process", f"pid {os.getpid()}")
     assert not (tmp_path / "busy" / "config.json").exists()
     assert run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "busy", *TINY)[0] == 0  # released
 
@@ -195,12 +172,12 @@ def test_a_killed_holders_lock_is_not_stale(tmp_path):
 
 def test_existing_runs_are_never_overwritten_or_misresumed(capsys, finished_run, tmp_path):
     before = snapshot(finished_run)
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, *TINY), "already holds a run")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "2", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, *TINY), "already holds a run")
+    one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "2", *TINY),
                     "already at update 4, past the 2 updates asked for")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--lr", "0.5", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--lr", "0.5", *TINY),
                     "--lr was 0.001 and is now 0.5")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "none", "--resume", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "none", "--resume", *TINY),
                     "holds no nnrnn run")
     code = cli.main(["train", "copy", "--out", str(finished_run), "--resume", *TINY])
     out = capsys.readouterr().out
@@ -219,14 +196,14 @@ def test_corrupt_files_are_named(capsys, finished_run, tmp_path):
     assert run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY)[0] == 0
     shutil.rmtree(broken / "checkpoints")
     (broken / "config.json").write_text('{"task": "copy", oops')  # no checkpoint: config.json is all there is
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", *TINY),
                     f"{broken / 'config.json'} is not a valid config.json")
     shutil.copytree(finished_run, broken, dirs_exist_ok=True)
     (broken / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
-    assert_one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY),
+    one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY),
                     "last.pt is not a readable nnrnn checkpoint")
     (broken / "checkpoints" / "best.pt").write_bytes((finished_run / "checkpoints" / "best.pt").read_bytes()[:100])
-    assert_one_line(*run_cli(capsys, "eval", broken), "best.pt is not a readable nnrnn checkpoint")
+    one_line(*run_cli(capsys, "eval", broken), "best.pt is not a readable nnrnn checkpoint")
 
 
 # --------------------------------------------------------------------------- runs that go wrong
@@ -240,7 +217,7 @@ def test_every_update_non_finite_fails_the_run(capsys, tmp_path, monkeypatch):
         return inputs * float("nan"), targets
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(nan_batches))
     code, err = run_cli(capsys, "train", "copy", "--steps", "5", "--out", tmp_path / "r", *TINY)
-    assert_one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);", exit_code=1)
+    one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);", exit_code=1)
     assert (tmp_path / "r" / "metrics.jsonl").is_file()  # what was written stays
 
 
@@ -254,13 +231,13 @@ def test_more_skipped_updates_than_allowed_fails_the_run(capsys, tmp_path, monke
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(every_other_nan))
     code, err = run_cli(capsys, "train", "copy", "--steps", "20", "--max-bad-steps", "3", "--out", tmp_path / "r",
                         *TINY)
-    assert_one_line(code, err, "training diverged", exit_code=1)
+    one_line(code, err, "training diverged", exit_code=1)
 
 
 def test_exploding_learning_rate_fails_the_run(capsys, tmp_path):
     code, err = run_cli(capsys, "train", "copy", "--lr", "1e6", "--steps", "30", "--max-bad-steps", "100",
                         "--out", tmp_path / "r", "--no-progress")
-    assert_one_line(code, err, "training diverged", exit_code=1)
+    one_line(code, err, "training diverged", exit_code=1)
 
 
 # --------------------------------------------------------------------------- data
@@ -431,7 +408,7 @@ def test_random_bad_combinations_exit_2_and_touch_no_run(case, capsys, finished_
     else:
         argv += ["--out", str(finished_run.parent / "never")]
     code, err = run_cli(capsys, *argv, "--no-progress")
-    assert_one_line(code, err)
+    one_line(code, err)
     assert snapshot(finished_run) == before
     assert not (finished_run.parent / "never" / "config.json").exists()
 
@@ -457,7 +434,7 @@ THEORY_TOO_LARGE = [
 def test_theory_sizes_are_refused_before_anything_is_allocated_or_written(argv, expected, capsys, tmp_path,
                                                                           monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert_one_line(*run_cli(capsys, *argv), expected)
+    one_line(*run_cli(capsys, *argv), expected)
     assert list(tmp_path.iterdir()) == []  # not even the default figures/theory folder
 
 
@@ -470,12 +447,12 @@ def test_theory_never_replaces_a_file_it_did_not_write(argv, capsys, tmp_path):
     for name in ("figure1b.png", "proposition2.png"):
         (mine / name).write_text("my own figure")
     before = snapshot(mine)
-    assert_one_line(*run_cli(capsys, *argv, "--out", mine), "already holds files nnrnn did not write",
+    one_line(*run_cli(capsys, *argv, "--out", mine), "already holds files nnrnn did not write",
                     "figure1b.png, proposition2.png")
     assert snapshot(mine) == before and not (mine / ".nnrnn-analysis").exists()
     (tmp_path / "afile").write_text("mine")
-    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile"), "is a file, not a folder")
-    assert_one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile" / "sub"), "which is a file, not a folder")
+    one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile"), "is a file, not a folder")
+    one_line(*run_cli(capsys, *argv, "--out", tmp_path / "afile" / "sub"), "which is a file, not a folder")
     assert (tmp_path / "afile").read_text() == "mine"
 
 
@@ -484,16 +461,16 @@ def test_analyze_never_replaces_a_file_it_did_not_write(capsys, tmp_path, finish
     mine.mkdir()
     (mine / "summary.json").write_text('{"my": "results"}')
     before, run_before = snapshot(mine), snapshot(finished_run)
-    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", mine, "--no-gradients"),
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", mine, "--no-gradients"),
                     f"--out {mine} already holds files nnrnn did not write (summary.json)")
     assert snapshot(mine) == before
     # the run folder itself is not an analysis folder
-    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", finished_run, "--no-gradients"),
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", finished_run, "--no-gradients"),
                     "already holds files nnrnn did not write")
     assert snapshot(finished_run) == run_before
     (tmp_path / "afile").write_text("mine")
-    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile"), "is a file, not a folder")
-    assert_one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile" / "x"),
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile"), "is a file, not a folder")
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "afile" / "x"),
                     "which is a file, not a folder")
     # its own folder (marked) it writes, and writes again
     for _ in range(2):
@@ -580,7 +557,7 @@ def test_random_bad_edge_values_exit_2_and_write_nothing(case, where, foreign, c
     replace = {"DEST": str(work / "dest"), "OUT": str(work / "out"), "WHERE": str(target), "RUN": str(finished_run)}
     argv = [replace.get(a, a) for a in argv]
     before, run_before = snapshot(work), snapshot(finished_run)
-    assert_one_line(*run_cli(capsys, *argv))
+    one_line(*run_cli(capsys, *argv))
     assert snapshot(work) == before and snapshot(finished_run) == run_before
     assert sorted(p.name for p in work.iterdir()) == ["afile", "mine"]  # no dest, out or figures/theory folder
     assert not (mine / ".nnrnn-analysis").exists()
