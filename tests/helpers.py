@@ -37,12 +37,13 @@ def parameters(run: Path) -> dict:
     return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
 
 
-def fake_ptb(folder: Path) -> Path:
+def fake_ptb(folder: Path, alphabet: str = "abcdefgh_", seed: int = 0) -> Path:
+    """Small PTB character files (valid and test) in ``folder``, their symbols drawn from ``alphabet``."""
     import random
-    rng = random.Random(0)
+    rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for split, lines in (("valid", 400), ("test", 40)):
-        text = "\n".join(" ".join(rng.choice("abcdefgh_") for _ in range(rng.randint(5, 40))) for _ in range(lines))
+        text = "\n".join(" ".join(rng.choice(alphabet) for _ in range(rng.randint(5, 40))) for _ in range(lines))
         (folder / f"ptb.char.{split}.txt").write_text(text + "\n")
     return folder
 

@@ -2,7 +2,6 @@
 import json
 import math
 import os
-import random
 import shutil
 from pathlib import Path
 
@@ -101,12 +100,7 @@ def test_build_gives_the_network_the_tasks_read_out(monkeypatch):
 
 def other_vocabulary_ptb(folder: Path) -> Path:
     """PTB files whose alphabet differs from :func:`fake_ptb`'s."""
-    rng = random.Random(1)
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, lines in (("valid", 400), ("test", 40)):
-        text = "\n".join(" ".join(rng.choice("abcxyz_") for _ in range(rng.randint(5, 40))) for _ in range(lines))
-        (folder / f"ptb.char.{split}.txt").write_text(text + "\n")
-    return folder
+    return fake_ptb(folder, alphabet="abcxyz_", seed=1)
 
 
 PLACES = ("good", "other-vocabulary", "empty")
