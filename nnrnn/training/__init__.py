@@ -4,7 +4,8 @@
 * :mod:`.network`: building the task and the network a configuration describes, loading a trained one;
 * :mod:`.train`: the training loop, evaluation, the run's state;
 * :mod:`.step`: one training update (shared with ``nnrnn doctor``) and its replay from CUDA graphs;
-* :mod:`.checkpoint`: atomic checkpoint files; :mod:`.runlock`: one process per run folder;
+* :mod:`.runfolder`: a run folder's file names and claiming one; :mod:`.checkpoint`: atomic checkpoint
+  files; :mod:`.runlock`: one process per run folder;
 * :mod:`.runlog`: metrics, TensorBoard and curves; :mod:`.distributed`: several processes (``torchrun``).
 
 Models and tasks (:mod:`nnrnn.models`, :mod:`nnrnn.tasks`) know nothing of this layer; the experiments
