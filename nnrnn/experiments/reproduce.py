@@ -32,6 +32,7 @@ of its validation file when only ``shared/data`` is present):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -52,6 +53,12 @@ from .grid import DIVERGED, SCALES, TUNED, finished, plan, run_folder, searches
 from .report import write_report
 
 
+def run_log(folder: Path) -> Path:
+    """Where a grid's run prints: ``runs/NAME.log``, beside the run folder (a file inside it would make the folder
+    one that nnrnn did not write, before the run has claimed it)."""
+    return folder.parent / f"{folder.name}.log"
+
+
 def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
     if threads:
@@ -60,8 +67,12 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
+    # what the run prints (a line per validation, its summary) goes to runs/NAME.log beside its folder, so that
+    # the grid's own output stays one line per run when several train at once
+    folder.parent.mkdir(parents=True, exist_ok=True)
     try:
-        train(config, resume=resume)
+        with open(run_log(folder), "a") as log, contextlib.redirect_stdout(log):
+            train(config, resume=resume)
     except FolderInUse:  # grids sharing a runs folder (--runs): the other grid is training this run
         return f"{folder.name}: being trained by another process; run the command again later to include it"
     except TrainingDiverged as exc:
