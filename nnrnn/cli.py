@@ -57,7 +57,8 @@ class Parser(argparse.ArgumentParser):
         return super(Parser, self.defined()).format_usage()
 
     def error(self, message):  # argparse's usage block is noise; one line says it
-        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+        where = "" if self.prog == "nnrnn" else f"{self.prog.removeprefix('nnrnn ')}: "  # main says "nnrnn: error"
+        raise UserError(f"{where}{message} (see {self.prog} --help)")
 
     def _get_values(self, action, arg_strings):
         # Python before 3.12.7/3.13 drops an option's own value when it is "--" (--n=--), leaving the option

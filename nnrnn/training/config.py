@@ -354,6 +354,7 @@ def saved_config(folder: Path) -> dict:
         return saved
     if runfolder.config_file(folder).is_file():
         return read_config(runfolder.config_file(folder))
+    runfolder.check_not_foreign(folder)  # a folder of the user's own: the advice is another --out, not a new start
     raise UserError(f"cannot resume: {folder} holds no nnrnn run (no {runfolder.LAST}, no {runfolder.CONFIG}); "
                     f"start the run without --resume")
 

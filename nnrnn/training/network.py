@@ -103,6 +103,9 @@ def build_saved_task(config: dict, data_dir=None):
     longer does (moved, or a relative path from before they were stored absolute), where NNRNN_DATA or the
     per-user cache points."""
     if data_dir is not None:
+        if not task_class(config["task"]).has_data_files:  # as train refuses it: an option that does not act
+            raise OptionError(f"--data-dir applies to the tasks read from files, not to {config['task']}, whose "
+                              f"data is generated; leave it out")
         return build_task({**config, "data_dir": absolute_dir(data_dir)})
     try:
         return build_task(config)

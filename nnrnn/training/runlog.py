@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 from . import checkpoint, runfolder
@@ -40,6 +41,18 @@ def parse_lines(path: Path) -> list[tuple[str, dict]]:
     return out
 
 
+def after_earlier_event_files(directory: Path) -> None:
+    """Wait, at most a second, until a new TensorBoard event file in ``directory`` sorts after every earlier one.
+    TensorBoard reads a run's event files in name order and hides an earlier file's points from a later file's
+    purge step on; the names start with the second each file was made in, then a counter that is not zero-padded
+    (9 sorts after 10), so a writer made within the same second as an earlier one (a resume in one process) could
+    be read first and lose its points."""
+    seconds = [int(p.name.split(".")[3]) for p in directory.glob("events.out.tfevents.*")
+               if p.name.split(".")[3].isdigit()]
+    if seconds and max(seconds) >= int(time.time()):
+        time.sleep(max(seconds) + 1 - time.time())
+
+
 class MetricsLog:
     """Appends JSON lines to metrics.jsonl and mirrors scalars to TensorBoard."""
 
@@ -58,6 +71,7 @@ class MetricsLog:
             # TensorBoard hides earlier event files' points at purge_step and after: on resume, those after
             # the checkpoint (logged again); in a new run, all of an attempt that died before its first checkpoint
             purge = 0 if resume_step is None else resume_step + 1
+            after_earlier_event_files(folder / runfolder.TENSORBOARD)
             self.writer = SummaryWriter(str(folder / runfolder.TENSORBOARD), purge_step=purge)
         except ImportError:  # TensorBoard is optional for library users
             pass

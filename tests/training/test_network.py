@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import SHARED
-from helpers import copy_config, fake_ptb
+from helpers import copy_config, fake_ptb, one_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -182,3 +182,10 @@ def test_eval_and_resume_name_what_does_not_fit_in_a_checkpoint(relative_ptb_run
                     {**checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt"), "model": saved["model"]})
     assert cli.main(["train", "ptb", "--resume", "--out", str(tmp_path / "run"), "--steps", "3"]) == 2
     assert "rnn.bias_ih_l0 has shape (3,) where the network has (8,)" in capsys.readouterr().err
+
+
+def test_eval_refuses_a_data_dir_for_a_task_whose_data_is_generated(finished, capsys, tmp_path):
+    """As train refuses it: an option that would not act."""
+    capsys.readouterr()
+    code = cli.main(["eval", str(finished), "--data-dir", str(tmp_path)])
+    one_line(code, capsys.readouterr().err, "--data-dir", "copy")

@@ -66,3 +66,11 @@ def test_a_refused_run_leaves_a_folder_of_the_users_exactly_as_it_was(capsys, tm
              "holds files nnrnn did not write")
     assert sorted(p.name for p in folder.iterdir()) == ["data.csv"]  # not even a lock file
 
+
+
+def test_resuming_a_folder_of_the_users_own_says_to_choose_another_out(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    code, err = run_cli(capsys, "train", "copy", "--out", tmp_path, "--resume", *TINY)
+    one_line(code, err, "did not write", "another --out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
