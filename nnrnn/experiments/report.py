@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ..models import PAPER_MODELS
-from .grid import COLUMNS, SCALES, diverged, finished, metric, run_folder, search_name
+from .. import presets
+from ..training.config import resolve_config
+from .grid import COLUMNS, SCALES, diverged, finished, metric, network_parameters, run_folder, search_name, sizes
 from ..training import runfolder
 from ..training.runlog import read_metrics
 from ..tasks import make_task, task_class
@@ -251,7 +253,7 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
     baseline = baseline_loss(copy_T) if copy_T else None
     claims = []
-    lines = introduction(out, scale, runs) + data_section(runs)
+    lines = introduction(out, scale, runs) + data_section(runs) + scope_section(runs)
     for setting in settings:
         lines += results_section(out, runs, setting, figures, baseline)
         task = setting_task_of(runs, setting)
@@ -344,14 +346,51 @@ def data_section(runs: list[dict]) -> list[str]:
                      "`ptb.char.train.txt`: about 5.01 million characters (the count usually published, whose "
                      "validation and test counts, 393K and 442K, match the files here) |")
         if n[0] < 1_000_000:
-            notes.append(f"PTB: the models train on {n[0]:,} characters (90% of the official validation file), "
-                         f"{n[0] / OFFICIAL_PTB_TRAIN:.0%} of the official training text, and validate on the rest of "
+            notes.append(f"PTB: the models see none of the official training file. They train on {n[0]:,} "
+                         "characters, 90% of the official validation file (as many characters as "
+                         f"{n[0] / OFFICIAL_PTB_TRAIN:.0%} of the training file), and validate on the rest of "
                          "that file. With so little "
                          "text the larger models over-fit sooner, and the plateau schedule then halves their "
                          "learning rates early; bits per character are higher than the paper's and not comparable "
                          "with them. The test file is the official one, so test scores of different models here are "
                          "comparable with each other.")
     return lines + [""] + [f"- {note}" for note in notes] + [""]
+
+
+def scope_section(runs: list[dict]) -> list[str]:
+    """This scale's network sizes beside the paper's, per setting: the claims' numbers come from these sizes."""
+    lines = ["## Scale: these networks against the paper's", "",
+             "| setting | fixed hidden units: N | fixed parameter count: parameters (N) | the paper: N (nnRNN's "
+             "parameters) |", "|---|---|---|---|"]
+    smaller = []
+    for setting in dict.fromkeys(r["setting"] for r in runs):
+        members = [r for r in runs if r["setting"] == setting]
+        task, options = members[0]["task"], members[0]["options"]
+        paper_n = presets.load("paper")[presets.table_key(task, options.get("bptt"))]["nnrnn"]["hidden"]
+        config = resolve_config({"task": task, "model": "nnrnn", **options}, "paper")
+        paper_params = network_parameters(config, paper_n, sizes(task, options.get("data_dir")))
+        here_n = {r["hidden"] for r in members if r["column"] == "hidden" and r["label"] == "nnrnn"}
+        if here_n and paper_n > max(here_n):
+            smaller.append(f"{title(runs, setting)}: {paper_n / max(here_n):g}×")
+        lines.append(f"| {title(runs, setting)} | {scope(runs, setting, 'hidden') or 'not run'} | "
+                     f"{scope(runs, setting, 'params') or 'not run'} | {paper_n} ({paper_params / 1000:,.1f}K) |")
+    note = ("The hidden sizes here are smaller than the paper's (" + "; ".join(smaller) + "), so every claim below "
+            "is judged at this scale's sizes, given in each claim row, beside the paper's numbers at its own sizes."
+            ) if smaller else "The hidden sizes are the paper's."
+    return lines + ["", note, ""]
+
+
+def scope(runs: list[dict], setting: str, column: str) -> str:
+    """This scale's size in one column of a setting, for a claim row: "N = 128", or the parameter count and the
+    range of N it gives the models."""
+    members = [r for r in runs if r["setting"] == setting and r["column"] == column]
+    if not members:
+        return ""
+    ns = sorted({r["hidden"] for r in members})
+    if column == "hidden":
+        return f"N = {ns[0]}" if len(ns) == 1 else f"N = {ns[0]}–{ns[-1]}"
+    span = f"N = {ns[0]}" if len(ns) == 1 else f"N = {ns[0]}–{ns[-1]}"
+    return f"{members[0]['budget'] / 1000:,.1f}K parameters, {span}"
 
 
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
