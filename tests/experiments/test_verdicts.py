@@ -22,8 +22,19 @@ def test_the_two_standard_error_rule():
     assert verdicts.below(s(1.0, 0.1), s(1.3, 0.1))       # 0.3 > 2·0.141
     assert not verdicts.below(s(1.0, 0.1), s(1.25, 0.1))  # 0.25 < 0.283
     assert not verdicts.differ(s(1.0, 0.1), s(1.25, 0.1))
-    assert verdicts.below(s(1.0), Stat.of([None]))        # a model that diverged is beaten by every other
     assert verdicts.below_value(s(0.5, 0.1), 0.71) and not verdicts.below_value(s(0.5, 0.1), 0.69)
+    assert math.isclose(verdicts.margin(s(1133, 636), s(200, 0)), 1272)
+
+
+def test_the_rule_compares_finite_means_only():
+    diverged, empty = Stat.of([None, None, None]), Stat.of([])
+    for other in (diverged, empty):
+        assert not verdicts.below(s(1.0), other) and not verdicts.below(other, s(1.0))
+        assert not verdicts.differ(s(1.0), other)
+        assert verdicts.relation(s(1.0), other) == verdicts.relation(other, s(1.0)) == "not comparable with"
+    assert verdicts.relation(s(1.0, 0.1), s(1.3, 0.1)) == "clearly below"
+    one = Stat(1.0, math.nan, 1, 2)  # a single value: no s.e., compared by its mean alone
+    assert verdicts.below(one, s(1.01, 0.004)) and not verdicts.below(one, s(1.01, 0.006))
 
 
 def ptb_numbers(nn):
@@ -34,7 +45,7 @@ def ptb_numbers(nn):
 def test_ptb_claim_tells_missing_runs_from_diverged_ones():
     assert verdicts.ptb_claim(ptb_numbers(None), 150, "hidden").verdict == UNTESTED
     claim = verdicts.ptb_claim(ptb_numbers(Stat.of([None, None, None])), 150, "hidden")
-    assert claim.verdict == FAILS and claim.here.startswith("nnRNN diverged")
+    assert claim.verdict == FAILS and claim.here.startswith("nnRNN (every seed diverged, 3 of 3)")
     claim = verdicts.ptb_claim(ptb_numbers(s(2.10, 0.01)), 300, "params")
     assert claim.verdict == HOLDS and "nnRNN clearly below RNN, RNN-orth, EURNN and expRNN" in claim.here
     assert "1.49" in claim.paper  # Table 1's T_PTB = 300, fixed-parameter column
@@ -80,18 +91,238 @@ def test_psmnist_claim():
     assert verdicts.psmnist_claim(acc, "hidden").verdict == PARTLY  # still above RNN and LSTM
 
 
-def test_gamma_claims():
-    bpc = {**ptb_numbers(s(2.16, 0.01)), "nnrnn γ=1": Stat(2.10, 0.01, 2, 1), "nnrnn γ=0.958": s(2.17, 0.01)}
-    one, held = verdicts.gamma_claims(bpc, 150)
-    assert one.verdict == HOLDS and "1 of 3 γ = 1 runs diverged" in one.here
-    assert held.verdict == HOLDS and "not clearly different" in held.here
-    bpc["nnrnn γ=0.958"] = s(2.30, 0.01)
-    assert verdicts.gamma_claims(bpc, 300)[1].verdict == FAILS
-    bpc["nnrnn γ=1"] = s(2.16, 0.01)  # none diverged, better than some models but not than nnRNN
-    one, _ = verdicts.gamma_claims(bpc, 300)
-    assert one.verdict == FAILS and "not clearly below nnRNN" in one.here  # beating weak models is not the claim
-    bpc["nnrnn γ=1"] = s(4.0, 0.01)
-    assert verdicts.gamma_claims(bpc, 300)[0].verdict == FAILS
+def test_copy_nnrnn_that_diverged_is_not_matched_and_partly_diverged_is_at_most_partly():
+    assert verdicts.copy_claims(*copy_numbers(nnrnn_loss=Stat.of([])), BASELINE, "hidden")[1].verdict == UNTESTED
+    _, matched, _ = verdicts.copy_claims(*copy_numbers(nnrnn_loss=Stat.of([None] * 3),
+                                                       nnrnn_speed=Stat.of([None] * 3)), BASELINE, "hidden")
+    assert matched.verdict == FAILS and "nnRNN (every seed diverged, 3 of 3)" in matched.here
+    _, matched, _ = verdicts.copy_claims(*copy_numbers(nnrnn_loss=Stat(1e-4, math.nan, 1, 2),
+                                                       nnrnn_speed=Stat(450, math.nan, 1, 2)), BASELINE, "hidden")
+    assert matched.verdict == PARTLY and "(2 of 3 seeds diverged)" in matched.here
+
+
+def test_copy_orthogonal_rnns_with_failed_seeds_are_not_all_solved():
+    all_orth, *_ = verdicts.copy_claims(*copy_numbers(exprnn_loss=Stat.of([None] * 3)), BASELINE, "hidden")
+    assert all_orth.verdict == PARTLY and "expRNN (every seed diverged, 3 of 3)" in all_orth.here
+    assert "not solved: expRNN" in all_orth.here
+    all_orth, *_ = verdicts.copy_claims(*copy_numbers(eurnn_loss=Stat(1e-4, math.nan, 1, 2)), BASELINE, "hidden")
+    assert all_orth.verdict == PARTLY and "EURNN 0.0001 (2 of 3 seeds diverged)" in all_orth.here
+
+
+def test_copy_lstm_and_rnn_whose_every_seed_diverged_count_as_worse():
+    *_, lstm_rnn = verdicts.copy_claims(*copy_numbers(lstm_loss=Stat.of([None] * 3), rnn_loss=Stat.of([None] * 3)),
+                                        BASELINE, "hidden")
+    assert lstm_rnn.verdict == HOLDS
+    assert "LSTM (every seed diverged, 3 of 3), counted as struggling" in lstm_rnn.here
+    assert "RNN (every seed diverged, 3 of 3), counted as failing completely" in lstm_rnn.here
+    # one LSTM seed solved, two diverged: it struggled
+    *_, lstm_rnn = verdicts.copy_claims(*copy_numbers(lstm_loss=Stat(1e-4, math.nan, 1, 2)), BASELINE, "hidden")
+    assert lstm_rnn.verdict == HOLDS and "struggled: 2 of 3 seeds diverged" in lstm_rnn.here
+    assert verdicts.copy_claims(*copy_numbers(lstm_loss=Stat.of([])), BASELINE, "hidden")[2].verdict == UNTESTED
+
+
+def test_copy_matching_is_one_sided():
+    # nnRNN's loss clearly below the lowest orthogonal loss: better, still matching
+    _, matched, _ = verdicts.copy_claims(*copy_numbers(nnrnn_loss=s(1e-6, 1e-7)), BASELINE, "hidden")
+    assert matched.verdict == HOLDS and "clearly below (better than) expRNN's" in matched.here
+    _, matched, _ = verdicts.copy_claims(*copy_numbers(nnrnn_loss=s(5e-3, 1e-4)), BASELINE, "hidden")
+    assert matched.verdict == PARTLY and "clearly above expRNN's" in matched.here  # as fast only
+
+
+def test_copy_fastest_ranks_seeds_that_never_solved_first():
+    # EURNN solved 1 of 3 seeds, quickly; expRNN every seed, slower: expRNN is the fastest
+    loss, speed = copy_numbers(eurnn_speed=Stat(100, math.nan, 1, 2), exprnn_speed=s(300, 10),
+                               nnrnn_speed=s(320, 10))
+    _, matched, _ = verdicts.copy_claims(loss, speed, BASELINE, "hidden")
+    assert "fastest orthogonal RNN (fewest seeds that never solved, then fewest updates): expRNN" in matched.here
+    assert matched.verdict == HOLDS and "never solved: nnRNN 0 of 3 seeds, expRNN 0 of 3" in matched.here
+    # nnRNN as quick on average but one seed never solved, unlike expRNN: not as fast
+    loss, speed = copy_numbers(exprnn_speed=s(300, 10), nnrnn_speed=Stat(300, 10, 2, 1))
+    _, matched, _ = verdicts.copy_claims(loss, speed, BASELINE, "hidden")
+    assert matched.verdict == PARTLY and "nnRNN never solved it in more seeds than expRNN" in matched.here
+
+
+def test_copy_says_the_smallest_gap_the_rule_would_see():
+    loss, speed = copy_numbers(exprnn_speed=Stat(200, 0.0, 3), nnrnn_speed=Stat(1133, 636, 3))
+    claims = verdicts.copy_claims(loss, speed, BASELINE, "params", scope="N = 128–237 at 18.9K parameters")
+    matched = claims[1]
+    assert matched.verdict == HOLDS  # only because three seeds give a large s.e., which the sentence says
+    assert "not clearly different from expRNN's (the rule needs a gap above 1272 updates with these seeds)" \
+        in matched.here
+    assert "(the rule needs a gap above 0.001 with these seeds)" in matched.here  # the losses: 2·hypot(5e-4, 1e-5)
+    assert "not on the whole learning curves" in matched.claim
+    assert all(c.here.endswith(" (this scale: N = 128–237 at 18.9K parameters)") for c in claims)
+
+
+def test_psmnist_nnrnn_that_diverged_fails_and_partly_diverged_is_at_most_partly():
+    acc = {"exprnn": s(0.807, 0.014), "eurnn": s(0.743, 0.015), "rnn-orth": s(0.675, 0.025),
+           "nnrnn": Stat.of([None] * 3), "rnn": s(0.5, 0.01), "lstm": s(0.4, 0.01)}
+    claim = verdicts.psmnist_claim(acc, "hidden")
+    assert claim.verdict == FAILS and "nnRNN (every seed diverged, 3 of 3)" in claim.here  # was "holds"
+    acc["nnrnn"] = Stat(0.81, math.nan, 1, 2)
+    claim = verdicts.psmnist_claim(acc, "hidden")
+    assert claim.verdict == PARTLY and "nnRNN 0.810 (2 of 3 seeds diverged)" in claim.here
+    acc["nnrnn"] = Stat.of([])
+    assert verdicts.psmnist_claim(acc, "hidden").verdict == UNTESTED
+
+
+def test_psmnist_matching_is_one_sided_and_a_diverged_rnn_is_lesser():
+    acc = {"exprnn": s(0.807, 0.014), "eurnn": s(0.743, 0.015), "rnn-orth": s(0.675, 0.025),
+           "nnrnn": s(0.95, 0.005), "rnn": Stat.of([None] * 3), "lstm": Stat.of([None] * 3)}
+    claim = verdicts.psmnist_claim(acc, "params", scope="N = 64")
+    assert claim.verdict == HOLDS and "nnRNN clearly above (better than) expRNN" in claim.here
+    assert "LSTM's every seed diverged (counted as lesser)" in claim.here
+    assert claim.here.endswith("(this scale: N = 64)")
+    acc["nnrnn"] = s(0.80, 0.01)
+    claim = verdicts.psmnist_claim(acc, "params")
+    assert claim.verdict == HOLDS
+    assert "not clearly different from expRNN (the rule needs a gap above 0.034" in claim.here
+
+
+def test_ptb_claim_with_partly_diverged_nnrnn_and_a_diverged_rival():
+    claim = verdicts.ptb_claim(ptb_numbers(Stat(2.10, math.nan, 1, 2)), 150, "params", scope="N = 128")
+    assert claim.verdict == PARTLY and "nnRNN 2.100 (2 of 3 seeds diverged)" in claim.here
+    assert claim.here.endswith(" (this scale: N = 128)")
+    claim = verdicts.ptb_claim({**ptb_numbers(s(2.10, 0.01)), "rnn": Stat.of([None] * 3)}, 150, "params")
+    assert claim.verdict == HOLDS and "RNN's every seed diverged (counted as worse)" in claim.here
+    assert claim.paper.startswith("nnRNN 1.47 ± 0.003, RNN 2.89 ± 0.002")
+
+
+def test_ptb_accuracy_claim_higher_is_better_in_percent():
+    acc = {"rnn": s(0.30, 0.002), "rnn-orth": s(0.50, 0.002), "eurnn": s(0.48, 0.002), "exprnn": s(0.52, 0.002),
+           "nnrnn": s(0.55, 0.002)}
+    claim = verdicts.ptb_accuracy_claim(acc, 150, "hidden")
+    assert claim.verdict == HOLDS and "nnRNN 55.00 ± 0.20" in claim.here and "clearly above RNN" in claim.here
+    assert "nnRNN 68.78 ± 0.0006" in claim.paper and "EURNN 64.01 ± 0.002" in claim.paper
+    acc["nnrnn"] = s(0.521, 0.002)  # within 2 s.e. of expRNN
+    claim = verdicts.ptb_accuracy_claim(acc, 300, "params")
+    assert claim.verdict == PARTLY and "not clearly above expRNN" in claim.here
+    acc["nnrnn"] = s(0.25, 0.002)  # lower accuracy is worse
+    assert verdicts.ptb_accuracy_claim(acc, 300, "params").verdict == FAILS
+    assert verdicts.ptb_accuracy_claim({**acc, "nnrnn": Stat.of([None] * 3)}, 300, "params").verdict == FAILS
+    assert verdicts.ptb_accuracy_claim({**acc, "nnrnn": Stat(0.6, math.nan, 1, 2)}, 300, "params").verdict == PARTLY
+    assert verdicts.ptb_accuracy_claim({**acc, "nnrnn": None}, 300, "params").verdict == UNTESTED
+
+
+def gaps(g150, g300, se=0.01, column="params"):
+    """{column: {label: Stat}} at T_PTB = 150 and 300 with the gap expRNN − nnRNN given."""
+    return ({column: {"exprnn": s(2.0 + g150, se), "nnrnn": s(2.0, se)}},
+            {column: {"exprnn": s(2.1 + g300, se), "nnrnn": s(2.1, se)}})
+
+
+def test_gap_to_exprnn_improves_at_300():
+    claims = verdicts.gap_claims(*gaps(0.02, 0.10), scope="N = 128")
+    assert len(claims) == 1 and claims[0].verdict == HOLDS  # 0.08 > 2·sqrt(2·0.0141²) = 0.04
+    assert "gap 0.020 ± 0.014 at T_PTB = 150, 0.100 ± 0.014 at 300; at 300 the gap is clearly larger" in claims[0].here
+    assert claims[0].here.endswith("(this scale: N = 128)")
+    assert "0.02 ± 0.0085 at T_PTB = 150, 0.03 ± 0.0022 at 300; by this rule: not clearly different" in claims[0].paper
+    claim = verdicts.gap_claims(*gaps(0.02, 0.05))[0]
+    assert claim.verdict == FAILS and "not clearly different (the rule needs a change above 0.040)" in claim.here
+    claim = verdicts.gap_claims(*gaps(0.10, 0.02))[0]
+    assert claim.verdict == FAILS and "clearly smaller" in claim.here
+    claim = verdicts.gap_claims(*gaps(0.02, 0.10, column="hidden"))[0]
+    assert "0.04 ± 0.0058 at T_PTB = 150, 0.06 ± 0.0022 at 300; by this rule: clearly larger" in claim.paper
+
+
+def test_gap_claim_with_missing_or_diverged_runs():
+    b150, b300 = gaps(0.02, 0.10)
+    assert verdicts.gap_claims(b150, {"params": {"exprnn": s(2.2)}})[0].verdict == UNTESTED
+    b300["params"]["nnrnn"] = Stat.of([None] * 3)
+    claim = verdicts.gap_claims(b150, b300)[0]
+    assert claim.verdict == FAILS and "every nnRNN seed diverged" in claim.here
+    b300["params"]["nnrnn"] = Stat(2.1, math.nan, 1, 2)
+    assert verdicts.gap_claims(b150, b300)[0].verdict == PARTLY
+    b300["params"] = {"exprnn": Stat.of([None] * 3), "nnrnn": s(2.1)}  # expRNN diverged: the worse of the two
+    claim = verdicts.gap_claims(b150, b300)[0]
+    assert claim.verdict == HOLDS and "unbounded (every expRNN seed diverged)" in claim.here
+
+
+def test_gap_at_fixed_hidden_units_against_the_fixed_parameter_count():
+    p150, p300 = gaps(0.02, 0.03)
+    h150, h300 = gaps(0.10, 0.04, column="hidden")
+    claims = verdicts.gap_claims({**p150, **h150}, {**p300, **h300})
+    assert len(claims) == 3
+    hidden = claims[2]
+    assert hidden.verdict == PARTLY  # 0.10 against 0.02 at 150; 0.04 against 0.03 at 300
+    assert "T_PTB = 150: gap 0.100 ± 0.014 at fixed hidden units against 0.020 ± 0.014" in hidden.here
+    assert "T_PTB = 300: gap 0.040 ± 0.014 at fixed hidden units against 0.030 ± 0.014 at the fixed parameter " \
+           "count, not clearly different" in hidden.here
+    # the paper's own Table 1: clearly larger at 300 only (0.04 ± 0.0058 against 0.02 ± 0.0085 at 150)
+    assert "T_PTB = 150: 0.04 ± 0.0058 against 0.02 ± 0.0085, by this rule not clearly different" in hidden.paper
+    assert "T_PTB = 300: 0.06 ± 0.0022 against 0.03 ± 0.0022, by this rule clearly larger" in hidden.paper
+    h300 = gaps(0.10, 0.20, column="hidden")[1]
+    assert verdicts.gap_claims({**p150, **h150}, {**p300, **h300})[2].verdict == HOLDS
+    assert verdicts.gap_claims({**p150, **h150}, {**p300, "hidden": {"nnrnn": s(2.1)}})[2].verdict == UNTESTED
+
+
+def test_gradient_norms_behave_nicely():
+    nice = {"nnrnn": [3.0, 4.2, 2.0], "nnrnn γ=1": [5.0, 6.0, 2.0], "nnrnn γ=0.958": [2.0, 2.5, 3.1]}
+    claim = verdicts.gradient_claim(nice, 150, scope="N = 128")
+    assert claim.verdict == HOLDS and "nnRNN: every one of 3 seeds below 100× its median (largest 4.2×)" in claim.here
+    assert claim.here.endswith("(this scale: N = 128)")
+    claim = verdicts.gradient_claim({**nice, "nnrnn γ=1": [5.0, 3e8, 2.0]}, 150)
+    assert claim.verdict == PARTLY and "nnRNN, γ = 1, 1 of 3 seeds: largest norm 3e8× its median" in claim.here
+    claim = verdicts.gradient_claim({**nice, "nnrnn": [3.0, 150.0, float("nan")]}, 300)
+    assert claim.verdict == FAILS
+    assert "nnRNN, 2 of 3 seeds: largest norm 150× its median, no finite gradient norm" in claim.here
+    assert verdicts.gradient_claim({**nice, "nnrnn": [3.0, 150.0, 2.0]}, 300, threshold=200).verdict == HOLDS
+    claim = verdicts.gradient_claim({"nnrnn": [3.0]}, 150)
+    assert claim.verdict == HOLDS and "no runs: nnRNN, γ = 1 and nnRNN, γ = 0.958" in claim.here
+    assert verdicts.gradient_claim({"nnrnn γ=1": [2.0]}, 150).verdict == UNTESTED
+    assert verdicts.gradient_claim({"nnrnn": []}, 150).verdict == UNTESTED
+
+
+def gamma_numbers(one, held=None, nn=None):
+    return {**ptb_numbers(nn or s(2.16, 0.01)), "nnrnn γ=1": one, "nnrnn γ=0.958": held or s(2.17, 0.01)}
+
+
+def test_gamma_one_judges_both_halves_of_the_claim():
+    # (a) 1 of 3 runs did not converge, (b) the 2 that did are clearly below every non-gated model: holds
+    one, held = verdicts.gamma_claims(gamma_numbers(Stat(2.10, 0.01, 2, 1)), 150, criterion="test bpc above 3")
+    assert one.verdict == HOLDS and "1 of 3 γ = 1 runs did not converge (test bpc above 3)" in one.here
+    assert "γ = 1 clearly below nnRNN, RNN, RNN-orth, EURNN and expRNN" in one.here
+    assert held.verdict == HOLDS and "not clearly different (the rule needs a gap above 0.028" in held.here
+    # every run converged and is best: only (b)
+    assert verdicts.gamma_claims(gamma_numbers(s(2.10, 0.01)), 150)[0].verdict == PARTLY
+    # a run failed, the others not clearly below nnRNN (beating weak models is not the claim): only (a)
+    one, _ = verdicts.gamma_claims(gamma_numbers(Stat(2.16, 0.01, 2, 1)), 300)
+    assert one.verdict == PARTLY and "not clearly below nnRNN" in one.here
+    # every run converged, none best: neither
+    assert verdicts.gamma_claims(gamma_numbers(s(4.0, 0.01)), 300)[0].verdict == FAILS
+
+
+def test_gamma_one_with_no_converged_or_missing_runs():
+    one, _ = verdicts.gamma_claims(gamma_numbers(Stat.of([None] * 3)), 150)  # (a) holds, (b) cannot
+    assert one.verdict == PARTLY and "3 of 3 γ = 1 runs did not converge" in one.here
+    assert "no γ = 1 run converged, so none can be best" in one.here
+    one, _ = verdicts.gamma_claims(gamma_numbers(Stat(2.10, math.nan, 1, 2)), 150)  # one converged run, best
+    assert one.verdict == HOLDS and "over the 1 that converged γ = 1 2.100;" in one.here
+    assert verdicts.gamma_claims(gamma_numbers(None), 150)[0].verdict == UNTESTED
+    assert verdicts.gamma_claims(gamma_numbers(Stat.of([])), 150)[0].verdict == UNTESTED
+    # a rival whose every seed diverged counts as beaten
+    bpc = {**gamma_numbers(Stat(2.10, 0.01, 2, 1)), "rnn": Stat.of([None] * 3)}
+    one, _ = verdicts.gamma_claims(bpc, 150)
+    assert one.verdict == HOLDS and "(RNN: every seed diverged, counted as worse)" in one.here
+
+
+def test_gamma_paper_column_applies_the_rule_to_table_7():
+    one, held = verdicts.gamma_claims(gamma_numbers(None), 150)
+    assert one.paper == ("1.46 ± 0.005 (1 of 5 runs failed) against nnRNN 1.47 ± 0.003: not clearly below by this "
+                         "rule (gap 0.01; the rule needs above 0.0117)")
+    assert held.paper == "1.47 ± 0.005 against nnRNN 1.47 ± 0.003: not clearly different by this rule"
+    one, held = verdicts.gamma_claims(gamma_numbers(None), 300)
+    assert one.paper.startswith("1.49 ± 0.022 (2 of 5 runs failed) against nnRNN 1.49 ± 0.002: not clearly below")
+    assert held.paper.startswith("1.49 ± 0.008 against nnRNN 1.49 ± 0.002")
+
+
+def test_gamma_held_is_the_model_the_claim_calls_good():
+    one = Stat(2.10, 0.01, 2, 1)
+    assert verdicts.gamma_claims(gamma_numbers(one, s(2.30, 0.01)), 300)[1].verdict == FAILS  # clearly different
+    held = verdicts.gamma_claims(gamma_numbers(one, Stat.of([None] * 3)), 300)[1]
+    assert held.verdict == FAILS and "γ = 0.958's every seed diverged" in held.here  # was "holds" by differ
+    held = verdicts.gamma_claims(gamma_numbers(one, Stat(2.165, math.nan, 1, 2)), 300)[1]
+    assert held.verdict == PARTLY and "(2 of 3 seeds diverged)" in held.here
+    assert verdicts.gamma_claims(gamma_numbers(one, Stat.of([])), 300)[1].verdict == UNTESTED
 
 
 def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9), gamma=(1.0, 0.99, 0.96)):
