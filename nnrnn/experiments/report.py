@@ -24,8 +24,9 @@ from ..training import runfolder
 from ..training.runlog import read_metrics
 from ..tasks import make_task, task_class
 from ..tasks.copy import baseline_loss
-from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, Stat, column_words, copy_claims, gamma_claims, name,
-                       psmnist_claim, ptb_claim, structure_claims)
+from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, SPIKE, Stat, column_words, copy_claims, gamma_claims,
+                       gap_claims, gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim,
+                       structure_claims)
 
 OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
@@ -264,14 +265,13 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
             lines += speed_section(speed, baseline, every)
             for column in COLUMNS:
                 if table.get(column):
-                    claims += copy_claims(table[column], speed.get(column, {}), baseline, column)
+                    claims += copy_claims(table[column], speed.get(column, {}), baseline, column,
+                                          scope=scope(runs, setting, column))
         elif task == "psmnist":
-            claims += [psmnist_claim(table[c], c) for c in COLUMNS if table.get(c)]
+            claims += [psmnist_claim(table[c], c, scope=scope(runs, setting, c)) for c in COLUMNS if table.get(c)]
         elif task == "ptb":
-            bptt = next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
-            claims += [ptb_claim(table[c], bptt, c) for c in COLUMNS if table.get(c)]
-            if held_gamma(runs, setting):
-                claims += gamma_claims(table["hidden"], bptt)
+            claims += ptb_claims(out, runs, setting)
+    claims += ptb_gap_claims(out, runs, settings)
     gamma = gamma_section(out, runs, settings)
     learned = learned_structure(out, runs)
     claims += structure_claims(learned)
@@ -446,6 +446,77 @@ def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
     return lines + [""]
 
 
+def bptt_of(runs: list[dict], setting: str) -> int:
+    return next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
+
+
+def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
+    """Table 1 (test bpc) and supplementary Table 2 (test accuracy) in each column, and for a setting with γ
+    held, supplementary Table 7 on the runs that converged and the supplement's gradient norms."""
+    bptt, bpc = bptt_of(runs, setting), results(out, runs, setting)
+    accuracy = results(out, runs, setting, "accuracy", "test")
+    claims = []
+    for column in COLUMNS:
+        if bpc.get(column):
+            where = scope(runs, setting, column)
+            claims += [ptb_claim(bpc[column], bptt, column, scope=where),
+                       ptb_accuracy_claim(accuracy[column], bptt, column, scope=where)]
+    if held_gamma(runs, setting):
+        where = scope(runs, setting, "hidden")
+        claims += gamma_claims(converged_table(out, runs, setting), bptt, criterion=NOT_CONVERGED, scope=where)
+        claims.append(gradient_claim({label: [spike(run_folder(out, r)) for r in members]
+                                      for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+                                      if (members := done(out, group(runs, setting, "hidden", label)))},
+                                     bptt, scope=where))
+    return claims
+
+
+def ptb_gap_claims(out: Path, runs: list[dict], settings: list[str]) -> list:
+    """The gap from nnRNN to expRNN at T_PTB = 150 against 300 (§4.2), when the grid has both."""
+    by_bptt = {bptt_of(runs, s): s for s in settings if setting_task_of(runs, s) == "ptb"}
+    if not {150, 300} <= set(by_bptt):
+        return []
+    where = "; ".join(f"{column_words(c)}: {scope(runs, by_bptt[300], c)}" for c in COLUMNS
+                      if scope(runs, by_bptt[300], c))
+    return gap_claims(results(out, runs, by_bptt[150]), results(out, runs, by_bptt[300]), scope=where)
+
+
+def done(out: Path, members: list[dict]) -> list[dict]:
+    return [r for r in members if finished(run_folder(out, r))]
+
+
+def spike(folder: Path) -> float | None:
+    """A run's largest training gradient norm over its median (before clipping); None when it diverged or
+    logged no gradient norm."""
+    if diverged(folder):
+        return None
+    norms = np.array([r["grad_norm"] for r in read_metrics(folder) if r.get("split") == "train" and "grad_norm" in r],
+                     dtype=float)
+    norms = norms[np.isfinite(norms)]
+    return float(norms.max() / np.median(norms)) if norms.size and np.median(norms) > 0 else None
+
+
+# What "did not converge" means for supplementary Table 7's γ = 1 runs (docs/design.md, "Runs that did not converge")
+NOT_CONVERGED = f"diverged, or its training gradient norm rose above {SPIKE:g}× its median"
+
+
+def converged(folder: Path) -> bool:
+    ratio = spike(folder)
+    return ratio is not None and ratio < SPIKE
+
+
+def converged_table(out: Path, runs: list[dict], setting: str) -> dict:
+    """The fixed-hidden-units test bpc of a setting, with γ = 1 over the runs that converged only (the others
+    count as failed), as the paper reads its Table 7."""
+    table = dict(results(out, runs, setting)["hidden"])
+    members = done(out, group(runs, setting, "hidden", GAMMA_ONE))
+    if members:
+        key, split, _, _ = task_class("ptb").reported
+        table[GAMMA_ONE] = Stat.of(final_value(run_folder(out, r), key, split)
+                                   if converged(run_folder(out, r)) else None for r in members)
+    return table
+
+
 def held_gamma(runs: list[dict], setting: str) -> bool:
     """Whether a setting has runs of nnRNN with γ held (supplementary Table 7)."""
     return any(r["options"].get("fixed_gamma") is not None for r in runs if r["setting"] == setting)
@@ -468,7 +539,26 @@ def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]
             b, a = tables[s].get(label), accuracy[s].get(label)
             cells.append("not finished" if b is None else f"{b.show(3)} ({a.show(3) if a else '–'})")
         lines.append(f"| {name(label)} | " + " | ".join(cells) + " |")
+    lines.append(f"| {name(GAMMA_ONE)}, the runs that converged | "
+                 + " | ".join(converged_table(out, runs, s)[GAMMA_ONE].show(3, failed="did not converge")
+                              if tables[s].get(GAMMA_ONE) else "not finished" for s in ptb) + " |")
+    lines += ["", f"A run did not converge when it {NOT_CONVERGED} (the paper's Table 7 counts runs that \"did not "
+              "converge\" as failed without a definition; docs/design.md). Each run's test bpc, and in brackets its "
+              "largest training gradient norm over its median:", ""]
+    key, split, _, _ = task_class("ptb").reported
+    for s in ptb:
+        for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD):
+            members = sorted(done(out, group(runs, s, "hidden", label)), key=lambda r: r["seed"])
+            cells = [f"seed {r['seed']}: " + _per_run(run_folder(out, r), key, split) for r in members]
+            if cells:
+                lines.append(f"- T_PTB = {bptts[s]}, {name(label)}: " + "; ".join(cells))
     return lines + [""]
+
+
+def _per_run(folder: Path, key: str, split: str) -> str:
+    value, ratio = final_value(folder, key, split), spike(folder)
+    shown = "diverged" if value is None else f"{value:.3f}"
+    return shown + ("" if ratio is None else f" ({ratio:.3g}×)") + ("" if converged(folder) else ", did not converge")
 
 
 def claims_section(claims) -> list[str]:
