@@ -70,9 +70,10 @@ def figure1b(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
     steps = n + 20 if steps is None else steps
     with _figure(7.0, 5.4) as fig:
         ax_std, ax_norm = fig.subplots(2, 1, sharex=True)
+        runs = theory.figure1b_transients(n, alphas, betas, d, n_init, steps, seed)  # shared with the report's claims
         for i, a in enumerate(alphas):
             for b in betas:
-                res = theory.transients(theory.schur_example(n, a, b, d), steps, n_init, seed)
+                res = runs[a, b]
                 t = res["t"]
                 for ax, key in ((ax_std, "unit_std"), (ax_norm, "norm")):
                     mean, std = res[key + "_mean"], res[key + "_std"]
@@ -112,12 +113,11 @@ def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
         axes = fig.subplots(1, len(ds), sharey=True, squeeze=False)[0]
         floor = 1e-12
         totals = {}
+        memory = theory.figure1c_memory(n, alphas, betas, ds, noise)  # shared with the report's claims
         for ax, d in zip(axes, ds):
             for i, a in enumerate(alphas):
                 for b in betas:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        fm = theory.fisher_memory(theory.schur_example(n, a, b, d), None, noise=noise)
+                    fm = memory[a, b, d]
                     totals[a, b, d] = fm.total
                     curve = np.concatenate([fm.curve, np.zeros(max(0, steps - len(fm.curve)))])[:steps]
                     k = np.arange(steps)

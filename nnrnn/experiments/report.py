@@ -510,21 +510,38 @@ def learned_section(learned: dict) -> list[str]:
     return lines + ["", "The first seed's Θ, spectrum and gradient propagation:", ""]
 
 
-def theory_section(figures: Path) -> list[str]:
-    from ..analysis import plots, table3
+def theory_section(figures: Path, claims: list | None = None) -> list[str]:
+    """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
+    numbers (:func:`nnrnn.verdicts.theory_claims`).  With a list ``claims`` the theory's claims are appended to it
+    (for the report's claim table) and the section holds none; without, the section ends with their own table.
+    The figures and the claims share one computation of each ensemble and curve (the caches of
+    :mod:`nnrnn.analysis.theory`)."""
+    from ..analysis import plots, theory
+    from .verdicts import theory_claims
+    rows = theory.table3()
     lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
-    for row in table3():
+    for row in rows:
         lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
     plots.figure_proposition1(figures / "proposition1.png")
-    plots.figure_proposition2(figures / "proposition2.png")
-    return lines + ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
-                    "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
-                    "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",
-                    "", "![Proposition 1](figures/proposition1.png)", "",
-                    "![Proposition 2](figures/proposition2.png)", ""]
-
+    _, fits = plots.figure_proposition2(figures / "proposition2.png")
+    transients = theory.transient_numbers()
+    judged = theory_claims(transients, theory.fisher_memory_numbers(), rows, theory.proposition1_numbers(),
+                           theory.proposition2_numbers(fits=fits))
+    lines += ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
+              "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
+              "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",
+              "", "![Proposition 1](figures/proposition1.png)", "",
+              "![Proposition 2](figures/proposition2.png)", ""]
+    if claims is not None:
+        claims.extend(judged)
+        return lines
+    return lines + ["### The claims of §3 judged", "",
+                    f"No seeds here: the transients are means over {transients['n_init']} initial conditions "
+                    "(their standard error is over those), everything else exact arithmetic, judged by the fixed "
+                    "criteria each row states.", "", "| claim | the paper | here | verdict |", "|---|---|---|---|"] + [
+        f"| {c.claim} | {c.paper} | {c.here} | **{c.verdict}** |" for c in judged] + [""]
 
 
 # --------------------------------------------------------------------------------------------- beyond the paper
