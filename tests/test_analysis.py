@@ -394,6 +394,66 @@ def test_angle_concentration_and_delay_line_ratio():
     assert np.isnan(delay_line_ratio(np.zeros((6, 6))))
 
 
+PAIRS = [(0, 1), (2, 3), (4, 5), (6, 7)]  # four 2×2 blocks, the real nnRNN's Λ at n = 8
+
+
+def test_entries_inside_the_2x2_blocks_are_no_delay_line():
+    from nnrnn.analysis.trained import delay_line_ratio, schur_links
+    t = np.tril(np.full((8, 8), 0.01), -1)
+    for i, _ in PAIRS:
+        t[i + 1, i] = 1.0  # large in-block entries, the links between blocks no larger than the rest
+    assert delay_line_ratio(t) > 10  # what the first sub-diagonal alone would say
+    links = schur_links(t, PAIRS)
+    assert links["delay_line"] == pytest.approx(1.0) and not links["delay_line"] > 1
+    assert links["in_block_mean"] == pytest.approx(1.0) and links["in_block_to_link"] == pytest.approx(100.0)
+
+
+def test_a_delay_line_between_blocks_stands_out():
+    from nnrnn.analysis.trained import delay_line_ratio, schur_links
+    t = np.tril(np.full((8, 8), 0.01), -1)
+    for (_, j), (i, _) in zip(PAIRS, PAIRS[1:]):
+        t[i, j] = 1.0  # mode b's second unit feeds mode b+1's first: one entry of the 2×2 link per pair
+    for i, _ in PAIRS:
+        t[i + 1, i] = 0.0  # the real Schur form's T: nothing inside the blocks
+    links = schur_links(t, PAIRS)
+    # links: 3 sub-blocks of 4 entries, one of each 1.0; the rest: 3 sub-blocks of 4 entries at 0.01
+    assert links["link_mean"] == pytest.approx((1.0 + 3 * 0.01) / 4)
+    assert links["delay_line"] == pytest.approx((1.0 + 3 * 0.01) / 4 / 0.01) == delay_line_ratio(t, PAIRS)
+    assert links["in_block_mean"] == 0.0 and links["in_block_to_link"] == 0.0
+
+
+def test_with_1x1_blocks_the_links_are_the_first_subdiagonal():
+    from nnrnn.analysis.trained import delay_line_ratio, schur_links
+    rng = np.random.default_rng(0)
+    t = np.tril(rng.standard_normal((7, 7)), -1)
+    first = np.abs(np.diagonal(t, -1)).mean() / np.abs(t[np.tril_indices(7, -2)]).mean()  # the former measure
+    assert delay_line_ratio(t) == pytest.approx(first)
+    assert delay_line_ratio(t, [(i,) for i in range(7)]) == pytest.approx(first)
+    assert np.isnan(schur_links(t)["in_block_mean"])  # no 2×2 block: nothing inside one
+
+
+def test_a_trained_nnrnn_summary_separates_the_in_block_entries_from_the_links():
+    from nnrnn.analysis.trained import matrix_summary, schur_view
+    model = nnrnn.create("nnrnn", 2, 8, triangular="strict").double()
+    with torch.no_grad():
+        lower = torch.tril(torch.full((8, 8), 0.01, dtype=torch.float64), -1)
+        for i, _ in PAIRS:
+            lower[i + 1, i] = 1.0
+        model.schur_form.lower.copy_(lower)
+    summary = matrix_summary(schur_view(model))
+    assert summary["delay_line"] == pytest.approx(1.0)
+    assert summary["in_block_mean"] == pytest.approx(1.0) and summary["in_block_to_link"] == pytest.approx(100.0)
+    assert summary["mean_eigenvalue_modulus"] != pytest.approx(summary["mean_gamma"])  # what the in-block t does
+
+
+def test_the_delay_line_is_undefined_with_fewer_than_three_blocks_and_blocks_must_cover_the_matrix():
+    from nnrnn.analysis.trained import delay_line_ratio
+    t = np.tril(np.ones((4, 4)), -1)
+    assert np.isnan(delay_line_ratio(t, [(0, 1), (2, 3)]))
+    with pytest.raises(ValueError, match="consecutive"):
+        delay_line_ratio(t, [(0, 1), (3, 2)])
+
+
 THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2": ["--n", "3", "--t-max", "1000"]}
 
 

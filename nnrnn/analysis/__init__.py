@@ -18,20 +18,24 @@ from typing import TYPE_CHECKING
 
 _FROM_TRAINED = ("SchurView", "analyze_model", "eigen_angles_moduli", "find_schur_form", "gradient_propagation",
                  "henrici_departure", "matrix_summary", "model_name", "real_schur_lower", "recurrent_layer",
-                 "recurrent_matrices", "schur_view", "split_theta", "subdiagonal_profile")
+                 "recurrent_matrices", "schur_links", "schur_view", "split_theta", "subdiagonal_profile")
 _FROM_THEORY = ("EXACT_TABLE3", "PAPER_TABLE3", "TABLE3_GRID", "FisherMemory", "Prop2Result", "covariance_factor",
-                "delay_line_fmc", "fisher_memory", "fisher_memory_curve", "fisher_memory_lower_bound",
-                "fisher_memory_total", "gram_schmidt_triangle", "proposition2", "proposition2_matrix",
-                "schur_example", "spectral_radius", "stationary_covariance", "table3", "transients")
+                "delay_line_fmc", "figure1b_transients", "figure1c_memory", "fisher_memory", "fisher_memory_curve",
+                "fisher_memory_lower_bound", "fisher_memory_numbers", "fisher_memory_total", "gram_schmidt_triangle",
+                "proposition1_numbers", "proposition2", "proposition2_coefficients", "proposition2_matrix",
+                "proposition2_numbers", "schur_example", "spectral_radius", "stationary_covariance", "table3",
+                "transient_numbers", "transients")
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from .theory import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, FisherMemory, Prop2Result, covariance_factor,
-                         delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
-                         fisher_memory_total, gram_schmidt_triangle, proposition2, proposition2_matrix,
-                         schur_example, spectral_radius, stationary_covariance, table3, transients)
+                         delay_line_fmc, figure1b_transients, figure1c_memory, fisher_memory, fisher_memory_curve,
+                         fisher_memory_lower_bound, fisher_memory_numbers, fisher_memory_total, gram_schmidt_triangle,
+                         proposition1_numbers, proposition2, proposition2_coefficients, proposition2_matrix,
+                         proposition2_numbers, schur_example, spectral_radius, stationary_covariance, table3,
+                         transient_numbers, transients)
     from .trained import (SchurView, analyze_model, eigen_angles_moduli, find_schur_form, gradient_propagation,
                           henrici_departure, matrix_summary, model_name, real_schur_lower, recurrent_layer,
-                          recurrent_matrices, schur_view, split_theta, subdiagonal_profile)
+                          recurrent_matrices, schur_links, schur_view, split_theta, subdiagonal_profile)
 
 
 def __getattr__(name: str):
@@ -48,10 +52,11 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "EXACT_TABLE3", "FisherMemory", "PAPER_TABLE3", "Prop2Result", "SchurView", "TABLE3_GRID", "analyze_model",
-    "covariance_factor", "delay_line_fmc", "eigen_angles_moduli", "find_schur_form", "fisher_memory",
-    "fisher_memory_curve", "fisher_memory_lower_bound", "fisher_memory_total", "gradient_propagation",
-    "gram_schmidt_triangle", "henrici_departure", "matrix_summary", "model_name", "recurrent_layer",
-    "proposition2", "proposition2_matrix", "real_schur_lower", "recurrent_matrices", "schur_example",
-    "schur_view", "spectral_radius", "split_theta", "stationary_covariance", "subdiagonal_profile", "table3",
-    "transients",
+    "covariance_factor", "delay_line_fmc", "eigen_angles_moduli", "figure1b_transients", "figure1c_memory",
+    "find_schur_form", "fisher_memory", "fisher_memory_curve", "fisher_memory_lower_bound", "fisher_memory_numbers",
+    "fisher_memory_total", "gradient_propagation", "gram_schmidt_triangle", "henrici_departure", "matrix_summary",
+    "model_name", "proposition1_numbers", "proposition2", "proposition2_coefficients", "proposition2_matrix",
+    "proposition2_numbers", "real_schur_lower", "recurrent_layer", "recurrent_matrices", "schur_example",
+    "schur_links", "schur_view", "spectral_radius", "split_theta", "stationary_covariance", "subdiagonal_profile",
+    "table3", "transient_numbers", "transients",
 ]

@@ -70,9 +70,10 @@ def figure1b(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
     steps = n + 20 if steps is None else steps
     with _figure(7.0, 5.4) as fig:
         ax_std, ax_norm = fig.subplots(2, 1, sharex=True)
+        runs = theory.figure1b_transients(n, alphas, betas, d, n_init, steps, seed)  # shared with the report's claims
         for i, a in enumerate(alphas):
             for b in betas:
-                res = theory.transients(theory.schur_example(n, a, b, d), steps, n_init, seed)
+                res = runs[a, b]
                 t = res["t"]
                 for ax, key in ((ax_std, "unit_std"), (ax_norm, "norm")):
                     mean, std = res[key + "_mean"], res[key + "_std"]
@@ -112,12 +113,11 @@ def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
         axes = fig.subplots(1, len(ds), sharey=True, squeeze=False)[0]
         floor = 1e-12
         totals = {}
+        memory = theory.figure1c_memory(n, alphas, betas, ds, noise)  # shared with the report's claims
         for ax, d in zip(axes, ds):
             for i, a in enumerate(alphas):
                 for b in betas:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        fm = theory.fisher_memory(theory.schur_example(n, a, b, d), None, noise=noise)
+                    fm = memory[a, b, d]
                     totals[a, b, d] = fm.total
                     curve = np.concatenate([fm.curve, np.zeros(max(0, steps - len(fm.curve)))])[:steps]
                     k = np.arange(steps)
@@ -254,30 +254,46 @@ def plot_spectrum(matrix: np.ndarray, path, title: str = "") -> str:
         return _save(fig, path)
 
 
-def _moduli_panel(ax, moduli: np.ndarray, factors: bool) -> None:
-    """schur.png's panel (d): the histogram of Λ's block scales γ_i (``factors``) or of V's eigenvalue moduli."""
+def _moduli_panel(ax, moduli: np.ndarray, factors: bool, eigen_moduli: np.ndarray | None = None) -> None:
+    """schur.png's panel (d): the histogram of Λ's block scales γ_i (``factors``), with V's eigenvalue moduli |λ_i|
+    beside them when given, or of V's eigenvalue moduli alone; each labelled with its mean."""
     # γ_i are Λ's block parameters; they are V's eigenvalue moduli |λ_i| only when T is 0 inside the blocks
+    both = factors and eigen_moduli is not None
+    values = np.concatenate([moduli, eigen_moduli]) if both else np.asarray(moduli)
+    low, high = float(values.min()), float(values.max())
+    low, high = (low, high) if high - low > 1e-6 else (low - 0.05, high + 0.05)  # all equal: a readable axis
+    bins = np.linspace(low, high, 31)
     symbol = r"\gamma_i" if factors else r"|\lambda_i|"
-    ax.hist(moduli, bins=30, color="C3", alpha=0.85, edgecolor="white", linewidth=0.5)
+    series = [(moduli, rf"${symbol}$" + (r" of $\Lambda$" if both else ""), "C3")]
+    if both:
+        series.append((eigen_moduli, r"$|\lambda_i|$ of $V$", "C0"))
+    for data, name, color in series:  # the dashed line at each mean, named in the legend
+        ax.hist(data, bins=bins, color=color, alpha=0.85 if len(series) == 1 else 0.55, edgecolor="white",
+                linewidth=0.5)
+        ax.axvline(float(np.mean(data)), color=color, lw=1.2, ls="--", label=f"{name}: mean {np.mean(data):.3f}")
     ax.axvline(1.0, color="0.3", ls=":", lw=0.9)
-    ax.axvline(float(np.mean(moduli)), color="0.1", lw=1.2, ls="--", label=f"mean {np.mean(moduli):.3f}")
-    ax.set_xlabel(r"scale $\gamma_i$ of $\Lambda$'s blocks" "\n" r"($=|\lambda_i|$ only if T is 0 inside them)"
-                  if factors else r"eigenvalue modulus $|\lambda_i|$")
+    if both:
+        ax.set_xlabel(r"$\gamma_i$ of $\Lambda$, $|\lambda_i|$ of $V$" "\n" r"(differ where T is non-zero in a block)")
+        ax.set_title(r"(d) block scales $\gamma_i$ and moduli $|\lambda_i|$")
+    else:
+        ax.set_xlabel(r"scale $\gamma_i$ of $\Lambda$'s blocks" "\n" r"($=|\lambda_i|$ only if T is 0 inside them)"
+                      if factors else r"eigenvalue modulus $|\lambda_i|$")
+        ax.set_title(rf"(d) {'block scales' if factors else 'moduli'} ${symbol}$")
     ax.set_ylabel("count")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(frameon=False)
-    ax.set_title(rf"(d) {'block scales' if factors else 'moduli'} ${symbol}$")
+    ax.legend(frameon=False, fontsize=7.5)
 
 
 @single_threaded_blas()
 def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profile: dict, path,
-               title: str = "", source: str = "") -> str:
+               title: str = "", source: str = "", eigen_moduli: np.ndarray | None = None) -> str:
     """The lower (quasi-)triangular Schur form Θ = Λ + T of V = P Θ Pᵀ: heatmap of Θ (a), angles θ_i (b),
     mean |Θ_{i+k,i}| along the k-th sub-diagonal (c, the paper's Fig. 3c), and moduli γ_i (d).
 
     With ``source="parametrized"`` (nnRNN's trained factors) θ_i and γ_i are Λ's block parameters; V's
     eigenvalues are then γ_i e^{±iθ_i} only when T has no entries inside the 2×2 blocks (the paper's strict T
-    has them), and the axes say so.  Otherwise they are the angles and moduli of V's eigenvalues."""
+    has them), and the axes say so; ``eigen_moduli`` (V's |λ_i|) are then drawn beside the γ_i in (d), each
+    labelled.  Otherwise θ_i and the moduli are those of V's eigenvalues."""
     factors = source == "parametrized"
     theta = np.asarray(theta, dtype=np.float64)
     n = theta.shape[0]
@@ -319,7 +335,7 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         ax_p.set_title("(c) mean magnitude along sub-diagonals")
         ax_p.legend(frameon=False)
 
-        _moduli_panel(ax_g, moduli, factors)
+        _moduli_panel(ax_g, moduli, factors, eigen_moduli)
         if title:
             fig.suptitle(title, fontsize=10)
         return _save(fig, path)

@@ -33,7 +33,7 @@ from ._blas import single_threaded_blas
 __all__ = [
     "SchurView", "analyze_model", "eigen_angles_moduli", "find_schur_form", "gradient_propagation",
     "henrici_departure", "matrix_summary", "model_name", "real_schur_lower", "recurrent_layer",
-    "recurrent_matrices", "schur_view",
+    "recurrent_matrices", "schur_links", "schur_view",
     "split_theta", "subdiagonal_profile",
 ]
 
@@ -266,7 +266,8 @@ def subdiagonal_profile(theta: np.ndarray, t: np.ndarray | None = None) -> dict[
 
 @single_threaded_blas()
 def matrix_summary(view: SchurView) -> dict:
-    """Scalar diagnostics of one recurrent matrix (see :func:`analyze_model`)."""
+    """Scalar diagnostics of one recurrent matrix (see :func:`analyze_model`); ``delay_line``,
+    ``in_block_mean`` and ``in_block_to_link`` are :func:`schur_links`' of T over the view's blocks."""
     v = view.matrix
     eig = np.linalg.eigvals(v)
     sv = np.linalg.svd(v, compute_uv=False)
@@ -293,7 +294,8 @@ def matrix_summary(view: SchurView) -> dict:
         "mean_gamma": float(np.mean(view.moduli)),
     }
     out["angle_concentration"] = angle_concentration(view.angles)
-    out["delay_line"] = delay_line_ratio(view.T)
+    links = schur_links(view.T, view.blocks)  # between modes, apart from T's entries inside Λ's 2×2 blocks
+    out.update({key: links[key] for key in ("delay_line", "in_block_mean", "in_block_to_link")})
     if view.gamma_parameters is not None:
         out["mean_gamma_parameter"] = float(np.mean(view.gamma_parameters))
     return out
@@ -306,16 +308,51 @@ def angle_concentration(angles) -> float:
     return float(1 - np.std(angles) / (math.pi / math.sqrt(12))) if angles.size > 1 else math.nan
 
 
-def delay_line_ratio(t) -> float:
-    """Mean |T_{i+1,i}| (T's first sub-diagonal, the delay line of the paper's §3) over the mean |T_{i+k,i}|,
-    k ≥ 2 (the rest of the triangle); NaN when either is empty or the rest is zero."""
-    t = np.asarray(t, dtype=np.float64)
+def _block_owner(n: int, blocks) -> np.ndarray:
+    """owner[i] = the number of the diagonal block that holds index i; every index its own block when ``blocks``
+    is None.  ValueError unless ``blocks`` are consecutive runs covering 0..n−1 in order."""
+    if blocks is None:
+        return np.arange(n)
+    flat = [i for b in blocks for i in b]
+    if flat != list(range(n)) or any(list(b) != list(range(b[0], b[0] + len(b))) for b in blocks):
+        raise ValueError(f"blocks must be consecutive runs of indices covering 0..{n - 1} in order; got {blocks!r}")
+    return np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
+
+
+def schur_links(t, blocks=None) -> dict:
+    """Where T's weight lies relative to the Schur modes, the diagonal blocks B_0, …, B_{m−1} of Θ = Λ + T (1×1,
+    or 2×2 for a complex-conjugate pair; ``blocks`` as :class:`SchurView` has them, or None: every index its own
+    1×1 block, as for the complex nnRNN, whose first sub-diagonal is then all links).
+
+    * link from mode b to mode b+1: the sub-block T[B_{b+1}, B_b], mode b feeding the next one (the delay line
+      of the paper's §3 and Fig. 3c);  L = mean |T_ij| over ∪_b B_{b+1} × B_b  (``link_mean``);
+    * the rest of the triangle: R = mean |T_ij| over ∪_{c ≥ b+2} B_c × B_b, block distance ≥ 2 (``rest_mean``);
+    * ``delay_line`` = L / R: NaN with fewer than 3 blocks or R = 0;
+    * in-block entries: T[i+1, i] inside a 2×2 block {i, i+1} (the paper's strict T has them).  They link no
+      two modes: they turn the block [[γc, −γs], [γs, γc]] into [[γc, −γs], [γs + t, γc]] and move its
+      eigenvalues off γ e^{±iθ}.  ``in_block_mean`` = mean |T_{i+1,i}| over the 2×2 blocks (NaN without one),
+      ``in_block_to_link`` = in_block_mean / L (NaN when either is undefined or L = 0).
+    """
+    t = np.abs(np.asarray(t, dtype=np.float64))
     n = t.shape[0]
-    if n < 3:
-        return math.nan
-    first = np.abs(np.diagonal(t, -1)).mean()
-    rest = np.abs(t[np.tril_indices(n, -2)]).mean()
-    return float(first / rest) if rest > 0 else math.nan
+    owner = _block_owner(n, blocks)
+    distance = owner[:, None] - owner[None, :]
+    below = np.tri(n, n, -1, dtype=bool)
+    links, rest, inside = t[distance == 1], t[distance >= 2], t[(distance == 0) & below]
+    link = float(links.mean()) if links.size else math.nan
+    others = float(rest.mean()) if rest.size else math.nan
+    in_block = float(inside.mean()) if inside.size else math.nan
+    return {"delay_line": link / others if n and owner[-1] >= 2 and others > 0 else math.nan,
+            "link_mean": link, "rest_mean": others, "in_block_mean": in_block,
+            "in_block_to_link": in_block / link if link > 0 and not math.isnan(in_block) else math.nan}
+
+
+def delay_line_ratio(t, blocks=None) -> float:
+    """The delay line of the paper's §3 between Schur modes: mean |T| over the links T[B_{b+1}, B_b] between
+    consecutive diagonal blocks over the mean |T| over the sub-blocks further below (block distance ≥ 2); NaN with
+    fewer than 3 blocks or when the rest is zero.  ``blocks`` None: every index its own 1×1 block, so the links are
+    T's first sub-diagonal.  See :func:`schur_links`, which also gives the entries inside the 2×2 blocks."""
+    return schur_links(t, blocks)["delay_line"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -445,9 +482,12 @@ def _matrix_figures(model: nn.Module, mats: dict, out_dir, title: str) -> tuple[
         files.append(plots.plot_spectrum(view.matrix, os.path.join(out_dir, f"spectrum{suffix}.png"),
                                          title=f"{label}: spectrum of the recurrent matrix"))
         profile = subdiagonal_profile(view.theta, view.T)
+        # the trained γ_i and, beside them, V's |λ_i| (from Θ's diagonal blocks, exact): strict T moves the latter
+        eigen = _block_eigs(view.theta, view.blocks)[1] if view.source == "parametrized" else None
         files.append(plots.plot_schur(view.theta, view.angles, view.moduli, profile,
                                       os.path.join(out_dir, f"schur{suffix}.png"),
-                                      title=rf"{label}: Schur form $V=P\Theta P^\top$", source=view.source))
+                                      title=rf"{label}: Schur form $V=P\Theta P^\top$", source=view.source,
+                                      eigen_moduli=eigen))
     return details, files
 
 

@@ -31,7 +31,8 @@ from .verdicts import (GAMMA_HELD, GAMMA_ONE, SOLVED_SHARE, SPIKE, Stat, column_
 OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
-             "delay_line": "delay_line", "mean_gamma": "mean_gamma_parameter"}
+             "delay_line": "delay_line", "in_block": "in_block_mean", "in_block_to_link": "in_block_to_link",
+             "mean_gamma": "mean_gamma_parameter"}
 
 
 def labels(runs: list[dict], setting: str) -> list[str]:
@@ -171,7 +172,7 @@ def structure_of(folder: Path) -> dict | None:
     real Schur form of its recurrent matrix (a gated model's candidate or cell matrix)."""
     import torch
 
-    from ..analysis.trained import angle_concentration, delay_line_ratio, matrix_summary, schur_view
+    from ..analysis.trained import angle_concentration, matrix_summary, schur_links, schur_view
     from ..models.nnrnn_complex import ComplexNonNormalRNN
     from ..training.network import best_checkpoint, load_model
     if not best_checkpoint(folder).exists():
@@ -185,11 +186,13 @@ def structure_of(folder: Path) -> dict | None:
         eig = np.linalg.eigvals(v)
         fro2 = float(np.sum(np.abs(v) ** 2))
         diag = np.diagonal(lam)
+        links = schur_links(np.abs(t))  # every block 1×1: the first sub-diagonal is all links, nothing in a block
         return {"triangular_fraction": float(np.linalg.norm(t) / np.linalg.norm(lam + t)),
                 "departure": math.sqrt(max(fro2 - float(np.sum(np.abs(eig) ** 2)), 0.0) / fro2),
                 "mean_modulus": float(np.abs(eig).mean()),
                 "angle_concentration": angle_concentration(np.abs(np.angle(diag))),
-                "delay_line": delay_line_ratio(np.abs(t)), "mean_gamma": float(np.abs(diag).mean())}
+                "delay_line": links["delay_line"], "in_block": links["in_block_mean"],
+                "in_block_to_link": links["in_block_to_link"], "mean_gamma": float(np.abs(diag).mean())}
     summary = matrix_summary(schur_view(layer))
     return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
 
@@ -621,32 +624,53 @@ def learned_section(learned: dict) -> list[str]:
              "two columns agree here), the mean |λ| of V's eigenvalues (with the paper's strict T the in-block "
              "entries of T move the eigenvalues, so this is not the mean γ), the mean trained γ, the "
              "concentration of the rotation angles θ_i (1 − sd(θ)/sd of the uniform law on [0, π]: 0 spread "
-             "evenly, 1 all equal) and the delay line (mean |T| on the first sub-diagonal over the mean |T| below "
-             "it).", "",
-             "| task | ‖T‖/‖Θ‖ | departure (normalised) | mean abs(λ) | mean γ | angle concentration | delay line |",
-             "|---|---|---|---|---|---|---|"]
+             "evenly, 1 all equal), the delay line between Schur modes (mean |T| over the links from each diagonal "
+             "block of Θ to the next, T[rows of block b+1, columns of block b], over the mean |T| over the "
+             "sub-blocks further below) and T inside the 2×2 blocks (mean |T[2k+1, 2k]|, alone and over the mean "
+             "|T| of a link entry): those entries link no two modes but move the block's eigenvalues off "
+             "γ e^{±iθ}.", "",
+             "| task | ‖T‖/‖Θ‖ | departure (normalised) | mean abs(λ) | mean γ | angle concentration | delay line "
+             "| T in the 2×2 blocks | over a link entry |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for task, s in learned.items():
         lines.append(f"| {task} | " + " | ".join(s[q].show(3, failed="n/a") for q in (
-            "triangular_fraction", "departure", "mean_modulus", "mean_gamma", "angle_concentration", "delay_line"))
-            + " |")
+            "triangular_fraction", "departure", "mean_modulus", "mean_gamma", "angle_concentration", "delay_line",
+            "in_block", "in_block_to_link")) + " |")
     return lines + ["", "The first seed's Θ, spectrum and gradient propagation:", ""]
 
 
-def theory_section(figures: Path) -> list[str]:
-    from ..analysis import plots, table3
+def theory_section(figures: Path, claims: list | None = None) -> list[str]:
+    """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
+    numbers (:func:`nnrnn.verdicts.theory_claims`).  With a list ``claims`` the theory's claims are appended to it
+    (for the report's claim table) and the section holds none; without, the section ends with their own table.
+    The figures and the claims share one computation of each ensemble and curve (the caches of
+    :mod:`nnrnn.analysis.theory`)."""
+    from ..analysis import plots, theory
+    from .verdicts import theory_claims
+    rows = theory.table3()
     lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
-    for row in table3():
+    for row in rows:
         lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
     plots.figure_proposition1(figures / "proposition1.png")
-    plots.figure_proposition2(figures / "proposition2.png")
-    return lines + ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
-                    "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
-                    "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",
-                    "", "![Proposition 1](figures/proposition1.png)", "",
-                    "![Proposition 2](figures/proposition2.png)", ""]
-
+    _, fits = plots.figure_proposition2(figures / "proposition2.png")
+    transients = theory.transient_numbers()
+    judged = theory_claims(transients, theory.fisher_memory_numbers(), rows, theory.proposition1_numbers(),
+                           theory.proposition2_numbers(fits=fits))
+    lines += ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
+              "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
+              "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",
+              "", "![Proposition 1](figures/proposition1.png)", "",
+              "![Proposition 2](figures/proposition2.png)", ""]
+    if claims is not None:
+        claims.extend(judged)
+        return lines
+    return lines + ["### The claims of §3 judged", "",
+                    f"No seeds here: the transients are means over {transients['n_init']} initial conditions "
+                    "(their standard error is over those), everything else exact arithmetic, judged by the fixed "
+                    "criteria each row states.", "", "| claim | the paper | here | verdict |", "|---|---|---|---|"] + [
+        f"| {c.claim} | {c.paper} | {c.here} | **{c.verdict}** |" for c in judged] + [""]
 
 
 # --------------------------------------------------------------------------------------------- beyond the paper
