@@ -213,8 +213,9 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
             checkpoints = folder / runfolder.CHECKPOINTS
             stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
             entry = cache.get(folder.name)
-            if not entry or entry.get("stamp") != stamp:
-                entry = {"stamp": stamp, "values": structure_of(folder)}
+            # an entry measured by older code lacks a quantity (or measured it differently): measure again
+            if not entry or entry.get("stamp") != stamp or entry.get("quantities") != sorted(STRUCTURE):
+                entry = {"stamp": stamp, "quantities": sorted(STRUCTURE), "values": structure_of(folder)}
                 cache[folder.name] = entry
             if entry["values"]:
                 per_seed.append(entry["values"])
@@ -278,8 +279,9 @@ def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
     gamma = gamma_section(out, runs, settings)
     learned = learned_structure(out, runs)
     claims += structure_claims(learned)
+    theory = theory_section(figures, claims)
     lines += gamma + claims_section(claims) + settled_section(out, runs, settings) + learned_section(learned)
-    lines += analyse_first_seed(out, runs) + [""] + theory_section(figures) + notes(out)
+    lines += analyse_first_seed(out, runs) + [""] + theory + notes(out)
     report = out / "report.md"
     report.write_text("\n".join(lines))
     return report
@@ -826,8 +828,9 @@ def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
     lines = ["## What each model learned", "",
              "Every seed's trained model in the tuned column (its best checkpoint), mean ± s.e.: the mean |λ| of "
              "the recurrent matrix (a gated model's candidate or cell matrix), its departure from normality "
-             "(Henrici, divided by ‖V‖_F), ‖T‖/‖Θ‖ in its Schur form and the delay line (mean |T| on the first "
-             "sub-diagonal over the mean |T| below it).", "",
+             "(Henrici, divided by ‖V‖_F), ‖T‖/‖Θ‖ in its Schur form and the delay line (the mean |T| of the links "
+             "between consecutive Schur modes over the mean |T| of the links between modes further apart; the "
+             "entries inside Λ's 2×2 blocks are not links and are left out).", "",
              "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |",
              "|---|---|---|---|---|---|"]
     for label in dict.fromkeys(r["label"] for r in runs if r["column"] == "tuned"):
