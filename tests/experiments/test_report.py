@@ -71,7 +71,9 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     assert "test bpc | test accuracy | N" in text
     assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnRNN, γ = 1 |" in text
     assert "| PTB | 353,947 characters | 39,095 characters | 442,423 characters |" in text
-    assert "7% of the official training text" in text
+    assert "none of the official training file" in text and "90% of the official validation file" in text
+    assert "as many characters as 7% of the training file" in text
+    assert "| PTB, T_PTB = 150 | N = 8 | not run | 1024 (" in text  # this scale's size beside the paper's
 
 
 def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one():
