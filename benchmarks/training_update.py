@@ -75,6 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import nnrnn  # noqa: E402
 from nnrnn import kernels  # noqa: E402
+from nnrnn.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
 PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
@@ -378,7 +379,8 @@ def main(argv=None):
     sizes = parse_sizes(args.sizes)
     roofline = Roofline()
     roofline.sample(5)
-    print(f"torch {torch.__version__}, {args.threads} thread(s)", flush=True)
+    print(f"host: {describe_cpu()}, {torch.backends.cpu.get_cpu_capability()}; torch {torch.__version__}, "
+          f"{args.threads} thread(s)", flush=True)
     for label, size in sizes:
         t, b, n, i = size
         repeats, results, mem = run_size(label, size, args.repeats, args.budget, args.threads,

@@ -57,6 +57,7 @@ from torch import nn
 
 from . import presets
 from .errors import OptionError, TrainingDiverged, UserError
+from .host import describe_cpu
 from .models import MODELS, PAPER_MODELS, create, param_groups
 from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
@@ -662,7 +663,7 @@ def describe(device: torch.device) -> str:
         name = torch.cuda.get_device_name(device)
         return f"{name} (cuda, {torch.cuda.device_count()} device(s)), torch {torch.__version__}"
     capability = torch.backends.cpu.get_cpu_capability()
-    return f"cpu ({torch.get_num_threads()} threads, {capability}), torch {torch.__version__}"
+    return f"cpu: {describe_cpu()} ({torch.get_num_threads()} threads, {capability}), torch {torch.__version__}"
 
 
 def _names(text: str | None, allowed, what: str) -> tuple:
