@@ -2,8 +2,10 @@
 
 One rule for every comparison, in every generated sentence: two means differ when they are more than two
 combined standard errors apart, ``|a − b| > 2·sqrt(se_a² + se_b²)``; a mean is below a fixed value ``x``
-when ``mean + 2·se < x``.  The rule applies from n = 2 seeds (the s.e. from two values); a value from a
-single seed has no standard error and is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is also the
+when ``mean + 2·se < x``.  The rule applies from n = 2 seeds (the s.e. from two values).  A value from a
+single seed has no standard error of its own: against a result of several seeds it is given that result's
+seed-to-seed standard deviation (se·√n) as its standard error; two single values are not comparable; against a
+fixed value it is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is also the
 smallest gap the rule can see with these seeds: where a claim rests on "not clearly different", its sentence
 gives that gap, so that a large s.e. from few seeds is not read as agreement.
 
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
 HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
+UNJUDGED = "cannot be judged (one seed on each side)"
 NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
          "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
          "nnrnn delay": "nnRNN (delay init)", GAMMA_ONE: "nnRNN, γ = 1", GAMMA_HELD: "nnRNN, γ = 0.958",
@@ -85,14 +88,23 @@ class Stat:
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
+def _error(a: Stat, other: Stat) -> float:
+    """a's standard error, or for a single seed the other result's seed-to-seed standard deviation (NaN when
+    neither has two seeds)."""
+    if a.n >= 2:
+        return a.err()
+    return other.err() * math.sqrt(other.n) if other.n >= 2 else math.nan
+
+
 def margin(a: Stat, b: Stat) -> float:
-    """The smallest gap between two means that the rule calls a difference: 2·sqrt(se_a² + se_b²)."""
-    return 2 * math.hypot(a.err(), b.err())
+    """The smallest gap between two means that the rule calls a difference: 2·sqrt(se_a² + se_b²) (NaN for two
+    single values, which the rule cannot compare)."""
+    return 2 * math.hypot(_error(a, b), _error(b, a))
 
 
 def below(a: Stat, b: Stat) -> bool:
     """a's mean below b's by more than two combined standard errors; False when either has no finite value
-    (each claim says itself what a result whose every seed failed means for it)."""
+    (each claim says itself what a result whose every seed failed means for it) or both are single seeds."""
     return not a.empty and not b.empty and a.mean + margin(a, b) < b.mean
 
 
@@ -104,7 +116,7 @@ def differ(a: Stat, b: Stat) -> bool:
 def relation(a: Stat, b: Stat) -> str:
     """"clearly below", "clearly above" or "not clearly different from" by the rule, and "not comparable with"
     when either has no finite value."""
-    if a.empty or b.empty:
+    if a.empty or b.empty or math.isnan(margin(a, b)):
         return "not comparable with"
     return "clearly below" if below(a, b) else "clearly above" if below(b, a) else "not clearly different from"
 
@@ -193,7 +205,7 @@ def copy_claims(loss: dict, speed: dict, baseline: float, column: str, scope: st
                   "curves the paper's figure compares)",
                   f"nnRNN's curve lies with expRNN's ({where})", _scoped(matched[0], scope), matched[1]),
             Claim(title + "\"the LSTM struggled to solve the task and RNN failed completely\"",
-                  f"LSTM and RNN stay near the baseline {baseline:.3f} ({where})", _scoped(lstm_rnn[0], scope),
+                  f"LSTM and RNN stay near the baseline 0.095 (T = 200; {where})", _scoped(lstm_rnn[0], scope),
                   lstm_rnn[1])]
 
 
@@ -201,7 +213,8 @@ def _copy_orthogonal(loss: dict, speed: dict, threshold: float, baseline: float)
     """Every orthogonal RNN solves copy: its loss clearly below 10% of the baseline, no seed diverged."""
     orth = {m: loss.get(m) for m in ORTHOGONAL}
     here = ("; ".join(f"{name(m)} {_said(orth[m], 4)}, {_show_speed(speed.get(m))}" for m in ORTHOGONAL)
-            + f" (solved: below {threshold:.4f}, 10% of the baseline {baseline:.4f}, with no seed diverged)")
+            + f" (solved: clearly below {threshold:.4f}, 10% of the baseline {baseline:.4f}, with no seed "
+            "diverged)")
     if missing(*orth.values()):
         return here, UNTESTED
     done = [m for m in ORTHOGONAL if below_value(orth[m], threshold) and not orth[m].failed]
@@ -231,8 +244,8 @@ def _copy_loss_match(nn: Stat, loss: dict, threshold: float) -> tuple[bool, str]
     solved = below_value(nn, threshold)
     text = f"nnRNN {_said(nn, 4)}, " + ("solved" if solved else f"not solved (not clearly below {threshold:.4f})")
     finite = [m for m in ORTHOGONAL if not loss[m].empty]
-    if not finite:
-        return solved, text + "; every seed of every orthogonal RNN diverged"
+    if not finite:  # nothing to match: not evidence that nnRNN matches them
+        return False, text + "; every seed of every orthogonal RNN diverged, so there is nothing to match"
     best = min(finite, key=lambda m: loss[m].mean)
     b = loss[best]
     text += f"; lowest orthogonal loss: {name(best)} {_said(b, 4)}; nnRNN's loss is "
@@ -329,8 +342,8 @@ def _psmnist_judged(accuracy: dict) -> tuple[str, str]:
     finite = [m for m in ORTHOGONAL if not accuracy[m].empty]
     best = max(finite, key=lambda m: accuracy[m].mean) if finite else None
     here = f"nnRNN {_show_acc(nn)}; "
-    if best is None:
-        matches, here = True, here + "every seed of every orthogonal RNN diverged"
+    if best is None:  # nothing to match: not evidence that nnRNN matches them
+        matches, here = False, here + "every seed of every orthogonal RNN diverged, so there is nothing to match"
     else:
         b = accuracy[best]
         matches = not below(nn, b)
@@ -345,7 +358,7 @@ def _psmnist_judged(accuracy: dict) -> tuple[str, str]:
     here += f"; RNN {_show_acc(accuracy['rnn'])}, LSTM {_show_acc(accuracy['lstm'])}"
     by_rule = [m for m in lesser if not accuracy[m].empty]
     here += (f"; clearly below nnRNN: {_join(by_rule)}" if by_rule else "") + "".join(
-        f"; {name(m)}'s every seed diverged (counted as lesser)" for m in lesser if accuracy[m].empty)
+        f"; every seed of {name(m)} diverged (counted as lesser)" for m in lesser if accuracy[m].empty)
     if not lesser:
         here += "; neither RNN nor LSTM clearly below nnRNN"
     verdict = HOLDS if matches and len(lesser) == 2 else PARTLY if matches or lesser else FAILS
@@ -414,10 +427,12 @@ def _nnrnn_best(values: dict, paper: dict, lower: bool) -> tuple[str, str, str]:
     word = "below" if lower else "above"
     beaten = [m for m in others if _worse(values[m], nn, lower)]
     by_rule = [m for m in beaten if not values[m].empty]
-    here += f"; nnRNN clearly {word} " + (_join(by_rule) if by_rule else "none of them") + "".join(
-        f"; {name(m)}'s every seed diverged (counted as worse)" for m in beaten if values[m].empty)
+    if by_rule:
+        here += f"; nnRNN clearly {word} " + _join(by_rule)
+    here += "".join(f"; every seed of {name(m)} diverged (counted as worse)" for m in beaten if values[m].empty)
     if len(beaten) < len(others):
-        here += f"; not clearly {word} " + _join([m for m in others if m not in beaten])
+        here += f"; nnRNN not clearly {word} " + ("any of " if not beaten else "") + _join(
+            [m for m in others if m not in beaten])
     verdict = HOLDS if len(beaten) == len(others) else PARTLY if beaten else FAILS
     return paper_text, here, _capped(verdict, nn)
 
@@ -475,8 +490,10 @@ def _paper_gap(column: str) -> str:
 
 
 def _gap_change_claim(b150: dict, b300: dict, column: str, scope: str) -> Claim:
-    claim = (f"PTB ({column_words(column)}): the gap to expRNN \"is modest for [...] shorter time scale "
-             "(T_PTB=150), it appreciatively improves for T_PTB=300\" (test bpc, expRNN − nnRNN)")
+    claim = (f"PTB ({column_words(column)}): the gap to expRNN \"is modest for equal number of parameters and "
+             "shorter time scale (T_PTB=150), it appreciatively improves for T_PTB=300\" (test bpc, expRNN − nnRNN)"
+             + ("" if column == "params" else "; the sentence is about the fixed parameter count, and this row asks "
+                "the same at fixed hidden units"))
     stats = [b.get(m) for b in (b150, b300) for m in ("exprnn", "nnrnn")]
     here = "; ".join(f"T_PTB = {t}: expRNN {_show_bpc(b.get('exprnn'))}, nnRNN {_show_bpc(b.get('nnrnn'))}"
                      for t, b in ((150, b150), (300, b300)))
@@ -540,7 +557,8 @@ def _gamma_one_claim(bpc: dict, bptt: int, criterion: str, scope: str) -> Claim:
     """(a) "some run did not converge": at least one γ = 1 run failed; (b) "best performance out of all
     methods" on the runs that converged: γ = 1 clearly below nnRNN and every other non-gated model."""
     one, nn = bpc.get(GAMMA_ONE), bpc.get("nnrnn")
-    rivals = ["nnrnn", *(m for m in NON_GATED if m != "nnrnn")]
+    # "all methods (including regularized γ nnRNN)": γ = 0.958 too where the grid has it
+    rivals = ["nnrnn", *(m for m in NON_GATED if m != "nnrnn"), *([GAMMA_HELD] if bpc.get(GAMMA_HELD) else [])]
     p, pn = PAPER_GAMMA[bptt][GAMMA_ONE], PAPER_GAMMA[bptt]["nnrnn"]
     paper = (f"{_paper(p)} ({p.failed} of {p.n + p.failed} runs failed) against nnRNN {_paper(pn)}: "
              + ("clearly below" if below(p, pn) else "not clearly below")
@@ -557,13 +575,15 @@ def _gamma_one_claim(bpc: dict, bptt: int, criterion: str, scope: str) -> Claim:
     else:
         beaten = [m for m in rivals if _worse(bpc[m], one, lower=True)]
         best = len(beaten) == len(rivals)
-        here += (f"over the {one.n} that converged γ = 1 {Stat(one.mean, one.se, one.n).show(3)}; nnRNN "
-                 f"{_show_bpc(nn)}; γ = 1 clearly below " + (_join(beaten) if beaten else "none of the other "
-                                                              "non-gated models")
+        runs_word = "run" if one.n == 1 else "runs"
+        here += (f"γ = 1 over the {one.n} {runs_word} that converged: {Stat(one.mean, one.se, one.n).show(3)}; "
+                 f"nnRNN {_show_bpc(nn)}; γ = 1 clearly below " + (_join(beaten) if beaten else "none of the "
+                                                                   "other methods")
                  + "".join(f" ({name(m)}: every seed diverged, counted as worse)" for m in beaten if bpc[m].empty)
                  + ("" if best else "; not clearly below " + _join([m for m in rivals if m not in beaten])))
     some = one.failed >= 1
-    verdict = HOLDS if some and best else PARTLY if some or best else FAILS
+    # no run converged: the claimed-good model has no result, so the claim does not hold (module docstring)
+    verdict = FAILS if one.empty else HOLDS if some and best else PARTLY if some or best else FAILS
     return Claim(claim, paper, _scoped(here, scope), verdict)
 
 
@@ -579,12 +599,16 @@ def _gamma_held_claim(bpc: dict, bptt: int, scope: str) -> Claim:
         verdict = UNTESTED
     elif held.empty or nn.empty:
         verdict = FAILS
-        here += ": not comparable, " + ("γ = 0.958's" if held.empty else "nnRNN's") + " every seed diverged"
+        here += ": not comparable, every seed of " + ("both" if held.empty and nn.empty else "γ = 0.958" if held.empty
+                                                       else "nnRNN") + " diverged"
+    elif math.isnan(margin(held, nn)):
+        verdict = UNJUDGED
+        here += ": a single seed each, which the rule cannot compare"
     elif differ(nn, held):
         verdict = FAILS
         here += f": γ = 0.958 {relation(held, nn)} nnRNN"
     else:
-        verdict = _capped(HOLDS, held)
+        verdict = _capped(_capped(HOLDS, held), nn)
         here += f": not clearly different {_needs(held, nn, '.3f')}"
     return Claim(f"PTB (T_PTB = {bptt}): with γ clamped at 0.958 \"the performance was virtually identical to that "
                  "of nnRNN with regularized γ\"", paper, _scoped(here, scope), verdict)
@@ -597,11 +621,13 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
     below ``threshold`` (a run without a finite ratio does not).  Holds when every run of every label given
     does; partly when nnRNN's do and a clamped one's do not; does not hold when nnRNN's own spike."""
     claim = (f"PTB (T_PTB = {bptt}): \"gradient norms behave nicely during backpropagation and throughout "
-             "training\" (nnRNN, γ regularized or clamped; judged on each run's largest training gradient norm over "
-             "its median, not on the norms across time steps)")
+             "training\" (nnRNN with γ regularized and held at 0.958; judged on each run's largest training gradient "
+             "norm over its median, not on the norms across time steps)")
     paper = "supplement's gradient figure: \"all runs converged\", no spike shown"
-    labels = [m for m in ("nnrnn", GAMMA_ONE, GAMMA_HELD) if spikes.get(m)]
-    absent = [m for m in ("nnrnn", GAMMA_ONE, GAMMA_HELD) if m not in labels]
+    # γ = 1's runs that spike are the runs that "did not converge", which the γ = 1 claim judges; the paper's
+    # example has "all runs converged", so γ = 1 is shown here but not judged
+    labels = [m for m in ("nnrnn", GAMMA_HELD, GAMMA_ONE) if spikes.get(m)]
+    absent = [m for m in ("nnrnn", GAMMA_HELD) if m not in labels]
     tail = f"; no runs: {_join(absent)}" if absent else ""
     if "nnrnn" not in labels:
         return Claim(claim, paper, _scoped("nnRNN: no runs" + tail, scope), UNTESTED)
@@ -618,7 +644,10 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
         else:
             parts.append(f"{name(m)}: every one of {runs} seeds below {_ratio(threshold)} its median (largest "
                          f"{_ratio(max(spikes[m]))})")
-    verdict = FAILS if "nnrnn" in spiked else PARTLY if spiked else HOLDS
+    if GAMMA_ONE in labels:
+        parts[-1] += " (γ = 1 shown, not judged: its runs that spike are those the γ = 1 row counts as not converged)"
+    judged = [m for m in spiked if m != GAMMA_ONE]
+    verdict = FAILS if "nnrnn" in judged else PARTLY if judged else HOLDS
     return Claim(claim, paper, _scoped("; ".join(parts) + tail, scope), verdict)
 
 
