@@ -61,6 +61,23 @@ def test_updates_to_solve_is_the_step_after_which_the_loss_stays_below(tmp_path)
     assert report.updates_to_solve(folder, 0.01) is None  # never below
 
 
+def test_a_run_did_not_converge_when_its_gradient_exploded_after_the_warm_up(tmp_path):
+    def run(norms, name):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "metrics.jsonl").write_text("".join(
+            json.dumps({"step": 10 * (i + 1), "split": "train", "grad_norm": g}) + "\n" for i, g in enumerate(norms))
+            + json.dumps({"step": 10 * len(norms), "split": "test", "bpc": 2.2}) + "\n")
+        return folder
+    warm_start = run([2000.0, 300.0] + [1.0 + 0.01 * i for i in range(98)], "warm")  # large norms in the first 10%
+    assert report.spike(warm_start) == pytest.approx(2000 / 1.49, rel=0.01)
+    assert report.spike(warm_start, report.WARM_UP) < 2 and report.converged(warm_start)
+    exploded = run([1.0] * 60 + [1e6] + [1.0] * 39, "late")
+    assert not report.converged(exploded) and "did not converge" in report._per_run(exploded, "bpc", "test")
+    (exploded / grid.DIVERGED).write_text("")
+    assert report.spike(exploded) is None and not report.converged(exploded)
+
+
 @needs_ptb
 def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, monkeypatch):
     ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
