@@ -509,8 +509,8 @@ def spike(folder: Path, skip: float = 0.0) -> float | None:
 # converge"): every model's largest norms come in its first updates (up to a few hundred times the median for
 # γ = 1, which then trains as well as nnRNN), so the warm-up is left out of the test for an explosion
 WARM_UP = 0.1
-NOT_CONVERGED = (f"diverged, or after the first {WARM_UP:.0%} of its updates its training gradient norm rose above "
-                 f"{SPIKE:g}× its median")
+NOT_CONVERGED = (f"diverged, or a training gradient norm above {SPIKE:g}× the run's median after the first "
+                 f"{WARM_UP:.0%} of its updates")
 
 
 def converged(folder: Path) -> bool:
@@ -555,8 +555,8 @@ def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]
     lines.append(f"| {name(GAMMA_ONE)}, the runs that converged | "
                  + " | ".join(converged_table(out, runs, s)[GAMMA_ONE].show(3, failed="did not converge")
                               if tables[s].get(GAMMA_ONE) else "not finished" for s in ptb) + " |")
-    lines += ["", f"A run did not converge when it {NOT_CONVERGED} (the paper's Table 7 counts runs that \"did not "
-              "converge\" as failed without a definition; docs/design.md). Each run's test bpc, and in brackets its "
+    lines += ["", f"A run \"did not converge\" here: {NOT_CONVERGED} (the paper's Table 7 counts such runs as "
+              "failed without a definition; docs/design.md). Each run's test bpc, and in brackets its "
               "largest training gradient norm over its median, over the whole run and after the first "
               f"{WARM_UP:.0%} of its updates:", ""]
     key, split, _, _ = task_class("ptb").reported

@@ -624,8 +624,8 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
              "training\" (nnRNN with γ regularized and held at 0.958; judged on each run's largest training gradient "
              "norm over its median, not on the norms across time steps)")
     paper = "supplement's gradient figure: \"all runs converged\", no spike shown"
-    # γ = 1's runs that spike are the runs that "did not converge", which the γ = 1 claim judges; the paper's
-    # example has "all runs converged", so γ = 1 is shown here but not judged
+    # whether γ = 1's runs converged is the γ = 1 claim's question; the paper's example has "all runs converged",
+    # so γ = 1 is shown here but not judged
     labels = [m for m in ("nnrnn", GAMMA_HELD, GAMMA_ONE) if spikes.get(m)]
     absent = [m for m in ("nnrnn", GAMMA_HELD) if m not in labels]
     tail = f"; no runs: {_join(absent)}" if absent else ""
@@ -645,7 +645,7 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
             parts.append(f"{name(m)}: every one of {runs} seeds below {_ratio(threshold)} its median (largest "
                          f"{_ratio(max(spikes[m]))})")
     if GAMMA_ONE in labels:
-        parts[-1] += " (γ = 1 shown, not judged: its runs that spike are those the γ = 1 row counts as not converged)"
+        parts[-1] += " (γ = 1 shown, not judged: whether its runs converged is the γ = 1 row's question)"
     judged = [m for m in spiked if m != GAMMA_ONE]
     verdict = FAILS if "nnrnn" in judged else PARTLY if judged else HOLDS
     return Claim(claim, paper, _scoped("; ".join(parts) + tail, scope), verdict)
