@@ -622,7 +622,7 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
     does; partly when nnRNN's do and a clamped one's do not; does not hold when nnRNN's own spike."""
     claim = (f"PTB (T_PTB = {bptt}): \"gradient norms behave nicely during backpropagation and throughout "
              "training\" (nnRNN with γ regularized and held at 0.958; judged on each run's largest training gradient "
-             "norm over its median, not on the norms across time steps)")
+             "norm after its first 10% of updates over its median, not on the norms across time steps)")
     paper = "supplement's gradient figure: \"all runs converged\", no spike shown"
     # whether γ = 1's runs converged is the γ = 1 claim's question; the paper's example has "all runs converged",
     # so γ = 1 is shown here but not judged
