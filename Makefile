@@ -27,7 +27,7 @@ demo: $(STAMP)  # a new folder each time, so that running it again deletes nothi
 
 # two worker processes of one thread each: the suite's time halves on 2 cores (docs/testing.md)
 test: $(STAMP)
-	$(BIN)/ruff check nnrnn tests benchmarks tools
+	$(BIN)/ruff check src tests benchmarks tools
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
 	@$(REACH)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch.profiler import profile
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
 from compile_speed import one_update  # noqa: E402  (the same update as the timing benchmark)

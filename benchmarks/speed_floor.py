@@ -44,7 +44,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 from training_update import (BASELINE, CLASSES, Roofline, Update, implementations,  # noqa: E402
                              matmul_flops, parse_sizes)

@@ -71,7 +71,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
 from nnrnn import kernels  # noqa: E402

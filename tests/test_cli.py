@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def nnrnn(*args, cwd=None):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("NNRNN_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "nnrnn", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=300)
@@ -93,7 +93,7 @@ def test_kernels_says_which_loops_run_and_why_not():
     assert result.returncode == 0, result.stderr
     assert "compiled recurrence loops:" in result.stdout and "oneDNN products:" in result.stdout
     off = subprocess.run([sys.executable, "-m", "nnrnn", "kernels"], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO), "NNRNN_CPP": "0"})
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src"), "NNRNN_CPP": "0"})
     assert "compiled recurrence loops: no, Python loops instead (NNRNN_CPP=0)" in off.stdout
 
 
@@ -103,7 +103,7 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(delay):
     """SIGINT while `nnrnn` is still starting (importing torch, building the parser): no traceback."""
     import signal
     import time
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("NNRNN_DEBUG", None)
     process = subprocess.Popen([sys.executable, "-m", "nnrnn", "kernels"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
@@ -138,7 +138,7 @@ def test_import_nnrnn_leaves_torch_for_first_use():
             "from nnrnn import create, MODELS; assert 'nnrnn' in MODELS and nnrnn.errors.UserError; "
             "assert 'parametrizations' in dir(nnrnn) and not hasattr(nnrnn, 'nonexistent'); print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert result.stdout.strip() == "ok", result.stderr
 
 
@@ -209,7 +209,7 @@ def test_help_and_version_import_neither_torch_nor_numpy():
             "        pass\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy', 'scipy', 'matplotlib'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
 
 

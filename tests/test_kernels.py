@@ -119,7 +119,7 @@ def test_nnrnn_onednn_off_and_nnrnn_cpp_false_read_as_off(monkeypatch, fresh_loo
 @pytest.mark.subprocess
 def test_nnrnn_onednn_is_read_when_kernels_is_imported():
     code = "from nnrnn import kernels; print(kernels.ONEDNN_PREFERRED)"
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     for value, expected in (("off", "False"), ("on", "True")):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                                 env={**os.environ, "PYTHONPATH": repo, "NNRNN_ONEDNN": value})

@@ -10,12 +10,12 @@ if [ $# -lt 2 ]; then
     echo "usage: tools/try_mutant.sh 'MUTANT [MUTANT...]' PYTEST_ARGS..." >&2; exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ ! -d "$root/mutants/nnrnn" ]; then
+if [ ! -d "$root/mutants/src/nnrnn" ]; then
     echo "no mutants/ folder here: run make mutate first (it can be stopped once the mutants are generated)" >&2; exit 2
 fi
 mutants=$1; shift
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-ln -s "$root/mutants/nnrnn" "$work/nnrnn"
+ln -s "$root/mutants/src/nnrnn" "$work/nnrnn"
 cp -r "$root/tests" "$work/tests"
 run() {  # mutmut's trampolines run the original code unless MUTANT_UNDER_TEST names one of their mutants
     (cd "$work" && MUTANT_UNDER_TEST=$1 NNRNN_SHARED_DATA=${NNRNN_SHARED_DATA:-$root/../shared/data} \

@@ -133,7 +133,7 @@ def test_concurrent_processes_share_one_study(tmp_path):
     shared SQLite file: each study ends with 4 distinct trials and 4 run folders."""
     storages = {"journal": f"journal:{tmp_path / 'study.log'}", "sqlite": f"sqlite:///{tmp_path / 'study.db'}"}
     argv = [a for kind, url in storages.items() for a in (url, str(tmp_path / kind))]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO / "src")}
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, *argv], cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     logs = [p.communicate(timeout=300)[0] for p in procs]

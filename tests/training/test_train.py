@@ -56,7 +56,7 @@ def tiny(tmp_path, name="run", **options):
 
 
 def cli(*args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.run([sys.executable, "-m", "nnrnn", *args], capture_output=True, text=True, env=env,
                           cwd=kwargs.pop("cwd", None), timeout=kwargs.pop("timeout", 300), **kwargs)
 
@@ -126,7 +126,7 @@ def test_kill_9_then_resume_matches_uninterrupted(tmp_path):
     common = ["train", "copy", "--hidden", "16", "--T", "5", "--batch-size", "8", "--steps", "300",
               "--log-every", "10", "--eval-every", "50", "--checkpoint-every", "10", "--no-progress", "--seed", "3"]
     assert cli(*common, "--out", str(tmp_path / "whole")).returncode == 0
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "nnrnn", *common, "--out", str(tmp_path / "killed")], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last = tmp_path / "killed" / "checkpoints" / "last.pt"
@@ -148,7 +148,7 @@ def test_kill_9_then_resume_matches_uninterrupted(tmp_path):
 def test_sigterm_saves_a_checkpoint(tmp_path):
     args = ["train", "copy", "--hidden", "16", "--T", "5", "--steps", "100000", "--no-progress",
             "--checkpoint-every", "100000", "--eval-every", "100000", "--out", str(tmp_path / "run")]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "nnrnn", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
@@ -246,7 +246,7 @@ def test_two_processes_match_one(tmp_path, model):
         "CopyTask.train_batch = poisoned\n"
         f"c = resolve_config({{**{TINY!r}, 'model': {model!r}, 'out': sys.argv[1], 'steps': 6}})\n"
         "train(c)\ndistributed.cleanup()\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     one = subprocess.run([sys.executable, str(script), str(tmp_path / "one")], env=env, capture_output=True)
     assert one.returncode == 0, one.stderr
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
@@ -840,7 +840,7 @@ def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(p
     folder = tmp_path_factory.mktemp("killed") / "run"
     config = {**uninterrupted, "out": str(folder)}
     killed = subprocess.run([sys.executable, "-c", KILL, json.dumps(config), phase, str(at)], capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert killed.returncode == 137, killed.stdout + killed.stderr
     assert nnrnn_cli.main(["train", "copy", "--out", str(folder), "--resume"]) == 0  # the README's line
     whole = Path(uninterrupted["out"])
