@@ -237,9 +237,10 @@ def schur_view(model_or_matrix, gate: str | None = None, tensor: str | None = No
 def henrici_departure(matrix) -> tuple[float, float]:
     """Henrici's departure from normality sqrt(‖V‖_F² − Σ|λ_i|²) and the same divided by ‖V‖_F.
 
-    Zero iff V is normal (e.g. orthogonal); equal to ‖T‖_F of the complex Schur form."""
-    v = _np(matrix)
-    fro2 = float(np.sum(v * v))
+    Zero iff V is normal (e.g. orthogonal); equal to ‖T‖_F of the complex Schur form.  A complex numpy array (the
+    complex nnRNN's V) is taken as it is."""
+    v = matrix if isinstance(matrix, np.ndarray) and np.iscomplexobj(matrix) else _np(matrix)
+    fro2 = float(np.sum(np.abs(v) ** 2))
     eig2 = float(np.sum(np.abs(np.linalg.eigvals(v)) ** 2))
     dep = math.sqrt(max(fro2 - eig2, 0.0))
     return dep, dep / math.sqrt(fro2) if fro2 > 0 else 0.0

@@ -14,7 +14,7 @@ from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
 from ..training.runlog import read_metrics
-from .verdicts import GAMMA_HELD, GAMMA_ONE, NON_GATED
+from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
 
 BOTH = ("hidden", "params")
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.

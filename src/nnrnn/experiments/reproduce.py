@@ -44,7 +44,8 @@ from pathlib import Path
 
 from .. import presets
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import MODELS
+from ..models import MODELS, model_class
+from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import is_run_folder
@@ -89,10 +90,10 @@ def expected_cost(run: dict) -> float:
     """A rough relative cost of a run (recurrent steps × units², gated models × their gate count), to order the
     queue; not a prediction of time."""
     options = run["options"]
-    length = {"copy": options.get("T", 0) + 20, "psmnist": 784, "ptb": options.get("bptt", 150)}.get(run["task"], 1)
-    updates = options.get("steps") or (options.get("epochs") or 1) * {"psmnist": 125, "ptb": 11000 / length}.get(
-        run["task"], 1)
-    gates = {"lstm": 4, "gru": 3, "nngru": 3}.get(run["model"], 1)
+    task = task_class(run["task"])
+    length = task.sequence_length(options)
+    updates = options.get("steps") or (options.get("epochs") or 1) * task.rough_updates_per_epoch(options)
+    gates = model_class(run["model"]).GATES
     return updates * length * options.get("batch_size", 1) * (gates * run["hidden"] ** 2 + 64 ** 2)
 
 

@@ -68,11 +68,11 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
     from ..models import model_class
     cls = model_class(model)  # unknown names fail here with the list of valid ones
     space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
-    if "lr_orth" in cls.TRAIN_OPTIONS:  # an orthogonal factor
+    if cls.ORTHOGONAL_FACTOR:
         space["lr_orth"] = FloatDistribution(*LR_ORTH_RANGE, log=True)
     if optimizer == "rmsprop":
         space["alpha"] = CategoricalDistribution(ALPHAS)
-    if "delta" in cls.TRAIN_OPTIONS:  # a Schur form's γ and T, so delta and t_decay
+    if cls.SCHUR_FORM:  # γ and T, so delta and t_decay
         space["delta"] = CategoricalDistribution(DELTAS)
         space["t_decay"] = CategoricalDistribution(T_DECAYS)
     if set(INITS) <= set(cls.INITS):

@@ -1,164 +1,29 @@
-"""The paper's claims, each judged from a grid's numbers in the claim's own words.
+"""The paper's claims on its experiments, each judged from a grid's numbers in the claim's own words: every function
+returns :class:`Claim` rows (the claim, the paper's numbers, this grid's, the verdict).
 
-One rule for every comparison, in every generated sentence: two means differ when they are more than two
-combined standard errors apart, ``|a − b| > 2·sqrt(se_a² + se_b²)``; a mean is below a fixed value ``x``
-when ``mean + 2·se < x``.  The rule applies from n = 2 seeds (the s.e. from two values).  A value from a
-single seed has no standard error of its own: against a result of several seeds it is given that result's
-seed-to-seed standard deviation (se·√n) as its standard error; two single values are not comparable; against a
-fixed value it is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is also the
-smallest gap the rule can see with these seeds: where a claim rests on "not clearly different", its sentence
-gives that gap, so that a large s.e. from few seeds is not read as agreement.
+The comparison rule and its treatment of single seeds and failed seeds are in :mod:`.statistics`; the thresholds
+and the words of a verdict in :mod:`.rules`; the paper's published numbers in :mod:`.paper`; the theory's claims
+in :mod:`.theory_verdicts`.
 
-The rule compares finite means only (:func:`below`, :func:`differ`, :func:`relation`): a result whose every
-seed failed (diverged, or never reached a threshold) is below nothing and nothing is below it.  Each claim
-says what such a result means for it, in its sentence:
-
-* a model the claim calls good (nnRNN on copy, psMNIST and PTB; nnRNN with γ held at 0.958, "virtually
-  identical") whose every seed failed: the claim does not hold, and the sentence says every seed diverged;
-  with some seeds failed (not all) the verdict is at most "partly", and the sentence says how many;
-* a model the claim calls worse (RNN, LSTM, the other non-gated models on PTB) whose every seed diverged
   counts as worse, and the sentence says so.
 
 A claim is judged only when every model it names has finished runs; otherwise its verdict says the runs are
 missing.  Each claim's ``here`` can end with this scale's size (``scope``), beside the paper's N = 512 / 1024.
 
-The functions here take numbers, not run folders (:mod:`nnrnn.report` collects them), so that each verdict
+The functions here take numbers, not run folders (:mod:`.collect` collects them), so that each verdict
 can be tested on made-up numbers.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
-HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
-UNTESTED = "not tested yet (runs missing)"
-UNJUDGED = "cannot be judged (one seed on each side)"
-NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
-         "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
-         "nnrnn delay": "nnRNN (delay init)", GAMMA_ONE: "nnRNN, γ = 1", GAMMA_HELD: "nnRNN, γ = 0.958",
-         "eurnn, capacity 4": "EURNN, capacity 4", "rnn-orth, clipped at 1": "RNN-orth, clipped at 1"}
-ORTHOGONAL = ("exprnn", "eurnn", "rnn-orth")
-NON_GATED = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn")
-SOLVED_SHARE = 0.1  # copy: "solved" = loss below 10% of the baseline
-NEAR_ZERO = 0.1     # copy's T "≈ 0": ‖T‖_F below 10% of ‖Θ‖_F
-# A training gradient norm two orders of magnitude above the run's median is an explosion: the ordinary
-# spread of gradient norms between batches of a run that trains well is a few times its median, not 100 times.
-SPIKE = 100.0
-
-
-def name(label: str) -> str:
-    return NAMES.get(label, label)
-
-
-@dataclass(frozen=True)
-class Stat:
-    """Mean ± standard error over the seeds that gave a value; ``failed`` seeds gave none (diverged, or a
-    threshold never reached)."""
-    mean: float
-    se: float
-    n: int
-    failed: int = 0
-
-    @classmethod
-    def of(cls, values) -> Stat:
-        values = list(values)
-        ok = [float(v) for v in values if v is not None and math.isfinite(v)]
-        failed = len(values) - len(ok)
-        if not ok:
-            return cls(math.nan, math.nan, 0, failed)
-        se = math.nan
-        if len(ok) > 1:
-            mean = sum(ok) / len(ok)
-            se = math.sqrt(sum((v - mean) ** 2 for v in ok) / (len(ok) - 1) / len(ok))
-        return cls(sum(ok) / len(ok), se, len(ok), failed)
-
-    @property
-    def empty(self) -> bool:
-        return self.n == 0
-
-    def err(self) -> float:
-        return 0.0 if math.isnan(self.se) else self.se
-
-    def show(self, digits: int, failed: str = "diverged") -> str:
-        if self.empty:
-            return failed if self.failed else "no runs"
-        form = "g" if abs(self.mean) >= 1e5 else "f"  # a run that blew up without diverging
-        text = f"{self.mean:.{digits}{form}}" + ("" if math.isnan(self.se) else f" ± {self.se:.{digits}{form}}")
-        return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
-
-
-def _error(a: Stat, other: Stat) -> float:
-    """a's standard error, or for a single seed the other result's seed-to-seed standard deviation (NaN when
-    neither has two seeds)."""
-    if a.n >= 2:
-        return a.err()
-    return other.err() * math.sqrt(other.n) if other.n >= 2 else math.nan
-
-
-def margin(a: Stat, b: Stat) -> float:
-    """The smallest gap between two means that the rule calls a difference: 2·sqrt(se_a² + se_b²) (NaN for two
-    single values, which the rule cannot compare)."""
-    return 2 * math.hypot(_error(a, b), _error(b, a))
-
-
-def below(a: Stat, b: Stat) -> bool:
-    """a's mean below b's by more than two combined standard errors; False when either has no finite value
-    (each claim says itself what a result whose every seed failed means for it) or both are single seeds."""
-    return not a.empty and not b.empty and a.mean + margin(a, b) < b.mean
-
-
-def differ(a: Stat, b: Stat) -> bool:
-    """|a − b| > 2·sqrt(se_a² + se_b²); False when either has no finite value."""
-    return below(a, b) or below(b, a)
-
-
-def relation(a: Stat, b: Stat) -> str:
-    """"clearly below", "clearly above" or "not clearly different from" by the rule, and "not comparable with"
-    when either has no finite value."""
-    if a.empty or b.empty or math.isnan(margin(a, b)):
-        return "not comparable with"
-    return "clearly below" if below(a, b) else "clearly above" if below(b, a) else "not clearly different from"
-
-
-def below_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean + 2 * a.err() < x
-
-
-def above_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean - 2 * a.err() > x
-
-
-@dataclass(frozen=True)
-class Claim:
-    claim: str     # the paper's words
-    paper: str     # its numbers there
-    here: str      # this grid's numbers
-    verdict: str
-
-
-def missing(*stats) -> bool:
-    """Some result has no runs at all (as opposed to runs whose every seed failed)."""
-    return any(s is None or (s.empty and not s.failed) for s in stats)
-
-
-def all_failed(stat) -> bool:
-    """Runs, and every seed of them failed."""
-    return stat is not None and stat.empty and stat.failed > 0
-
-
-def _join(labels) -> str:
-    labels = [name(m) for m in labels]
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-
-
-def _said(stat, digits: int, failed: str = "diverged") -> str:
-    """A result in a sentence; one whose every seed failed says so."""
-    if stat is None or (stat.empty and not stat.failed):
-        return "no runs"
-    if stat.empty:
-        return f"(every seed {failed}, {stat.failed} of {stat.failed})"
-    return stat.show(digits, failed)
+from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED, ORTHOGONAL, PAPER_GAMMA, PAPER_PTB_ACCURACY, PAPER_PTB_BPC
+from .rules import Claim, FAILS, HOLDS, NEAR_ZERO, PARTLY, SOLVED_SHARE, SPIKE, UNJUDGED, UNTESTED
+from .statistics import (Stat, above_value, all_failed, below, below_value, differ, margin, missing,  # noqa: F401
+                         relation)
+from .theory_verdicts import (fisher_memory_claims, proposition1_claim, proposition2_claim,  # noqa: F401
+                              table3_claim, theory_claims, transient_claims)
+from .words import NAMES, _join, _paper, _ratio, _said, _scoped, _show_speed, column_words, name  # noqa: F401
 
 
 def _capped(verdict: str, good: Stat) -> str:
@@ -177,14 +42,6 @@ def _worse(bad: Stat, good: Stat, lower: bool) -> bool:
 def _needs(a: Stat, b: Stat, form: str, unit: str = "") -> str:
     return f"(the rule needs a gap above {margin(a, b):{form}}{unit} with these seeds)"
 
-
-def _scoped(here: str, scope: str) -> str:
-    return here + (f" (this scale: {scope})" if scope else "")
-
-
-def _paper(stat: Stat) -> str:
-    """A number as the paper prints it: the mean to two decimals, its s.e. as given."""
-    return f"{stat.mean:.2f} ± {stat.se:g}"
 
 
 # --------------------------------------------------------------------------------------------- copy
@@ -304,19 +161,6 @@ def _copy_lstm_rnn(loss: dict, threshold: float, baseline: float) -> tuple[str, 
     return f"LSTM {_said(lstm, 4)}, {lstm_text}; RNN {_said(rnn, 4)}, {rnn_text}", verdict
 
 
-def _show_speed(stat) -> str:
-    if stat is None or (stat.empty and not stat.failed):
-        return "time to solve unknown"
-    if stat.empty:
-        return f"never solved ({stat.failed} of {stat.failed} seeds)"
-    never = f" ({stat.failed} of {stat.n + stat.failed} seeds never solved)" if stat.failed else ""
-    return f"solved after {Stat(stat.mean, stat.se, stat.n).show(0)} updates{never}"
-
-
-def column_words(column: str) -> str:
-    return {"hidden": "fixed hidden units", "params": "fixed parameter count",
-            "tuned": "fixed parameter count, tuned"}.get(column, column)
-
 
 # --------------------------------------------------------------------------------------------- psMNIST
 def psmnist_claim(accuracy: dict, column: str, scope: str = "") -> Claim:
@@ -370,31 +214,6 @@ def _show_acc(stat) -> str:
 
 
 # --------------------------------------------------------------------------------------------- PTB
-def _paper_table(rows: dict) -> dict:
-    """{(T_PTB, column): {model: Stat}} from the paper's rows {model: (mean, s.e.) per column, in the order
-    (150, params), (300, params), (150, hidden), (300, hidden)}; 5 runs each."""
-    keys = ((150, "params"), (300, "params"), (150, "hidden"), (300, "hidden"))
-    return {key: {m: Stat(*values[i], 5) for m, values in rows.items()} for i, key in enumerate(keys)}
-
-
-# Table 1 (test bpc) and supplementary Table 2 (test accuracy, %), N = 1024 / ~1.32M parameters.
-PAPER_PTB_BPC = _paper_table({
-    "rnn": ((2.89, 0.002), (2.90, 0.0016), (2.89, 0.002), (2.90, 0.002)),
-    "rnn-orth": ((1.62, 0.004), (1.66, 0.006), (1.62, 0.004), (1.66, 0.006)),
-    "eurnn": ((1.61, 0.001), (1.62, 0.001), (1.69, 0.001), (1.68, 0.001)),
-    "exprnn": ((1.49, 0.008), (1.52, 0.001), (1.51, 0.005), (1.55, 0.001)),
-    "nnrnn": ((1.47, 0.003), (1.49, 0.002), (1.47, 0.003), (1.49, 0.002))})
-PAPER_PTB_ACCURACY = _paper_table({
-    "rnn": ((40.01, 0.026), (39.97, 0.025), (40.01, 0.026), (39.97, 0.025)),
-    "rnn-orth": ((66.29, 0.07), (65.53, 0.09), (66.29, 0.07), (65.53, 0.09)),
-    "eurnn": ((65.68, 0.002), (65.55, 0.002), (64.01, 0.002), (64.20, 0.003)),
-    "exprnn": ((68.07, 0.15), (67.58, 0.04), (67.51, 0.11), (66.89, 0.024)),
-    "nnrnn": ((68.78, 0.0006), (68.52, 0.0004), (68.78, 0.0006), (68.52, 0.0004))})
-# Supplementary Table 7 (N = 1024), test bpc; its asterisks: runs out of 5 that failed (the s.e. is over the rest).
-PAPER_GAMMA = {
-    150: {"nnrnn": Stat(1.47, 0.003, 5), GAMMA_ONE: Stat(1.46, 0.005, 4, 1), GAMMA_HELD: Stat(1.47, 0.005, 5)},
-    300: {"nnrnn": Stat(1.49, 0.002, 5), GAMMA_ONE: Stat(1.49, 0.022, 3, 2), GAMMA_HELD: Stat(1.49, 0.008, 5)}}
-
 
 def ptb_claim(bpc: dict, bptt: int, column: str, scope: str = "") -> Claim:
     """Table 1: nnRNN has the lowest test bpc of the non-gated models."""
@@ -651,14 +470,6 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float = SPIKE, scope: str
     return Claim(claim, paper, _scoped("; ".join(parts) + tail, scope), verdict)
 
 
-def _ratio(r) -> str:
-    """3e8× for 3·10⁸, 4.2× for 4.2."""
-    text = f"{r:.2g}" if r >= 1e4 else f"{r:.3g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text + "×"
-
 
 # --------------------------------------------------------------------------------------------- learned structure
 def structure_claims(learned: dict) -> list[Claim]:
@@ -779,238 +590,3 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
     verb = "clearly better than" if better else "clearly worse than" if worse else "not clearly different from"
     return (f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}",
             1 if better else -1 if worse else 0)
-
-
-# --------------------------------------------------------------------------------------------- theory
-# §3 and the supplement's Table 3 and Propositions, judged on the numbers nnrnn.analysis.theory computes
-# (transient_numbers, fisher_memory_numbers, table3, proposition1_numbers, proposition2_numbers).  There are no
-# seeds here: the transients are means over an ensemble of initial conditions, whose standard error the rule
-# uses; everything else is deterministic arithmetic, judged against the fixed thresholds below.
-AMPLIFIES = 2.0         # "contributes significantly to the strength": the peak at least doubled
-NOT_DEGRADED = 0.9      # "does not significantly degrade", "almost optimal": J(k) at least 90% of the reference
-RETAINS_MOST = 1.01     # "retains the most": no other curve more than 1% above the delay line at any k < N
-TABLE3_TOLERANCE = 0.025
-ROUNDING = 1e-9         # exact statements: equal up to this (relative) rounding
-
-
-def _ab(a: float, b: float) -> str:
-    return f"α = {a:g}, β = {b:g}"
-
-
-def _settings(keys) -> str:
-    """(α, β) pairs grouped by α: "α = 0.95 (β = 0, 0.005), α = 1 (β = 0)"."""
-    alphas = list(dict.fromkeys(a for a, _ in keys))
-    return ", ".join(f"α = {a:g} (β = " + ", ".join(f"{b:g}" for x, b in keys if x == a) + ")" for a in alphas)
-
-
-def _peak(run: dict, n_init: int) -> Stat:
-    """The peak of the mean ‖h_t‖ with its standard error over the initial conditions."""
-    return Stat(run["peak"], run["peak_se"], n_init)
-
-
-def _steps(runs: dict, n_init: int) -> tuple[list, list]:
-    """(larger, not larger): each step up in α at a fixed β and in β at a fixed α, by whether the peak is clearly
-    above the one before it."""
-    alphas, betas = sorted({a for a, _ in runs}), sorted({b for _, b in runs})
-    steps = [((a0, b), (a1, b), f"α {a0:g} → {a1:g} at β = {b:g}") for b in betas for a0, a1 in zip(alphas, alphas[1:])]
-    steps += [((a, b0), (a, b1), f"β {b0:g} → {b1:g} at α = {a:g}") for a in alphas for b0, b1 in zip(betas, betas[1:])]
-    larger = [w for lo, hi, w in steps if below(_peak(runs[lo], n_init), _peak(runs[hi], n_init))]
-    return larger, [w for _, _, w in steps if w not in larger]
-
-
-def transient_claims(numbers: dict) -> list[Claim]:
-    """Fig. 1(b) (§3, "Non-normality drives expressive transients"), from
-    :func:`nnrnn.analysis.theory.transient_numbers`: transients that grow with α and β, that end at t = N, and α
-    setting their strength while β shapes them."""
-    runs, n, n_init = numbers["runs"], numbers["n"], numbers["n_init"]
-    setting = f"N = {n}, d = {numbers['d']:g}, Fig. 1b"
-    ensemble = (f"peak of the mean ‖h_t‖ over {n_init} initial conditions on the unit sphere (± its s.e. over "
-                "them) and its t: ")
-    peaks = "; ".join(f"{_ab(a, b)}: {_peak(r, n_init).show(2)} at t = {r['peak_t']}" for (a, b), r in runs.items())
-    flat = [key for key, r in runs.items() if not above_value(_peak(r, n_init), r["start"])]
-    larger, not_larger = _steps(runs, n_init)
-    verdict = HOLDS if not not_larger else PARTLY if larger else FAILS
-    here = (ensemble + peaks + (f"; no transient at all (‖h_t‖ never clearly above ‖h_0‖ = 1) at {_settings(flat)}"
-                                if flat else "")
-            + f"; clearly larger: {', '.join(larger) if larger else 'none'}"
-            + (f"; not clearly larger: {', '.join(not_larger)}" if not_larger else ""))
-    claims = [Claim("Fig. 1b: \"trajectories of single units exhibit increasing large transients with increasing α "
-                    "and β\"", f"α = 0.95, 1, 1.05 and β = 0, 0.005 ({setting})", here, verdict)]
-    ended = [key for key, r in runs.items() if r["after"] <= ROUNDING * r["peak"] and r["last"] > 0]
-    verdict = HOLDS if len(ended) == len(runs) else PARTLY if ended else FAILS
-    claims.append(Claim(
-        "Fig. 1b: the transients \"abruptly end at t = N\" (Θᴺ = 0)", setting,
-        f"largest mean ‖h_t‖ for t ≥ N: {max(r['after'] for r in runs.values()):.3g} (0 needed, up to rounding); "
-        f"at t = N − 1: " + "; ".join(f"{_ab(a, b)}: {r['last']:.3g} ({100 * r['last'] / r['peak']:.2g}% of its peak)"
-                                      for (a, b), r in runs.items())
-        + ("" if len(ended) == len(runs) else "; not ended at N: "
-           + ", ".join(_ab(*key) for key in runs if key not in ended)), verdict))
-    return claims + [_strength_claim(runs, n_init, setting)]
-
-
-def _when(run: dict) -> str:
-    return f"{run['peak_t']}" + (" (no transient)" if run["peak_t"] == 0 else "")
-
-
-def _strength_claim(runs: dict, n_init: int, setting: str) -> Claim:
-    """"α contributes significantly to the strength of the exponential amplification, while β structures the shape
-    of the transient": α multiplies the peak by at least AMPLIFIES (clearly) at every β; β moves the time of the
-    peak; and β alone would not multiply the peak by AMPLIFIES (else it sets the strength too)."""
-    alphas, betas = sorted({a for a, _ in runs}), sorted({b for _, b in runs})
-    peak = lambda key: _peak(runs[key], n_init)
-    by_alpha = {b: runs[alphas[-1], b]["peak"] / runs[alphas[0], b]["peak"] for b in betas}
-    strong = all(by_alpha[b] >= AMPLIFIES and below(peak((alphas[0], b)), peak((alphas[-1], b))) for b in betas)
-    by_beta = {a: runs[a, betas[-1]]["peak"] / runs[a, betas[0]]["peak"] for a in alphas}
-    moved = [a for a in alphas if runs[a, betas[0]]["peak_t"] != runs[a, betas[-1]]["peak_t"]]
-    beta_amplifies = [a for a in alphas if by_beta[a] >= AMPLIFIES and below(peak((a, betas[0])), peak((a, betas[-1])))]
-    verdict = HOLDS if strong and moved and not beta_amplifies else PARTLY if strong or moved else FAILS
-    conclusion = ("α and β both amplify: β sets the strength as well as the shape" if strong and beta_amplifies else
-                  "α sets the strength and β the shape" if verdict == HOLDS else
-                  "α does not set the strength" if not strong else "β does not move the peak")
-    here = (f"α {alphas[0]:g} → {alphas[-1]:g} multiplies the peak of the mean ‖h_t‖ by "
-            + ", ".join(f"{by_alpha[b]:.3g} at β = {b:g}" for b in betas)
-            + f"; β {betas[0]:g} → {betas[-1]:g} moves the peak "
-            + (", ".join(f"from t = {_when(runs[a, betas[0]])} to t = {_when(runs[a, betas[-1]])} at α = {a:g}"
-                         for a in reversed(moved)) if moved else "at no α")
-            + " and multiplies it by " + ", ".join(f"{by_beta[a]:.3g} at α = {a:g}" for a in reversed(alphas))
-            + f" (significantly: at least ×{AMPLIFIES:g} and clearly above): {conclusion}")
-    return Claim("Fig. 1b: \"α contributes significantly to the strength of the exponential amplification, while β "
-                 "structures the shape of the transient\"", setting, here, verdict)
-
-
-def _abd(key) -> str:
-    return f"α = {key[0]:g}, β = {key[1]:g}, d = {key[2]:g}"
-
-
-def fisher_memory_claims(numbers: dict) -> list[Claim]:
-    """Fig. 1(c) and the text beside Proposition 1, from :func:`nnrnn.analysis.theory.fisher_memory_numbers`: the
-    delay line with α > 1 retains the most up to N; β does not degrade it; d > 0 keeps J(k) almost optimal for
-    k < N, extends it beyond N and raises J_tot."""
-    n, a_max, rivals = numbers["n"], numbers["delay_alpha"], numbers["rivals"]
-    setting = f"Fig. 1c: N = {n}, ε = 1, u = e₁"
-    above = [key for key, (ratio, _) in rivals.items() if ratio > RETAINS_MOST]
-    verdict = HOLDS if not above else PARTLY if all(key[2] > 0 for key in above) else FAILS
-    worst = {d: max((key for key in rivals if key[2] == d), key=lambda key: rivals[key][0])
-             for d in sorted({key[2] for key in rivals})}
-    claims = [Claim(
-        f"Fig. 1c: \"The delay line [...] with α>1 [...] retains the most Fisher information across time up to "
-        f"time step N\" (α = {a_max:g}, β = 0, d = 0)", setting,
-        "largest J(k)/J_delay(k) over k < N of any other curve: "
-        + "; ".join(f"d = {d:g}: {rivals[key][0]:.4g} ({_abd(key)}, k = {rivals[key][1]})" for d, key in worst.items())
-        + f" (the most: no curve more than {RETAINS_MOST - 1:.0%} above it at any k < N)"
-        + (f"; above it: {'; '.join(_abd(key) for key in above)}" if above else ""), verdict)]
-
-    beta = numbers["beta"]
-    kept = [a for a, (ratio, *_) in beta.items() if ratio >= NOT_DEGRADED]
-    verdict = HOLDS if len(kept) == len(beta) else PARTLY if kept else FAILS
-    claims.append(Claim(
-        "Fig. 1c: \"non-zero β [...] does not significantly degrade the information propagation of the delay line\"",
-        f"{setting}, β = 0.005 against β = 0 at d = 0",
-        "smallest J_β(k)/J_{β=0}(k) over k < N: "
-        + "; ".join(f"α = {a:g}: {ratio:.3g} (k = {k})" for a, (ratio, k, _, _) in beta.items())
-        + f" (not significantly degraded: at least {NOT_DEGRADED:g} at every k < N); J_tot from β = 0 to β > 0: "
-        + "; ".join(f"α = {a:g}: {t0:.3f} → {t1:.3f}" for a, (_, _, t0, t1) in beta.items())
-        + (f"; degraded at α = {', '.join(f'{a:g}' for a in beta if a not in kept)}" if len(kept) < len(beta)
-           else ""), verdict))
-    return claims + [_diagonal_claim(numbers["diagonal"], setting)]
-
-
-def _diagonal_claim(diagonal: dict, setting: str) -> Claim:
-    """d > 0: J(k) at least NOT_DEGRADED of Ganguli's optimum for k < N, Σ_{k≥N} J(k) > 0, J_tot above d = 0's, at
-    every (α, β)."""
-    near = {key: v["near_optimal"] for key, v in diagonal.items()}
-    low = min(near, key=lambda key: near[key][0])
-    parts = {"almost optimal for k < N": [key for key in diagonal if near[key][0] >= NOT_DEGRADED],
-             "memory beyond N": [key for key, v in diagonal.items() if v["beyond"] > 0],
-             "larger J_tot": [key for key, v in diagonal.items() if v["total"] > v["total_d0"]]}
-    passed = sum(len(keys) for keys in parts.values())
-    verdict = HOLDS if passed == 3 * len(diagonal) else PARTLY if passed else FAILS
-    missed = [f"{part} not at {_settings([k[:2] for k in diagonal if k not in keys])}"
-              for part, keys in parts.items() if len(keys) < len(diagonal)]
-    beyond = [v["beyond"] for v in diagonal.values()]
-    here = (f"smallest J(k) over Ganguli's optimum αᵏ(α−1)/(α^(k+1)−1) for k < N: {near[low][0]:.3g} ({_abd(low)}, "
-            f"k = {near[low][1]}; almost optimal: at least {NOT_DEGRADED:g}); sum of J(k) over k ≥ N: "
-            f"{min(beyond):.3g} to {max(beyond):.3g} (0 at d = 0); J_tot against d = 0: "
-            + "; ".join(f"{_abd(key)}: {v['total']:.2f} against {v['total_d0']:.2f}" for key, v in diagonal.items())
-            + (f"; {'; '.join(missed)}" if missed else ""))
-    return Claim("Fig. 1c, Table 3: \"the addition of diagonal terms (d>0) helps to maintain almost optimal values of "
-                 "the FMC for t<N, while extending the memory beyond t=N, and thus outperforming the delay line with "
-                 "regards to the area under the FMC\"", f"{setting}; supplement Table 3", here, verdict)
-
-
-def _printed(value: float, paper: float, figures: int = 3) -> bool:
-    """``value`` rounds to ``paper`` at the paper's printed significant figures."""
-    decimals = figures - 1 - math.floor(math.log10(abs(paper)))
-    return abs(value - paper) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9)
-
-
-def table3_claim(rows: list[dict]) -> Claim:
-    """Supplementary Table 3 from :func:`nnrnn.analysis.theory.table3`'s rows (alpha, beta, d, j_tot, paper and,
-    where known, exact): holds when every J_tot rounds to the paper's value at its 3 printed significant figures."""
-    same = [r for r in rows if _printed(r["j_tot"], r["paper"])]
-    within = [r for r in rows if abs(r["j_tot"] / r["paper"] - 1) <= TABLE3_TOLERANCE]
-    verdict = HOLDS if len(same) == len(rows) else PARTLY if same else FAILS
-    per_d = []
-    for d in sorted({r["d"] for r in rows}):
-        group = [r for r in rows if r["d"] == d]
-        worst = max(group, key=lambda r: abs(r["j_tot"] / r["paper"] - 1))
-        per_d.append(f"{sum(r in same for r in group)} of {len(group)} at d = {d:g} (largest difference "
-                     f"{abs(worst['j_tot'] / worst['paper'] - 1):.2%}, {_ab(worst['alpha'], worst['beta'])}: "
-                     f"{worst['j_tot']:.4g} against {worst['paper']:#.3g})")
-    exact = [abs(r["j_tot"] / r["exact"] - 1) for r in rows if r.get("exact")]
-    here = (f"{len(same)} of {len(rows)} J_tot equal the paper's to its 3 printed significant figures: "
-            + ", ".join(per_d) + f"; {len(within)} of {len(rows)} within {TABLE3_TOLERANCE:.1%}"
-            + (f"; these values agree with an 80-digit (mpmath) computation to {max(exact):.1g} relative"
-               if exact else ""))
-    return Claim("supplementary Table 3: J_tot = Σ_t J(t) of Θ(α, β, d), N = 100",
-                 ", ".join(f"{r['paper']:#.3g}" for r in rows), here, verdict)
-
-
-def proposition1_claim(numbers: dict) -> Claim:
-    """Proposition 1 from :func:`nnrnn.analysis.theory.proposition1_numbers`: J(k) ≥ the bound on every Θ checked
-    (up to ROUNDING), and equal to it on the delay lines."""
-    cases, delay = numbers["cases"], numbers["delay"]
-    low = min(cases, key=lambda c: c["min_ratio"])
-    bound_ok = low["min_ratio"] >= 1 - ROUNDING
-    deviation = max(c["max_deviation"] for c in delay)
-    equal = deviation <= ROUNDING
-    verdict = HOLDS if bound_ok and equal else PARTLY if bound_ok or equal else FAILS
-    figure, alphas = cases[0], ", ".join(f"{c['alpha']:g}" for c in delay)
-    here = (f"N = {numbers['n']}, k < N: smallest J(k)/bound over {len(cases)} Θ (the figure's and "
-            f"{len(cases) - 1} random ones): {low['min_ratio']:.4g} ({low['theta']}, α = {low['alpha']:g}, k = "
-            f"{low['k']}, σ_max = {low['sigma_max']:.4g}; at least 1 needed, up to {ROUNDING:g}); the figure's Θ "
-            f"({figure['theta']}, α = {figure['alpha']:g}): {figure['min_ratio']:.4g} (σ_max = "
-            f"{figure['sigma_max']:.4g}); delay lines at α = {alphas}: "
-            f"largest abs(J/bound − 1) = {deviation:.2g} (equality: at most {ROUNDING:g})")
-    return Claim("Proposition 1: J(k) ≥ αᵏ/σ_max^(2(N−1)) · (α−1)/(α^(k+1)−1) for every strictly lower-triangular "
-                 "Θ with √α on the lower diagonal, k ≤ N − 1, with equality for the delay line (σ_max = 1)",
-                 "proof in the supplement; Fig. 1c", here, verdict)
-
-
-def proposition2_claim(numbers: dict) -> Claim:
-    """Proposition 2 from :func:`nnrnn.analysis.theory.proposition2_numbers`: the exact coefficients (degree at most
-    j − i, no x⁰ term, the xˡ coefficient over C(t, l) not growing with t) and, as its consequence, polynomial
-    growth of degree at most n − 1 of max_ij abs((Aᵗ)_ij)."""
-    fits = numbers["fits"]
-    checks = [numbers["degree_ok"], numbers["constant_zero"], numbers["ratio_growth"] <= 1 + ROUNDING,
-              all(f["is_polynomial"] for f in fits)]
-    verdict = HOLDS if all(checks) else PARTLY if any(checks) else FAILS
-    yes = lambda ok: "yes" if ok else "no"
-    here = (f"exact integer coefficients of (Aᵗ)_ij, n = {numbers['n']}, t ≤ {numbers['t']}: degree at most j − i: "
-            f"{yes(checks[0])}; no x⁰ term above the diagonal: {yes(checks[1])}; the xˡ coefficient over C(t, l) at "
-            f"most {numbers['max_ratio']:.4g}, its largest maximum over t in ({numbers['t'] // 2}, {numbers['t']}] "
-            f"over that for t ≤ {numbers['t'] // 2}: {numbers['ratio_growth']:.6g} (O(C(t, l)): at most 1). "
-            f"Hence max_ij abs((Aᵗ)_ij) at x = {numbers['x']:g}, t ≤ {numbers['t_max']}, grows as t^p with "
-            + ", ".join(f"p = {f['degree']:.3f} at n = {f['n']}" for f in fits)
-            + f" (at most n − 1; log-log R² at least {min(f['loglog_r2'] for f in fits):.6f}, semi-log R² at most "
-            f"{max(f['semilog_r2'] for f in fits):.3f}): polynomial "
-            + ("at every n" if checks[3] else "not at every n"))
-    return Claim("Proposition 2: for A_ii = 1, A_ij = x (i < j), (Aᵗ)_ij is a polynomial in x of degree at most j − i "
-                 "with no x⁰ term, whose xˡ coefficient is O(C(t, l)): polynomial, not exponential, growth",
-                 "proof in the supplement (induction on t)", here, verdict)
-
-
-def theory_claims(transients: dict, memory: dict, table: list[dict], prop1: dict, prop2: dict) -> list[Claim]:
-    """Every theory claim, in the paper's order: Fig. 1b (3 rows), Fig. 1c (3), Table 3, Propositions 1 and 2."""
-    return (transient_claims(transients) + fisher_memory_claims(memory) + [table3_claim(table)]
-            + [proposition1_claim(prop1), proposition2_claim(prop2)])

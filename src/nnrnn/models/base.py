@@ -347,6 +347,14 @@ class RecurrentModel(nn.Module):
     # The training options that act on this model beyond its constructor's (nnrnn.config.inapplicable refuses
     # the others when given explicitly): lr_orth needs an orthogonal factor, delta and t_decay a Schur form.
     TRAIN_OPTIONS: tuple[str, ...] = ()
+    # What the experiments read off a model (nnrnn.experiments): whether it is one of the paper's "orthogonal RNNs"
+    # (its recurrent matrix orthogonal or unitary, at least at its start), its gate count (1: not gated; a
+    # gated model's recurrent matrix is that many N×N blocks), whether it trains an orthogonal factor under its
+    # own learning rate (lr_orth) and whether it has a Schur form's γ and T (delta, t_decay).
+    ORTHOGONAL: bool = False
+    GATES: int = 1
+    ORTHOGONAL_FACTOR: bool = False
+    SCHUR_FORM: bool = False
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,

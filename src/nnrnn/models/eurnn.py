@@ -294,6 +294,7 @@ class EURNN(RecurrentModel):
     """
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("capacity",)
+    ORTHOGONAL = True
 
     def __init__(self, *args, capacity: int | None = None, **kwargs):
         if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0):

@@ -35,6 +35,7 @@ class ExpRNN(RecurrentModel):
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "dynamic")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every")
+    ORTHOGONAL, ORTHOGONAL_FACTOR = True, True
     INITS = INITS
 
     def __init__(self, *args, init: str = "henaff", dynamic: bool = False, **kwargs):

@@ -79,6 +79,8 @@ class GRU(nn.GRU):
 
     CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")
     TRAIN_OPTIONS: tuple[str, ...] = ()
+    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
+    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
     INITS: tuple[str, ...] = INITS
     implementation = "torch"
     COMPLEX_DTYPES = True  # torch.nn.GRU's complex parameters; a Schur-form block is real

@@ -61,6 +61,8 @@ class LSTM(nn.LSTM):
 
     CONFIG_OPTIONS = ("init", "bias")
     TRAIN_OPTIONS: tuple[str, ...] = ()
+    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
+    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,

@@ -52,6 +52,7 @@ class NonNormalGRU(GRU):
 
     CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
+    ORTHOGONAL_FACTOR, SCHUR_FORM = True, True
     INITS = INITS
     COMPLEX_DTYPES = False
 

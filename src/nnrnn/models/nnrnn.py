@@ -71,6 +71,7 @@ class NonNormalRNN(RecurrentModel):
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every", "delta", "t_decay")
+    ORTHOGONAL_FACTOR, SCHUR_FORM = True, True
     INITS = INITS
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",

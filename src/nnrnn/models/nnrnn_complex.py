@@ -189,6 +189,8 @@ class ComplexNonNormalRNN(nn.Module):
 
     CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
+    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
+    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, 1, True, True
     INITS = INITS
     NONLINEARITIES = NONLINEARITIES
     REAL_FEATURES_PER_UNIT = 2  # a read-out sees [Re h, Im h]

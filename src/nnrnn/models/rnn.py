@@ -58,6 +58,7 @@ class OrthogonalInitRNN(VanillaRNN):
     """
 
     CONFIG_OPTIONS = VanillaRNN.CONFIG_OPTIONS + ("init",)
+    ORTHOGONAL = True  # the paper counts RNN-orth among its orthogonal RNNs
     INITS = INITS
 
     def __init__(self, *args, init: str = "random", **kwargs):

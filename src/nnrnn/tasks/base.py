@@ -62,6 +62,16 @@ class Task:
         """A grid setting's heading in a report, from its options (e.g. the sequence length)."""
         return cls.name
 
+    # A grid orders its queue by a rough cost of each run (nnrnn.experiments.reproduce.expected_cost): the
+    # recurrent steps of a training sequence and about how many updates an epoch makes on the shared data files.
+    @classmethod
+    def sequence_length(cls, options: dict) -> int:
+        return 1
+
+    @classmethod
+    def rough_updates_per_epoch(cls, options: dict) -> float:
+        return 1
+
     def train_batch(self, step: int) -> Batch:
         raise NotImplementedError
 
@@ -121,6 +131,10 @@ class SyntheticTask(Task):
         raise NotImplementedError
 
     sequence_extra = 0  # steps a batch has beyond T (the copy task's 20)
+
+    @classmethod
+    def sequence_length(cls, options: dict) -> int:
+        return options.get("T", 0) + cls.sequence_extra
 
     def batch_shapes(self):
         steps = self.T + self.sequence_extra

@@ -62,6 +62,14 @@ class PermutedMNISTTask(Task):
     @classmethod
     def title(cls, options: dict) -> str:
         return "psMNIST"
+
+    @classmethod
+    def sequence_length(cls, options: dict) -> int:
+        return cls.T
+
+    @classmethod
+    def rough_updates_per_epoch(cls, options: dict) -> float:
+        return 125  # the shared data's 8,000 training images in batches of 64
     T = PIXELS
 
     def __init__(self, seed: int = 0, batch_size: int = 128, data_dir=None, permute: bool = True,

@@ -70,6 +70,14 @@ class PTBTask(Task):
     def title(cls, options: dict) -> str:
         return f"PTB, T_PTB = {options['bptt']}"
 
+    @classmethod
+    def sequence_length(cls, options: dict) -> int:
+        return options.get("bptt", 150)
+
+    @classmethod
+    def rough_updates_per_epoch(cls, options: dict) -> float:
+        return 11000 / cls.sequence_length(options)  # the shared data's 354K training characters in batches of 32
+
     def __init__(self, seed: int = 0, batch_size: int = 128, bptt: int = 150, data_dir=None,
                  eval_batch_size: int = PAPER_EVAL_BATCH_SIZE, **_):
         if batch_size < 1 or eval_batch_size < 1 or bptt < 1:

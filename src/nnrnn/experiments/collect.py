@@ -1,0 +1,243 @@
+"""What the reports read from a grid's run folders: each group of runs' final metric as a :class:`Stat`, copy's
+time to solve, the gradient-norm spikes and convergence of single runs, how settled the curves are, and the learned
+structure of the trained models (measured once per checkpoint and cached)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..tasks import task_class
+from ..training import runfolder
+from ..training.runlog import read_metrics
+from .grid import COLUMNS, diverged, finished, metric, run_folder
+from .paper import GAMMA_ONE
+from .rules import LEARNED, SOLVED_SHARE
+from .statistics import Stat
+
+STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
+             "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
+             "delay_line": "delay_line", "in_block": "in_block_mean", "in_block_to_link": "in_block_to_link",
+             "mean_gamma": "mean_gamma_parameter"}
+
+
+
+def labels(runs: list[dict], setting: str) -> list[str]:
+    """The labels of a setting's runs in plan order (models first, then variants)."""
+    return list(dict.fromkeys(r["label"] for r in runs if r["setting"] == setting))
+
+
+def group(runs: list[dict], setting: str, column: str, label: str) -> list[dict]:
+    return [r for r in runs if (r["setting"], r["column"], r["label"]) == (setting, column, label)]
+
+
+def final_value(folder: Path, key: str, split: str) -> float | None:
+    """The last logged ``key`` on ``split`` of a finished run; None for a run that diverged or has not
+    finished."""
+    if diverged(folder) or not finished(folder):
+        return None
+    values = [r[key] for r in read_metrics(folder) if r.get("split") == split and key in r]
+    return values[-1] if values else None
+
+
+def stat(out: Path, runs: list[dict], key: str, split: str) -> Stat | None:
+    """Mean ± s.e. of ``key`` over a group of runs; None when none has finished (a diverged run counts as
+    failed)."""
+    folders = [run_folder(out, r) for r in runs]
+    if not any(finished(f) for f in folders):
+        return None
+    return Stat.of(final_value(f, key, split) for f in folders if finished(f))
+
+
+def results(out: Path, runs: list[dict], setting: str, key: str | None = None, split: str | None = None) -> dict:
+    """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
+    task = setting_task_of(runs, setting)
+    default_key, default_split, _, _ = task_class(task).reported
+    key, split = key or default_key, split or default_split
+    return {column: {label: stat(out, group(runs, setting, column, label), key, split)
+                     for label in labels(runs, setting) if group(runs, setting, column, label)}
+            for column in COLUMNS}
+
+
+def setting_task_of(runs: list[dict], setting: str) -> str:
+    return next(r["task"] for r in runs if r["setting"] == setting)
+
+
+def updates_to_solve(folder: Path, threshold: float) -> float | None:
+    """The first validation step after which every validation loss of the run stays below ``threshold``;
+    None when the last one is not below it (or the run diverged)."""
+    if diverged(folder):
+        return None
+    curve = [(r["step"], r["loss"]) for r in read_metrics(folder) if r.get("split") == "valid" and "loss" in r]
+    if not curve or not curve[-1][1] < threshold:
+        return None
+    step = curve[-1][0]
+    for s, loss in reversed(curve):
+        if not loss < threshold:
+            break
+        step = s
+    return float(step)
+
+
+def copy_speed(out: Path, runs: list[dict], setting: str, baseline: float) -> dict:
+    """{column: {label: Stat of updates until the loss stays below 10% of the baseline}} (a seed that never
+    gets there counts as failed)."""
+    speed = {}
+    for column in COLUMNS:
+        for label in labels(runs, setting):
+            members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
+            if members:
+                speed.setdefault(column, {})[label] = Stat.of(
+                    updates_to_solve(run_folder(out, r), SOLVED_SHARE * baseline) for r in members)
+    return speed
+
+
+# --------------------------------------------------------------------------------------------- learned structure
+def structure_of(folder: Path) -> dict | None:
+    """The quantities :func:`nnrnn.verdicts.structure_claims` judges, for one trained model (its best
+    checkpoint): nnRNN's trained Schur factors, the complex nnRNN's complex ones, and for any other model the
+    real Schur form of its recurrent matrix (a gated model's candidate or cell matrix)."""
+    import torch
+
+    from ..analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
+    from ..models.nnrnn_complex import ComplexNonNormalRNN
+    from ..training.network import best_checkpoint, load_model
+    if not best_checkpoint(folder).exists():
+        return None
+    net, _ = load_model(folder)
+    layer = net.rnn
+    if isinstance(layer, ComplexNonNormalRNN):  # V = P (Λ + T) Pᴴ, complex
+        with torch.no_grad():
+            _, lam, t = (x.detach().to(torch.complex128).numpy() for x in layer.schur_factors())
+            v = layer.recurrent_matrix().detach().to(torch.complex128).numpy()
+        eig = np.linalg.eigvals(v)
+        diag = np.diagonal(lam)
+        links = schur_links(np.abs(t))  # every block 1×1: the first sub-diagonal is all links, nothing in a block
+        return {"triangular_fraction": float(np.linalg.norm(t) / np.linalg.norm(lam + t)),
+                "departure": henrici_departure(v)[1],
+                "mean_modulus": float(np.abs(eig).mean()),
+                "angle_concentration": angle_concentration(np.abs(np.angle(diag))),
+                "delay_line": links["delay_line"], "in_block": links["in_block_mean"],
+                "in_block_to_link": links["in_block_to_link"], "mean_gamma": float(np.abs(diag).mean())}
+    summary = matrix_summary(schur_view(layer))
+    return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
+
+
+def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label: str = "nnrnn") -> dict:
+    """{task: {quantity: Stat over every seed}} of ``label``'s trained models in ``column``, in the copy, psMNIST
+    and the first PTB setting; measured once per checkpoint (cached in ``OUT/analysis/structure.json``)."""
+    cache_path = out / "analysis" / "structure.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    learned = {}
+    for task in ("copy", "psmnist", "ptb"):
+        setting = next((r["setting"] for r in runs if r["task"] == task), None)
+        members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))] \
+            if setting else []
+        per_seed = []
+        for r in members:
+            folder = run_folder(out, r)
+            checkpoints = folder / runfolder.CHECKPOINTS
+            stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
+            entry = cache.get(folder.name)
+            # an entry measured by older code lacks a quantity (or measured it differently): measure again
+            if not entry or entry.get("stamp") != stamp or entry.get("quantities") != sorted(STRUCTURE):
+                entry = {"stamp": stamp, "quantities": sorted(STRUCTURE), "values": structure_of(folder)}
+                cache[folder.name] = entry
+            if entry["values"]:
+                per_seed.append(entry["values"])
+        if per_seed:
+            learned[task] = {q: Stat.of(v[q] for v in per_seed) for q in STRUCTURE}
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path.write_text(json.dumps(cache, indent=1))
+    return learned
+
+
+
+def bptt_of(runs: list[dict], setting: str) -> int:
+    return next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
+
+
+
+def done(out: Path, members: list[dict]) -> list[dict]:
+    return [r for r in members if finished(run_folder(out, r))]
+
+
+def spike(folder: Path, skip: float = 0.0) -> float | None:
+    """A run's largest training gradient norm (before clipping) after the first ``skip`` share of its logged
+    updates, over the median of all of them; None when it diverged or logged no gradient norm."""
+    if diverged(folder):
+        return None
+    norms = np.array([r["grad_norm"] for r in read_metrics(folder) if r.get("split") == "train" and "grad_norm" in r],
+                     dtype=float)
+    norms = norms[np.isfinite(norms)]
+    if not norms.size or not np.median(norms) > 0:
+        return None
+    return float(norms[int(skip * norms.size):].max() / np.median(norms))
+
+
+
+def converged(folder: Path) -> bool:
+    if diverged(folder):
+        return False
+    key = metric("ptb")
+    curve = [r[key] for r in read_metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+    return bool(curve) and min(curve) < (1 - LEARNED) * curve[0]
+
+
+def converged_table(out: Path, runs: list[dict], setting: str) -> dict:
+    """The fixed-hidden-units test bpc of a setting, with γ = 1 over the runs that converged only (the others
+    count as failed), as the paper reads its Table 7."""
+    table = dict(results(out, runs, setting)["hidden"])
+    members = done(out, group(runs, setting, "hidden", GAMMA_ONE))
+    if members:
+        key, split, _, _ = task_class("ptb").reported
+        table[GAMMA_ONE] = Stat.of(final_value(run_folder(out, r), key, split)
+                                   if converged(run_folder(out, r)) else None for r in members)
+    return table
+
+
+def held_gamma(runs: list[dict], setting: str) -> bool:
+    """Whether a setting has runs of nnRNN with γ held (supplementary Table 7)."""
+    return any(r["options"].get("fixed_gamma") is not None for r in runs if r["setting"] == setting)
+
+
+
+def early_stat(out: Path, members: list[dict], key: str, share: float = 0.25) -> Stat | None:
+    """The validation ``key`` at the first validation after ``share`` of each run's training (a measure of
+    learning speed for tasks without a solved threshold)."""
+    values = []
+    for r in members:
+        folder = run_folder(out, r)
+        if not finished(folder):
+            continue
+        curve = [(x["step"], x[key]) for x in read_metrics(folder) if x.get("split") == "valid" and key in x]
+        if diverged(folder) or not curve:
+            values.append(None)
+            continue
+        last = curve[-1][0]
+        values.append(next(v for step, v in curve if step >= share * last))
+    return Stat.of(values) if values else None
+
+
+
+def convergence(out: Path, runs: list[dict], task: str) -> dict:
+    """How settled a group of runs is: the validation metric's change over the last 20% of training relative
+    to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
+    from ..training.train import lr_halvings
+    key = metric(task)
+    shares, halvings = [], []
+    for run in runs:
+        records = read_metrics(run_folder(out, run))
+        curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+        if len(curve) >= 5:
+            tail = curve[-max(2, len(curve) // 5):]
+            total = abs(curve[-1] - curve[0])
+            shares.append(abs(tail[-1] - tail[0]) / total if total else 0.0)
+        lrs = [r["lr"] for r in records if r.get("split") == "train" and "lr" in r]
+        if lrs:
+            halvings.append(lr_halvings(lrs[0], lrs[-1]))
+    return {"last_fifth_share": float(np.mean(shares)) if shares else math.nan,
+            "halvings": (min(halvings), max(halvings)) if halvings else None}
+

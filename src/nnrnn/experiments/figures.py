@@ -1,0 +1,71 @@
+"""The reports' figures: learning curves and training gradient norms, mean ± s.e. over seeds, per setting."""
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from ..models import PAPER_MODELS
+from ..tasks import task_class
+from ..training.runlog import read_metrics
+from .collect import group, labels, setting_task_of
+from .grid import COLUMNS, metric, run_folder
+from .rules import SOLVED_SHARE
+from .words import column_words, name, title
+
+
+def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None,
+                    gradients: bool = False) -> Path:
+    """The validation metric (or, with ``gradients``, the training gradient norm) against the update, mean ±
+    s.e. over seeds, one panel per column."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    task = setting_task_of(runs, setting)
+    key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
+    columns = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
+    fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False,
+                             layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
+    axes = axes[0]
+    for ax, column in zip(axes, columns):
+        for index, label in enumerate(labels(runs, setting)):
+            members = group(runs, setting, column, label)
+            curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
+                       if r.get("split") == split and key in r] for m in members]
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            steps = np.array([p[0] for p in curves[0][:n]])
+            values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
+            mean = values.mean(0)
+            se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+            color = f"C{index}"  # one colour per label in every panel
+            style = "--" if label not in PAPER_MODELS else "-"
+            ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
+            ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
+        if gradients:
+            ax.set_yscale("log")
+        elif task == "copy":
+            ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
+            ax.axhline(SOLVED_SHARE * baseline, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
+            # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to
+            # 1e12) are cut off so that the region the claims are about can be read
+            ax.set_yscale("log")
+            ax.set_ylim(1e-5, 3 * baseline)
+        ax.set_title(column_words(column), fontsize=10)
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7.5, loc="best")
+    quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
+    axes[0].set_ylabel(quantity)
+    clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
+    heading = f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}"
+    fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+

@@ -1,0 +1,118 @@
+"""The statistics every comparison of the reports uses: a result over seeds (:class:`Stat`) and the
+two-standard-error rule.
+
+One rule for every comparison, in every generated sentence: two means differ when they are more than two
+combined standard errors apart, ``|a − b| > 2·sqrt(se_a² + se_b²)``; a mean is below a fixed value ``x``
+when ``mean + 2·se < x``.  The rule applies from n = 2 seeds (the s.e. from two values).  A value from a
+single seed has no standard error of its own: against a result of several seeds it is given that result's
+seed-to-seed standard deviation (se·√n) as its standard error; two single values are not comparable; against a
+fixed value it is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is also the
+smallest gap the rule can see with these seeds: where a claim rests on "not clearly different", its sentence
+gives that gap, so that a large s.e. from few seeds is not read as agreement.
+
+The rule compares finite means only (:func:`below`, :func:`differ`, :func:`relation`): a result whose every
+seed failed (diverged, or never reached a threshold) is below nothing and nothing is below it.  Each claim
+says what such a result means for it, in its sentence:
+
+* a model the claim calls good (nnRNN on copy, psMNIST and PTB; nnRNN with γ held at 0.958, "virtually
+  identical") whose every seed failed: the claim does not hold, and the sentence says every seed diverged;
+  with some seeds failed (not all) the verdict is at most "partly", and the sentence says how many;
+* a model the claim calls worse (RNN, LSTM, the other non-gated models on PTB) whose every seed diverged
+  counts as worse, and the sentence says so.
+
+A claim is judged only when every model it names has finished runs; otherwise its verdict says the runs are
+missing.  Each claim's ``here`` can end with this scale's size (``scope``), beside the paper's N = 512 / 1024.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean ± standard error over the seeds that gave a value; ``failed`` seeds gave none (diverged, or a
+    threshold never reached)."""
+    mean: float
+    se: float
+    n: int
+    failed: int = 0
+
+    @classmethod
+    def of(cls, values) -> Stat:
+        values = list(values)
+        ok = [float(v) for v in values if v is not None and math.isfinite(v)]
+        failed = len(values) - len(ok)
+        if not ok:
+            return cls(math.nan, math.nan, 0, failed)
+        se = math.nan
+        if len(ok) > 1:
+            mean = sum(ok) / len(ok)
+            se = math.sqrt(sum((v - mean) ** 2 for v in ok) / (len(ok) - 1) / len(ok))
+        return cls(sum(ok) / len(ok), se, len(ok), failed)
+
+    @property
+    def empty(self) -> bool:
+        return self.n == 0
+
+    def err(self) -> float:
+        return 0.0 if math.isnan(self.se) else self.se
+
+    def show(self, digits: int, failed: str = "diverged") -> str:
+        if self.empty:
+            return failed if self.failed else "no runs"
+        form = "g" if abs(self.mean) >= 1e5 else "f"  # a run that blew up without diverging
+        text = f"{self.mean:.{digits}{form}}" + ("" if math.isnan(self.se) else f" ± {self.se:.{digits}{form}}")
+        return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
+
+
+def _error(a: Stat, other: Stat) -> float:
+    """a's standard error, or for a single seed the other result's seed-to-seed standard deviation (NaN when
+    neither has two seeds)."""
+    if a.n >= 2:
+        return a.err()
+    return other.err() * math.sqrt(other.n) if other.n >= 2 else math.nan
+
+
+def margin(a: Stat, b: Stat) -> float:
+    """The smallest gap between two means that the rule calls a difference: 2·sqrt(se_a² + se_b²) (NaN for two
+    single values, which the rule cannot compare)."""
+    return 2 * math.hypot(_error(a, b), _error(b, a))
+
+
+def below(a: Stat, b: Stat) -> bool:
+    """a's mean below b's by more than two combined standard errors; False when either has no finite value
+    (each claim says itself what a result whose every seed failed means for it) or both are single seeds."""
+    return not a.empty and not b.empty and a.mean + margin(a, b) < b.mean
+
+
+def differ(a: Stat, b: Stat) -> bool:
+    """|a − b| > 2·sqrt(se_a² + se_b²); False when either has no finite value."""
+    return below(a, b) or below(b, a)
+
+
+def relation(a: Stat, b: Stat) -> str:
+    """"clearly below", "clearly above" or "not clearly different from" by the rule, and "not comparable with"
+    when either has no finite value."""
+    if a.empty or b.empty or math.isnan(margin(a, b)):
+        return "not comparable with"
+    return "clearly below" if below(a, b) else "clearly above" if below(b, a) else "not clearly different from"
+
+
+def below_value(a: Stat, x: float) -> bool:
+    return not a.empty and a.mean + 2 * a.err() < x
+
+
+def above_value(a: Stat, x: float) -> bool:
+    return not a.empty and a.mean - 2 * a.err() > x
+
+
+
+def missing(*stats) -> bool:
+    """Some result has no runs at all (as opposed to runs whose every seed failed)."""
+    return any(s is None or (s.empty and not s.failed) for s in stats)
+
+
+def all_failed(stat) -> bool:
+    """Runs, and every seed of them failed."""
+    return stat is not None and stat.empty and stat.failed > 0
