@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_FROM_MODELS = ("ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
+_FROM_MODELS = ("CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
                 "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for", "param_groups", "parameter_count",
                 "regularization")
 
-__all__ = ["ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
+__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
            "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for", "load_run",
            "param_groups", "parameter_count", "parametrizations", "regularization"]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from . import parametrizations
-    from .models import (EURNN, GRU, LSTM, MODELS, ComplexNonNormalRNN, ExpRNN, NonNormalGRU, NonNormalRNN,
+    from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, MinGRU, ExpRNN, NonNormalGRU, NonNormalRNN,
                          OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count,
                          regularization)
     from .serialization import allow_weights_only_loading
