@@ -25,10 +25,11 @@ import nnrnn
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"]
-GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru"]
+MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py), tests/test_modern.py
+GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/test_gru.py for the GRUs)
 # the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
-REAL_STATE = [n for n in NAMES if n != "nnrnn-complex"]
+REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
@@ -1217,6 +1218,7 @@ def test_fullgraph_compile_of_forward_and_backward(name, monkeypatch):
     def gradients(module):
         model.zero_grad(set_to_none=True)
         out, h_n = module(x)
+        h_n = h_n[0] if isinstance(h_n, tuple) else h_n  # coRNN's and LEM's (y_n, z_n)
         (out.pow(2).mean() + h_n.sum()).backward()
         return {k: p.grad.clone() for k, p in model.named_parameters()}
 

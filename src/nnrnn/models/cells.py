@@ -103,7 +103,8 @@ class CellModel(nn.Module):
     # ------------------------------------------------------------------ forward
     def forward(self, input, hx=None):
         packed = isinstance(input, PackedSequence)
-        x, lengths, unbatched = time_major(self, input, hx if isinstance(hx, torch.Tensor) else None)
+        first = hx[0] if isinstance(hx, (tuple, list)) and hx else hx  # its rank is checked before the input's dtype
+        x, lengths, unbatched = time_major(self, input, first if isinstance(first, torch.Tensor) else None)
         dtype = self.weight_ih_l0.dtype
         h0 = self._initial_state(hx, x, unbatched, dtype)
         last = None if lengths is None else (lengths - 1).to(x.device)
