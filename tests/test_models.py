@@ -25,8 +25,8 @@ import nnrnn
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru"]
-MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py), tests/test_modern.py
+MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/test_cells.py
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"] + MODERN
 GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/test_gru.py for the GRUs)
 # the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
 REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]

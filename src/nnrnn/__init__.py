@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_FROM_MODELS = ("CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
-                "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for", "param_groups", "parameter_count",
-                "regularization")
+_FROM_MODELS = ("CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
+                "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "create", "hidden_size_for",
+                "param_groups", "parameter_count", "regularization")
 
-__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
-           "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for", "load_run",
-           "param_groups", "parameter_count", "parametrizations", "regularization"]
+__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
+           "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create",
+           "hidden_size_for", "load_run", "param_groups", "parameter_count", "parametrizations", "regularization"]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from . import parametrizations
-    from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, MinGRU, ExpRNN, NonNormalGRU, NonNormalRNN,
-                         OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count,
-                         regularization)
+    from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU,
+                         NonNormalGRU, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for,
+                         param_groups, parameter_count, regularization)
     from .serialization import allow_weights_only_loading
 
 

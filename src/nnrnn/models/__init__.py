@@ -157,6 +157,7 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "LEM", "LRU", "MinGRU", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN",
+__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "LEM", "LRU", "MinGRU", "ExpRNN", "GRU", "LSTM", "MODELS",
+           "NonNormalGRU", "NonNormalRNN",
            "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
            "model_class", "orthogonal_parameters", "param_groups", "parameter_count", "regularization"]
