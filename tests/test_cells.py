@@ -13,6 +13,8 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import nnrnn
+from nnrnn.models import lru as lru_module
+from nnrnn.models import mingru as mingru_module
 from nnrnn.models.lru import lru_loop, lru_scan
 from nnrnn.models.mingru import mingru_loop, mingru_scan
 
@@ -139,14 +141,30 @@ def test_mingru_scan_equals_its_loop_in_float64(steps):
 def test_the_models_scan_and_loop_agree_through_the_whole_layer(name):
     model = make(name, 3, 5, num_layers=2, bidirectional=True)
     x = torch.randn(50, 3, 3, dtype=D64)
-    assert model.implementation == "scan"
-    want = [model(x)[0]]
+    model.implementation = "scan"
+    want = model(x)[0]
     model.implementation = "loop"
-    got = [model(x)[0]]
-    torch.testing.assert_close(got[0], want[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(model(x)[0], want, rtol=0, atol=1e-12)
     model.implementation = "fused"
-    with pytest.raises(ValueError, match="implementation must be one of scan, loop"):
+    with pytest.raises(ValueError, match="implementation must be one of auto, scan, loop; got 'fused'"):
         model(x)
+
+
+@pytest.mark.parametrize("name, module", [("lru", lru_module), ("mingru", mingru_module)])
+def test_auto_takes_the_scan_on_a_cpu_only_below_its_measured_crossover(name, module, monkeypatch):
+    model = nnrnn.create(name, 3, 8)
+    assert model.implementation == "auto"
+    ran = []
+    for kind in ("scan", "loop"):
+        original = getattr(module, f"{name}_{kind}")
+        monkeypatch.setattr(module, f"{name}_{kind}", lambda *a, _f=original, _k=kind: ran.append(_k) or _f(*a))
+    width = model.state_width
+    small, large = module.CPU_SCAN_CROSSOVER // width, module.CPU_SCAN_CROSSOVER // width + 1
+    model(torch.randn(5, small, 3))
+    assert set(ran) == {"scan"}  # (the LRU's scan calls itself, once per level)
+    ran.clear()
+    model(torch.randn(5, large, 3))
+    assert ran == ["loop"]
 
 
 # --------------------------------------------------------------------------- states, packed batches, counts

@@ -27,6 +27,23 @@ from ..parametrizations.schur import check_penalty_weights
 from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, time_major
 
 
+IMPLEMENTATIONS = ("auto", "scan", "loop")
+
+
+def use_scan(implementation: str, x: torch.Tensor, width: int, crossover: int) -> bool:
+    """Whether a layer with a parallel scan over time (the LRU, minGRU) runs it, or its loop, on x (T, B, ·): the
+    one place that chooses.  ``"scan"`` and ``"loop"`` force one; ``"auto"`` takes the scan where it was measured
+    faster on a CPU, batch × ``width`` (its state's real features per step) at most ``crossover``, and on other
+    devices, where a step's kernel launch costs more than its arithmetic (not measured here).  On a CPU the loop's
+    steps work in cache while each level of the scan streams the whole (T, B, width) tensor through memory, so the
+    loop wins at the copy and psMNIST protocols' sizes (docs/performance.md, "Parallel scans")."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {implementation!r}")
+    if implementation != "auto":
+        return implementation == "scan"
+    return x.device.type != "cpu" or x.shape[1] * width <= crossover
+
+
 class CellModel(nn.Module):
     """The shared layer of the models with their own cell; see the module docstring."""
 

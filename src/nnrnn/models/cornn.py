@@ -24,8 +24,8 @@ def cornn_loop(x, y0, z0, weight_ih, weight_hh, bias, dt: float, gamma: float, e
     if bias is not None:
         projected = projected + bias
     y, z, ys, zs = y0, z0, [], []
-    for t in range(x.shape[0]):
-        drive = torch.tanh(projected[t] + torch.cat([y, z], -1) @ weight_hh.t())
+    for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
+        drive = torch.tanh(step + torch.cat([y, z], -1) @ weight_hh.t())
         z = (z + dt * (drive - gamma * y)) / (1 + dt * epsilon)
         y = y + dt * z
         ys.append(y)

@@ -14,8 +14,8 @@ def lem_loop(x, y0, z0, weight_ih, weight_hh, weight_zy, bias, dt: float):
     if bias is not None:
         projected = projected + bias
     y, z, ys, zs = y0, z0, [], []
-    for t in range(x.shape[0]):
-        gate_y, gate_z, drive_y, drive_z = projected[t].chunk(4, -1)
+    for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
+        gate_y, gate_z, drive_y, drive_z = step.chunk(4, -1)
         from_y = y @ weight_hh.t()
         step_y, step_z, into_z = from_y.chunk(3, -1)
         dt_y = dt * torch.sigmoid(gate_y + step_y)

@@ -9,18 +9,19 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .cells import CellModel
+from .cells import CellModel, use_scan
 from .cornn import check_positive
 
-IMPLEMENTATIONS = ("scan", "loop")
+# batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
+CPU_SCAN_CROSSOVER = 2048
 
 
 def lru_loop(br, bi, lr, li):
     """x_t = λ x_{t−1} + b_t from x_{−1} = 0, step by step, in real arithmetic on (Re, Im): b (T, B, N), λ (N,)."""
     xr, xi = torch.zeros_like(br[0]), torch.zeros_like(bi[0])
     rs, is_ = [], []
-    for t in range(br.shape[0]):
-        xr, xi = lr * xr - li * xi + br[t], lr * xi + li * xr + bi[t]
+    for br_t, bi_t in zip(br.unbind(0), bi.unbind(0)):  # unbind: one gradient buffer, not one per step
+        xr, xi = lr * xr - li * xi + br_t, lr * xi + li * xr + bi_t
         rs.append(xr)
         is_.append(xi)
     return torch.stack(rs), torch.stack(is_)
@@ -83,12 +84,13 @@ class LRU(CellModel):
 
     Attributes (per layer and direction, suffix ``_l[k]``): weight_ih, bias_ih (the encoder); norm_weight,
     norm_bias (LayerNorm); nu_log, theta_log, gamma_log (N_s); b_real, b_imag (N_s × N); c_real, c_imag
-    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"scan"`` (default) or
-    ``"loop"``; docs/performance.md measures the two.
+    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"auto"`` (default: the faster
+    of the two for the batch's size, :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` or ``"loop"``;
+    docs/performance.md measures the two.
     """
 
     CONFIG_OPTIONS = ("bias", "r_min", "r_max")
-    implementation = "scan"
+    implementation = "auto"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
@@ -151,8 +153,7 @@ class LRU(CellModel):
         return torch.polar(modulus, torch.exp(getattr(self, "theta_log" + suffix)))
 
     def _run(self, suffix, x, h0):
-        if self.implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {self.implementation!r}")
+        scan = use_scan(self.implementation, x, self.state_width, CPU_SCAN_CROSSOVER)
         p = lambda name: getattr(self, name + suffix)  # noqa: E731
         u = F.linear(x, p("weight_ih"), p("bias_ih") if self.bias else None)
         v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"))
@@ -163,7 +164,7 @@ class LRU(CellModel):
         sr, si = h0.chunk(2, -1)  # the carried state enters as the first step's λ s_{-1}
         br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
         bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])
-        xr, xi = (lru_scan if self.implementation == "scan" else lru_loop)(br, bi, lr, li)
+        xr, xi = (lru_scan if scan else lru_loop)(br, bi, lr, li)
         y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
         value, gate = F.linear(F.gelu(y), p("glu_weight"), p("glu_bias")).chunk(2, -1)
         return u + value * torch.sigmoid(gate), torch.cat([xr, xi], -1)

@@ -7,9 +7,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..kernels import exporting_to_onnx
-from .cells import CellModel
+from .cells import CellModel, use_scan
 
-IMPLEMENTATIONS = ("scan", "loop")
+# batch × N at and below which the log-space scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
+CPU_SCAN_CROSSOVER = 256
 
 
 def g(x: torch.Tensor) -> torch.Tensor:
@@ -26,8 +27,8 @@ def mingru_loop(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor) -
     """The reference: h_t = (1 − z_t) h_{t−1} + z_t g(k_t), z_t = σ(gate_t), step by step.  (T, B, H) → (T, B, H)."""
     z, target = torch.sigmoid(gate), g(candidate)
     h, hs = h0, []
-    for t in range(gate.shape[0]):
-        h = (1 - z[t]) * h + z[t] * target[t]
+    for z_t, target_t in zip(z.unbind(0), target.unbind(0)):  # unbind: one gradient buffer, not one per step
+        h = (1 - z_t) * h + z_t * target_t
         hs.append(h)
     return torch.stack(hs)
 
@@ -63,11 +64,12 @@ class MinGRU(CellModel):
     Attributes:
         weight_ih_l[k]: [W_z; W_h] (2N, N_in); bias_ih_l[k]: [b_z; b_h] (2N).  Drawn as ``torch.nn.Linear`` draws
             them, U(±1/sqrt(N_in)) (the paper's code uses ``nn.Linear``).
-        implementation: ``"scan"`` (default: :func:`mingru_scan`, log space) or ``"loop"``
+        implementation: ``"auto"`` (default: the faster of the two for the batch's size,
+            :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` (:func:`mingru_scan`, log space) or ``"loop"``
             (:func:`mingru_loop`, the reference); docs/performance.md measures the two.
     """
 
-    implementation = "scan"
+    implementation = "auto"
 
     def _make_cell(self, suffix, layer_input, factory):
         n = self.hidden_size
@@ -83,14 +85,13 @@ class MinGRU(CellModel):
             getattr(self, "bias_ih" + suffix).uniform_(-bound, bound)
 
     def _run(self, suffix, x, h0):
-        if self.implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {self.implementation!r}")
+        scan = use_scan(self.implementation, x, self.hidden_size, CPU_SCAN_CROSSOVER)
         projected = x @ getattr(self, "weight_ih" + suffix).t()
         if self.bias:
             projected = projected + getattr(self, "bias_ih" + suffix)
         gate, candidate = projected.chunk(2, -1)
         # ONNX has no logcumsumexp: an export traces the loop, which computes the same
-        run = mingru_scan if self.implementation == "scan" and not exporting_to_onnx() else mingru_loop
+        run = mingru_scan if scan and not exporting_to_onnx() else mingru_loop
         h = run(gate, candidate, h0)
         return h, h
 
