@@ -52,6 +52,12 @@ class CellModel(nn.Module):
     INITS: tuple[str, ...] = ()
     NONLINEARITIES: tuple = ()  # no --nonlinearity: each model's equations fix theirs
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
+    # What the experiments read off a model (models/base.py says each): none of these is orthogonal or has a
+    # Schur form; GATES counts a cell's N × N recurrent blocks (0: its recurrence is elementwise)
+    ORTHOGONAL: bool = False
+    GATES: int = 0
+    ORTHOGONAL_FACTOR: bool = False
+    SCHUR_FORM: bool = False
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

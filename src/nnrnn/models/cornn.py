@@ -65,6 +65,7 @@ class CoRNN(CellModel):
 
     CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon")
     STATES = ("y", "z")
+    GATES = 2  # [W, 𝒲]
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

@@ -55,6 +55,7 @@ class LEM(CellModel):
 
     CONFIG_OPTIONS = ("bias", "dt")
     STATES = ("y", "z")
+    GATES = 4  # [W_2; W_1; W_z] and W_y
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
