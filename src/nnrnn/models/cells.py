@@ -50,7 +50,6 @@ class CellModel(nn.Module):
     CONFIG_OPTIONS: tuple[str, ...] = ("bias",)
     TRAIN_OPTIONS: tuple[str, ...] = ()
     INITS: tuple[str, ...] = ()
-    NONLINEARITIES: tuple = ()  # no --nonlinearity: each model's equations fix theirs
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
     # What the experiments read off a model (models/base.py says each): none of these is orthogonal or has a
     # Schur form; GATES counts a cell's N × N recurrent blocks (0: its recurrence is elementwise)
