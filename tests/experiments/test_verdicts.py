@@ -431,3 +431,35 @@ def test_nothing_to_match_when_every_orthogonal_rnn_diverged():
                 "rnn": s(0.5, 0.01), "lstm": s(0.6, 0.01)}
     claim = verdicts.psmnist_claim(accuracy, "hidden")
     assert claim.verdict == PARTLY and "so there is nothing to match" in claim.here  # lesser holds, match does not
+
+
+def test_copy_little_difference_at_a_matched_parameter_count_names_the_models_that_moved():
+    # cpu-long's copy losses: EURNN 0.0272 ± 0.0128 at N = 128 against 0.0931 ± 0.0008 at 18.9K parameters
+    hidden = {"rnn": s(0.0948, 0.0002), "eurnn": s(0.0272, 0.0128), "exprnn": s(0.0001, 0.00002),
+              "nnrnn": s(0.0007, 0.0002), "lstm": s(0.0946, 0.00001)}
+    params = {**hidden, "eurnn": s(0.0931, 0.0008), "exprnn": s(0.0002, 0.0002)}
+    claim = verdicts.copy_columns_claim(hidden, params, scope="N = 63–237")
+    assert claim.verdict == PARTLY and "clearly different: EURNN" in claim.here and "EURNN 0.0272" in claim.here
+    assert verdicts.copy_columns_claim(hidden, hidden).verdict == HOLDS
+    moved = {m: s(v.mean + 0.05, v.se) for m, v in hidden.items()}
+    assert verdicts.copy_columns_claim(hidden, moved).verdict == FAILS
+
+
+def test_regularization_on_gamma_best_and_most_stable():
+    # cpu-long at T_PTB = 150: nnRNN not clearly above γ = 1 or 0.958, but its gradient norms reach 40.6× its median
+    # where γ = 0.958's stay below 3.6×: best results, not the most stable training
+    bpc = {"nnrnn": s(2.187, 0.005), "nnrnn γ=1": s(2.226, 0.041), "nnrnn γ=0.958": s(2.195, 0.004)}
+    spikes = {"nnrnn": [23.1, 40.6, 15.3], "nnrnn γ=1": [393.0, 216.0, 2.1e4], "nnrnn γ=0.958": [1.91, 3.56, 1.71]}
+    claim = verdicts.regularization_claim(bpc, spikes, 150)
+    assert claim.verdict == PARTLY and "nnRNN not the most stable" in claim.here
+    calm = {**spikes, "nnrnn": [1.5, 1.2, 1.1]}
+    assert verdicts.regularization_claim(bpc, calm, 150).verdict == HOLDS
+    assert verdicts.regularization_claim({**bpc, "nnrnn": s(2.3, 0.005)}, spikes, 150).verdict == FAILS
+    assert verdicts.regularization_claim({"nnrnn": bpc["nnrnn"]}, spikes, 150).verdict == UNTESTED
+
+
+def test_the_order_of_the_tasks_is_judged_only_at_equal_sizes():
+    claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {"copy": 128, "psmnist": 64, "ptb": 128})
+    assert claims[1].verdict == verdicts.UNEQUAL and "N = 128 (copy), 64 (psmnist), 128 (ptb)" in claims[1].here
+    assert verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {t: 128 for t in ("copy", "psmnist", "ptb")})[1] \
+        .verdict == HOLDS

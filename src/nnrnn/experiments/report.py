@@ -24,11 +24,12 @@ from .compact import write_data
 from .grid import COLUMNS, PLAN as OUT_PLAN, SCALES, recorded_rules, run_folder
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .rules import Claim, not_converged, rule
-from .sections import (claims_section, data_section, introduction, notes, results_section, scope,
+from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
                        scope_section, settled_section, speed_section)
 from .statistics import Stat
-from .verdicts import (column_words, copy_claims, gamma_claims, gap_claims, gradient_claim, name, psmnist_claim,
-                       ptb_accuracy_claim, ptb_claim, structure_claims, theory_claims)
+from .verdicts import (column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims, gradient_claim, name,
+                       psmnist_claim, ptb_accuracy_claim, ptb_claim, regularization_claim, structure_claims,
+                       theory_claims)
 from .words import title  # noqa: F401
 
 
@@ -107,13 +108,18 @@ def judge(out: Path, runs: list[dict], settings: list[str], baseline, numbers: t
             for column in COLUMNS:
                 if table.get(column):
                     claims += copy_claims(table[column], speed.get(column, {}), baseline, column,
-                                          scope=scope(runs, setting, column))
+                                          scope=row_scope(out, runs, setting, column))
+            if table.get("hidden") and table.get("params"):
+                claims.append(copy_columns_claim(table["hidden"], table["params"],
+                                                 scope=row_scope(out, runs, setting, "params")))
         elif task == "psmnist":
-            claims += [psmnist_claim(table[c], c, scope=scope(runs, setting, c)) for c in COLUMNS if table.get(c)]
+            claims += [psmnist_claim(table[c], c, scope=row_scope(out, runs, setting, c)) for c in COLUMNS
+                       if table.get(c)]
         elif task == "ptb":
             claims += ptb_claims(out, runs, setting)
     claims += ptb_gap_claims(out, runs, settings)
-    claims += structure_claims(learned_structure(out, runs))
+    sizes = {r["task"]: r["hidden"] for r in reversed(runs) if r["column"] == "hidden" and r["label"] == "nnrnn"}
+    claims += structure_claims(learned_structure(out, runs), sizes)
     return claims + theory_claims(*numbers)
 
 
@@ -159,16 +165,21 @@ def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
     claims = []
     for column in COLUMNS:
         if bpc.get(column):
-            where = scope(runs, setting, column)
+            where = row_scope(out, runs, setting, column)
             claims += [ptb_claim(bpc[column], bptt, column, scope=where),
                        ptb_accuracy_claim(accuracy[column], bptt, column, scope=where)]
     if held_gamma(runs, setting):
-        where = scope(runs, setting, "hidden")
+        where = row_scope(out, runs, setting, "hidden")
         claims += gamma_claims(converged_table(out, runs, setting), bptt, criterion=not_converged(), scope=where)
         claims.append(gradient_claim({label: [spike(run_folder(out, r), rule('WARM_UP')) for r in members]
                                       for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                       if (members := done(out, group(runs, setting, "hidden", label)))},
                                      bptt, scope=where))
+        claims.append(regularization_claim(converged_table(out, runs, setting),
+                                           {label: [spike(run_folder(out, r)) for r in members]
+                                            for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+                                            if (members := done(out, group(runs, setting, "hidden", label)))},
+                                           bptt, scope=where))
     return claims
 
 

@@ -31,6 +31,7 @@ class Claim:
 HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
 UNJUDGED = "cannot be judged (one seed on each side)"
+UNEQUAL = "not judged at these sizes (unequal N)"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ RULES: dict[str, Rule] = {
     "STRONGLY_ALIGNED": Rule(0.5, "angles that \"strongly align\": their concentration clearly above half way from "
                                   "uniform to all equal (a rule relative to copy would call any PTB concentration "
                                   "above copy's strong)"),
+    "STILL_MOVING": Rule(0.2, "a validation curve with more than a fifth of its whole change in its last fifth is "
+                              "still moving at the end: a row that rests on it says so"),
     "AMPLIFIES": Rule(2.0, "Fig. 1b, α \"contributes significantly to the strength\": the peak at least doubled"),
     "NOT_DEGRADED": Rule(0.9, "Fig. 1c, \"does not significantly degrade\", \"almost optimal\": at least 90% of the "
                               "reference"),

@@ -12,7 +12,7 @@ from ..training.config import resolve_config
 from .collect import convergence, group, labels, results, setting_task_of
 from .figures import learning_curves
 from .grid import COLUMNS, finished, network_parameters, run_folder, sizes
-from .paper import OFFICIAL_PTB_TRAIN
+from .paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
 from .rules import rule
 from .words import column_words, name, title
 
@@ -140,6 +140,33 @@ def scope(runs: list[dict], setting: str, column: str) -> str:
         return f"N = {ns[0]}" if len(ns) == 1 else f"N = {ns[0]}–{ns[-1]}"
     span = f"N = {ns[0]}" if len(ns) == 1 else f"N = {ns[0]}–{ns[-1]}"
     return f"{members[0]['budget'] / 1000:,.1f}K parameters, {span}"
+
+
+def row_scope(out: Path, runs: list[dict], setting: str, column: str) -> str:
+    """A claim row's scope: this scale's size (:func:`scope`), its seeds beside the paper's, the paper's
+    hyperparameters used at another size or batch, and the models still moving at the end (the rule
+    STILL_MOVING), so that what limits a row is said in the row."""
+    size = scope(runs, setting, column)
+    members = [r for r in runs if r["setting"] == setting and r["column"] == column]
+    if not members:
+        return size
+    task, options = members[0]["task"], members[0]["options"]
+    seeds = len({r["seed"] for r in members})
+    text = size + f"; {seeds} seed{'s' if seeds != 1 else ''}" + (
+        f" (the paper: {PAPER_SEEDS[task]})" if task in PAPER_SEEDS else "")
+    paper = presets.load("paper")[presets.table_key(task, options.get("bptt"))]["nnrnn"]
+    here_n = next((r["hidden"] for r in members if r["label"] == "nnrnn"), None)
+    batch = options.get("batch_size")
+    if column != "tuned" and (paper["hidden"] != here_n or paper.get("batch_size", batch) != batch):
+        text += (f"; the paper's hyperparameters, chosen at N = {paper['hidden']} and batch "
+                 f"{paper.get('batch_size', batch)}, used unchanged at N = {here_n} and batch {batch}")
+    moving = []
+    for label in labels(runs, setting):
+        done = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
+        share = convergence(out, done, task)["last_fifth_share"] if done else math.nan
+        if share > rule('STILL_MOVING'):
+            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
+    return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
 
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:

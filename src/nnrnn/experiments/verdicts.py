@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED, ORTHOGONAL, PAPER_GAMMA, PAPER_PTB_ACCURACY, PAPER_PTB_BPC
-from .rules import Claim, FAILS, HOLDS, PARTLY, UNJUDGED, UNTESTED, rule
+from .rules import UNEQUAL, Claim, FAILS, HOLDS, PARTLY, UNJUDGED, UNTESTED, rule
 from .statistics import (Stat, above_value, all_failed, below, below_value, differ, margin, missing,  # noqa: F401
                          relation)
 from .theory_verdicts import (fisher_memory_claims, proposition1_claim, proposition2_claim,  # noqa: F401
@@ -160,6 +160,27 @@ def _copy_lstm_rnn(loss: dict, threshold: float, baseline: float) -> tuple[str, 
     verdict = HOLDS if struggles and fails else PARTLY if struggles or fails else FAILS
     return f"LSTM {_said(lstm, 4)}, {lstm_text}; RNN {_said(rnn, 4)}, {rnn_text}", verdict
 
+
+
+def copy_columns_claim(hidden: dict, params: dict, scope: str = "") -> Claim:
+    """§4.1: "We see little difference if we match the number of parameters" (copy): each model's final loss at the
+    fixed parameter count against fixed hidden units, by the rule.  Holds when no model's two results clearly
+    differ; partly when some do; does not hold when most do.  A model whose every seed diverged in one column only
+    differs."""
+    models = [m for m in hidden if m in params and hidden[m] is not None and params[m] is not None]
+    if not models or missing(*(hidden[m] for m in models), *(params[m] for m in models)):
+        return Claim(_COPY_COLUMNS, "Fig. 2 against the supplement's Fig. at 18.9K parameters",
+                     _scoped("runs missing", scope), UNTESTED)
+    moved = [m for m in models if differ(hidden[m], params[m]) or hidden[m].empty != params[m].empty]
+    here = ("final loss, fixed hidden units → fixed parameter count: "
+            + "; ".join(f"{name(m)} {_said(hidden[m], 4)} → {_said(params[m], 4)}" for m in models)
+            + ("; clearly different: " + _join(moved) if moved else "; no model clearly different"))
+    verdict = HOLDS if not moved else FAILS if 2 * len(moved) > len(models) else PARTLY
+    return Claim(_COPY_COLUMNS, "Fig. 2 against the supplement's Fig. at 18.9K parameters", _scoped(here, scope),
+                 verdict)
+
+
+_COPY_COLUMNS = "copy: \"We see little difference if we match the number of parameters\" (with ∼18.9K)"
 
 
 # --------------------------------------------------------------------------------------------- psMNIST
@@ -447,6 +468,33 @@ def _gamma_held_claim(bpc: dict, bptt: int, scope: str) -> Claim:
                  "of nnRNN with regularized γ\"", paper, _scoped(here, scope), verdict)
 
 
+def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") -> Claim:
+    """§3: regularization on γ "yields the best results with most stable training", against γ held at 1 and at
+    0.958 (supplementary Table 7's variants).  ``bpc``: test bpc per label, γ = 1 over the runs that converged
+    (its ``failed`` the runs that did not); ``spikes``: each run's largest training gradient norm over its median.
+    Best results: nnRNN not clearly above either variant; most stable: no more failed runs than either, and a
+    largest gradient-norm ratio no larger than either's."""
+    labels = ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+    claim = (f"PTB (T_PTB = {bptt}): \"allowing eigenvalues to deviate slightly from the unit circle throughout "
+             "training (regularization on γ) [...] yields the best results with most stable training\" (against γ "
+             "held at 1 and at 0.958)")
+    if missing(*(bpc.get(m) for m in labels)) or not all(spikes.get(m) for m in labels):
+        return Claim(claim, "§3; supplementary Table 7", _scoped("runs missing", scope), UNTESTED)
+    nn = bpc["nnrnn"]
+    best = not nn.empty and not any(below(bpc[m], nn) for m in labels[1:])
+    worst = {m: max((r for r in spikes[m] if r is not None), default=math.inf) for m in labels}
+    stable = all(nn.failed <= bpc[m].failed and worst["nnrnn"] <= worst[m] for m in labels[1:])
+    here = ("test bpc (γ = 1 over the runs that converged): " + "; ".join(f"{name(m)} {_show_bpc(bpc[m])}"
+                                                                        for m in labels)
+            + ("; nnRNN not clearly above either" if best else "; nnRNN clearly above "
+               + _join([m for m in labels[1:] if below(bpc[m], nn)]))
+            + "; largest gradient norm over its median: " + "; ".join(f"{name(m)} {_ratio(worst[m])}" for m in labels)
+            + "; runs that failed or did not converge: " + ", ".join(f"{name(m)} {bpc[m].failed}" for m in labels)
+            + ("; nnRNN the most stable" if stable else "; nnRNN not the most stable"))
+    verdict = HOLDS if best and stable else PARTLY if best or stable else FAILS
+    return Claim(claim, "§3; supplementary Table 7", _scoped(here, scope), verdict)
+
+
 def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation and throughout
     training" (nnRNN on PTB, γ regularized or clamped).  ``spikes`` maps a label (``nnrnn``, GAMMA_ONE,
@@ -490,14 +538,16 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scop
 
 
 # --------------------------------------------------------------------------------------------- learned structure
-def structure_claims(learned: dict) -> list[Claim]:
+def structure_claims(learned: dict, sizes: dict | None = None) -> list[Claim]:
     """§4.3 and the supplement on what nnRNN learned; ``learned[task][quantity]`` is a Stat over every seed's
     trained nnRNN (fixed hidden units).  Quantities: ``triangular_fraction`` ‖T‖_F/‖Θ‖_F,
     ``departure`` (Henrici, normalised), ``mean_modulus`` (mean |λ| of V), ``angle_concentration`` (1 −
     sd(θ_i)/sd of the uniform law on [0, π]: 0 for evenly spread angles, 1 when all are equal) and ``delay_line``
-    (mean |T_{i+1,i}| over the mean |T_{i+k,i}|, k ≥ 2)."""
+    (mean |T_{i+1,i}| over the mean |T_{i+k,i}|, k ≥ 2).  ``sizes`` ({task: N}) lets the order of the tasks be
+    judged like with like: ‖T‖/‖Θ‖ grows with N, so two tasks at unequal N are not ordered by it."""
     copy, ps, ptb = (learned.get(t) for t in ("copy", "psmnist", "ptb"))
-    return _triangle_claims(copy, ps, ptb) + _shape_claims(copy, ps, ptb) + _modulus_claims(copy, ps, ptb)
+    return (_triangle_claims(copy, ps, ptb, sizes or {}) + _shape_claims(copy, ps, ptb)
+            + _modulus_claims(copy, ps, ptb))
 
 
 def _unmeasured(stats, quantity) -> bool:
@@ -510,7 +560,7 @@ def _show(stats, quantity) -> str:
     return "no runs" if stats is None else stats[quantity].show(3)
 
 
-def _triangle_claims(copy, ps, ptb) -> list[Claim]:
+def _triangle_claims(copy, ps, ptb, sizes: dict) -> list[Claim]:
     """How large T is after each task (Fig. 3 and the supplement)."""
     show, claims = _show, []
     if copy is None or ptb is None or any(_unmeasured(st, "triangular_fraction") for st in (copy, ptb)):
@@ -526,8 +576,13 @@ def _triangle_claims(copy, ps, ptb) -> list[Claim]:
         f"(T ≈ 0 read as below {rule('NEAR_ZERO'):.0%})", verdict))
 
     order = ""
+    unequal = len({sizes.get(t) for t in ("copy", "psmnist", "ptb")}) > 1
     if None in (copy, ps, ptb) or any(_unmeasured(st, "triangular_fraction") for st in (copy, ps, ptb)):
         verdict = UNTESTED
+    elif unequal:  # like with like only
+        verdict = UNEQUAL
+        order = ("; not ordered here: ‖T‖/‖Θ‖ grows with N, and the tasks ran at N = "
+                 + ", ".join(f"{sizes[t]} ({t})" for t in ("copy", "psmnist", "ptb")))
     else:
         first = below(copy["triangular_fraction"], ps["triangular_fraction"])
         second = below(ps["triangular_fraction"], ptb["triangular_fraction"])
