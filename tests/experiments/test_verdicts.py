@@ -463,3 +463,23 @@ def test_the_order_of_the_tasks_is_judged_only_at_equal_sizes():
     assert claims[1].verdict == verdicts.UNEQUAL and "N = 128 (copy), 64 (psmnist), 128 (ptb)" in claims[1].here
     assert verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {t: 128 for t in ("copy", "psmnist", "ptb")})[1] \
         .verdict == HOLDS
+
+
+def test_gradient_explosion_all_or_nothing_on_the_cpu_long_runs():
+    # cpu-long, T_PTB = 150: every γ = 1 run's norm reached 216–2.1e4× its median; seed 2 converged to a worse 2.308
+    runs = [("nnrnn", 0, 2.192, True, 23.1), ("nnrnn", 1, 2.177, True, 40.6), ("nnrnn", 2, 2.191, True, 15.3),
+            ("nnrnn γ=1", 0, 2.187, True, 393.0), ("nnrnn γ=1", 1, 2.184, True, 216.0),
+            ("nnrnn γ=1", 2, 2.308, True, 2.1e4),
+            ("nnrnn γ=0.958", 0, 2.191, True, 1.91), ("nnrnn γ=0.958", 1, 2.191, True, 3.56),
+            ("nnrnn γ=0.958", 2, 2.202, True, 1.71)]
+    claim = verdicts.all_or_nothing_claim(runs, 150)
+    assert claim.verdict == PARTLY and "nnRNN, γ = 1 seed 2 (2.1e4×): converged to 2.308, clearly above" in claim.here
+    # T_PTB = 300: the run that exploded and did not converge is "all", the others end like the rest
+    runs = [("nnrnn", 0, 2.276, True, 24.1), ("nnrnn", 1, 2.309, True, 384.0), ("nnrnn", 2, 2.329, True, 37.5),
+            ("nnrnn γ=1", 0, 2.281, True, 7.8e3), ("nnrnn γ=1", 1, 2.257, True, 456.0),
+            ("nnrnn γ=1", 2, 3.973, False, 8.91e3),
+            ("nnrnn γ=0.958", 0, 2.283, True, 4.39), ("nnrnn γ=0.958", 1, 2.280, True, 4.54),
+            ("nnrnn γ=0.958", 2, 2.312, True, 2.98)]
+    claim = verdicts.all_or_nothing_claim(runs, 300)
+    assert claim.verdict == HOLDS and "did not converge (all)" in claim.here
+    assert verdicts.all_or_nothing_claim([], 300).verdict == UNTESTED

@@ -27,9 +27,9 @@ from .rules import Claim, not_converged, rule
 from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
                        scope_section, settled_section, speed_section)
 from .statistics import Stat
-from .verdicts import (column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims, gradient_claim, name,
-                       psmnist_claim, ptb_accuracy_claim, ptb_claim, regularization_claim, structure_claims,
-                       theory_claims)
+from .verdicts import (all_or_nothing_claim, column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims,
+                       gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim, regularization_claim,
+                       structure_claims, theory_claims)
 from .words import title  # noqa: F401
 
 
@@ -175,6 +175,11 @@ def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
                                       for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                       if (members := done(out, group(runs, setting, "hidden", label)))},
                                      bptt, scope=where))
+        claims.append(all_or_nothing_claim(
+            [(label, r["seed"], final_value(run_folder(out, r), "bpc", "test"), converged(run_folder(out, r)),
+              spike(run_folder(out, r))) for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+             for r in sorted(done(out, group(runs, setting, "hidden", label)), key=lambda r: r["seed"])],
+            bptt, scope=where))
         claims.append(regularization_claim(converged_table(out, runs, setting),
                                            {label: [spike(run_folder(out, r)) for r in members]
                                             for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)

@@ -495,6 +495,40 @@ def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") ->
     return Claim(claim, "§3; supplementary Table 7", _scoped(here, scope), verdict)
 
 
+def all_or_nothing_claim(runs: list[tuple], bptt: int, scope: str = "") -> Claim:
+    """Supplement: "gradient explosion leading to diverging training runs appears to be an all-or-nothing event".
+    ``runs``: (label, seed, test bpc or None, converged, largest gradient norm over its median) of every run of
+    nnRNN and its γ-held variants.  A run whose norm exploded (at least SPIKE) is "all" when it did not converge,
+    "nothing" when its test bpc is not clearly above the runs that did not explode (a single run takes their
+    seed-to-seed spread), and in between otherwise.  Holds when no exploded run is in between; partly when some
+    are; does not hold when most are (or no run exploded while some did not converge: nothing to judge)."""
+    claim = (f"PTB (T_PTB = {bptt}): \"gradient explosion leading to diverging training runs appears to be an "
+             "all-or-nothing event\" (nnRNN with γ regularized and held)")
+    paper = "supplement's gradient figure (no exploded run shown)"
+    spike = rule('SPIKE')
+    exploded = [r for r in runs if r[4] is None or not math.isfinite(r[4]) or r[4] >= spike]
+    calm = Stat.of(r[2] for r in runs if r not in exploded and r[3])
+    if not exploded or calm.empty:
+        verdict = UNTESTED if not runs else HOLDS if not exploded else UNJUDGED
+        return Claim(claim, paper, _scoped(f"no run's gradient norm reached {_ratio(spike)} its median"
+                                           if not exploded else "every run exploded", scope), verdict)
+    words = []
+    between = 0
+    for label, seed, bpc, converged, ratio in exploded:
+        if not converged:
+            kind = "did not converge (all)"
+        elif below(calm, Stat(bpc, math.nan, 1)):
+            kind, between = f"converged to {bpc:.3f}, clearly above the runs that did not explode (in between)", \
+                between + 1
+        else:
+            kind = f"converged to {bpc:.3f}, not clearly above the runs that did not explode (nothing)"
+        words.append(f"{name(label)} seed {seed} ({_ratio(ratio) if ratio else 'no finite norm'}): {kind}")
+    here = (f"runs whose gradient norm reached {_ratio(spike)} its median: " + "; ".join(words)
+            + f"; the runs that did not explode: {calm.show(3)}")
+    verdict = HOLDS if not between else FAILS if 2 * between > len(exploded) else PARTLY
+    return Claim(claim, paper, _scoped(here, scope), verdict)
+
+
 def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation and throughout
     training" (nnRNN on PTB, γ regularized or clamped).  ``spikes`` maps a label (``nnrnn``, GAMMA_ONE,
