@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.experiments import compact, grid, report
 from tests.experiments import synthetic
 
