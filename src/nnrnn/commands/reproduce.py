@@ -1,6 +1,10 @@
 """``nnrnn reproduce --scale SCALE``: run the paper's grid at a scale and write its report."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import UserError
+from ..experiments.compact import regenerate
 from ..experiments.grid import SCALES
 from ..experiments.reproduce import reproduce
 from ..models import MODELS
@@ -23,11 +27,19 @@ def add_arguments(p) -> None:
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the MNIST and PTB files (docs/data.md)")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
+    p.add_argument("--from-data", dest="from_data", help="write OUT/report.md again from a grid's compact data "
+                   "(the data.json beside its report) alone, training nothing")
     p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
                    "share finished runs between grids that have runs in common")
 
 
 def run(args) -> int:
+    if args.from_data:
+        if not Path(args.from_data).is_file():
+            raise UserError(f"no compact data at {args.from_data}; give the data.json beside a grid's report")
+        out = Path(args.out or f"runs/reproduce-{args.scale}")
+        print(f"report: {regenerate(Path(args.from_data), out, args.data_dir)}")
+        return 0
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
               args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir)
     return 0

@@ -14,6 +14,7 @@ from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
 from ..training.runlog import read_metrics
+from . import rules
 from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
 
 BOTH = ("hidden", "params")
@@ -266,3 +267,25 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
 def search_name(setting: str, label: str) -> str:
     """The folder name of the search that tunes ``label`` on ``setting``."""
     return f"{setting}-{label}".replace(" ", "-").replace("γ", "gamma").replace(",", "")
+
+
+PLAN = "plan.json"  # OUT/plan.json: what a grid recorded when it started (its scale and the rules' values)
+
+
+def record_plan(out: Path, scale: str) -> dict:
+    """Record, once, when a grid starts: its scale and the verdict rules' values and fingerprint
+    (:mod:`.rules`).  A grid that resumes keeps the record of its start, so that a report can tell rules changed
+    while it ran."""
+    path = Path(out) / PLAN
+    if path.is_file():
+        return json.loads(path.read_text())
+    record = {"scale": scale, "rules": rules.values(), "fingerprint": rules.fingerprint()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+def recorded_rules(out: Path) -> dict | None:
+    """The rules' values a grid recorded when it started; None for a grid that recorded none."""
+    path = Path(out) / PLAN
+    return json.loads(path.read_text()).get("rules") if path.is_file() else None
