@@ -264,6 +264,8 @@ def run_eval(args) -> int:
     which = {"best.pt": "the best validation score's", "last.pt": "the last"}.get(path.name, "the given")
     print(f"{args.split} split, {which} checkpoint {path}" + (f" (after update {step})" if step is not None else ""))
     print("  ".join(f"{name} {value:.6g}" for name, value in metrics.items()))
+    from .kernel_policy import used_line
+    print(used_line())
     return 0
 
 
@@ -372,8 +374,10 @@ def make_parser() -> Parser:
     p.add_argument("--task", help="only this task's tables (ptb: both truncation lengths)")
     p.add_argument("--model", help="only this model's rows")
     p.set_defaults(func=run_presets, imports_torch=False)
-    p = sub.add_parser("kernels", help="show which kernels run the recurrences here (compiling the C++ "
+    p = sub.add_parser("kernels", help="show the kernel policy: which kernels run here and why (compiling the C++ "
                        "loops if they are not yet)")
+    p.add_argument("--tune", metavar="SIZES", help="time the choices of an update at these sizes now and print "
+                   "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
     p.set_defaults(func=run_kernels)
     from .analysis.cli import add_analyze_parser, add_theory_parser
     from .experiments.sweep import add_sweep_parser
@@ -388,14 +392,17 @@ def make_parser() -> Parser:
 
 
 def run_kernels(args) -> int:
-    import torch
-
-    from . import kernels
-    loops = kernels.recurrence_loops()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("compiled recurrence loops: " + (f"yes (cached in {kernels.extensions_dir()})" if loops
-                                           else f"no, Python loops instead ({kernels.loops_unavailable_reason()})"))
-    print(f"oneDNN products: {kernels.onednn_status()}")
+    from . import kernel_report
+    sizes = None
+    if args.tune is not None:
+        try:
+            sizes = kernel_report.parse_sizes(args.tune)
+        except ValueError as error:
+            raise UserError(f"--tune: {error}") from None
+    print("\n".join(kernel_report.lines()))
+    if sizes:
+        print("\nmeasured now (" + ", ".join(f"{t}x{b}x{n}x{i}" for t, b, n, i in sizes) + "):")
+        print("\n".join(kernel_report.tune(sizes)))
     return 0
 
 
