@@ -232,8 +232,11 @@ class KernelPolicy:
 
     def capture(self) -> bool:
         """Whether the trainer may replay its update from CUDA graphs (it still probes the update first)."""
-        rule = (Decision("on", "CUDA graphs remove the launches of the update's many small kernels")
-                if self.device_type == "cuda" else Decision("off", "CUDA graphs need a CUDA device"))
+        from .training.step import GRAPHS  # the graph API the trainer uses (a test replaces it)
+        rule = (Decision("on", "CUDA graphs remove the launches of the update's many small kernels (--no-cuda-graph "
+                               "turns it off for a run)")
+                if GRAPHS.available(torch.device(self.device_type)) else
+                Decision("off", "CUDA graphs need a CUDA device"))
         return self._decide("capture", ["on", "off"], rule, None) == "on"
 
     # ------------------------------------------------------------------------- what was decided
@@ -304,6 +307,12 @@ def policy_for(like: torch.Tensor) -> KernelPolicy:
     """The policy of ``like``'s device and dtype."""
     found = _policies.get((like.device.type, like.dtype))
     return found if found is not None else policy(like.device, like.dtype)
+
+
+def install(chosen: KernelPolicy) -> None:
+    """Make ``chosen`` the policy of its device type and dtype in this process (a benchmark that compares two
+    policies in one process switches between them)."""
+    _policies[(chosen.device_type, chosen.dtype)] = chosen
 
 
 def reset() -> None:

@@ -270,6 +270,8 @@ def capturable(optimizer: torch.optim.Optimizer, on: bool) -> None:
 
 
 def make_step(step: TrainStep, device: torch.device, enabled: bool):
-    """The update a run makes: :class:`CapturedStep` where CUDA graphs are ``enabled`` and available on
-    ``device``, else ``step`` itself."""
-    return CapturedStep(step, device) if enabled and GRAPHS.available(device) else step
+    """The update a run makes: :class:`CapturedStep` where CUDA graphs are ``enabled``, the kernel policy captures
+    on ``device`` and graphs are available there, else ``step`` itself."""
+    from ..kernel_policy import policy
+    captured = enabled and policy(device).capture()  # where GRAPHS are available
+    return CapturedStep(step, device) if captured else step
