@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-LOOP_WORK = 1 << 25  # steps × B·N² per timed call of the loops: a few milliseconds, enough steps for their overhead
-MIN_STEPS, MAX_STEPS = 2, 32
+LOOP_WORK = 1 << 27  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
+MIN_STEPS, MAX_STEPS = 8, 32
 
 
 def _random(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
@@ -41,13 +41,20 @@ def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dic
 
 
 def products(names: list[str], m: int, k: int, n: int) -> dict:
-    """{name: call}: a @ b and the transposed product of its gradient, aᵀ @ dC, by torch.mm or oneDNN."""
+    """{name: call}: a @ b and its backward through autograd, as composing V runs them: by torch.mm, or by
+    kernels.matmul's oneDNN function (whose Python autograd node costs more per call than torch.mm's)."""
     from . import kernels
     g = torch.Generator().manual_seed(0)
-    a, b, grad = _random(g, m, k), _random(g, k, n), _random(g, m, n)
-    calls = {"torch": lambda: (torch.mm(a, b), torch.mm(a.t(), grad)),
-             "onednn": lambda: (kernels.onednn_mm(a, b), kernels.onednn_mm(a.t(), grad))}
-    return {name: calls[name] for name in names}
+    a, b, grad = _random(g, m, k).requires_grad_(), _random(g, k, n).requires_grad_(), _random(g, m, n)
+    products = {"torch": torch.mm, "onednn": kernels.MatMul.apply}
+
+    def run(product):
+        def call():
+            with torch.enable_grad():
+                product(a, b).backward(grad)
+            a.grad = b.grad = None
+        return call
+    return {name: run(products[name]) for name in names}
 
 
 def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: bool) -> dict:

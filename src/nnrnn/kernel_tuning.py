@@ -5,7 +5,8 @@ How a decision is measured: each candidate runs once to warm up (oneDNN builds i
 faulted in), then the candidates run in alternating order, round after round, at least MIN_ROUNDS rounds and
 until BUDGET_S seconds have passed (at most MAX_ROUNDS); each candidate's median time counts.  The fastest wins,
 except that the fixed thresholds' choice is kept unless another candidate is faster by more than MARGIN: on
-a busy machine medians still move by a few percent, and a change of kernel also changes float32 rounding.
+a busy machine medians still move by several percent, a short timing is not the whole update (whose operands
+may not fit the caches as the timed ones do), and a change of kernel also changes float32 rounding.
 
 The cache: one JSON file in the per-user cache folder (``$XDG_CACHE_HOME/nnrnn/kernel-timings.json``), one entry
 per key of CPU (:func:`nnrnn.host.describe_cpu`), torch version, threads, device and dtype, and shape bucket, so
@@ -27,9 +28,9 @@ import torch
 
 from . import environment, host
 
-BUDGET_S = 0.25  # per decision: well under a second, once per shape bucket, CPU and torch version
-MIN_ROUNDS, MAX_ROUNDS = 3, 9
-MARGIN = 0.05
+BUDGET_S = 0.3  # per decision: well under a second, once per shape bucket, CPU and torch version
+MIN_ROUNDS, MAX_ROUNDS = 5, 15
+MARGIN = 0.10  # above the ±7% that medians of alternating rounds moved by on a shared host (docs/performance.md)
 FORMAT, VERSION = "nnrnn-kernel-timings", 1
 clock = time.perf_counter
 _state: dict = {}  # {"entries": the file's entries as read, "write_error": why the last write failed}

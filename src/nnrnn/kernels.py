@@ -178,7 +178,9 @@ def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return onednn_mm(a, b)
 
 
-class _MatMul(torch.autograd.Function):
+class MatMul(torch.autograd.Function):
+    """a @ b by oneDNN, forward and backward (what :func:`matmul` runs where the policy chooses oneDNN)."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -201,7 +203,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dim() == 2 and b.dim() == 2 and a.device.type == "cpu" and a.dtype == torch.float32 \
             and b.dtype == a.dtype and not torch.compiler.is_compiling() \
             and kernel_policy.policy_for(a).products(a.shape[0], a.shape[1], b.shape[1]):
-        return _MatMul.apply(a, b)
+        return MatMul.apply(a, b)
     return torch.matmul(a, b)
 
 
