@@ -10,6 +10,10 @@ import torch
 
 LOOP_WORK = 1 << 27  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
 MIN_STEPS, MAX_STEPS = 8, 32
+# Projections are timed on at most this many rows: the kernels' time grows with the rows alike, while an output
+# of tens of MB comes from fresh pages or reused ones by the allocator's state, which alternating candidates
+# change for each other (a (16384 × 512) output measured 6× apart both ways on one host).
+PROJECTION_ROWS = 4096
 
 
 def _random(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
@@ -62,7 +66,7 @@ def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: 
     by torch's linear or oneDNN."""
     from . import kernels
     g = torch.Generator().manual_seed(0)
-    x = _random(g, rows, k)
+    x = _random(g, min(rows, PROJECTION_ROWS), k)
     weight = _random(g, m, k) if weight_contiguous else _random(g, k, m).t()
     op = kernels.onednn()
     calls = {"torch": lambda: torch.nn.functional.linear(x, weight).contiguous(),
