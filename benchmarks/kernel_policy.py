@@ -107,6 +107,7 @@ def update_table(sizes, repeats, model):
     build = implementations()
     print(f"\n| (T, B, N, I) | torch.nn.RNN(relu) | {model}, thresholds | {model}, measured | measured / thresholds |")
     print("|---|---|---|---|---|")
+    shown = set()  # decisions printed already: a later size reuses those of its buckets
     for _, size in sizes:
         torch.manual_seed(0)
         jobs = {"rnn": (Update(build[BASELINE][0], size), fixed), "fixed": (Update(build[model][0], size), fixed),
@@ -125,7 +126,9 @@ def update_table(sizes, repeats, model):
         print(f"| {size} | 1.00 ({1e3 * med['rnn']:.0f} ms) | {med['fixed'] / med['rnn']:.2f} | "
               f"{med['measured'] / med['rnn']:.2f} | {med['measured'] / med['fixed']:.2f} |", flush=True)
         for key, made in measured.decisions.items():
-            print(f"  measured policy: {key} = {made.choice} ({made.reason})")
+            if key not in shown:
+                print(f"  measured policy: {key} = {made.choice} ({made.reason})")
+                shown.add(key)
 
 
 def main(argv=None) -> None:

@@ -56,11 +56,17 @@ def positive_integer(name: str) -> int | None:
     return int(value)
 
 
+def folder(name: str) -> Path | None:
+    """The environment variable ``name`` as a folder (``~`` expanded), or None when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
+
+
 def cache_folder() -> Path:
     """The per-user cache folder: $XDG_CACHE_HOME/nnrnn, else ~/.cache/nnrnn."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnrnn"
+    return (folder("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnrnn"
 
 
 def extensions_dir() -> Path:
     """Where compiled loops are cached: $NNRNN_EXTENSIONS_DIR, else :func:`cache_folder`."""
-    return Path(os.environ["NNRNN_EXTENSIONS_DIR"]) if os.environ.get("NNRNN_EXTENSIONS_DIR") else cache_folder()
+    return folder("NNRNN_EXTENSIONS_DIR") or cache_folder()
