@@ -278,6 +278,11 @@ def test_a_record_pins_the_choices_of_a_run(fake_timer, monkeypatch):
     assert kernel_policy.policy().products(512, 512, 512)
     assert "recorded by the run" in dict((r[0], r[2]) for r in kernel_policy.policy().describe())[
         "products M512 K512 N512"]
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")  # the environment beats a record
+    monkeypatch.setenv("NNRNN_ONEDNN", "0")
+    kernel_policy.reset()
+    kernel_policy.pin(record)
+    assert kernel_policy.policy().fixed_exponential_plan() and not kernel_policy.policy().products(512, 512, 512)
     kernel_policy.pin(None)  # a run saved before runs recorded: nothing pinned
     kernel_policy.pin({"tpu/float99": {"x": "y"}})  # a record from elsewhere: ignored
 

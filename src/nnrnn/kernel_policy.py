@@ -127,7 +127,7 @@ class KernelPolicy:
         with self._lock:
             if key in self.decisions:
                 return self.decisions[key].choice
-            if self.pinned.get(key) in candidates:
+            if self.pinned.get(key) in candidates and self.settings.onednn is None:  # NNRNN_ONEDNN beats a record
                 made = Decision(self.pinned[key], "recorded by the run this process resumes or evaluates")
             elif len(candidates) > 1 and measure is not None and self._measuring():
                 made = self._measured(key, candidates, threshold, measure)
@@ -185,6 +185,10 @@ class KernelPolicy:
 
     def products(self, m: int, k: int, n: int) -> bool:
         """Whether an (m × k)·(k × n) product and its gradient go to oneDNN (else torch.mm)."""
+        key = f"products M{_bucket(m)} K{_bucket(k)} N{_bucket(n)}"
+        made = self.decisions.get(key)  # the common case, once per product: no threshold to work out
+        if made is not None:
+            return made.choice == ONEDNN
         candidates = [TORCH, ONEDNN] if self._onednn_candidate() else [TORCH]
         preferred = ONEDNN in candidates and onednn_preferred(self.settings)
         side = min(m, k, n)
@@ -192,12 +196,16 @@ class KernelPolicy:
                      if preferred and side >= ONEDNN_PRODUCT_MIN_SIDE else
                      Decision(TORCH, "threshold: oneDNN not preferred, or a side below 256"))
         runners = (lambda names: candidates_for_products(names, m, k, n)) if side >= MEASURE_MIN_SIDE else None
-        return self._decide(f"products M{_bucket(m)} K{_bucket(k)} N{_bucket(n)}", candidates, threshold,
-                            runners) == ONEDNN
+        return self._decide(key, candidates, threshold, runners) == ONEDNN
 
     def projections(self, rows: int, k: int, m: int, weight_contiguous: bool) -> bool:
         """Whether (rows × k)·(m × k)ᵀ (the input projection, or with a transposed weight the input's gradient)
         goes to oneDNN (else torch's linear)."""
+        layout = "" if weight_contiguous else " transposed"
+        key = f"projections R{_bucket(rows)} K{_bucket(k)} M{_bucket(m)}{layout}"
+        made = self.decisions.get(key)
+        if made is not None:
+            return made.choice == ONEDNN
         candidates = [TORCH, ONEDNN] if self._onednn_candidate() else [TORCH]
         preferred = ONEDNN in candidates and onednn_preferred(self.settings)
         threshold = (Decision(ONEDNN, "threshold: ≥ 1024 rows and a side ≥ 128, oneDNN preferred")
@@ -205,12 +213,12 @@ class KernelPolicy:
                      Decision(TORCH, "threshold: oneDNN not preferred, or below 1024 rows or a side of 128"))
         big = rows >= MEASURE_MIN_ROWS and max(k, m) >= MEASURE_MIN_SIDE
         runners = (lambda names: candidates_for_projections(names, rows, k, m, weight_contiguous)) if big else None
-        layout = "" if weight_contiguous else " transposed"
-        return self._decide(f"projections R{_bucket(rows)} K{_bucket(k)} M{_bucket(m)}{layout}", candidates,
-                            threshold, runners) == ONEDNN
+        return self._decide(key, candidates, threshold, runners) == ONEDNN
 
     def fixed_exponential_plan(self) -> bool:
         """Whether the matrix exponential runs its fixed plan (True) or the plan read from ‖A‖₂ on the host."""
+        if self.settings.expm_plan is not None:  # the environment beats a run's record
+            return self.settings.expm_plan == "fixed"
         return self._decide("exponential plan", ["fixed", "read"], self._plan_rule(), None) == "fixed"
 
     def _plan_rule(self) -> Decision:
