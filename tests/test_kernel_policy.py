@@ -245,11 +245,22 @@ def test_the_environment_overrides_the_measured_policy(monkeypatch, tuning):
 
 @pytest.mark.parametrize("name, value", [("NNRNN_LOOPS", "fast"), ("NNRNN_EXPM_PLAN", "auto"),
                                          ("NNRNN_GIVENS_CHUNKS", "0"), ("NNRNN_GIVENS_CHUNKS", "two")])
-def test_a_bad_setting_is_a_value_error_naming_the_variable(name, value, monkeypatch):
+def test_a_bad_setting_is_a_value_error_naming_the_variable(name, value, monkeypatch, capsys):
     monkeypatch.setenv(name, value)
     kernel_policy.reset()
     with pytest.raises(ValueError, match=f"{name} must be"):
         kernel_policy.policy()
+    from nnrnn import cli
+    kernel_policy.reset()
+    assert cli.main(["kernels"]) == 2  # one line, no traceback
+    assert capsys.readouterr().err.strip().splitlines() == [f"nnrnn: error: {name} must be " +
+                                                            capsys_tail(name, value)]
+
+
+def capsys_tail(name, value):
+    expected = "a whole number of at least 1" if name == "NNRNN_GIVENS_CHUNKS" else "one of " + {
+        "NNRNN_LOOPS": "compiled, onednn, aten", "NNRNN_EXPM_PLAN": "fixed, read"}[name]
+    return f"{expected}, not {value!r}"
 
 
 def test_devices_other_than_the_cpu_get_their_rules_untimed(monkeypatch, tuning):

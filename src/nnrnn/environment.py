@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import OptionError
+
 OFF = ("0", "false", "no", "off")
 
 
@@ -37,12 +39,13 @@ def flag(name: str, default: bool | None = False) -> bool | None:
 
 def choice(name: str, allowed: tuple[str, ...]) -> str | None:
     """The environment variable ``name``, one of ``allowed`` (any case), or None when unset or empty; a
-    ValueError naming the variable and the values it takes otherwise."""
+    ValueError naming the variable and the values it takes otherwise (an OptionError: the command line prints
+    it as one line)."""
     value = os.environ.get(name, "").strip().lower()
     if not value:
         return None
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        raise OptionError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
     return value
 
 
@@ -52,7 +55,7 @@ def positive_integer(name: str) -> int | None:
     if not value:
         return None
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
+        raise OptionError(f"{name} must be a whole number of at least 1, not {value!r}")
     return int(value)
 
 
