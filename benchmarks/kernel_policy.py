@@ -1,17 +1,19 @@
 """The kernel policy on this machine: each candidate kernel's time per decision, the policy's choice, and what the
 measured policy buys over the fixed thresholds in whole training updates.
 
-Part 1 (``--sizes``): for each size, the shape-dependent decisions of an nnRNN training update (the loops, the
-N × N products of composing V, the input projection and the input's gradient), each candidate timed at the
-size in one process, alternating, median of ``--rounds`` rounds (more than the policy's own few tenths of a
-second), next to the fixed thresholds' choice and the measured policy's (nnrnn.kernel_tuning.pick on these
-medians).  ``thr / chosen`` is the thresholds' choice's time over the chosen one's: above 1 where measuring
-gains.
+Part 1 (leave it out with ``--no-candidates``): for each of ``--sizes``, the shape-dependent decisions of an
+nnRNN training update (the loops, the N × N products of composing V, the input projection and the input's
+gradient), each candidate timed at the size in one process, alternating, median of ``--rounds`` rounds (more
+than the policy's own few tenths of a second), next to the fixed thresholds' choice and the measured policy's
+(nnrnn.kernel_tuning.pick on these medians).  ``thr / chosen`` is the thresholds' choice's time over the
+chosen one's: above 1 where measuring gains.
 
-Part 2 (``--updates``): whole nnRNN training updates (training_update.py's: forward, read-out and loss at every
-step, penalty, backward, RMSprop) with the thresholds' policy and with the measured one, and
-torch.nn.RNN(relu)'s, alternating in one process, median of ``--repeats`` rounds after a warm-up (during which
-the measured policy times its decisions), as ratios to torch.nn.RNN(relu).
+Part 2 (leave it out with ``--no-updates``): whole nnRNN training updates (training_update.py's: forward,
+read-out and loss at every step, penalty, backward, RMSprop) with the thresholds' policy and with the measured
+one, and torch.nn.RNN(relu)'s, alternating in one process, median of ``--repeats`` rounds after a warm-up
+(during which the measured policy times its decisions), as ratios to torch.nn.RNN(relu); and the median over
+rounds of the ratio measured / thresholds of the two updates run back to back, which a busy machine's drift
+moves less.
 
 Usage::
 
@@ -105,8 +107,9 @@ def _rounds(runners, rounds):
 def update_table(sizes, repeats, model):
     fixed, measured = policies()
     build = implementations()
-    print(f"\n| (T, B, N, I) | torch.nn.RNN(relu) | {model}, thresholds | {model}, measured | measured / thresholds |")
-    print("|---|---|---|---|---|")
+    print(f"\n| (T, B, N, I) | torch.nn.RNN(relu) | {model}, thresholds | {model}, measured | measured / thresholds | "
+          "same, per round |")
+    print("|---|---|---|---|---|---|")
     shown = set()  # decisions printed already: a later size reuses those of its buckets
     for _, size in sizes:
         torch.manual_seed(0)
@@ -115,7 +118,7 @@ def update_table(sizes, repeats, model):
         times = {name: [] for name in jobs}
         names = list(jobs)
         for r in range(repeats + 1):  # round 0: the warm-up, where the measured policy times its decisions
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in (names if r % 2 == 0 else names[::-1]):  # the two policies' updates back to back
                 update, policy = jobs[name]
                 kernel_policy.install(policy)
                 start = time.perf_counter()
@@ -123,8 +126,11 @@ def update_table(sizes, repeats, model):
                 if r:
                     times[name].append(time.perf_counter() - start)
         med = {name: statistics.median(values) for name, values in times.items()}
+        # the two policies' updates of one round ran back to back: their ratio drifts less with the load
+        paired = statistics.median(m / f for m, f in zip(times["measured"], times["fixed"]))
         print(f"| {size} | 1.00 ({1e3 * med['rnn']:.0f} ms) | {med['fixed'] / med['rnn']:.2f} | "
-              f"{med['measured'] / med['rnn']:.2f} | {med['measured'] / med['fixed']:.2f} |", flush=True)
+              f"{med['measured'] / med['rnn']:.2f} | {med['measured'] / med['fixed']:.2f} | {paired:.2f} |",
+              flush=True)
         for key, made in measured.decisions.items():
             if key not in shown:
                 print(f"  measured policy: {key} = {made.choice} ({made.reason})")
@@ -139,13 +145,15 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="rounds of whole updates in part 2 (default 5)")
     parser.add_argument("--model", default="nnrnn", help="the model of part 2 (training_update.py's names)")
     parser.add_argument("--no-updates", action="store_true", help="part 1 only")
+    parser.add_argument("--no-candidates", action="store_true", help="part 2 only")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     sizes = parse_sizes(args.sizes)
     print(f"{describe_cpu()}, {torch.backends.cpu.get_cpu_capability()}; torch {torch.__version__}, "
           f"{args.threads} thread(s)\n", flush=True)
-    candidate_table(sizes, args.rounds)
+    if not args.no_candidates:
+        candidate_table(sizes, args.rounds)
     if not args.no_updates:
         update_table(sizes, args.repeats, args.model)
 
