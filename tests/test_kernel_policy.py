@@ -305,3 +305,21 @@ def test_describe_names_every_decision_with_a_reason():
                          "Givens product", "CUDA-graph capture"]
     assert all(choice and reason for _, choice, reason in rows)
     assert "NNRNN_TUNE=0" in rows[1][2]  # how the suite runs
+
+
+def test_slow_candidates_get_the_fewest_rounds(monkeypatch):
+    """A warm-up that says five rounds would take more than twice the budget: three rounds, then stop."""
+    now = [0.0]
+    monkeypatch.setattr(kernel_tuning, "clock", lambda: now[0])
+
+    def slow():
+        now[0] += 1.0
+
+    def timer(name, run):
+        run()
+        return 1.0
+    monkeypatch.setattr(kernel_tuning, "timer", timer)
+    calls = []
+    kernel_tuning.measure({"a": lambda: calls.append("a") or slow(), "b": lambda: calls.append("b") or slow()},
+                          budget=1.0)
+    assert len(calls) == 2 + 2 * kernel_tuning.FEWEST_ROUNDS  # the warm-up, then 3 rounds

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-LOOP_WORK = 1 << 27  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
-MIN_STEPS, MAX_STEPS = 8, 32
+LOOP_WORK = 1 << 28  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
+MIN_STEPS, MAX_STEPS = 4, 32
 # Projections are timed on at most this many rows: the kernels' time grows with the rows alike, while an output
 # of tens of MB comes from fresh pages or reused ones by the allocator's state, which alternating candidates
 # change for each other (a (16384 × 512) output measured 6× apart both ways on one host).

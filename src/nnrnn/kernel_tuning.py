@@ -2,8 +2,9 @@
 that keeps the results between processes.
 
 How a decision is measured: each candidate runs once to warm up (oneDNN builds its primitive, pages are
-faulted in), then the candidates run in alternating order, round after round, at least MIN_ROUNDS rounds and
-until BUDGET_S seconds have passed (at most MAX_ROUNDS); each candidate's median time counts.  The fastest wins,
+faulted in), then the candidates run in alternating order, round after round, at least MIN_ROUNDS rounds (3
+where the warm-up says 5 would take more than twice the budget) and until BUDGET_S seconds have passed (at most
+MAX_ROUNDS); each candidate's median time counts.  The fastest wins,
 except that the fixed thresholds' choice is kept unless another candidate is faster by more than MARGIN: on
 a busy machine medians still move by several percent, a short timing is not the whole update (whose operands
 may not fit the caches as the timed ones do), and a change of kernel also changes float32 rounding.
@@ -29,7 +30,7 @@ import torch
 from . import environment, host
 
 BUDGET_S = 0.3  # per decision: well under a second, once per shape bucket, CPU and torch version
-MIN_ROUNDS, MAX_ROUNDS = 5, 15
+MIN_ROUNDS, MAX_ROUNDS, FEWEST_ROUNDS = 5, 15, 3
 MARGIN = 0.10  # above the ±7% that medians of alternating rounds moved by on a shared host (docs/performance.md)
 FORMAT, VERSION = "nnrnn-kernel-timings", 1
 clock = time.perf_counter
@@ -47,14 +48,18 @@ def measure(runners: dict, budget: float = BUDGET_S) -> dict[str, float]:
     """Median seconds of each candidate in ``runners`` ({name: callable}), alternating (see the module's text)."""
     names = list(runners)
     with torch.no_grad():
+        start = clock()
         for name in names:
             runners[name]()
+        # where MIN_ROUNDS rounds would take well over the budget (large shapes on a slow or busy host), the
+        # fewest rounds whose median still drops one outlier
+        least = FEWEST_ROUNDS if (clock() - start) * MIN_ROUNDS > 2 * budget else MIN_ROUNDS
         times = {name: [] for name in names}
         start = clock()
         for done in range(MAX_ROUNDS):
             for name in (names if done % 2 == 0 else names[::-1]):
                 times[name].append(timer(name, runners[name]))
-            if done + 1 >= MIN_ROUNDS and clock() - start > budget:
+            if done + 1 >= least and clock() - start > budget:
                 break
     return {name: statistics.median(values) for name, values in times.items()}
 
