@@ -36,7 +36,7 @@ def finished(tmp_path_factory):
     """A finished copy run of 4 updates (a test copies it before changing it)."""
     from helpers import TINY
 
-    from nnrnn import cli
+    from nnrnn_cli import command as cli
     folder = tmp_path_factory.mktemp("runs") / "done"
     assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(folder), *TINY]) == 0
     return folder

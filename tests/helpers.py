@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
 from nnrnn.training import train as trainer

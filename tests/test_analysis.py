@@ -1,5 +1,4 @@
 """nnrnn.analysis: theory of §3 (Fisher memory, Table 3, Propositions 1 and 2) and model inspection."""
-import argparse
 import json
 import math
 import warnings
@@ -13,7 +12,6 @@ from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_mod
                             delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
                             fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure,
                             proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3)
-from nnrnn.analysis.cli import add_analyze_parser, add_theory_parser
 
 
 # ---------------------------------------------------------------------------------------------- theory
@@ -295,28 +293,25 @@ def test_analyze_model_writes_files_for_lstm(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- CLI
 def _parser():
-    parser = argparse.ArgumentParser(prog="nnrnn")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_theory_parser(sub)
-    add_analyze_parser(sub)
-    return parser
+    from nnrnn_cli.command import make_parser
+    return make_parser()
 
 
 def test_cli_theory_table3_json(capsys):
     args = _parser().parse_args(["theory", "table3", "--json"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 12 and rows[1]["paper"] == 5.19 and abs(rows[1]["rel_diff_paper"]) < 0.01
     args = _parser().parse_args(["theory", "table3"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert "paper" in capsys.readouterr().out
 
 
 def test_cli_theory_figures(tmp_path, capsys):
     args = _parser().parse_args(["theory", "figure1", "--out", str(tmp_path), "--n-init", "50"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     args = _parser().parse_args(["theory", "prop2", "--out", str(tmp_path), "--n", "3", "5", "--t-max", "1000"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     for name in ("figure1b.png", "figure1c.png", "proposition2.png"):
         assert (tmp_path / name).stat().st_size > 1000
 
@@ -324,7 +319,7 @@ def test_cli_theory_figures(tmp_path, capsys):
 def test_cli_theory_prop1(tmp_path, capsys):
     args = _parser().parse_args(["theory", "prop1", "--out", str(tmp_path), "--n", "8", "--alpha", "1.2",
                                  "--beta", "0.1", "--json"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["holds"] == {"delay": True, "beta": True} and (tmp_path / "proposition1.png").stat().st_size > 1000
     delay = np.diag(np.full(7, math.sqrt(1.2)), -1)
@@ -332,7 +327,7 @@ def test_cli_theory_prop1(tmp_path, capsys):
     np.testing.assert_allclose(out["curves"]["delay"]["bound"], out["curves"]["delay"]["J"], rtol=1e-10)
     assert out["curves"]["beta"]["sigma_max"] > 1
     args = _parser().parse_args(["theory", "prop1", "--out", str(tmp_path), "--n", "6"])
-    assert args.func(args) == 0 and "bound holds" in capsys.readouterr().out
+    assert args.handler(args) == 0 and "bound holds" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [(["--n", "1"], "--n must be >= 2"),
@@ -341,7 +336,7 @@ def test_cli_theory_prop1(tmp_path, capsys):
                                            (["--beta", "-0.1"], "--beta must be a positive finite number"),
                                            (["--n", "2000", "--alpha", "1e6"], "overflows float64")])
 def test_cli_theory_prop1_refuses_bad_values_in_one_line(argv, message, tmp_path, capsys):
-    from nnrnn.cli import main
+    from nnrnn_cli.command import main
     assert main(["theory", "prop1", "--out", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
@@ -356,7 +351,7 @@ def test_cli_analyze(tmp_path, capsys):
     ckpt = tmp_path / "model.pt"
     checkpoint.save(ckpt, {"config": config, "model": net.state_dict(), "step": 7})
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert capsys.readouterr().out.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
     out = tmp_path / "model-analysis"
     assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}
@@ -461,7 +456,7 @@ THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2":
 @pytest.mark.parametrize("order", [("figure1", "prop1", "prop2"), ("prop1", "prop2", "figure1"),
                                    ("prop2", "figure1", "prop1")])
 def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys):
-    from nnrnn.cli import main
+    from nnrnn_cli.command import main
     for command in order:
         assert main(["theory", command, "--out", str(tmp_path / "theory"), *THEORY_FIGURES[command]]) == 0, command
     assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \

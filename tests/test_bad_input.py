@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nnrnn
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.training import runlock
 from nnrnn.parametrizations import orthogonal, schur
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 def nnrnn(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("NNRNN_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "nnrnn", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "nnrnn_cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=300)
 
 
@@ -60,7 +60,7 @@ def table_rows(output: str, header_start: str) -> list[dict]:
 
 def test_presets_lists_every_preset_as_aligned_tables(capsys):
     from nnrnn import presets
-    from nnrnn.cli import main
+    from nnrnn_cli.command import main
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
     assert all(f"{name}: " in out for name in presets.preset_names()) and "ptb-300" in out
@@ -78,7 +78,7 @@ def test_presets_lists_every_preset_as_aligned_tables(capsys):
 
 
 def test_presets_filtered_by_task_and_model(capsys):
-    from nnrnn.cli import main
+    from nnrnn_cli.command import main
     assert main(["presets", "paper", "--task", "ptb", "--model", "lstm"]) == 0
     out = capsys.readouterr().out
     assert "ptb-150, every model" in out and "ptb-300, every model" in out and "copy" not in out
@@ -105,7 +105,7 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(delay):
     import time
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("NNRNN_DEBUG", None)
-    process = subprocess.Popen([sys.executable, "-m", "nnrnn", "kernels"], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "nnrnn_cli", "kernels"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(delay)
     if process.poll() is not None:
@@ -120,7 +120,7 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(delay):
 @pytest.mark.parametrize("value, raises", [("0", False), ("false", False), ("off", False), ("no", False),
                                            ("", False), ("1", True), ("yes", True)])
 def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
-    from nnrnn import cli
+    from nnrnn_cli import command as cli
     from nnrnn.errors import UserError
     monkeypatch.setenv("NNRNN_DEBUG", value)
     if raises:
@@ -133,8 +133,8 @@ def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
 
 
 @pytest.mark.subprocess
-def test_import_nnrnn_leaves_torch_for_first_use():
-    code = ("import sys, nnrnn; assert 'torch' not in sys.modules; "
+def test_import_nnrnn_imports_torch_and_offers_the_models():
+    code = ("import sys, nnrnn; assert 'torch' in sys.modules; "
             "from nnrnn import create, MODELS; assert 'nnrnn' in MODELS and nnrnn.errors.UserError; "
             "assert 'parametrizations' in dir(nnrnn) and not hasattr(nnrnn, 'nonexistent'); print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -152,7 +152,7 @@ def subparsers(parser):
 
 
 def test_every_option_of_every_command_has_help():
-    from nnrnn.cli import make_parser
+    from nnrnn_cli.command import make_parser
     commands = list(subparsers(make_parser()))
     assert {" ".join(words) for words, _ in commands} >= {"train", "eval", "runs", "presets", "reproduce", "doctor",
                                                           "data fetch", "sweep", "theory prop1", "analyze"}
@@ -166,7 +166,7 @@ def test_every_option_of_every_command_has_help():
 
 def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     from nnrnn import presets
-    from nnrnn.cli import make_parser
+    from nnrnn_cli.command import make_parser
     from nnrnn.training.config import DEFAULTS
     parsers = {" ".join(words): parser for words, parser in subparsers(make_parser())}
     train = parsers["train"].format_help()
@@ -182,26 +182,23 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert "smoke:" in scale and "cpu-long:" in scale and "about 2 h" in scale and "(default: cpu)" in scale
 
 
-def test_commands_defined_elsewhere_are_listed_with_their_own_help_line():
+def test_every_command_of_the_table_is_a_module_with_its_arguments_and_its_run_function():
     import importlib
 
-    from nnrnn import cli
-
-    class Recorder:
-        def add_parser(self, name, help=None, **kwargs):
-            self.name, self.help = name, help
-            return argparse.ArgumentParser()
-
-    for name, (module, function, text) in cli.ELSEWHERE.items():
-        recorder = Recorder()
-        getattr(importlib.import_module(module), function)(recorder)
-        assert (recorder.name, recorder.help) == (name, text)
+    import nnrnn
+    from nnrnn_cli import command as nnrnn_cli
+    assert nnrnn_cli.VERSION == nnrnn.__version__
+    listed = " ".join(nnrnn_cli.make_parser().format_help().split())
+    for name, (module, text) in nnrnn_cli.COMMANDS.items():
+        command = importlib.import_module(f"nnrnn.commands.{module}")
+        assert callable(command.add_arguments) and callable(command.run), name
+        assert f"{name} {text}" in listed, name  # the help line is the table's, said once
 
 
 @pytest.mark.subprocess
 def test_help_and_version_import_neither_torch_nor_numpy():
-    code = ("import sys, nnrnn.cli\n"
-            "parser = nnrnn.cli.make_parser(); parser.format_help()\n"
+    code = ("import sys, nnrnn_cli.command\n"
+            "parser = nnrnn_cli.command.make_parser(); parser.format_help()\n"
             "for words in (['--version'], ['--help']):\n"
             "    try:\n"
             "        parser.parse_args(words)\n"
@@ -328,7 +325,7 @@ def write_run(folder: Path, config: dict, records: list[dict]) -> None:
 
 
 def test_runs_lists_the_runs_of_several_folders_as_a_table(tmp_path, capsys):
-    from nnrnn.cli import main
+    from nnrnn_cli.command import main
     write_run(tmp_path / "a" / "copy-nnrnn", {"task": "copy", "model": "nnrnn", "hidden": 128},
               [{"step": 250, "split": "valid", "loss": 0.02}, {"step": 500, "split": "valid", "loss": 0.001},
                {"step": 500, "split": "test", "loss": 0.0009, "accuracy": 0.99}])

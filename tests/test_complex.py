@@ -357,7 +357,7 @@ def test_bad_arguments_name_themselves():
 
 
 def test_the_command_line_trains_it_and_analyze_refuses_it_in_one_line(tmp_path, capsys):
-    from nnrnn import cli
+    from nnrnn_cli import command as cli
     folder = tmp_path / "run"
     tiny = ["--hidden", "4", "--T", "3", "--batch-size", "2", "--no-progress", "--steps", "2", "--eval-every", "2"]
     assert cli.main(["train", "copy", "--model", NAME, "--out", str(folder), *tiny]) == 0

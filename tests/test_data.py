@@ -2,7 +2,6 @@
 HTTP server (127.0.0.1 only: any other connection attempt fails the test)."""
 from __future__ import annotations
 
-import argparse
 import functools
 import gzip
 import hashlib
@@ -21,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnrnn.data import fetch as fetch_mod
-from nnrnn.data.cli import add_data_parser
 from nnrnn.data.fetch import Dataset, FileSpec, fetch, fetch_file
 from nnrnn.data.mnist import load_mnist, read_idx
 from nnrnn.data.paths import default_dir
 from nnrnn.data.ptb import EOS, UNKNOWN, load_ptb, read_ptb
 from nnrnn.errors import UserError
+from nnrnn_cli.command import make_parser
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -390,12 +389,11 @@ def test_fetch_from_archive_and_cli(tmp_path, server, monkeypatch, capsys):
              FileSpec("ptb.char.valid.txt", md5(texts["ptb.char.valid.txt"].encode())),
              FileSpec("ptb.char.test.txt", md5(texts["ptb.char.test.txt"].encode())))
     monkeypatch.setitem(fetch_mod.DATASETS, "ptb", Dataset(specs, (dead_url() + "x.tgz",)))
-    parser = argparse.ArgumentParser(prog="nnrnn")
-    add_data_parser(parser.add_subparsers(dest="command"))
+    parser = make_parser()
     dest = tmp_path / "ptb"
     args = parser.parse_args(["data", "fetch", "ptb", "--dest", str(dest), "--mirror", dead_url(),
                               server(src) + "simple-examples.tgz", "--timeout", "5"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(texts)
     assert f"ptb: all files in {dest}" in capsys.readouterr().out
     corpus = load_ptb(dest)

@@ -10,7 +10,7 @@ import torch
 from helpers import FakeGraphs
 from nnrnn.training import checkpoint, step
 from nnrnn import doctor
-from nnrnn.cli import main, make_parser
+from nnrnn_cli.command import main, make_parser
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused
 

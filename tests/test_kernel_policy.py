@@ -250,7 +250,7 @@ def test_a_bad_setting_is_a_value_error_naming_the_variable(name, value, monkeyp
     kernel_policy.reset()
     with pytest.raises(ValueError, match=f"{name} must be"):
         kernel_policy.policy()
-    from nnrnn import cli
+    from nnrnn_cli import command as cli
     kernel_policy.reset()
     assert cli.main(["kernels"]) == 2  # one line, no traceback
     assert capsys.readouterr().err.strip().splitlines() == [f"nnrnn: error: {name} must be " +

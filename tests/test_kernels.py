@@ -213,21 +213,18 @@ def test_keep_freed_memory_keeps_a_freed_tensor_for_reuse():
 
 
 def test_the_command_keeps_freed_memory_unless_told_not(monkeypatch, capsys):
-    """The ``nnrnn`` command (cli.entry) sets the allocator for its process; cli.main, which a program may call
-    in its own process, does not."""
-    from nnrnn import cli
+    """The ``nnrnn`` command (nnrnn_cli.command.entry) sets the allocator for its process; main, which a
+    program may call in its own process, does not."""
+    from nnrnn_cli import command as nnrnn_cli
+    from nnrnn.commands import kernels as command
     calls = []
     monkeypatch.setattr(kernels, "keep_freed_memory", lambda: calls.append(1) or True)
-    monkeypatch.setattr(cli, "run_kernels", lambda args: 0)  # a command that imports torch, doing nothing here
+    monkeypatch.setattr(command, "run", lambda args: 0)  # a command that imports torch, doing nothing here
     monkeypatch.delenv("NNRNN_KEEP_FREED_MEMORY", raising=False)
-    assert cli.main(["kernels"]) == 0 and calls == []
+    assert nnrnn_cli.main(["kernels"]) == 0 and calls == []
     for setting, kept in (("", 1), ("1", 1), ("0", 0), ("false", 0), ("Off", 0), ("no", 0)):
         monkeypatch.setenv("NNRNN_KEEP_FREED_MEMORY", setting)
         calls.clear()
         with pytest.raises(SystemExit) as exit_:
-            cli.entry(["kernels"])
+            nnrnn_cli.entry(["kernels"])
         assert exit_.value.code == 0 and len(calls) == kept, setting
-    calls.clear()
-    with pytest.raises(SystemExit):  # a command that needs no torch leaves the allocator alone
-        cli.entry(["presets"])
-    assert calls == []

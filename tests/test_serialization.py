@@ -22,21 +22,43 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True, text=True, timeout=120)
 
 
+# the ways a program can come to have both nnrnn and torch imported before it loads a saved model
+IMPORT_ORDERS = {
+    "nnrnn, then torch": "import nnrnn\nimport torch",
+    "torch, then nnrnn": "import torch\nimport nnrnn",
+    "a model module first": "import nnrnn.models.nnrnn\nimport torch",
+    "the serialization module first": "import nnrnn.serialization\nimport torch",
+    "the trainer first": "import torch\nimport nnrnn.training.train",
+    "from nnrnn import a name": "from nnrnn import create\nimport torch",
+}
+
+
 @pytest.mark.subprocess
-def test_a_process_that_imports_nnrnn_before_torch_loads_a_saved_model_with_a_plain_torch_load(tmp_path):
+@pytest.mark.parametrize("order", IMPORT_ORDERS)
+def test_a_plain_torch_load_reads_a_saved_model_in_every_import_order(order, tmp_path):
     torch.manual_seed(0)
     model = nnrnn.create("nnrnn", 3, 5).eval()
     x = torch.randn(4, 2, 3)
     torch.save({"input": x, "output": model(x)[0].detach()}, tmp_path / "expected.pt")
     torch.save(model, tmp_path / "model.pt")
-    code = ("import sys, nnrnn; assert 'torch' not in sys.modules\n"
-            "import torch\n"
+    code = (f"import sys\n{IMPORT_ORDERS[order]}\n"
             "expected, model = torch.load(sys.argv[1]), torch.load(sys.argv[2])\n"
             "assert torch.equal(model(expected['input'])[0], expected['output'])\n"
             "print('loaded')")
     done = _run(code, str(tmp_path / "expected.pt"), str(tmp_path / "model.pt"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["loaded"]
+
+
+@pytest.mark.subprocess
+def test_import_nnrnn_leaves_how_python_imports_as_torch_leaves_it():
+    """No finder of nnrnn's on sys.meta_path: torch's import, and a probe for it, are Python's own."""
+    code = ("import sys, importlib.util\nimport {0}\n"
+            "print([type(f).__module__ + '.' + type(f).__qualname__ for f in sys.meta_path])\n"
+            "print(importlib.util.find_spec('torch').loader.exec_module.__module__)")
+    alone, beside = _run(code.format("torch")), _run(code.format("nnrnn"))
+    assert alone.returncode == 0 and beside.returncode == 0, alone.stderr[-2000:] + beside.stderr[-2000:]
+    assert beside.stdout == alone.stdout and "nnrnn" not in beside.stdout
 
 
 @pytest.mark.subprocess

@@ -1,8 +1,5 @@
-try:  # a Ctrl-C this early is one line too (entry() handles those from here on)
-    from .cli import entry
-except KeyboardInterrupt:
-    import sys
-    print("nnrnn: interrupted", file=sys.stderr)
-    raise SystemExit(130) from None
+"""``python -m nnrnn``: the ``nnrnn`` command, after ``import nnrnn`` (and torch); the ``nnrnn`` command itself
+starts from :mod:`nnrnn_cli` without them."""
+from nnrnn_cli.command import entry
 
 entry()

@@ -8,7 +8,7 @@ For every model and task, at a small size:
   must agree within :data:`PARITY_RTOL`, each first gradient also within :data:`GRADIENT_NOISE_MARGIN` times
   its float64 sensitivity to float32 rounding.  On the CPU this compares float32 with float64 on the CPU,
   which runs different loops (the compiled or oneDNN loops against the ``aten`` ones) and so still finds bugs.
-* **resume**: N updates of the real :func:`nnrnn.train.train` in one go, against N/2 and then
+* **resume**: N updates of the real :func:`nnrnn.training.train.train` in one go, against N/2 and then
   ``--resume`` to N; the final parameters must be equal (to :data:`RESUME_RTOL` on CUDA, where some
   kernels need not add in a fixed order).  An evaluation that is not finite is tolerated when every update
   was (:func:`_train_to_checkpoint`).
@@ -697,20 +697,3 @@ def run_doctor(args) -> int:
     print(f"{len(rows) - len(failed)} of {len(rows)} rows passed or skipped, {len(failed)} failed, "
           f"in {time.perf_counter() - started:.0f} s", flush=True)
     return 1 if failed else 0
-
-
-def add_doctor_parser(sub) -> None:
-    p = sub.add_parser("doctor", help="check training on a device against float64 on the CPU, and time it",
-                       description="Check every model and task on a device (parity with float64 on the CPU, "
-                       "save/load/resume, autocast, torch.compile, DDP) and time one update at the paper's sizes "
-                       "against torch.nn.RNN and torch.nn.LSTM. Prints one table; exits 1 if a check fails.")
-    p.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:1 ...")
-    p.add_argument("--quick", action="store_true", help="tiny sizes; torch.compile of nnrnn only, with Dynamo's "
-                   "eager backend (no code generation); no DDP; timing at a tiny size")
-    p.add_argument("--no-timing", dest="no_timing", action="store_true", help="skip the update timing")
-    p.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)} (default: the paper's, "
-                                    f"{','.join(PAPER_MODELS)})")
-    p.add_argument("--tasks", help=f"comma-separated subset of {','.join(TASKS)}")
-    p.add_argument("--data-dir", dest="data_dir", help="where psmnist and ptb data are (default: nnrnn's usual places)")
-    p.add_argument("--rounds", type=int, help="timing rounds (default 5, 7 with --quick)")
-    p.set_defaults(func=run_doctor)

@@ -58,7 +58,7 @@ def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch)
 
 SLOW_GRID = """
 import sys
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.experiments import grid, reproduce
 grid.SCALES["slow"] = {"seeds": [0, 1, 2], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
     "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20}}}}

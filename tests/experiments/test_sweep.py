@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS, add_sweep_parser,
+from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS,
                                      default_storage, open_storage, run_sweep, search_space, summary)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -270,28 +270,27 @@ def test_a_study_in_a_folder_of_url_characters_is_created_there_under_its_name(t
 
 
 def parser():
-    from nnrnn.cli import Parser
-    p = Parser(prog="nnrnn")
-    add_sweep_parser(p.add_subparsers(dest="command", required=True, parser_class=Parser))
-    return p
+    from nnrnn_cli.command import make_parser
+    return make_parser()
 
 
 def test_cli(sweep, capsys, tmp_path):
     out, _ = sweep
     args = parser().parse_args(["sweep", "copy", "--model", "nnrnn", "--out", str(out), "--summary", "--top", "1"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[2].split()[0] == "1"
     for argv, message in ((["--trials", "0"], "--trials must be a positive integer"),
                           ([], "give --trials N")):
         args = parser().parse_args(["sweep", "copy", "--out", str(tmp_path / "x")] + argv)
         with pytest.raises(UserError, match=message):
-            args.func(args)
-    with pytest.raises(UserError, match="invalid int value"):
+            args.handler(args)
+    from nnrnn_cli.command import UsageError
+    with pytest.raises(UsageError, match="invalid int value"):
         parser().parse_args(["sweep", "copy", "--trials", "many"])
     args = parser().parse_args("sweep copy --model rnn --trials 1 --no-prune --hidden 8 --T 5 --steps 5 "
                                f"--eval-every 5 --seed 3 --out {tmp_path / 'cli'}".split())
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     config = json.loads((tmp_path / "cli" / "trial-0000" / "config.json").read_text())
     assert (config["model"], config["hidden"], config["T"], config["steps"], config["seed"]) == ("rnn", 8, 5, 5, 3)
     assert "rank" in capsys.readouterr().out

@@ -3,7 +3,8 @@ resumed in a process that would time the kernels differently is still exact, and
 import pytest
 import torch
 
-from nnrnn import cli, kernel_policy, kernel_tuning, kernels
+from nnrnn import kernel_policy, kernel_tuning, kernels
+from nnrnn_cli import command as cli
 from nnrnn.kernel_policy import ATEN, COMPILED, ONEDNN, TORCH
 from nnrnn.training import checkpoint
 from nnrnn.training.config import resolve_config

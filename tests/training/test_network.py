@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import nnrnn
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config

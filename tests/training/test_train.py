@@ -33,7 +33,7 @@ from torch import nn
 
 from nnrnn.training import checkpoint
 from nnrnn.training import config as config_module
-from nnrnn import cli as nnrnn_cli
+from nnrnn_cli import command as nnrnn_cli
 from nnrnn import errors as errors_module
 from nnrnn.training import network as network_module
 from nnrnn.training import runlog as runlog_module

@@ -455,7 +455,7 @@ def _jsonable(obj):
 
 def recurrent_layer(model: nn.Module) -> nn.Module:
     """The recurrent layer of ``model``: itself if it has ``recurrent_matrix()`` or is a torch RNN, else its
-    ``rnn`` attribute (nnrnn.network.SequenceModel), else the first such submodule."""
+    ``rnn`` attribute (nnrnn.training.network.SequenceModel), else the first such submodule."""
     def is_recurrent(m):
         return hasattr(m, "recurrent_matrix") or isinstance(m, nn.RNNBase)
     if is_recurrent(model):
@@ -535,7 +535,7 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
     departure_from_normality (Henrici) and its normalised form, mean_gamma (nnRNN:
     mean trained γ; otherwise mean |λ| per Schur block), triangular_fraction
     ‖T‖_F/‖Θ‖_F, per-matrix details under ``matrices``, ``gradient`` and ``files``,
-    plus the entries of ``extra``.  A wrapper (nnrnn.network.SequenceModel) is unwrapped to
+    plus the entries of ``extra``.  A wrapper (nnrnn.training.network.SequenceModel) is unwrapped to
     its recurrent layer (:func:`recurrent_layer`); the gradient probe runs on that layer.
     """
     os.makedirs(out_dir, exist_ok=True)

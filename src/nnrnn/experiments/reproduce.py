@@ -44,7 +44,7 @@ from pathlib import Path
 
 from .. import presets
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import MODELS, model_class
+from ..models import model_class
 from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
@@ -300,33 +300,3 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         report = write_report(out, scale, runs)
     log(f"report: {report}")
     return report
-
-
-def add_reproduce_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "reproduce", help="run the paper's grid at a scale and write report.md",
-        description="Train a scale's grid of runs (tasks × models × seeds, in the columns fixed hidden units, fixed "
-                    "parameter count and, for some scales, tuned), then write OUT/report.md judging the paper's "
-                    "claims, with its tables and figures. Stopped at any moment, the same command continues: "
-                    "finished runs are kept, interrupted ones resume. See docs/training.md.")
-    p.add_argument("--scale", default="cpu", choices=list(SCALES),
-                   help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
-                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (about 2 h "
-                        "with --jobs 2 on 2 cores); beyond: the non-normal family, each model tuned alike (about 1 h "
-                        "with --jobs 2 on 2 cores); paper: the paper's sizes and the release's 100 epochs (for GPUs; "
-                        "its time is not measured)")
-    p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
-    p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]), help="only these tasks (default: all)")
-    p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")
-    p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
-    p.add_argument("--data-dir", dest="data_dir", help="folder with the MNIST and PTB files (docs/data.md)")
-    p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
-    p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
-                   "share finished runs between grids that have runs in common")
-    p.set_defaults(func=run_reproduce)
-
-
-def run_reproduce(args) -> int:
-    reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
-              args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir)
-    return 0

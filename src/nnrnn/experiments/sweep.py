@@ -16,7 +16,7 @@ range, and TPE models a continuous log-scale better than a long categorical.
 The other parameters keep the paper's discrete sets.
 
 Each trial is an ordinary training run in ``OUT/trial-NNNN`` (config.json,
-metrics.jsonl, checkpoints), made by :func:`nnrnn.train.train`.  Its value is
+metrics.jsonl, checkpoints), made by :func:`nnrnn.training.train.train`.  Its value is
 the best validation value of the task's monitored metric (``task.monitor``);
 the validation points are reported to Optuna as they come, and a median
 pruner stops trials that do worse than the median of earlier trials at the
@@ -495,89 +495,3 @@ def summary(out=None, storage: str | None = None, study: str | None = None, top:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1], file=file)
     return [t for t, _ in shown]
-
-
-# --------------------------------------------------------------------------- command line
-
-TRAIN_PASS_THROUGH = ("steps", "epochs", "hidden", "batch_size", "T", "bptt", "permute", "seed", "clip",
-                      "nonlinearity", "eval_every", "log_every", "max_bad_steps", "data_dir", "device", "preset")
-
-
-def add_sweep_parser(sub) -> None:
-    """``nnrnn sweep TASK --model NAME --trials N ...`` on the subparsers ``sub``."""
-    p = sub.add_parser("sweep", help="search hyperparameters with Optuna",
-                       description="Search the hyperparameters of the paper's supplement for MODEL on TASK. "
-                       "Each trial is a run folder OUT/trial-NNNN; processes given the same --storage and "
-                       "--study share one search. See docs/sweep.md.")
-    p.add_argument("task", help="copy, adding, psmnist or ptb")
-    p.add_argument("--model", default="nnrnn", help="a model of `nnrnn train --model` (default nnrnn)")
-    p.add_argument("--trials", type=int, help="trials this process runs (each process sharing a study runs its own)")
-    p.add_argument("--total-trials", dest="total_trials", type=int,
-                   help="stop once the study holds this many trials, whichever process ran them")
-    p.add_argument("--timeout", type=float, help="start no new trial after this many seconds")
-    p.add_argument("--storage", help="Optuna storage: sqlite:///PATH, postgresql://..., mysql://..., "
-                   "journal:PATH (default sqlite:///OUT/study.db)")
-    p.add_argument("--study", help="study name (default TASK-MODEL)")
-    p.add_argument("--out", help="folder of the trial runs (default runs/sweep-TASK-MODEL)")
-    p.add_argument("--summary", action="store_true", help="print the best trials of the study and exit")
-    p.add_argument("--top", type=int, default=10, help="trials the summary lists (default 10)")
-    g = p.add_argument_group("pruning")
-    g.add_argument("--prune-startup", dest="prune_startup", type=int, default=PRUNE_STARTUP_TRIALS,
-                   help=f"finished trials before any pruning (default {PRUNE_STARTUP_TRIALS})")
-    g.add_argument("--prune-warmup", dest="prune_warmup", type=int,
-                   help=f"updates of a trial before it may be pruned (default {PRUNE_WARMUP_FRACTION:g} of --steps)")
-    g.add_argument("--no-prune", dest="prune", action="store_false", help="run every trial to the end")
-    g = p.add_argument_group("training options held fixed in every trial")
-    g.add_argument("--preset", help="a preset of `nnrnn presets` (paper, paper-params, ...): sizes and defaults; "
-                   "searched options override it")
-    g.add_argument("--steps", type=int, help="updates per trial")
-    g.add_argument("--epochs", type=int, help="epochs per trial (psmnist, ptb)")
-    g.add_argument("--hidden", type=int, help="hidden units (default: the preset's, else nnrnn train's)")
-    g.add_argument("--batch-size", dest="batch_size", type=int, help="sequences per update (default: the task's)")
-    g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
-    g.add_argument("--bptt", type=int, help="PTB truncation length")
-    g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
-                   help="psmnist: sequential MNIST")
-    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"],
-                   help="the recurrence's nonlinearity (default: the model's)")
-    g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
-    g.add_argument("--seed", type=int, help="training seed, the same in every trial")
-    g.add_argument("--eval-every", dest="eval_every", type=int, help="updates between validations (pruning points)")
-    g.add_argument("--log-every", dest="log_every", type=int, help="updates between training points in metrics.jsonl")
-    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int,
-                   help="end a trial after this many updates in a row with a non-finite loss or gradient")
-    g.add_argument("--data-dir", dest="data_dir", help="folder with the data files (psmnist, ptb; docs/data.md)")
-    g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
-    p.set_defaults(func=run_sweep_command)
-
-
-def run_sweep_command(args) -> int:
-    import optuna
-    for name in ("out", "storage", "study"):  # an empty value would otherwise fall back to the default
-        if getattr(args, name) == "":
-            raise OptionError(f"--{name} must not be empty; leave it out for the default")
-    out = args.out or f"runs/sweep-{args.task}-{args.model}"
-    study = args.study or f"{args.task}-{args.model}"
-    if args.summary:
-        summary(out=out, storage=args.storage, study=study, top=args.top)
-        return 0
-    if args.trials is None:
-        raise UserError("nnrnn sweep: give --trials N, the number of trials this process runs (or --summary)")
-    if args.trials <= 0:
-        raise UserError(f"nnrnn sweep: --trials must be a positive integer; got {args.trials}")
-    if args.prune_startup < 0 or (args.prune_warmup is not None and args.prune_warmup < 0):
-        raise UserError("nnrnn sweep: --prune-startup and --prune-warmup must be zero or positive")
-    options = {k: getattr(args, k) for k in TRAIN_PASS_THROUGH if getattr(args, k) is not None}
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the [sweep] lines say it more briefly
-    try:
-        run_sweep(args.task, args.model, args.trials, storage=args.storage, study=args.study, out=out,
-                  train_options=options, pruner=None if args.prune else optuna.pruners.NopPruner(),
-                  prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
-                  total_trials=args.total_trials, timeout=args.timeout)
-    except Interrupted as exc:
-        print(f"nnrnn: {exc}; that trial is marked failed; run the same command again to go on with the search",
-              file=sys.stderr)
-        return exc.exit_code
-    print()
-    summary(out=out, storage=args.storage, study=study, top=args.top)
-    return 0

@@ -340,11 +340,11 @@ class RecurrentModel(nn.Module):
     """
 
     implementation = "fused"
-    # The options of a training configuration this model's constructor takes (nnrnn.config.model_options),
+    # The options of a training configuration this model's constructor takes (nnrnn.training.config.model_options),
     # and the orthogonal initialisation schemes its ``init`` accepts (empty: it has no ``init``).
     CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")
     INITS: tuple[str, ...] = ()
-    # The training options that act on this model beyond its constructor's (nnrnn.config.inapplicable refuses
+    # The training options that act on this model beyond its constructor's (nnrnn.training.config.inapplicable refuses
     # the others when given explicitly): lr_orth needs an orthogonal factor, delta and t_decay a Schur form.
     TRAIN_OPTIONS: tuple[str, ...] = ()
     # What the experiments read off a model (nnrnn.experiments): whether it is one of the paper's "orthogonal RNNs"

@@ -48,7 +48,7 @@ class Task:
     steps_per_epoch: int | None = None  # updates per epoch, set once the data is read; None: no epochs
     has_data_files: bool = True    # reads a fixed training set from files (--data-dir, epochs); False: fresh
                                    # random batches each update (copy, adding)
-    CONFIG_OPTIONS: tuple[str, ...] = ()  # the task-specific training options it reads (nnrnn.config)
+    CONFIG_OPTIONS: tuple[str, ...] = ()  # the task-specific training options it reads (nnrnn.training.config)
     default_steps: int = 1000      # updates of a run given neither --steps nor --epochs, for a task without epochs
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")

@@ -1,5 +1,5 @@
 """The network a run trains: an optional token encoder, the recurrent layer, a linear read-out; built
-from a configuration (:mod:`nnrnn.config`) and loaded back from a run folder without the trainer."""
+from a configuration (:mod:`nnrnn.training.config`) and loaded back from a run folder without the trainer."""
 from __future__ import annotations
 
 from pathlib import Path

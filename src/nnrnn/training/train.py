@@ -1,4 +1,4 @@
-"""Training: one loop, read top to bottom in :func:`train`, configured by a plain dict (:mod:`nnrnn.config`).
+"""Training: one loop, read top to bottom in :func:`train`, configured by a plain dict (:mod:`nnrnn.training.config`).
 
 A run writes into a run folder (its layout: :mod:`nnrnn.training.runfolder`).
 

@@ -1,20 +1,17 @@
-"""``nnrnn data fetch {mnist,ptb} [--dest DIR] [--mirror URL ...]``: wired into the main CLI
-by :func:`add_data_parser`."""
+"""``nnrnn data fetch {mnist,ptb} [--dest DIR] [--mirror URL ...]``: download the data sets."""
 from __future__ import annotations
 
-import argparse
 import sys
 
+from ..data.fetch import DATASETS, DEADLINE, TIMEOUT, check_seconds, fetch
+from ..data.paths import default_dir
 from ..errors import OptionError
-from .fetch import DATASETS, DEADLINE, TIMEOUT, check_seconds, fetch
-from .paths import default_dir
 
 
-def add_data_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the ``data`` command (with its ``fetch`` sub-command) to ``subparsers``."""
-    data = subparsers.add_parser("data", help="download the data sets (MNIST, Penn Treebank characters)",
-                                 description="Download the official data files; see docs/data.md.")
-    commands = data.add_subparsers(dest="data_command", metavar="COMMAND")
+def add_arguments(data) -> None:
+    """The ``data`` command's one subcommand, ``fetch``."""
+    data.description = "Download the official data files; see docs/data.md."
+    commands = data.add_subparsers(dest="data_command", metavar="COMMAND", parser_class=type(data))
     commands.required = True
     names = sorted(n for n in DATASETS if not n.startswith("_"))
     f = commands.add_parser(
@@ -34,11 +31,10 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     f.add_argument("--deadline", metavar="SECONDS", type=float, default=DEADLINE,
                    help=f"give up on a file (and try the next mirror) after this long in all "
                         f"(default {DEADLINE:g})")
-    f.set_defaults(func=run_fetch)
-    return data
 
 
-def run_fetch(args) -> int:
+def run(args) -> int:
+    """``nnrnn data fetch``, the one subcommand."""
     for option in ("timeout", "deadline"):  # checked here too, to name the command line's flag
         try:
             check_seconds(**{option: getattr(args, option)})

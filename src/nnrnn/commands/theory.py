@@ -1,60 +1,26 @@
-"""argparse glue: ``nnrnn theory {table3,figure1,prop1,prop2}`` and ``nnrnn analyze PATH``.
-
-Both ``add_*`` functions take the ``subparsers`` object of the main parser; every
-leaf parser sets ``func=callable(args) -> int`` (the exit code).
-
-Output folders.  ``analyze`` and ``theory figure1|prop1|prop2`` write only into a folder that nnrnn made its own:
-:func:`output_folder` creates ``--out`` if needed and writes the marker :data:`MARKER` there first; an
-existing folder that holds anything (other than the marker and a run lock) but no marker is refused, so a
-file nnrnn did not write (someone's ``summary.json``, a PNG) is never replaced.
+"""``nnrnn theory {table3,figure1,prop1,prop2}``: the paper's theory from the command line.
 
 Sizes.  The theory commands refuse, before allocating anything, sizes whose working set would pass
 :data:`MEMORY_LIMIT` (4 GiB) by the estimates below, and ``prop2`` settings whose entries of Aᵗ would
 overflow float64: a wrong size is one line, never a MemoryError or an overflow deep in NumPy.
+Output folders: :func:`nnrnn.analysis.outputs.output_folder`.
 """
 from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 import warnings
-from pathlib import Path
 
-from ..errors import OptionError, UserError
-from ..training.runlock import LOCK_NAME, make_folder
+from ..analysis import plots
+from ..analysis.outputs import output_folder
+from ..analysis.theory import table3
+from ..errors import OptionError
 
 DEFAULT_THEORY_OUT = "figures/theory"
-MARKER = ".nnrnn-analysis"     # written first into every folder analyze and theory write; see output_folder
 MEMORY_LIMIT = 4 * 2 ** 30     # bytes: the largest working set a theory command may estimate for itself
 FIGURE1_N, FIGURE1_STEPS = 100, 120  # Figure 1(b): N and the steps plots.figure1b iterates (n + 20)
 PROP2_T_MAX = 10 ** 12         # --t-max above this: int64 powers and the fit's logarithms lose meaning
 FLOAT64_LOG_MAX = math.log(1e300)
-
-
-def output_folder(folder, option: str = "--out") -> Path:
-    """``folder`` ready for nnrnn's figures and summaries: created if missing (a UserError if it is a file, is
-    inside one or cannot be written), and marked with :data:`MARKER`.  An existing folder without the marker
-    that holds anything else is refused (UserError), so files nnrnn did not write are never replaced."""
-    folder = make_folder(Path(folder), option)
-    marker = folder / MARKER
-    if marker.is_file():
-        return folder
-    try:
-        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (MARKER, LOCK_NAME))
-    except OSError as error:
-        raise UserError(f"cannot read {folder} ({error.strerror}); choose another {option}") from None
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise UserError(f"{option} {folder} already holds files nnrnn did not write ({shown}); choose another "
-                        f"{option} or an empty folder (to let nnrnn replace an earlier analysis of its own there, "
-                        f"create the file {marker})")
-    try:
-        marker.write_text("This folder holds figures and summaries written by nnrnn (analyze, theory); nnrnn "
-                          "replaces them when run again with this folder as --out.\n")
-    except OSError as error:
-        raise UserError(f"cannot write to {folder} ({error.strerror}); choose a writable {option}") from None
-    return folder
 
 
 def _gib(nbytes: float) -> str:
@@ -93,10 +59,8 @@ def prop2_log_max_entry(n: int, x: float, t_max: int) -> float:
     return top + math.log(n) + (n - 1) * (math.log(2) + math.log(max(abs(x), 1.0)))
 
 
-def add_theory_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "theory", help="reproduce the paper's theory: Table 3, Figure 1(b, c), Propositions 1 and 2",
-        description="Section 3 of Kerg, Goyette et al. (2019) and its supplement; see docs/theory.md.")
+def add_arguments(p) -> None:
+    p.description = "Section 3 of Kerg, Goyette et al. (2019) and its supplement; see docs/theory.md."
     sub = p.add_subparsers(dest="theory_command", required=True, parser_class=type(p))
 
     t = sub.add_parser("table3", help="J_tot of the Fisher memory curve, beside the paper's values",
@@ -107,14 +71,14 @@ def add_theory_parser(subparsers) -> None:
                    help="sqrt (default; square-root Lyapunov factor), lyapunov (scipy solve_discrete_lyapunov, "
                         "inaccurate for d = 0.2) or mpmath (60 digits, minutes)")
     t.add_argument("--n", type=int, default=100, help="matrix size N (default 100, as in the paper)")
-    t.set_defaults(func=run_table3)
+    t.set_defaults(subcommand=run_table3)
 
     f = sub.add_parser("figure1", help="Figure 1(b) transients and 1(c) Fisher memory curves (PNG)")
     f.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
     f.add_argument("--n-init", dest="n_init", type=int, default=1000,
                    help="initial conditions for 1(b) (default 1000)")
     f.add_argument("--seed", type=int, default=0, help="seed of the initial conditions")
-    f.set_defaults(func=run_figure1)
+    f.set_defaults(subcommand=run_figure1)
 
     o = sub.add_parser("prop1", help="Proposition 1: the Fisher memory curve against its lower bound (PNG)",
                        description="J(k) of a strictly lower-triangular Theta with sqrt(alpha) on the sub-diagonal "
@@ -126,7 +90,7 @@ def add_theory_parser(subparsers) -> None:
                    help="alpha > 0; sqrt(alpha) on the sub-diagonal (default 1.05)")
     o.add_argument("--beta", type=float, default=0.005, help="beta > 0 below the sub-diagonal (default 0.005)")
     o.add_argument("--json", action="store_true", help="print the curves as JSON")
-    o.set_defaults(func=run_prop1)
+    o.set_defaults(subcommand=run_prop1)
 
     q = sub.add_parser("prop2", help="Proposition 2: polynomial growth of A^t, fitted degree (PNG)")
     q.add_argument("--out", default=DEFAULT_THEORY_OUT, help=f"output folder (default {DEFAULT_THEORY_OUT})")
@@ -134,7 +98,7 @@ def add_theory_parser(subparsers) -> None:
     q.add_argument("--x", type=float, default=0.5, help="off-diagonal value x (default 0.5)")
     q.add_argument("--t-max", dest="t_max", type=int, default=100_000, help="largest power t (default 1e5)")
     q.add_argument("--json", action="store_true", help="print the fits as JSON")
-    q.set_defaults(func=run_prop2)
+    q.set_defaults(subcommand=run_prop2)
 
 
 def format_table3(rows: list[dict]) -> str:
@@ -153,7 +117,6 @@ def format_table3(rows: list[dict]) -> str:
 
 
 def run_table3(args) -> int:
-    from .theory import table3
     if args.n < 2:
         raise OptionError(f"--n must be >= 2; got {args.n}")
     _within_memory(f"theory table3 --n {args.n}", table3_bytes(args.n),
@@ -169,7 +132,6 @@ def run_table3(args) -> int:
 
 
 def run_figure1(args) -> int:
-    from . import plots
     if args.n_init < 2:
         raise OptionError(f"--n-init must be >= 2; got {args.n_init}")
     if args.seed < 0:
@@ -183,7 +145,6 @@ def run_figure1(args) -> int:
 
 
 def run_prop1(args) -> int:
-    from . import plots
     if args.n < 2:
         raise OptionError(f"--n must be >= 2; got {args.n}")
     for name, value in (("--alpha", args.alpha), ("--beta", args.beta)):
@@ -216,7 +177,6 @@ def run_prop1(args) -> int:
 
 
 def run_prop2(args) -> int:
-    from . import plots
     if min(args.n) < 2 or args.t_max < 10:
         raise OptionError("--n values must be >= 2 and --t-max >= 10")
     if args.t_max > PROP2_T_MAX:
@@ -246,67 +206,6 @@ def run_prop2(args) -> int:
     return 0 if all(f["is_polynomial"] for f in fits) else 1
 
 
-def add_analyze_parser(subparsers) -> None:
-    """``nnrnn analyze PATH [--out DIR] [--no-gradients]``."""
-    p = subparsers.add_parser(
-        "analyze", help="figures and summary.json of a trained model's recurrent matrix",
-        description="Schur form, spectrum, departure from normality and gradient propagation of the recurrent "
-                    "layer of a run folder or checkpoint; see docs/theory.md.")
-    p.add_argument("path", help="run folder or checkpoint file")
-    p.add_argument("--out", help="output folder (default: PATH/analysis for a run folder, "
-                                 "<checkpoint>-analysis beside a checkpoint file)")
-    p.add_argument("--no-gradients", dest="gradients", action="store_false",
-                   help="skip the gradient-propagation probe")
-    p.set_defaults(func=run_analyze)
-
-
-def default_analysis_dir(path) -> Path:
-    path = Path(path)
-    if path.is_dir():
-        return path / "analysis"
-    return path.with_name(path.stem + "-analysis")
-
-
-def training_gradient_norms(path) -> list[tuple[int, float]]:
-    """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
-    from ..training.runlog import read_metrics
-    return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
-
-
-def run_analyze(args) -> int:
-    from ..training import checkpoint
-    from ..training.network import best_checkpoint, load_model
-    from ..training.runlock import hold
-    from .trained import analyze_model
-    if not os.path.exists(args.path):
-        raise UserError(f"no run folder or checkpoint at {args.path}")
-    model, config = load_model(args.path)
-    source = best_checkpoint(args.path) if os.path.isdir(args.path) else Path(args.path)
-    step = checkpoint.load(source).get("step")
-    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
-    from ..models import ComplexNonNormalRNN
-    if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
-        raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
-                        f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
-    out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
-    extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
-    if isinstance(config, dict):
-        extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
-        summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
-        logged = training_gradient_norms(args.path)
-        if logged:
-            from .plots import plot_training_gradients
-            plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
-                                    title=f"gradient norm during training ({Path(args.path).name})")
-            summary["files"].append("gradient_norm_training.png")
-    keys = ("model", "primary", "spectral_radius", "max_singular_value", "departure_from_normality",
-            "departure_from_normality_normalized", "mean_gamma", "triangular_fraction")
-    for k in keys:
-        v = summary.get(k)
-        print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
-    print(f"{'written to':36s} {out}")
-    for f in summary["files"]:
-        print(f"  {out / f}")
-    sys.stdout.flush()
-    return 0
+def run(args) -> int:
+    """The subcommand given: ``table3``, ``figure1``, ``prop1`` or ``prop2``."""
+    return args.subcommand(args)

@@ -1,0 +1,72 @@
+"""``nnrnn analyze PATH [--out DIR] [--no-gradients]``: figures and summary.json of a trained model's recurrent
+matrix."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..analysis.outputs import output_folder
+from ..analysis.plots import plot_training_gradients
+from ..analysis.trained import analyze_model
+from ..errors import UserError
+from ..models import ComplexNonNormalRNN
+from ..training import checkpoint
+from ..training.network import best_checkpoint, load_model
+from ..training.runlock import hold
+from ..training.runlog import read_metrics
+
+
+def add_arguments(p) -> None:
+    p.description = ("Schur form, spectrum, departure from normality and gradient propagation of the recurrent "
+                     "layer of a run folder or checkpoint; see docs/theory.md.")
+    p.add_argument("path", help="run folder or checkpoint file")
+    p.add_argument("--out", help="output folder (default: PATH/analysis for a run folder, "
+                                 "<checkpoint>-analysis beside a checkpoint file)")
+    p.add_argument("--no-gradients", dest="gradients", action="store_false",
+                   help="skip the gradient-propagation probe")
+
+
+def default_analysis_dir(path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        return path / "analysis"
+    return path.with_name(path.stem + "-analysis")
+
+
+def training_gradient_norms(path) -> list[tuple[int, float]]:
+    """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
+    return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
+
+
+def run(args) -> int:
+    if not os.path.exists(args.path):
+        raise UserError(f"no run folder or checkpoint at {args.path}")
+    model, config = load_model(args.path)
+    source = best_checkpoint(args.path) if os.path.isdir(args.path) else Path(args.path)
+    step = checkpoint.load(source).get("step")
+    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
+    if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
+        raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
+                        f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
+    out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
+    extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
+    if isinstance(config, dict):
+        extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
+    with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
+        summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
+        logged = training_gradient_norms(args.path)
+        if logged:
+            plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
+                                    title=f"gradient norm during training ({Path(args.path).name})")
+            summary["files"].append("gradient_norm_training.png")
+    keys = ("model", "primary", "spectral_radius", "max_singular_value", "departure_from_normality",
+            "departure_from_normality_normalized", "mean_gamma", "triangular_fraction")
+    for k in keys:
+        v = summary.get(k)
+        print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
+    print(f"{'written to':36s} {out}")
+    for f in summary["files"]:
+        print(f"  {out / f}")
+    sys.stdout.flush()
+    return 0

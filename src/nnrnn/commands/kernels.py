@@ -1,0 +1,27 @@
+"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernel_policy), and
+with ``--tune SIZES`` the decisions of an update at those sizes, timed now."""
+from __future__ import annotations
+
+from .. import kernel_report
+from ..errors import UserError
+
+
+def add_arguments(p) -> None:
+    p.description = ("The kernel policy on this machine: which kernels run the recurrences, products and projections "
+                     "and why (compiling the C++ loops if they are not yet).")
+    p.add_argument("--tune", metavar="SIZES", help="time the choices of an update at these sizes now and print "
+                   "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
+
+
+def run(args) -> int:
+    sizes = None
+    if args.tune is not None:
+        try:
+            sizes = kernel_report.parse_sizes(args.tune)
+        except ValueError as error:
+            raise UserError(f"--tune: {error}") from None
+    print("\n".join(kernel_report.lines()))
+    if sizes:
+        print("\nmeasured now (" + ", ".join(f"{t}x{b}x{n}x{i}" for t, b, n, i in sizes) + "):")
+        print("\n".join(kernel_report.tune(sizes)))
+    return 0
