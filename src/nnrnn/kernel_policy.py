@@ -238,13 +238,14 @@ class KernelPolicy:
                 Decision("chunks", f"chunks of {GIVENS_LAYERS_PER_CHUNK} layers: each layer is a round of launches"))
         return 1 if self._decide("givens", ["in order", "chunks"], rule, None) == "in order" else max(1, chunked)
 
-    def capture(self) -> bool:
-        """Whether the trainer may replay its update from CUDA graphs (it still probes the update first)."""
-        from .training.step import GRAPHS  # the graph API the trainer uses (a test replaces it)
+    def capture(self, graphs: bool | None = None) -> bool:
+        """Whether the trainer may replay its update from CUDA graphs (it still probes the update first).
+        ``graphs``: whether the trainer's graph API works on this device (training.step.GRAPHS says; a test
+        replaces it); None: where the device is CUDA."""
+        available = self.device_type == "cuda" if graphs is None else graphs
         rule = (Decision("on", "CUDA graphs remove the launches of the update's many small kernels (--no-cuda-graph "
                                "turns it off for a run)")
-                if GRAPHS.available(torch.device(self.device_type)) else
-                Decision("off", "CUDA graphs need a CUDA device"))
+                if available else Decision("off", "CUDA graphs need a CUDA device"))
         return self._decide("capture", ["on", "off"], rule, None) == "on"
 
     # ------------------------------------------------------------------------- what was decided
