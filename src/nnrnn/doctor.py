@@ -689,6 +689,10 @@ def run_doctor(args) -> int:
     rows = run_checks(device, models, tasks, quick=args.quick, timing=not args.no_timing, data_dir=args.data_dir,
                       rounds=args.rounds, log=progress)
     print(table(rows))
+    from .kernel_policy import policy
+    from .kernel_report import table as policy_table
+    print(f"kernel policy on {device.type} (float32), as the checks above used it:")  # decisions made by then
+    print("\n".join(policy_table(policy(device, torch.float32).describe())))
     failed = [r for r in rows if r.failed]
     print(f"{len(rows) - len(failed)} of {len(rows)} rows passed or skipped, {len(failed)} failed, "
           f"in {time.perf_counter() - started:.0f} s", flush=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .. import kernel_policy
 from . import checkpoint, distributed, runfolder, runlock
 from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
 from ..errors import Interrupted, TrainingDiverged, UserError
@@ -200,6 +201,7 @@ def save(run: Run) -> None:
                                         "optimizer": run.optimizer.state_dict(),
                                         "schedule": run.schedule.state_dict() if run.schedule is not None else None,
                                         "rng": torch.get_rng_state(), "data": run.data_state,
+                                        "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
                                         **run.state.to_checkpoint(carried)})
 
 
@@ -236,6 +238,7 @@ def restore(run: Run) -> None:
         raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
                         f"for; give a larger --steps (or --epochs) to train further")
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+    kernel_policy.pin(saved.get("kernels"))  # the kernels the run trained with, whatever this process would time
 
 
 def finish(run: Run) -> dict:
@@ -372,7 +375,8 @@ def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
         if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
             run.state.best = score
             checkpoint.save(run.best_path, {"config": run.config, "model": run.net.state_dict(),
-                                            "step": run.state.step, "valid": record, "data": run.data_state})
+                                            "step": run.state.step, "valid": record, "data": run.data_state,
+                                            "kernels": kernel_policy.record()})
     if run.schedule is not None:
         run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
     return record
@@ -431,6 +435,7 @@ def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=
     are a UserError naming which."""
     saved = checkpoint.load(path, map_location=device)
     config = saved["config"]
+    kernel_policy.pin(saved.get("kernels"))  # the run's kernels where it met the same shapes
     built_task = build_saved_task(config, data_dir)
     if saved.get("data") is not None:
         built_task.check_data_state(saved["data"])
