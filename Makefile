@@ -35,6 +35,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
 	$(BIN)/python benchmarks/speed_floor.py --sizes copy,medium
+	$(BIN)/python benchmarks/scan_speed.py  # the parallel scans against their loops (docs/performance.md)
 
 # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI.
 # MUTANTS="nnrnn.training.checkpoint* nnrnn.tasks.ptb*" runs only the mutants of those functions (mutmut's names).

@@ -65,7 +65,15 @@ BAD_OPTIONS = [
     (["train", "copy", "--max-bad-steps", "0"], "max_bad_steps must be a positive integer"),
     (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
     (["train", "copy", "--model", "nnrnn", "--init", "xavier"], "init must be one of henaff, cayley, random"),
-    (["train", "copy", "--model", "lstm", "--init", "cayley"], "init must be one of xavier, concat for lstm"),
+    (["train", "copy", "--model", "lstm", "--init", "cayley"],
+     "init must be one of xavier, concat, chain:GAIN, fbchain:GAIN for lstm"),
+    (["train", "copy", "--model", "rnn", "--init", "chain"],
+     "init must be one of xavier, chain:GAIN, fbchain:GAIN for rnn"),
+    (["train", "copy", "--model", "cornn", "--dt", "0"], "dt must be a positive finite number; got 0.0"),
+    (["train", "copy", "--model", "cornn", "--gamma", "nan"], "gamma must be a positive finite number"),
+    (["train", "copy", "--model", "lru", "--r-max", "1.5"], "r_max must be a number in [0, 1]; got 1.5"),
+    (["train", "copy", "--model", "lru", "--r-min", "0.99", "--r-max", "0.5"], "r_min must be below r_max"),
+    (["train", "copy", "--model", "lem", "--epsilon", "2"], "--epsilon applies to cornn, not to lem"),
     (["train", "copy", "--input-init", "orthogonal"], "input_init must be one of"),
     (["train", "copy", "--readout-init", "uniform:-1"], "readout_init must be one of"),
     (["train", "copy", "--embedding", "-1"], "embedding must be a non-negative integer"),
@@ -369,7 +377,9 @@ def test_an_empty_batch_gives_empty_outputs_like_torch(name):
     out, h = model(torch.randn(6, 0, 3))
     width = getattr(model, "output_size", 4)  # the complex nnRNN's [Re h, Im h] is 2N wide
     ref_out, ref_h = torch.nn.RNN(3, width, 2)(torch.randn(6, 0, 3))
-    assert out.shape == ref_out.shape and (h[0] if isinstance(h, tuple) else h).shape == ref_h.shape
+    h = h[0] if isinstance(h, tuple) else h
+    # the LRU's state is its own width, [Re s, Im s]
+    assert out.shape == ref_out.shape and h.shape == (*ref_h.shape[:2], getattr(model, "state_width", width))
 
 
 # --------------------------------------------------------------------------- random bad combinations

@@ -83,7 +83,7 @@ def test_presets_filtered_by_task_and_model(capsys):
     out = capsys.readouterr().out
     assert "ptb-150, every model" in out and "ptb-300, every model" in out and "copy" not in out
     assert {r["model"] for r in table_rows(out, "model")} == {"lstm"}
-    assert main(["presets", "--task", "adding"]) == 2
+    assert main(["presets", "paper", "--task", "adding"]) == 2
     assert "no preset has settings for adding" in capsys.readouterr().err
 
 
@@ -129,7 +129,7 @@ def test_nnrnn_debug_0_reads_as_off(monkeypatch, capsys, value, raises):
     else:
         assert cli.main(["presets", "fast"]) == 2
         assert capsys.readouterr().err == ("nnrnn: error: unknown preset 'fast'; choose one of paper, paper-params, "
-                                           "beyond\n")
+                                           "beyond, long-memory, long-memory-5000, long-memory-smnist\n")
 
 
 @pytest.mark.subprocess

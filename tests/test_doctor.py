@@ -164,3 +164,11 @@ def test_a_resume_row_without_data_names_the_folder_searched_and_the_fix(task, t
     row = doctor.check_resume("nnrnn", task, torch.device("cpu"), doctor.QUICK, data_dir=tmp_path)
     assert row.result.startswith("skipped (no data") and str(tmp_path) in row.result
     assert f"nnrnn data fetch {'mnist' if task == 'psmnist' else task}" in row.result and "--data-dir" in row.result
+
+
+@pytest.mark.parametrize("model", ["cornn", "lem", "lru", "mingru"])
+def test_parity_of_a_model_with_its_own_cell_compares_its_parameters(model):
+    """coRNN, LEM, LRU and minGRU have no single V: parity compares losses, gradients and every parameter."""
+    row = doctor.check_parity(model, "adding", torch.device("cpu"), doctor.QUICK)
+    assert row.result == "ok", row.detail
+    assert "final V" not in row.detail and "final parameters" in row.detail

@@ -21,7 +21,10 @@ from nnrnn.parametrizations import orthogonal, schur
 
 NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
 GATED = ["lstm", "gru", "nngru"]
-ALL = NON_GATED + GATED  # nnrnn-complex: tests/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
+MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): GRU's arguments
+TWO_STATES = ("lstm", "cornn", "lem")  # a state of two vectors, (h, c) or (y, z), as torch.nn.LSTM's
+# nnrnn-complex: tests/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
+ALL = NON_GATED + GATED + MODERN
 
 
 def torch_twin(model: nn.Module, nonlinearity: str) -> nn.RNN:
@@ -85,8 +88,8 @@ def test_torch_positional_order_and_keywords(name):
     assert all(p.dtype == torch.float64 for p in model.parameters())
     x = torch.randn(2, 9, 5, dtype=torch.float64)
     out, h = model(x)
-    h_n = h[0] if name == "lstm" else h
-    assert out.shape == (2, 9, 14) and h_n.shape == (6, 2, 7)
+    h_n = h[0] if name in TWO_STATES else h
+    assert out.shape == (2, 9, 14) and h_n.shape == (6, 2, getattr(model, "state_width", 7))
 
 
 @pytest.mark.parametrize("name", NON_GATED)
@@ -269,7 +272,7 @@ def test_built_on_meta_then_materialised_as_torch_rnn_is(name, dynamic):
     out, h = model(x)
     out_t, h_t = twin(x)
     assert out.device.type == "meta" and out.shape == out_t.shape
-    assert (h[0] if name == "lstm" else h).shape == h_t.shape
+    assert (h[0] if name in TWO_STATES else h).shape[:2] == h_t.shape[:2]
     model.to_empty(device="cpu")
     model.reset_parameters()
     fresh = nnrnn.create(name, 4, 6, num_layers=2, bidirectional=True, **extra)
@@ -400,7 +403,7 @@ def test_v_is_composed_once_in_inference_and_never_stale(name):
         torch.testing.assert_close(model.recurrent_matrix(), fresh.recurrent_matrix())
 
 
-@pytest.mark.parametrize("name", ["nnrnn", "rnn", "exprnn", "lstm"])
+@pytest.mark.parametrize("name", ["nnrnn", "rnn", "exprnn", "lstm"] + MODERN)
 @pytest.mark.parametrize("bias", [True, False])
 def test_stepping_one_token_at_a_time_equals_one_pass(name, bias):
     torch.manual_seed(5)
@@ -419,7 +422,7 @@ def test_stepping_one_token_at_a_time_equals_one_pass(name, bias):
             steps.append(out)
         unbatched_out, unbatched_h = model(x[0, :1].clone(), None)  # (1, I): one step of one sequence
     torch.testing.assert_close(torch.cat(steps), full)
-    for got, expected in zip(h if name == "lstm" else (h,), h_full if name == "lstm" else (h_full,)):
+    for got, expected in zip(h if name in TWO_STATES else (h,), h_full if name in TWO_STATES else (h_full,)):
         torch.testing.assert_close(got, expected)
     torch.testing.assert_close(unbatched_out, full[0, :1])
 
@@ -890,10 +893,13 @@ def test_forward_refuses_as_torch_rnn_does(case):
     layout, x_spec, hx_spec = case
     for name in nnrnn.MODELS:
         model = nnrnn.create(name, 3, 4, **layout)
-        width = getattr(model, "output_size", 4)  # the complex nnRNN's state is [Re h, Im h], 2N wide
+        # the complex nnRNN's state is [Re h, Im h], 2N wide, and so is the LRU's (its state_width)
+        width = getattr(model, "state_width", getattr(model, "output_size", 4))
         reference = torch_layer(name)(3, width, **layout)
-        torchs = outcome(lambda: run_forward(reference, x_spec, hx_spec, width, name == "lstm"))
-        ours = outcome(lambda: run_forward(model, x_spec, hx_spec, width, name == "lstm"))
+        lstm = name in TWO_STATES
+        torchs = outcome(lambda: run_forward(nn.LSTM(3, width, **layout) if lstm else reference, x_spec, hx_spec,
+                                             width, lstm))
+        ours = outcome(lambda: run_forward(model, x_spec, hx_spec, width, lstm))
         assert agrees(ours, torchs), f"{name} {case}: nnrnn {ours}, torch {torchs}"
 
 
@@ -903,6 +909,8 @@ def test_assigning_the_recurrent_weight_a_parameter_sets_it_or_says_how(name):
     orthogonal one takes a rotation through its generator, and a weight of a form not every matrix has is
     refused with a ValueError naming what to set (never torch's "attribute already exists")."""
     model = nnrnn.create(name, 3, 4)
+    if not hasattr(model, "weight_hh_l0"):
+        pytest.skip(f"{name} has no recurrent weight matrix (its recurrence is elementwise)")
     generator = torch.randn(4, 4)
     rotation = torch.linalg.matrix_exp(generator - generator.T)
     weight = torch.block_diag(*[rotation] * (model.weight_hh_l0.shape[0] // 4)) if name not in ("lstm", "gru") \
@@ -957,14 +965,19 @@ class WordModel(nn.Module):
         return F.log_softmax(self.decoder(self.drop(output)).view(-1, self.ntoken), dim=1), hidden
 
     def init_hidden(self, batch: int):
-        h = self.decoder.weight.new_zeros(self.nlayers, batch, self.nhid)
-        return (h, h.clone()) if isinstance(self.rnn, nn.LSTM) else h
+        # as the program does for its LSTM: a layer whose state is two vectors (coRNN's, LEM's) takes a pair, and the
+        # LRU's state is its own width
+        h = self.decoder.weight.new_zeros(self.nlayers, batch, getattr(self.rnn, "state_width", self.nhid))
+        two = isinstance(self.rnn, nn.LSTM) or len(getattr(self.rnn, "STATES", ())) == 2
+        return (h, h.clone()) if two else h
 
 
 def word_model(name: str, nonlinearity: str | None = None) -> WordModel:
     torch.manual_seed(0)
     takes = "nonlinearity" in nnrnn.MODELS[name].CONFIG_OPTIONS  # the gated models have none, as in the program
     options = {"nonlinearity": nonlinearity} if takes and nonlinearity is not None else {}
+    if name == "cornn":  # its default Δt, γ, ε are psMNIST's slow oscillators (y moves ~Δt² per step); a word
+        options.update(dt=1.0, gamma=1.0, epsilon=1.0)  # model sets a per-word time scale, as a user would
     return WordModel(nnrnn.MODELS[name], VOCAB, NINP, NHID, NLAYERS, 0.2, **options)
 
 

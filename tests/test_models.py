@@ -26,10 +26,11 @@ from nnrnn import kernel_policy
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"]
-GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
+MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/test_cells.py
+NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"] + MODERN
+GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/test_gru.py for the GRUs)
 # the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
-REAL_STATE = [n for n in NAMES if n != "nnrnn-complex"]
+REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
@@ -1220,6 +1221,7 @@ def test_fullgraph_compile_of_forward_and_backward(name, monkeypatch):
     def gradients(module):
         model.zero_grad(set_to_none=True)
         out, h_n = module(x)
+        h_n = h_n[0] if isinstance(h_n, tuple) else h_n  # coRNN's and LEM's (y_n, z_n)
         (out.pow(2).mean() + h_n.sum()).backward()
         return {k: p.grad.clone() for k, p in model.named_parameters()}
 
@@ -1305,3 +1307,40 @@ def test_regularization_sums_nested_layers_and_schur_constrained_torch_modules()
         nnrnn.regularization(model, delta=-1.0)
     with pytest.raises(TypeError, match="torch.nn.Module"):
         nnrnn.regularization(list(model.parameters()), delta=1.0)
+
+
+# --------------------------------------------------------------------------- Orhan & Pitkow's chain initialisations
+
+@pytest.mark.parametrize("name, blocks", [("rnn", 1), ("lstm", 4), ("gru", 3)])
+@pytest.mark.parametrize("init", ["chain:1.02", "fbchain:0.04"])
+def test_chain_inits_start_every_recurrent_block_as_the_authors_chain(name, blocks, init):
+    n = 6
+    model = nnrnn.create(name, 3, n, num_layers=2, init=init)
+    kind, gain = init.split(":")
+    want = torch.zeros(n, n)
+    for i in range(n - 1):  # unit i feeds unit i + 1; the chain with feedback also feeds back with β
+        want[i + 1, i] = float(gain) if kind == "chain" else 0.99
+        if kind == "fbchain":
+            want[i, i + 1] = float(gain)
+    for suffix in ("_l0", "_l1"):
+        for block in getattr(model, "weight_hh" + suffix).detach().chunk(blocks):
+            assert torch.equal(block, want)
+        assert getattr(model, "weight_ih" + suffix).abs().sum() > 0  # the input weights keep their own scheme
+    with torch.no_grad():
+        model.weight_hh_l0.zero_() if name == "rnn" else model.weight_hh_l0.normal_()
+    model.reset_parameters()
+    assert torch.equal(model.weight_hh_l0.detach().chunk(blocks)[0], want)
+
+
+@pytest.mark.parametrize("name", ["rnn", "lstm", "gru"])
+@pytest.mark.parametrize("init", ["chain", "chain:", "chain:x", "fbchain:inf", "delay:1"])
+def test_a_chain_without_its_gain_is_refused_naming_the_form(name, init):
+    with pytest.raises(ValueError, match="init must be one of|init must be 'xavier'") as raised:
+        nnrnn.create(name, 3, 4, init=init)
+    assert "chain:GAIN" in str(raised.value)
+
+
+def test_the_chain_is_nilpotent_and_far_from_normal():
+    v = nnrnn.create("rnn", 1, 8, init="chain:1.0").weight_hh_l0.detach().double()
+    assert torch.equal(torch.linalg.matrix_power(v, 8), torch.zeros(8, 8, dtype=torch.float64))  # every eigenvalue 0
+    assert not torch.allclose(v @ v.T, v.T @ v)

@@ -8,16 +8,16 @@ entry point, :mod:`nnrnn_cli`, parses the command line first and imports nnrnn f
 from __future__ import annotations
 
 from . import parametrizations
-from .models import (EURNN, GRU, LSTM, MODELS, ComplexNonNormalRNN, ExpRNN, NonNormalGRU, NonNormalRNN,
-                     OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups, parameter_count,
-                     regularization)
+from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,
+                     NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups,
+                     parameter_count, regularization)
 from .serialization import allow_weights_only_loading
 
 __version__ = "0.1.0"
 
-__all__ = ["ComplexNonNormalRNN", "EURNN", "GRU", "LSTM", "MODELS", "ExpRNN", "NonNormalGRU", "NonNormalRNN",
-           "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create", "hidden_size_for", "load_run",
-           "param_groups", "parameter_count", "parametrizations", "regularization"]
+__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
+           "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create",
+           "hidden_size_for", "load_run", "param_groups", "parameter_count", "parametrizations", "regularization"]
 
 
 def load_run(path, device="cpu"):

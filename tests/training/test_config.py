@@ -172,17 +172,19 @@ def test_unknown_options_are_refused_and_a_saved_config_resolves_to_itself():
 
 def test_each_model_gets_the_options_its_constructor_takes():
     config = {"nonlinearity": "tanh", "input_init": "xavier", "bias_init": "zeros", "bias": False,
-              "init": "random", "triangular": "block", "capacity": 4, "rebase_every": None}
+              "init": "random", "triangular": "block", "capacity": 4, "rebase_every": None, "dt": 0.5, "gamma": 2.0,
+              "epsilon": 3.0, "r_min": 0.5, "r_max": 0.9}
     shared = {"nonlinearity", "input_init", "bias_init", "bias"}
-    takes = {"lstm": {"init", "bias"}, "rnn": shared, "eurnn": shared | {"capacity"},
+    takes = {"lstm": {"init", "bias"}, "rnn": shared | {"init"}, "eurnn": shared | {"capacity"},
              "nnrnn": shared | {"init", "triangular"}, "exprnn": shared | {"init"}, "rnn-orth": shared | {"init"},
-             "nngru": {"init", "triangular", "bias", "schur_gates"}}
+             "nngru": {"init", "triangular", "bias", "schur_gates"}, "cornn": {"bias", "dt", "gamma", "epsilon"},
+             "lem": {"bias", "dt"}, "lru": {"bias", "r_min", "r_max"}, "mingru": {"bias"}}
+    own_init = {"lstm": "concat", "rnn": "chain:1.0"}
     config = {**config, "schur_gates": True}
     for model, names in takes.items():
         options = config_module.model_options({**config, "model": model})
         assert options == {name: config[name] for name in names}, model
-        built = {**config, "model": model, "hidden": 6, "task": "copy",
-                 "init": "concat" if model == "lstm" else "random"}
+        built = {**config, "model": model, "hidden": 6, "task": "copy", "init": own_init.get(model, "random")}
         network_module.build_network(built, 3, 2, "all")  # the constructor accepts them
     assert config_module.model_options({**config, "model": "nnrnn", "rebase_every": 10})["dynamic"] is True
 

@@ -44,10 +44,16 @@ def _add_model_options(g) -> None:
     g.add_argument("--hidden", type=int, help="hidden units")
     g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"],
                    help="the recurrence's nonlinearity (default: the model's, modrelu for the non-gated models)")
-    g.add_argument("--init", choices=list(dict.fromkeys(i for c in MODELS.values() for i in c.INITS)),
+    g.add_argument("--init", metavar="INIT",
                    help="initialisation scheme, each model's own (its class's INITS): orthogonal ones (henaff, "
                         "cayley, random); LSTM: xavier or concat; GRU: xavier or torch; nnrnn-complex: random (Haar "
-                        "P) or identity (default: the model's own)")
+                        "P) or identity; rnn, lstm, gru: chain:ALPHA or fbchain:BETA, Orhan & Pitkow's chains "
+                        "(default: the model's own)")
+    g.add_argument("--dt", type=float, help="coRNN, LEM: the time step Δt (default: the model's, 0.076 and 1)")
+    g.add_argument("--gamma", type=float, help="coRNN: γ, its oscillators' stiffness (default 0.4)")
+    g.add_argument("--epsilon", type=float, help="coRNN: ε, their damping (default 8)")
+    g.add_argument("--r-min", dest="r_min", type=float, help="LRU: |λ| starts in the ring [r_min, r_max] (default 0.9)")
+    g.add_argument("--r-max", dest="r_max", type=float, help="LRU: the ring's outer radius (default 0.999)")
     g.add_argument("--capacity", type=int, help="EURNN layers (default: hidden // 2)")
     g.add_argument("--triangular", choices=["strict", "block"],
                    help="nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})")

@@ -16,10 +16,14 @@ from ..parametrizations.registration import Parametrization
 from ..parametrizations.schur import check_penalty_weights
 from ..serialization import allow_weights_only_loading
 from .base import RecurrentModel
+from .cornn import CoRNN
 from .eurnn import EURNN
 from .exprnn import ExpRNN
 from .gru import GRU
+from .lem import LEM
+from .lru import LRU
 from .lstm import LSTM
+from .mingru import MinGRU
 from .nngru import NonNormalGRU
 from .nnrnn import NonNormalRNN
 from .nnrnn_complex import ComplexNonNormalRNN
@@ -35,6 +39,10 @@ MODELS: dict[str, type[nn.Module]] = {
     "gru": GRU,
     "nngru": NonNormalGRU,
     "nnrnn-complex": ComplexNonNormalRNN,
+    "cornn": CoRNN,
+    "lem": LEM,
+    "lru": LRU,
+    "mingru": MinGRU,
 }
 # torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
 allow_weights_only_loading(*MODELS.values())
@@ -149,6 +157,7 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["ComplexNonNormalRNN", "EURNN", "ExpRNN", "GRU", "LSTM", "MODELS", "NonNormalGRU", "NonNormalRNN",
+__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "LEM", "LRU", "MinGRU", "ExpRNN", "GRU", "LSTM", "MODELS",
+           "NonNormalGRU", "NonNormalRNN",
            "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
            "model_class", "orthogonal_parameters", "param_groups", "parameter_count", "regularization"]

@@ -11,16 +11,16 @@ from torch.nn.utils.rnn import PackedSequence
 
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, stack_layers,
                    time_major)
-from .init import init_
+from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "torch")
+INITS = ("xavier", "torch", *CHAINS)
 IMPLEMENTATIONS = ("torch", "reference")
 
 
 def check_gru_init(init) -> str:
-    if init not in INITS:
-        raise ValueError(f"init must be 'xavier' or 'torch' for the GRU; got {init!r}")
+    if not accepts_init(INITS, init):
+        raise ValueError(f"init must be 'xavier', 'torch', 'chain:GAIN' or 'fbchain:GAIN' for the GRU; got {init!r}")
     return init
 
 
@@ -66,7 +66,9 @@ class GRU(nn.GRU):
         input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype:
             torch.nn.GRU's, in its order.
         init: ``'xavier'`` (default): each gate's input block and recurrent block Glorot normal on its own,
-            zero biases (what the paper does for its LSTM); ``'torch'``: torch.nn.GRU's U(±1/sqrt(N)).
+            zero biases (what the paper does for its LSTM); ``'torch'``: torch.nn.GRU's U(±1/sqrt(N));
+            ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
+            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
 
     Inputs: input, h_0; Outputs: output, h_n: torch.nn.GRU's, with the same shapes: ``input`` (L, B, N_in)
     (or batch-first, unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n``
@@ -131,15 +133,17 @@ class GRU(nn.GRU):
                         blocks.append(plist.original0)
                 else:
                     blocks.append(getattr(self, name))
-                for weight in blocks:
+                for index, weight in enumerate(blocks):
                     for block in weight.split(n):
-                        self._init_block(block, scheme)
+                        self._init_block(block, scheme, recurrent=index > 0)
                 if self.bias:
                     for name in ("bias_ih" + suffix, "bias_hh" + suffix):
                         self._init_block(getattr(self, name), scheme)
 
-    def _init_block(self, block: torch.Tensor, scheme: str) -> None:
-        if scheme == "torch":
+    def _init_block(self, block: torch.Tensor, scheme: str, recurrent: bool = False) -> None:
+        if recurrent and parse_chain(scheme):  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM
+            block.copy_(chain_matrix(self.hidden_size, scheme, block))
+        elif scheme == "torch":
             bound = self.hidden_size ** -0.5
             block.uniform_(-bound, bound)
         elif block.dim() == 1:

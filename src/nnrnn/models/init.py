@@ -51,3 +51,46 @@ def init_(tensor: torch.Tensor, spec: str, fan_in: int | None = None) -> torch.T
     else:
         raise ValueError(f"unknown initialisation scheme {spec!r}")
     return tensor.uniform_(-bound, bound)
+
+
+# Orhan & Pitkow (ICLR 2020), "Improved memory in recurrent neural networks with sequential non-normal dynamics":
+# a recurrent matrix started as a chain, unit i feeding unit i + 1 (their code's initialisers, read, not copied)
+CHAINS = ("chain", "fbchain")
+FBCHAIN_FORWARD = 0.99  # fbchain's forward weight, fixed in the authors' code; its argument is the feedback β
+
+
+def parse_chain(spec) -> tuple[str, float] | None:
+    """("chain", α) for ``"chain:α"``, ("fbchain", β) for ``"fbchain:β"`` (α, β finite numbers); None for a value
+    that names no chain; a ValueError for a chain without a number after the colon."""
+    if not isinstance(spec, str) or spec.split(":", 1)[0] not in CHAINS:
+        return None
+    kind, _, number = spec.partition(":")
+    try:
+        gain = float(number)
+    except ValueError:
+        gain = math.nan
+    if not math.isfinite(gain):
+        raise ValueError(f"init {spec!r}: a chain takes its gain after a colon, e.g. 'chain:1.02' or 'fbchain:0.04'")
+    return kind, gain
+
+
+def accepts_init(inits: tuple[str, ...], spec) -> bool:
+    """Whether a model whose ``INITS`` are ``inits`` takes ``init=spec``: one of them by name, or a chain of the form
+    ``"chain:α"`` / ``"fbchain:β"`` where ``inits`` name that chain (a bare ``"chain"`` takes no gain: refused)."""
+    try:
+        chain = parse_chain(spec)
+    except ValueError:
+        return False
+    if chain is not None:
+        return chain[0] in inits
+    return spec in inits and spec not in CHAINS
+
+
+def chain_matrix(n: int, spec: str, like: torch.Tensor) -> torch.Tensor:
+    """The n × n chain of ``spec`` in ``like``'s dtype and device: ``chain:α``, V_{i+1,i} = α (a feed-forward
+    chain, zero elsewhere); ``fbchain:β``, V_{i+1,i} = 0.99 and V_{i,i+1} = β (the chain with feedback)."""
+    kind, gain = parse_chain(spec)
+    shift = torch.diag(torch.ones(n - 1, dtype=like.dtype, device=like.device), -1)  # S_{i+1,i} = 1
+    if kind == "chain":
+        return gain * shift
+    return FBCHAIN_FORWARD * shift + gain * shift.t()

@@ -10,10 +10,10 @@ from torch.nn.utils.rnn import PackedSequence
 from ..kernels import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
 from .base import cell_suffix, check_constructor, check_input, check_state
-from .init import init_
+from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "concat")
+INITS = ("xavier", "concat", *CHAINS)
 RENAMED_INITS = {"glorot": "xavier"}  # an earlier name, still accepted with a warning
 
 
@@ -32,8 +32,8 @@ def check_lstm_init(init) -> str:
         warnings.warn(f"the LSTM's init {init!r} is now called {RENAMED_INITS[init]!r}; {init!r} will be removed",
                       FutureWarning, stacklevel=3)
         return RENAMED_INITS[init]
-    if init not in INITS:
-        raise ValueError(f"init must be 'xavier' or 'concat' for the LSTM; got {init!r}")
+    if not accepts_init(INITS, init):
+        raise ValueError(f"init must be 'xavier', 'concat', 'chain:GAIN' or 'fbchain:GAIN' for the LSTM; got {init!r}")
     return init
 
 
@@ -49,7 +49,8 @@ class LSTM(nn.LSTM):
             N × (N + I) weight Glorot normal as a whole (std sqrt(2 / (2N + I))), its single bias
             U(±1/sqrt(N + I)); torch's second bias per gate (``bias_hh_l*``) is held at zero and not
             trained, so the parameters are the release's.  (``'glorot'`` is the earlier name of
-            ``'xavier'``.)
+            ``'xavier'``.)  ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
+            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
 
     Inputs: input, (h_0, c_0); Outputs: output, (h_n, c_n): torch.nn.LSTM's, with the same shapes:
     ``input`` (L, B, N_in) (or batch-first, unbatched, packed), ``h_0``/``c_0`` (D·num_layers, B, N)
@@ -87,8 +88,12 @@ class LSTM(nn.LSTM):
         with torch.no_grad():
             for suffix in self._cell_suffixes():
                 weight_ih, weight_hh = getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix)
+                chain = parse_chain(self.init)
                 for gate_ih, gate_hh in zip(weight_ih.chunk(4), weight_hh.chunk(4)):
-                    if self.init == "xavier":
+                    if chain:  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM initialiser
+                        init_(gate_ih, "xavier")
+                        gate_hh.copy_(chain_matrix(gate_hh.shape[0], self.init, gate_hh))
+                    elif self.init == "xavier":
                         init_(gate_ih, "xavier")
                         init_(gate_hh, "xavier")
                     else:
@@ -97,10 +102,10 @@ class LSTM(nn.LSTM):
                         gate_ih.copy_(gate[:, gate_hh.shape[1]:])
                 if self.bias:
                     fan_in = weight_ih.shape[1] + weight_hh.shape[1]
-                    init_(getattr(self, "bias_ih" + suffix), "zeros" if self.init == "xavier" else "uniform",
+                    init_(getattr(self, "bias_ih" + suffix), "uniform" if self.init == "concat" else "zeros",
                           fan_in=fan_in)
                     getattr(self, "bias_hh" + suffix).zero_()
-                    getattr(self, "bias_hh" + suffix).requires_grad_(self.init == "xavier")
+                    getattr(self, "bias_hh" + suffix).requires_grad_(self.init != "concat")
 
     def _cell_suffixes(self) -> list[str]:
         """One suffix per layer and direction ("_l0", "_l0_reverse", "_l1", …), from torch's parameter names."""

@@ -9,6 +9,7 @@ from ..parametrizations import INITS, check_init
 from ..parametrizations.expm import expm_skew
 from ..parametrizations.orthogonal import init_skew_, skew
 from .base import RecurrentModel
+from .init import CHAINS, accepts_init, chain_matrix
 
 
 class VanillaRNN(RecurrentModel):
@@ -17,11 +18,14 @@ class VanillaRNN(RecurrentModel):
     .. math::
         h_t = \phi(V h_{t-1} + W_{ih} x_t + b),
 
-    V = ``weight_hh_l[k]`` a free (N, N) parameter, Glorot normal at initialisation.
+    V = ``weight_hh_l[k]`` a free (N, N) parameter, Glorot normal at initialisation, or a chain.
 
     Args:
         input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
             device, dtype: as :class:`~nnrnn.NonNormalRNN` (torch.nn.RNN's, modReLU by default).
+        init: V's start: ``'xavier'`` (default, Glorot normal); ``'chain:α'``, V_{i+1,i} = α and zero elsewhere;
+            ``'fbchain:β'``, V_{i+1,i} = 0.99 and V_{i,i+1} = β (Orhan & Pitkow 2020's non-normal chains, their
+            code's definitions; :func:`~nnrnn.models.init.chain_matrix`).
         input_init, bias_init: schemes of :mod:`nnrnn.models.init`.
 
     Inputs and outputs: as :class:`~nnrnn.NonNormalRNN`: ``input`` (L, B, N_in) (or batch-first,
@@ -32,13 +36,32 @@ class VanillaRNN(RecurrentModel):
         weight_hh_l[k]: V (N, N), Glorot normal.
     """
 
+    CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init",)
+    INITS: tuple[str, ...] = ("xavier", *CHAINS)
+
+    def __init__(self, *args, init: str = "xavier", **kwargs):
+        self.init = self._check_init(init)
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def _check_init(cls, init) -> str:
+        if not accepts_init(cls.INITS, init):
+            raise ValueError(f"init must be one of {', '.join(i + ':GAIN' if i in CHAINS else i for i in cls.INITS)} "
+                             f"for {cls.__name__}; got {init!r}")
+        return init
+
     def _make_recurrent(self, suffix, factory):
         self.register_parameter("weight_hh" + suffix, nn.Parameter(torch.empty(self.hidden_size, self.hidden_size,
                                                                                **factory)))
         self._reset_recurrent(suffix)
 
     def _reset_recurrent(self, suffix):
-        nn.init.xavier_normal_(getattr(self, "weight_hh" + suffix))
+        weight = getattr(self, "weight_hh" + suffix)
+        with torch.no_grad():
+            if self.init == "xavier":
+                nn.init.xavier_normal_(weight)
+            else:
+                weight.copy_(chain_matrix(self.hidden_size, self.init, weight))
 
     def _recurrent_parameters(self, suffix):
         return [getattr(self, "weight_hh" + suffix)]
@@ -57,13 +80,15 @@ class OrthogonalInitRNN(VanillaRNN):
             setting uses Cayley).
     """
 
-    CONFIG_OPTIONS = VanillaRNN.CONFIG_OPTIONS + ("init",)
     ORTHOGONAL = True  # the paper counts RNN-orth among its orthogonal RNNs
     INITS = INITS
 
     def __init__(self, *args, init: str = "random", **kwargs):
-        self.init = check_init(init)
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, init=init, **kwargs)
+
+    @classmethod
+    def _check_init(cls, init) -> str:
+        return check_init(init)
 
     def _reset_recurrent(self, suffix):
         weight = getattr(self, "weight_hh" + suffix)

@@ -16,7 +16,7 @@ import torch
 from .. import presets
 from ..errors import OptionError, UserError
 from ..models import MODELS, model_class
-from ..models.init import check_scheme
+from ..models.init import CHAINS, accepts_init, check_scheme
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from ..tasks import TASKS, task_class
 from . import runfolder
@@ -34,6 +34,11 @@ DEFAULTS = {
     "fixed_gamma": None,       # nnRNN: hold every γ_i at this value (supplement Table 7: 1, 0.958); None: trained
     "t_init": None,            # nnRNN's T at initialisation: "zeros" (paper, default) or "delay:ALPHA"
     "schur_gates": None,       # nngru: W_hr and W_hz in Schur form too (None: False, only W_hn)
+    "dt": None,                # coRNN, LEM: the time step Δt; None: the model's default
+    "gamma": None,             # coRNN: γ, the oscillators' stiffness; None: the model's default
+    "epsilon": None,           # coRNN: ε, their damping; None: the model's default
+    "r_min": None,             # LRU: |λ| starts uniform in area over the ring [r_min, r_max]; None: 0.9
+    "r_max": None,             # None: 0.999
     "bias": True,              # the recurrent layer's input bias b in φ(Vh + W_ih x + b)
     "input_init": None,        # W_ih's scheme (nnrnn.models.init); None: the model's default (xavier)
     "bias_init": None,         # b's scheme; None: the model's default (zeros)
@@ -203,9 +208,17 @@ def _check_schedule(config: dict) -> None:
 def _check_model_options(config: dict) -> None:
     """The options the model and its read-out take, against what the chosen model accepts."""
     model = model_class(config["model"])
-    if config["init"] is not None and "init" in model.CONFIG_OPTIONS and config["init"] not in model.INITS:
-        raise OptionError(f"init must be one of {', '.join(model.INITS)} for {config['model']}; "
-                          f"got {config['init']!r}")
+    if config["init"] is not None and "init" in model.CONFIG_OPTIONS and not accepts_init(model.INITS, config["init"]):
+        names = ", ".join(f"{i}:GAIN" if i in CHAINS else i for i in model.INITS)
+        raise OptionError(f"init must be one of {names} for {config['model']}; got {config['init']!r}")
+    for key in ("dt", "gamma", "epsilon", "r_min", "r_max"):
+        value = config.get(key)  # .get: configs saved before these options existed
+        if value is not None and not (_number(value) and value > 0 if key in ("dt", "gamma", "epsilon")
+                                      else _number(value) and 0 <= value <= 1):
+            kind = "a positive finite number" if key in ("dt", "gamma", "epsilon") else "a number in [0, 1]"
+            raise OptionError(f"{key} must be {kind}; got {value!r}")
+    if (config.get("r_min") or 0.9) >= (config.get("r_max") or 0.999):
+        raise OptionError(f"r_min must be below r_max; got {config.get('r_min')!r} and {config.get('r_max')!r}")
     allowed = getattr(model, "NONLINEARITIES", None)  # a model that takes fewer than the common four says so
     if config["nonlinearity"] is not None and allowed is not None \
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:

@@ -1,0 +1,77 @@
+"""The parallel scans against their loops: the LRU's odd-even scan and minGRU's log-space scan, each timed against
+the same layer computing time step by step (``implementation = "loop"``), forward and backward of one layer.
+
+Each (model, T) pair runs the two implementations in one process, alternating, after a warm-up; the table gives
+each one's median and the ratio loop / scan (above 1: the scan is faster).  A shared machine's speed moves between
+runs, so only the ratios, measured side by side, are comparable.
+
+Usage::
+
+    python benchmarks/scan_speed.py                       # T = 784 and 1000, batch 128, N = 128, input 1
+    python benchmarks/scan_speed.py --steps 784 --batch 64 --hidden 256 --repeats 9
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
+
+import nnrnn  # noqa: E402
+from nnrnn.host import describe_cpu  # noqa: E402
+
+SCANNED = ("lru", "mingru")
+
+
+def update_seconds(model: torch.nn.Module, x: torch.Tensor) -> float:
+    """One forward and backward of ``model`` on ``x``, in seconds."""
+    start = time.perf_counter()
+    out, _ = model(x)
+    out.pow(2).mean().backward()
+    model.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
+def ratio(name: str, steps: int, batch: int, hidden: int, inputs: int, repeats: int) -> tuple[float, float, float]:
+    """(median loop seconds, median scan seconds, their ratio) for one layer of ``name``, alternating."""
+    torch.manual_seed(0)
+    model = nnrnn.create(name, inputs, hidden)
+    x = torch.randn(steps, batch, inputs)
+    times = {"loop": [], "scan": []}
+    for implementation in times:  # warm-up
+        model.implementation = implementation
+        update_seconds(model, x)
+    for _ in range(repeats):
+        for implementation in times:
+            model.implementation = implementation
+            times[implementation].append(update_seconds(model, x))
+    loop, scan = statistics.median(times["loop"]), statistics.median(times["scan"])
+    return loop, scan, loop / scan
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[784, 1000])
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--inputs", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--models", nargs="+", default=list(SCANNED), choices=SCANNED)
+    args = parser.parse_args(argv)
+    print(f"scan against loop, one layer forward and backward: batch {args.batch}, N = {args.hidden}, "
+          f"input {args.inputs}, {args.repeats} alternating rounds, medians; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; {describe_cpu()}")
+    print(f"{'model':8} {'T':>6} {'loop (s)':>10} {'scan (s)':>10} {'loop/scan':>10}")
+    for name in args.models:
+        for steps in args.steps:
+            loop, scan, r = ratio(name, steps, args.batch, args.hidden, args.inputs, args.repeats)
+            print(f"{name:8} {steps:6d} {loop:10.4f} {scan:10.4f} {r:10.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""coRNN, the coupled oscillatory RNN (Rusch & Mishra, ICLR 2021)."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .cells import CellModel
+
+
+def check_positive(name: str, value) -> float:
+    """``value`` as a float if it is a positive finite number, else a TypeError / ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a positive number; got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return float(value)
+
+
+def cornn_loop(x, y0, z0, weight_ih, weight_hh, bias, dt: float, gamma: float, epsilon: float):
+    """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H)."""
+    projected = x @ weight_ih.t()
+    if bias is not None:
+        projected = projected + bias
+    y, z, ys, zs = y0, z0, [], []
+    for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
+        drive = torch.tanh(step + torch.cat([y, z], -1) @ weight_hh.t())
+        z = (z + dt * (drive - gamma * y)) / (1 + dt * epsilon)
+        y = y + dt * z
+        ys.append(y)
+        zs.append(z)
+    return torch.stack(ys), torch.stack(zs)
+
+
+class CoRNN(CellModel):
+    r"""The coupled oscillatory RNN: each layer and direction is a network of N damped, driven nonlinear oscillators,
+
+    .. math::
+        y'' = \tanh(W y + \mathcal{W} y' + V u + b) - \gamma y - \epsilon y',
+
+    discretised by the paper's implicit-explicit scheme (its eq. 3: the damping implicit, the rest explicit),
+
+    .. math::
+        z_n &= z_{n-1} + \Delta t\,\big(\tanh(W y_{n-1} + \mathcal{W} z_{n-1} + V u_n + b)
+               - \gamma\, y_{n-1} - \epsilon\, z_n\big), \\
+        y_n &= y_{n-1} + \Delta t\, z_n,
+
+    solved for z_n: z_n = (z_{n-1} + Δt(tanh(·) − γ y_{n-1})) / (1 + Δt ε).  (The authors' released code takes the
+    damping explicitly, ε z_{n-1}; docs/design.md says what that changes.)  The layer outputs y_n.
+
+    Args:
+        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype:
+            torch.nn.GRU's, in its order.
+        dt, gamma, epsilon: Δt, γ and ε, positive numbers (defaults: the authors' psMNIST values, 0.076, 0.4, 8).
+
+    Inputs: input, (y_0, z_0); Outputs: output, (y_n, z_n): torch.nn.LSTM's form, the position y in the place of h
+    and the velocity z in the place of c, each (D·num_layers, B, N) (zeros when omitted); ``output`` (L, B, D·N) is
+    y at every step.
+
+    Attributes:
+        weight_ih_l[k]: V, (N, N_in); bias_ih_l[k]: b, (N); weight_hh_l[k]: [W, 𝒲], (N, 2N), acting on [y, z].
+        All drawn as ``torch.nn.Linear`` draws the authors' one layer of [u, z, y]: U(±1/sqrt(N_in + 2N)).
+    """
+
+    CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon")
+    STATES = ("y", "z")
+    GATES = 2  # [W, 𝒲]
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
+                 dtype=None, *, dt: float = 0.076, gamma: float = 0.4, epsilon: float = 8.0):
+        self.dt, self.gamma = check_positive("dt", dt), check_positive("gamma", gamma)
+        self.epsilon = check_positive("epsilon", epsilon)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
+                         dtype)
+
+    def _make_cell(self, suffix, layer_input, factory):
+        n = self.hidden_size
+        self.register_parameter("weight_ih" + suffix, nn.Parameter(torch.empty(n, layer_input, **factory)))
+        self.register_parameter("weight_hh" + suffix, nn.Parameter(torch.empty(n, 2 * n, **factory)))
+        if self.bias:
+            self.register_parameter("bias_ih" + suffix, nn.Parameter(torch.empty(n, **factory)))
+
+    def _reset_cell(self, suffix):
+        weight_ih = getattr(self, "weight_ih" + suffix)
+        bound = (weight_ih.shape[1] + 2 * self.hidden_size) ** -0.5
+        for name in ("weight_ih", "weight_hh", "bias_ih"):
+            if hasattr(self, name + suffix):
+                getattr(self, name + suffix).uniform_(-bound, bound)
+
+    def _run(self, suffix, x, h0):
+        y0, z0 = h0.chunk(2, -1)
+        bias = getattr(self, "bias_ih" + suffix) if self.bias else None
+        ys, zs = cornn_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix), bias,
+                            self.dt, self.gamma, self.epsilon)
+        return ys, torch.cat([ys, zs], -1)
+
+    @classmethod
+    def cell_parameter_count(cls, layer_input, hidden_size, bias=True, **_) -> int:
+        return hidden_size * (layer_input + 2 * hidden_size + bool(bias))
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", dt={self.dt}, gamma={self.gamma}, epsilon={self.epsilon}"
