@@ -55,7 +55,8 @@ def saved(monkeypatch):
 def test_the_run_curves_show_all_their_text():
     records = [{"step": 50 * i, "split": "train", "loss": 0.5 / i, "accuracy": 0.1 * i} for i in range(1, 9)]
     records += [{"step": 400, "split": "valid", "loss": 0.001, "accuracy": 0.9}]
-    fig = curves_figure(records, baseline=0.0945, title="copy, nnrnn with 128 units: demo-copy-20261126-031500")
+    fig = curves_figure(records, {"loss": {"baseline": 0.0945, "chance": 2.197}},
+                        title="copy, nnrnn with 128 units: demo-copy-20261126-031500")
     assert text_outside(fig) == []
     loss = fig.axes[0]
     assert loss.get_yscale() == "log"  # 0.5 down to 0.001: three decades

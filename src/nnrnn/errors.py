@@ -5,8 +5,9 @@
 * :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder).
 * :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
   so library callers that catch ``ValueError`` keep working.
-* :class:`TrainingDiverged` (exit 1): training produced non-finite losses, gradients or scores, or a
-  checkpoint scores a non-finite result; the reproduction grid and sweeps record it as a result.
+* :class:`TrainingDiverged` (exit 3): training produced non-finite losses, gradients or scores, a loss far
+  above the task's baseline and chance (nnrnn.training.outcome), or a checkpoint scores a non-finite result;
+  the reproduction grid and sweeps record it as a result.
 * :class:`Interrupted`: SIGINT/SIGTERM ended training after a checkpoint.
 """
 from __future__ import annotations
@@ -38,8 +39,11 @@ class FolderInUse(UserError):
 
 
 class TrainingDiverged(NnrnnError):
-    """Training produced non-finite losses, gradients or scores (validation or test); the message says which,
-    where the last good checkpoint is and what to try."""
+    """Training produced non-finite losses, gradients or scores (validation or test), or a loss far above the
+    task's baseline and chance; the message says which, where the last good checkpoint is and what to try.  Its
+    exit code, 3, tells a script a diverged run from a mistake in the command (2) and a crash (1)."""
+
+    exit_code = 3
 
 
 class Interrupted(NnrnnError):
