@@ -543,6 +543,37 @@ def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, me
         train(copy_config(tmp_path, "a", steps=4), resume=True)
 
 
+@pytest.mark.parametrize("other, named", [(["--nonlinearity", "tanh"], "--nonlinearity 'tanh' there, None in"),
+                                          (["--model", "exprnn"], "--model 'exprnn' there, 'nnrnn' in"),
+                                          (["--hidden", "6"], "--hidden 6 there, 8 in"),
+                                          (["--T", "5"], "--T 5 there, 3 in"),
+                                          (["--lr", "0.01"], "--lr 0.01 there, 0.001 in")])
+def test_resume_from_the_command_line_refuses_another_runs_checkpoint_and_touches_nothing(capsys, tmp_path, other,
+                                                                                          named):
+    """A last.pt copied in from a run with other options: refused, naming them; config.json, metrics.jsonl and the
+    checkpoint are left as they were (the issue's regression: a tanh last.pt resumed in a modReLU folder rewrote
+    config.json to tanh over the other run's history)."""
+    common = ["--steps", "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "a", *common)[0] == 0
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "b", *common, *other)[0] == 0
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    before = snapshot(tmp_path / "a")
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "a", "--resume", "--steps", "4"),
+             "is another run's checkpoint", named)
+    assert snapshot(tmp_path / "a") == before
+
+
+def test_resume_from_the_command_line_refuses_another_tasks_checkpoint(capsys, tmp_path):
+    common = ["--steps", "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "a", *common)[0] == 0
+    assert run_cli(capsys, "train", "adding", "--out", tmp_path / "b", *common)[0] == 0
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    before = snapshot(tmp_path / "a")
+    for argv in (["train", "copy"], ["train", "adding"]):  # the folder's task, or the checkpoint's
+        one_line(*run_cli(capsys, *argv, "--out", tmp_path / "a", "--resume", "--steps", "4"), "task")
+    assert snapshot(tmp_path / "a") == before
+
+
 def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
     nan_losses_at(monkeypatch, {0, 2, 4})  # never two in a row, but 3 in all: more than --max-bad-steps 2
     train(copy_config(tmp_path, steps=4, max_bad_steps=2, eval_every=2))  # 2 skipped: allowed

@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from . import checkpoint, distributed, outcome, runfolder, runlock
-from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
+from .config import (DEFAULTS, RESUMABLE, check_device, check_memory, check_resumable, evaluation_interval, flag,
+                     read_config, total_steps)
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import build_saved_task, build_task, check_weights, seeded_network
@@ -230,6 +231,7 @@ def restore(run: Run) -> None:
                             f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
                             f"for; start a new run elsewhere")
     check_resumable(before, config, run.folder)
+    check_own_checkpoint(run, before)
     if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
         run.task.check_data_state(saved["data"])
     check_weights(run.net, saved["model"], run.last_path, run.task)
@@ -248,6 +250,24 @@ def restore(run: Run) -> None:
         raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
                         f"for; give a larger --steps (or --epochs) to train further")
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+
+
+def check_own_checkpoint(run: Run, before: dict) -> None:
+    """UserError naming every option that may not change on resume and differs between ``last.pt``'s
+    configuration ``before`` and the run folder's config.json: a checkpoint copied in from another run, which a
+    resume must neither continue nor write its options over the run's own (config.json, metrics) with."""
+    path = runfolder.config_file(run.folder)
+    if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
+        return
+    own = read_config(path)
+    value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
+    differ = [key for key in sorted(set(own) | set(before))
+              if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
+    if differ:
+        shown = "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
+                          for key in differ)
+        raise UserError(f"{run.last_path} is another run's checkpoint, not this run's ({shown}); put the run's own "
+                        f"last.pt back, or resume the other run in its own folder")
 
 
 def finish(run: Run) -> dict:
