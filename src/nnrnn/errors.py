@@ -2,7 +2,8 @@
 
 * :class:`NnrnnError`: a condition the command line reports as one line on stderr, exiting with the
   exception's ``exit_code``; everything else is an internal bug and keeps its traceback.
-* :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder).
+* :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder); :class:`RunNotFound`,
+  a missing run, is also a ``FileNotFoundError``.
 * :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
   so library callers that catch ``ValueError`` keep working.
 * :class:`TrainingDiverged` (exit 3): training produced non-finite losses, gradients or scores, a loss far
@@ -12,6 +13,7 @@
 """
 from __future__ import annotations
 
+import errno
 import signal
 from pathlib import Path
 
@@ -32,6 +34,21 @@ class UserError(NnrnnError):
 class OptionError(UserError, ValueError):
     """An option (a configuration key, a command-line flag or a library argument) has a value nnrnn
     cannot use; the message names the option and the values it takes."""
+
+
+class RunNotFound(UserError, FileNotFoundError):
+    """No run folder or checkpoint at the path given (``nnrnn.load_run``, ``nnrnn analyze``): a
+    ``FileNotFoundError``, as ``torch.load`` raises, carrying the house type so that the command line prints it as
+    one line; ``filename`` is the path."""
+
+    def __init__(self, message: str, path):
+        super().__init__(errno.ENOENT, message, str(path))  # errno, strerror and filename as torch.load's
+
+    def __str__(self):  # the sentence alone, which names the path (OSError's form adds "[Errno 2]" and the path)
+        return self.strerror
+
+    def __reduce__(self):
+        return RunNotFound, (self.strerror, self.filename)
 
 
 class FolderInUse(UserError):

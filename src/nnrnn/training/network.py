@@ -10,7 +10,7 @@ from torch import nn
 from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
 from ..data.paths import DataNotFound
-from ..errors import OptionError, UserError
+from ..errors import OptionError, RunNotFound, UserError
 from ..models import create
 from ..models.init import init_
 from ..tasks import make_task, task_class
@@ -162,7 +162,11 @@ def load_model(path) -> tuple[nn.Module, dict]:
     """(network, config) from a run folder (its :func:`best_checkpoint`) or a checkpoint file; the network is
     rebuilt from the saved configuration and weights alone, without reading the task's data."""
     path = Path(path)
+    if not path.exists():
+        raise RunNotFound(f"no run folder or checkpoint at {path}", path)
     if path.is_dir():
+        if not best_checkpoint(path).is_file():
+            raise RunNotFound(f"{path} holds no run: it has no {runfolder.BEST} or {runfolder.LAST}", path)
         path = best_checkpoint(path)
     saved = checkpoint.load(path)
     config, weights = saved["config"], saved["model"]
