@@ -88,8 +88,13 @@ class Task:
         return {name: total / count for name, (total, count) in sums.items() if count}
 
     def describe(self) -> str:
-        """One line for the log: what data this task trains on."""
+        """One line for the log: what this task trains on."""
         return self.name
+
+    def describe_lines(self) -> list[str]:
+        """What a run prints first about its task: :meth:`describe`, then where its data comes from and any note
+        on it, each a line of its own (a long first line hides the note)."""
+        return [self.describe()]
 
     # The loss of the best prediction that uses no memory of the inputs (``baseline``) and of an untrained
     # model's guess (``chance``): what a run's outcome is judged against (nnrnn.training.outcome)

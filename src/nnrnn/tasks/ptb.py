@@ -143,12 +143,13 @@ class PTBTask(Task):
         return self._references
 
     def describe(self) -> str:
-        text = (f"Penn Treebank characters: vocabulary {len(self.vocab)} (newline counted as a symbol), "
-                f"{self.batch_size} streams x {self.bptt}-step segments, {self.steps_per_epoch} updates per epoch, "
-                f"hidden state carried across segments, evaluation with {self.eval_batch_size} streams; "
-                f"{self.corpus.describe()}; baseline {self._references['bpc']['baseline']:.3f} bpc (the training "
-                f"text's character frequencies), chance {self._references['bpc']['chance']:.3f}")
-        return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
+        bpc = self._references["bpc"]
+        return (f"Penn Treebank characters: {self.batch_size} streams x {self.bptt}-step segments, "
+                f"{self.steps_per_epoch} updates per epoch, state carried across segments, evaluation with "
+                f"{self.eval_batch_size} streams; baseline {bpc['baseline']:.3f} bpc, chance {bpc['chance']:.3f}")
+
+    def describe_lines(self) -> list[str]:
+        return [self.describe(), self.corpus.describe()] + ([f"note: {self.data_note}"] if self.data_note else [])
 
     def data_state(self) -> dict:
         """What a checkpoint should record (the vocabulary above all) to check a resumed run's data."""

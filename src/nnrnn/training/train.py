@@ -303,7 +303,7 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
     log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
-    print(f"[nnrnn] {task.describe()}", flush=True)
+    print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
           flush=True)
