@@ -482,7 +482,7 @@ def test_cli_analyze_names_the_run_in_every_title_and_draws_the_gradient_beside_
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
                         lambda fig, path, *a, **k: figures.__setitem__(str(path).rsplit("/", 1)[-1], fig))
     args = _parser().parse_args(["analyze", str(run)])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     for name, fig in figures.items():  # the run's name heads every figure
         titles = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
         assert any("copy-demo-20261127" in t for t in titles), (name, titles)

@@ -63,7 +63,7 @@ def command_lines(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", [README, DOCS / "training.md"], ids=lambda path: path.name)
 def test_every_command_line_of_the_readme_and_training_md_parses(path):
     """Training them all takes hours; what can rot without a test is a flag or a command that no longer exists."""
-    from nnrnn.cli import make_parser
+    from nnrnn_cli.command import make_parser
     lines = command_lines(path)
     assert lines, path
     for line in lines:

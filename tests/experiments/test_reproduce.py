@@ -201,7 +201,7 @@ def test_the_help_gives_each_grids_wall_time_as_the_readme_and_its_report_measur
     import re
     from pathlib import Path
 
-    from nnrnn.cli import make_parser
+    from nnrnn_cli.command import make_parser
     repo = Path(__file__).resolve().parents[2]
     readme = (repo / "README.md").read_text()
     measured = re.search(r"--scale cpu-long.*?in (\d+ h \d+ min)", readme, re.S).group(1)

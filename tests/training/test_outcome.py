@@ -7,7 +7,7 @@ import math
 import pytest
 from helpers import TINY, copy_config, script_validation
 
-from nnrnn import cli
+from nnrnn_cli import command as cli
 from nnrnn.errors import TrainingDiverged
 from nnrnn.tasks.copy import CopyTask
 from nnrnn.training import outcome
