@@ -578,10 +578,15 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
         label = f"{task_name} {size}"
         results = time_updates(size, device, models, rounds)
         rnn, lstm = results["torch.nn.RNN"][0], results["torch.nn.LSTM"][0]
+        # at --quick's toy sizes fixed per-call costs dominate: a ratio there says nothing of the paper's sizes
+        toy = ((" (toy size, not the paper's)", "; --quick's toy size: fixed per-call costs dominate, so the ratio "
+                "does not predict the paper's sizes, which `nnrnn doctor` without --quick times; ")
+               if quick else ("", "; "))
         for name, (seconds, peak) in results.items():
             memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
-            rows.append(Row("update time", name, label, f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM",
-                            f"median of {rounds}: {seconds * 1e3:.1f} ms; {memory}"))
+            rows.append(Row("update time", name, label,
+                            f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM{toy[0]}",
+                            f"median of {rounds}: {seconds * 1e3:.1f} ms{toy[1]}{memory}"))
         for model in models:
             if not graphs_apply(device):
                 continue

@@ -198,3 +198,17 @@ def test_a_scales_length_replaces_the_procedures_for_a_model_the_paper_has_no_en
     (run,) = grid.plan("tiny-steps", searching=True)
     assert run["options"]["steps"] == 4 and "epochs" not in run["options"]
     assert run["options"]["readout_init"] == "uniform"  # the rest of the procedure stays
+
+
+def test_the_help_gives_each_grids_wall_time_as_the_readme_and_its_report_measured_it():
+    import re
+    from pathlib import Path
+
+    from nnrnn_cli.command import make_parser
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    measured = re.search(r"--scale cpu-long.*?in (\d+ h \d+ min)", readme, re.S).group(1)
+    beyond = re.search(r"took \*\*(\d+ h \d+ min) of wall time\*\*", (repo / "docs/beyond/report.md").read_text())
+    text = " ".join(make_parser()._subparsers._group_actions[0].choices["reproduce"].format_help().split())
+    assert f"cpu-long: the paper's tables at small sizes ({measured} " in text  # was "about 2 h" beside 2 h 46 min
+    assert f"each model tuned alike ({beyond.group(1)} " in text

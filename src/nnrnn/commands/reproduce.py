@@ -17,10 +17,10 @@ def add_arguments(p) -> None:
                     "finished runs are kept, interrupted ones resume. See docs/training.md.")
     p.add_argument("--scale", default="cpu", choices=list(SCALES),
                    help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
-                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (about 2 h "
-                        "with --jobs 2 on 2 cores); beyond: the non-normal family, each model tuned alike (about 1 h "
-                        "with --jobs 2 on 2 cores); paper: the paper's sizes and the release's 100 epochs (for GPUs; "
-                        "its time is not measured)")
+                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (2 h 46 min "
+                        "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
+                        "tuned alike (1 h 0 min with --jobs 2 on 2 cores, docs/beyond/report.md); paper: the paper's "
+                        "sizes and the release's 100 epochs (for GPUs; its time is not measured)")
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
     p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]), help="only these tasks (default: all)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..tasks import task_class
-from ..training import runfolder
+from ..training import outcome, runfolder
 from ..training.runlog import read_metrics
 from .grid import COLUMNS, diverged, finished, metric, run_folder
 from .paper import GAMMA_ONE
@@ -184,7 +184,7 @@ def converged(folder: Path) -> bool:
         return False
     key = metric("ptb")
     curve = [r[key] for r in read_metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
-    return bool(curve) and min(curve) < (1 - rule('LEARNED')) * curve[0]
+    return bool(curve) and outcome.clearly_below(min(curve), curve[0], rule('LEARNED'))  # the trainer's rule
 
 
 def converged_table(out: Path, runs: list[dict], setting: str) -> dict:

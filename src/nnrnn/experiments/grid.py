@@ -13,6 +13,7 @@ from ..models import PAPER_MODELS, hidden_size_for, parameter_count
 from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
+from ..training import outcome
 from ..training.runlog import read_metrics
 from . import rules
 from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
@@ -235,13 +236,19 @@ def run_folder(out: Path, run: dict) -> Path:
 
 
 def finished(folder: Path) -> bool:
-    """Diverged, or trained to its end: a test score logged after the last training point."""
+    """The run has an outcome (learned, did not learn, diverged: :mod:`nnrnn.training.outcome`, the trainer's own
+    definition), or, for a run trained before outcomes were recorded, a test score logged after its last
+    training point."""
+    if outcome.read(folder) is not None:
+        return True
     records = read_metrics(folder)
-    return diverged(folder) or bool(records) and records[-1].get("split") == "test"
+    return bool(records) and records[-1].get("split") == "test"
 
 
 def diverged(folder: Path) -> bool:
-    return (folder / DIVERGED).is_file()
+    """The run's outcome is "diverged" (:mod:`nnrnn.training.outcome`; a DIVERGED marker of an older grid too)."""
+    ended = outcome.read(folder)
+    return ended is not None and ended.name == outcome.DIVERGED
 
 
 def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:

@@ -8,6 +8,7 @@ A run folder holds::
     metrics.jsonl          one JSON object per logged point (nnrnn.training.runlog)
     tensorboard/           the same scalars for TensorBoard
     curves.png             the training curves
+    outcome.json           learned, did not learn or diverged, and why (nnrnn.training.outcome)
     checkpoints/last.pt    the whole run's state, for --resume
     checkpoints/best.pt    the model at its best validation score
 """
@@ -27,10 +28,11 @@ CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 CURVES = "curves.png"
+OUTCOME = "outcome.json"
 CHECKPOINTS = "checkpoints"
 LAST = f"{CHECKPOINTS}/last.pt"
 BEST = f"{CHECKPOINTS}/best.pt"
-RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG)  # what --overwrite removes
+RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME)  # what --overwrite removes
 
 
 def last_checkpoint(folder) -> Path:
