@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from nnrnn.training import config as config_module
+from nnrnn.training import runfolder
 from nnrnn.training.runlog import read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -291,7 +291,7 @@ def test_installed_command_trains_each_task_with_the_paper_preset(task, tmp_path
                              "--out", str(tmp_path / "run"), *extra],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    config = config_module.read_config(tmp_path / "run" / "config.json")
+    config = runfolder.read_config(tmp_path / "run" / "config.json")
     assert config["preset"] == "paper" and config["hidden"] == {"copy": 128, "psmnist": 512, "ptb": 1024}[task]
     assert {r["split"] for r in read_metrics(tmp_path / "run")} >= {"train", "valid"}
 

@@ -63,7 +63,8 @@ from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
 # Everything taken from the trainer, in one place.
 from .training import checkpoint, runfolder
-from .training.config import check_device, resolve_config
+from .training.config import resolve_config
+from .training.resources import check_device
 from .training.network import build, seeded_network
 from .training import step as training_step
 from .training.step import WARMUP, CapturedStep, TrainStep, capturable

@@ -882,3 +882,16 @@ def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(p
         assert all(torch.equal(a[k], b[k]) for k in a), name
     assert (folder / "curves.png").is_file()
 
+
+
+def test_the_resume_line_reads_last_pt_once_and_continues_as_one_run(tmp_path, monkeypatch):
+    """`nnrnn train ... --resume` takes the run's options and its state from one reading of last.pt."""
+    argv = ["train", "copy", *TINY_ARGV, "--eval-every", "2", "--seed", "3"]
+    assert nnrnn_cli.main([*argv, "--steps", "6", "--out", str(tmp_path / "whole")]) == 0
+    assert nnrnn_cli.main([*argv, "--steps", "4", "--out", str(tmp_path / "run")]) == 0
+    reads, load = [], checkpoint.load
+    monkeypatch.setattr(checkpoint, "load", lambda path, *a, **k: reads.append(Path(path).name) or load(path, *a, **k))
+    assert nnrnn_cli.main(["train", "copy", "--steps", "6", "--out", str(tmp_path / "run"), "--resume"]) == 0
+    assert reads.count("last.pt") == 1, reads
+    a, b = (checkpoint.load(tmp_path / name / "checkpoints" / "last.pt")["model"] for name in ("whole", "run"))
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -22,11 +22,12 @@ from torch import nn
 
 from .. import kernel_policy
 from . import checkpoint, distributed, outcome, runfolder, runlock
-from .config import (DEFAULTS, RESUMABLE, check_device, check_memory, check_resumable, evaluation_interval, flag,
-                     read_config, total_steps)
+from .config import check_resumable, evaluation_interval, total_steps
+from .options import DEFAULTS, RESUMABLE, flag
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import build_saved_task, build_task, check_weights, seeded_network
+from .resources import check_device, check_memory
 from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
 from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
@@ -139,11 +140,13 @@ def evaluate(net: nn.Module, task, split: str, device) -> dict:
 
 # ----------------------------------------------------------------------------- the run
 
-def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False) -> dict:
+def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False, last: dict | None = None) -> dict:
     """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
 
     ``resume``: continue the run in ``config["out"]`` from its last checkpoint (from the start if it died
-    before its first).  ``overwrite``: replace the run there instead (nnrnn's own files only).
+    before its first); ``last``, that checkpoint when the caller has read it already
+    (:func:`~nnrnn.training.runfolder.saved_run`), so that it is read once.  ``overwrite``: replace the run
+    there instead (nnrnn's own files only).
     ``on_eval(step, record)``, if given, is called after every validation; an exception it raises (e.g.
     ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
     """
@@ -164,7 +167,7 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
                                          lambda f: f.write(json.dumps(config, indent=1).encode()))
         if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
-        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world)
+        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world, last)
         if run.main:  # restored (or refused, leaving the folder as it was): the outcome is judged anew at the end
             outcome.clear(folder)
         if run.main and restoring:  # once the checkpoint is restored: the options that may change are now these
@@ -180,9 +183,10 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
             raise
 
 
-def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int) -> Run:
+def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int,
+          last: dict | None = None) -> Run:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
-    when resuming."""
+    (``last``, when already read) when resuming."""
     net = seeded_network(config, task)
     net.to(device)
     model = net
@@ -201,7 +205,7 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
               total_steps(config, task), task.data_state(), step)
     capturable(optimizer, isinstance(step, CapturedStep) and device.type == "cuda")
     if restoring:
-        restore(run)
+        restore(run, last)
     return run
 
 
@@ -218,10 +222,13 @@ def save(run: Run) -> None:
                                         **run.state.to_checkpoint(carried)})
 
 
-def restore(run: Run) -> None:
-    """The inverse of :func:`save`, refusing a checkpoint that is not a run's last one, or that holds another
-    model, configuration or data."""
-    saved = checkpoint.load(run.last_path, map_location=run.device)
+def restore(run: Run, saved: dict | None = None) -> None:
+    """The inverse of :func:`save` (of ``saved``, ``last.pt`` already read, else of the file), refusing a
+    checkpoint that is not a run's last one, or that holds another model, configuration or data."""
+    if saved is None:
+        saved = checkpoint.load(run.last_path, map_location=run.device)
+    else:  # read on the CPU: its tensors go where the file's would have been loaded to
+        saved = checkpoint.to_device(saved, run.device)
     missing = [key for key in CHECKPOINT_KEYS if key not in saved]
     if missing:
         raise UserError(f"{run.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a best.pt "
@@ -262,7 +269,7 @@ def check_own_checkpoint(run: Run, before: dict) -> None:
     path = runfolder.config_file(run.folder)
     if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
         return
-    own = read_config(path)
+    own = runfolder.read_config(path)
     value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
     differ = [key for key in sorted(set(own) | set(before))
               if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
