@@ -31,8 +31,10 @@ test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
 	@$(REACH)
 
+# whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
+	$(BIN)/python benchmarks/speed_floor.py --sizes copy,medium
 	$(BIN)/python benchmarks/scan_speed.py  # the parallel scans against their loops (docs/performance.md)
 
 # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI.

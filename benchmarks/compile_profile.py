@@ -33,6 +33,8 @@ def main(argv=None) -> None:
     parser.add_argument("--size", default="220x10x128x10", help="TxBxNxI (default the copy task's)")
     parser.add_argument("--updates", type=int, default=20)
     parser.add_argument("--rows", type=int, default=14)
+    parser.add_argument("--backend", default="inductor", help="torch.compile's backend (default inductor; eager: "
+                        "Dynamo's tracing alone, fast to compile)")
     args = parser.parse_args(argv)
     try:
         t, b, n, i = (int(v) for v in args.size.lower().split("x"))
@@ -40,7 +42,7 @@ def main(argv=None) -> None:
         parser.error(f"--size: expected TxBxNxI such as 220x10x128x10, got {args.size!r}")
     torch.manual_seed(0)
     eager = nnrnn.create(args.model, i, n)
-    compiled = torch.compile(copy.deepcopy(eager))
+    compiled = torch.compile(copy.deepcopy(eager), backend=args.backend)
     x = torch.randn(t, b, i)
     for _ in range(3):
         one_update(compiled, x)

@@ -64,6 +64,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--only", default="", help="comma-separated nnrnn model names (default all)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--backend", default="inductor", help="torch.compile's backend (default inductor; eager: "
+                        "Dynamo's tracing alone, fast to compile)")
     args = parser.parse_args(argv)
     try:
         t, b, n, i = (int(v) for v in args.size.lower().split("x"))
@@ -82,7 +84,7 @@ def main(argv=None) -> None:
     for name, build in builders.items():
         eager = build()
         compiled_model = copy.deepcopy(eager)
-        compiled = torch.compile(compiled_model)
+        compiled = torch.compile(compiled_model, backend=args.backend)
         start = time.perf_counter()
         for _ in range(3):  # first call compiles; later calls must hit the cache
             one_update(compiled, x)

@@ -7,8 +7,8 @@ The loops are the two sequential parts of a non-gated model's update (nnrnn/mode
 
 each 2TBN² matrix-product flops.  The implementations: ``compiled`` (nnrnn/csrc, one brgemm call per
 step, split over threads by output columns), ``onednn`` (oneDNN's inner product issued from Python per
-step) and ``aten`` (torch.addmm per step, MKL's sgemm).  ``chosen`` is what ``fused.choose_loops`` picks
-for this shape on this machine.  All run in one process, round-robin, after a warm-up; the table gives
+step) and ``aten`` (torch.addmm per step, MKL's sgemm).  ``chosen`` is what ``fused.choose_loops`` (the kernel policy)
+picks for this shape on this machine.  All run in one process, round-robin, after a warm-up; the table gives
 medians, GFLOP/s and the share of the float32 matrix-product roofline (the best of torch.mm and oneDNN
 on 2048³, sampled between rounds).
 
@@ -42,6 +42,7 @@ def main(argv=None):
     parser.add_argument("--nonlinearity", default="modrelu", choices=["relu", "tanh", "modrelu"])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--roofline-n", type=int, default=2048, help="side of the roofline's product (default 2048)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -53,9 +54,9 @@ def main(argv=None):
     grad = torch.randn(steps, batch, n)
     bias = torch.full((n,), -0.01) if args.nonlinearity == "modrelu" else None
     h = z.clone()
-    fused._forward_loop(h, h0, v, args.nonlinearity, bias, fused.choose_loops(h))
+    fused._forward_loop(h, h0, v, args.nonlinearity, bias, fused.choose_loops(h, args.nonlinearity))
     options = [fused.ATEN]
-    if kernels.onednn_linear is not None:
+    if kernels.onednn() is not None:
         options.append(fused.ONEDNN)
     if kernels.recurrence_loops() is not None:
         options.append(fused.COMPILED)
@@ -65,7 +66,7 @@ def main(argv=None):
                                                                            bias, loops))
         work[f"{loops} backward"] = (lambda loops=loops: fused._backward_loop(grad, h, args.nonlinearity, v,
                                                                              loops, None))
-    roofline = Roofline()
+    roofline = Roofline(args.roofline_n)
     roofline.sample(3)
     times = {name: [] for name in work}
     for fn in work.values():
@@ -78,7 +79,7 @@ def main(argv=None):
             times[name].append(time.perf_counter() - start)
         roofline.sample()
     flops = 2 * steps * batch * n * n
-    chosen = fused.choose_loops(h)
+    chosen = fused.choose_loops(h, args.nonlinearity)
     print(f"(T, B, N) = ({steps}, {batch}, {n}), {args.nonlinearity}, {torch.get_num_threads()} threads, "
           f"{args.repeats} rounds; roofline {roofline.best:.0f} GFLOP/s ({roofline.best_kernel}); chosen: {chosen}")
     print(f"{'loops':22s} {'median ms':>10s} {'GFLOP/s':>8s} {'% roof':>7s} {'× chosen':>9s}")

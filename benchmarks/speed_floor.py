@@ -50,6 +50,7 @@ from training_update import (BASELINE, CLASSES, Roofline, Update, implementation
                              matmul_flops, parse_sizes)
 
 from nnrnn import kernels  # noqa: E402
+from nnrnn.host import describe_cpu  # noqa: E402
 
 MODELS = (BASELINE, "rnn", "nnrnn", "nnrnn [dynamic]")
 SQUARES = 10  # N × N products per timed call, so that one call is not a single sub-millisecond sample
@@ -90,12 +91,14 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default="medium,large", help="as training_update.py's (default medium,large)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--roofline-n", type=int, default=2048, help="side of the roofline's product (default 2048)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     impls = implementations()
-    roofline = Roofline()
+    roofline = Roofline(args.roofline_n)
     roofline.sample(5)
-    print(f"torch {torch.__version__}, {args.threads} thread(s), oneDNN {kernels.onednn_status()}", flush=True)
+    print(f"{describe_cpu()}; torch {torch.__version__}, {args.threads} thread(s), oneDNN "
+          f"{'available' if kernels.onednn() is not None else 'unavailable'}", flush=True)
     for label, (t, b, n, i) in parse_sizes(args.sizes):
         torch.manual_seed(0)
         updates = {name: Update(impls[name][0], (t, b, n, i)) for name in MODELS}
@@ -118,7 +121,7 @@ def main(argv=None) -> None:
 
         def loops_onednn():
             for step in range(2 * t):
-                kernels.onednn_linear.binary(state, z[step % t], v, None, "add")
+                kernels.onednn().binary(state, z[step % t], v, None, "add")
 
         def read_out():
             readout_opt.zero_grad(set_to_none=True)
@@ -132,17 +135,17 @@ def main(argv=None) -> None:
 
         def squares_onednn():
             for _ in range(SQUARES):
-                kernels.onednn_linear(square_a, square_b, None, "none", [], "")
+                kernels.onednn()(square_a, square_b, None, "none", [], "")
 
         parts = {"loops (torch.addmm)": loops_addmm, "read-out": read_out, "N×N (torch.mm)": squares_mm,
                  "dV (torch.mm)": lambda: torch.mm(dz.t(), h),
                  "projection (torch.mm)": lambda: torch.mm(x, w_ih.t()),
                  "dW_ih (torch.mm)": lambda: torch.mm(dz.t(), x)}
-        if kernels.onednn_linear is not None:
+        if kernels.onednn() is not None:
             parts.update({"loops (oneDNN)": loops_onednn, "N×N (oneDNN)": squares_onednn,
-                          "dV (oneDNN)": lambda: kernels.onednn_linear(dz.t(), h.t(), None, "none", [], ""),
-                          "projection (oneDNN)": lambda: kernels.onednn_linear(x, w_ih, None, "none", [], ""),
-                          "dW_ih (oneDNN)": lambda: kernels.onednn_linear(dz.t(), x.t(), None, "none", [], "")})
+                          "dV (oneDNN)": lambda: kernels.onednn()(dz.t(), h.t(), None, "none", [], ""),
+                          "projection (oneDNN)": lambda: kernels.onednn()(x, w_ih, None, "none", [], ""),
+                          "dW_ih (oneDNN)": lambda: kernels.onednn()(dz.t(), x.t(), None, "none", [], "")})
         jobs = {**{name: updates[name] for name in MODELS}, **parts}
         for job in jobs.values():  # warm-up
             job()
@@ -159,7 +162,7 @@ def main(argv=None) -> None:
         base = med[BASELINE]
         common = loops + weights + med["read-out"]
         roof = roofline.sample(3)
-        flops = matmul_flops((t, b, n, i), gated=False)
+        flops = matmul_flops((t, b, n, i), 1)  # the non-gated models: one product per step
         print(f"\n{label}: (T, B, N, I) = ({t}, {b}, {n}, {i}), median of {args.repeats} round-robin rounds; "
               f"roofline {roof:.0f} GFLOP/s; the update's {flops / 1e9:.2f} GFLOP (as training_update.py counts)")
         print(f"  torch.nn.RNN(relu) update {base * 1e3:.1f} ms; loops {loops * 1e3:.1f} ms (2T = {2 * t} products), "

@@ -198,8 +198,8 @@ class Roofline:
         self.out = torch.empty(n, n)
         self.best = 0.0
         self.kernels = {"torch.mm": lambda: torch.mm(self.a, self.b, out=self.out)}
-        if kernels.onednn_linear is not None:
-            self.kernels["oneDNN"] = lambda: kernels.onednn_linear(self.a, self.b, None, "none", [], "")
+        if kernels.onednn() is not None:
+            self.kernels["oneDNN"] = lambda: kernels.onednn()(self.a, self.b, None, "none", [], "")
         self.best_kernel = None
         for kernel in self.kernels.values():
             kernel()
@@ -360,6 +360,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
                         help=f"torch.set_num_threads for every implementation (default {torch.get_num_threads()})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
+    parser.add_argument("--roofline-n", type=int, default=2048, help="side of the roofline's product (default 2048)")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="nnrnn.kernels.keep_freed_memory() first, as the nnrnn command line does for its "
                              "training runs (default: the allocator as a library user's program has it)")
@@ -377,7 +378,7 @@ def main(argv=None):
     if args.keep_freed_memory and not kernels.keep_freed_memory():
         print("--keep-freed-memory: not available here (glibc's malloc only)", flush=True)
     sizes = parse_sizes(args.sizes)
-    roofline = Roofline()
+    roofline = Roofline(args.roofline_n)
     roofline.sample(5)
     print(f"host: {describe_cpu()}, {torch.backends.cpu.get_cpu_capability()}; torch {torch.__version__}, "
           f"{args.threads} thread(s)", flush=True)

@@ -5,6 +5,11 @@ Markers (pyproject.toml registers them; ``make mutate`` deselects both):
 * ``subprocess``: runs nnrnn in another process (the installed command, torchrun, kill -9, signals), so it
   tests the installed package, not the code a mutation tool rewrote in place;
 * ``slow``: torch.compile, or many generated cases.
+
+Kernel choices: the suite runs with ``NNRNN_TUNE=0`` (set here, before nnrnn is imported, and so inherited by
+the processes tests start), so that every kernel is chosen by the fixed thresholds, the same on every run and
+host, and nothing is written to the user's timings cache.  A test that needs the measured policy opts in with
+the ``tuning`` fixture (its own cache folder, a fresh policy).
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+os.environ["NNRNN_TUNE"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
 # the real MNIST test set and PTB character files: ../shared/data beside the checkout, or $NNRNN_SHARED_DATA
@@ -34,3 +41,24 @@ def finished(tmp_path_factory):
     assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(folder), *TINY]) == 0
     return folder
 
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernel_policy():
+    """Every test starts from a kernel policy that has decided nothing and read the environment as the test set it
+    (a test's monkeypatched variable, a pinned record, are gone after it)."""
+    from nnrnn import kernel_policy
+    kernel_policy.reset()
+    yield
+    kernel_policy.reset()
+
+
+@pytest.fixture
+def tuning(monkeypatch, tmp_path):
+    """The measured kernel policy (NNRNN_TUNE on), with its timings cache in a folder of the test's own."""
+    from nnrnn import kernel_policy, kernel_tuning
+    monkeypatch.setenv("NNRNN_TUNE", "1")
+    path = tmp_path / "cache" / "nnrnn" / "kernel-timings.json"
+    monkeypatch.setattr(kernel_tuning, "cache_path", lambda: path)  # not XDG_CACHE_HOME: the compiled loops stay
+    kernel_policy.reset()
+    return path

@@ -461,3 +461,54 @@ def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, caps
         assert main(["theory", command, "--out", str(tmp_path / "theory"), *THEORY_FIGURES[command]]) == 0, command
     assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
         {p.name for p in (tmp_path / "theory").iterdir()}
+
+
+def test_cli_analyze_names_the_run_in_every_title_and_draws_the_gradient_beside_the_untrained_model(
+        tmp_path, capsys, monkeypatch):
+    import matplotlib.figure
+
+    from nnrnn.training import checkpoint
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.network import build, initial_network
+    run = tmp_path / "copy-demo-20261127"
+    config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 5, "out": str(run)})
+    _, net = build(config)
+    initial = {k: v.clone() for k, v in net.state_dict().items()}
+    with torch.no_grad():  # "trained": another V than the run's start
+        net.rnn.parametrizations.weight_hh_l0.original.mul_(3.0)
+    checkpoint.save(run / "checkpoints" / "best.pt", {"config": config, "model": net.state_dict(), "step": 7})
+    assert all(torch.equal(v, initial[k]) for k, v in initial_network(run).state_dict().items())
+    figures = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, path, *a, **k: figures.__setitem__(str(path).rsplit("/", 1)[-1], fig))
+    args = _parser().parse_args(["analyze", str(run)])
+    assert args.handler(args) == 0
+    for name, fig in figures.items():  # the run's name heads every figure
+        titles = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        assert any("copy-demo-20261127" in t for t in titles), (name, titles)
+    gradients = figures["gradients.png"].axes[0]
+    assert gradients.get_yscale() == "log" and "right to left" in gradients.get_xlabel()
+    trained, untrained = gradients.get_lines()
+    reference = gradient_propagation(initial_network(run).rnn, _probe_inputs())
+    np.testing.assert_allclose(untrained.get_ydata(), reference, rtol=1e-5)
+    labels = [t.get_text() for t in figures["gradients.png"].legends[0].get_texts()]
+    assert labels[0].startswith("trained: going back from t = 100 to t = 1 the gradient ")
+    assert labels[1].startswith("untrained (the run's initial network): going back")
+    panel_d = figures["schur.png"].axes[3]
+    legend = [t.get_text() for t in panel_d.get_legend().get_texts()]
+    assert any(t.startswith(r"$\gamma_i$ of $\Lambda$ (dashed: mean") for t in legend)  # the bars are named
+    assert any(t.startswith(r"$|\lambda_i|$ of $V$ (dashed: mean") for t in legend)
+    assert "1 (the unit circle)" in legend
+
+
+def _probe_inputs():
+    """analyze's synthetic probe: Gaussian inputs from a generator seeded 0, T = 100, B = 8, float32."""
+    g = torch.Generator().manual_seed(0)
+    return torch.randn((100, 8, 10), generator=g, dtype=torch.float64).float()
+
+
+def test_the_gradient_direction_is_said_in_words():
+    from nnrnn.analysis.plots import gradient_direction
+    assert gradient_direction(np.array([5.0, 1.0, 1.0])) == "going back from t = 3 to t = 1 the gradient grows 5×"
+    assert gradient_direction(np.array([1.0, 4.0])) == "going back from t = 2 to t = 1 the gradient shrinks 4×"
+    assert "keeps its size" in gradient_direction(np.array([1.0, 1.05]))

@@ -225,7 +225,7 @@ def test_every_update_non_finite_fails_the_run(capsys, tmp_path, monkeypatch):
         return inputs * float("nan"), targets
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(nan_batches))
     code, err = run_cli(capsys, "train", "copy", "--steps", "5", "--out", tmp_path / "r", *TINY)
-    one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);", exit_code=1)
+    one_line(code, err, "training diverged: 5 of the 5 updates", "were skipped (all of them);", exit_code=3)
     assert (tmp_path / "r" / "metrics.jsonl").is_file()  # what was written stays
 
 
@@ -239,13 +239,13 @@ def test_more_skipped_updates_than_allowed_fails_the_run(capsys, tmp_path, monke
     monkeypatch.setattr(copy_task.CopyTask, "make_batch", staticmethod(every_other_nan))
     code, err = run_cli(capsys, "train", "copy", "--steps", "20", "--max-bad-steps", "3", "--out", tmp_path / "r",
                         *TINY)
-    one_line(code, err, "training diverged", exit_code=1)
+    one_line(code, err, "training diverged", exit_code=3)
 
 
 def test_exploding_learning_rate_fails_the_run(capsys, tmp_path):
     code, err = run_cli(capsys, "train", "copy", "--lr", "1e6", "--steps", "30", "--max-bad-steps", "100",
                         "--out", tmp_path / "r", "--no-progress")
-    one_line(code, err, "training diverged", exit_code=1)
+    one_line(code, err, "training diverged", exit_code=3)
 
 
 # --------------------------------------------------------------------------- data

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from nnrnn.training import config as config_module
+from nnrnn.training import runfolder
 from nnrnn.training.runlog import read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -179,7 +179,7 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert "(default: 100, as in the paper)" not in parsers["theory table3"].format_help()  # said once, not twice
     assert "the split to score (default: test)" in " ".join(parsers["eval"].format_help().split())
     scale = " ".join(parsers["reproduce"].format_help().split())
-    assert "smoke:" in scale and "cpu-long:" in scale and "about 2 h" in scale and "(default: cpu)" in scale
+    assert "smoke:" in scale and "cpu-long:" in scale and "2 h 46 min" in scale and "(default: cpu)" in scale
 
 
 def test_every_command_of_the_table_is_a_module_with_its_arguments_and_its_run_function():
@@ -291,7 +291,7 @@ def test_installed_command_trains_each_task_with_the_paper_preset(task, tmp_path
                              "--out", str(tmp_path / "run"), *extra],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    config = config_module.read_config(tmp_path / "run" / "config.json")
+    config = runfolder.read_config(tmp_path / "run" / "config.json")
     assert config["preset"] == "paper" and config["hidden"] == {"copy": 128, "psmnist": 512, "ptb": 1024}[task]
     assert {r["split"] for r in read_metrics(tmp_path / "run")} >= {"train", "valid"}
 
@@ -342,3 +342,37 @@ def test_runs_lists_the_runs_of_several_folders_as_a_table(tmp_path, capsys):
         {"run": str(tmp_path / "b" / "grid" / "psmnist-lstm"), "task": "psmnist", "model": "lstm", "hidden": "64",
          "updates": "250", "best validation": "accuracy 0.6", "test": "-", "status": "stopped at 250"}]
     assert main(["runs", str(tmp_path / "empty-or-missing")]) == 2
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("how", ["symlink", "copy"])
+def test_a_folder_named_nnrnn_holding_a_checkout_does_not_shadow_the_package(tmp_path, how):
+    """The issue's case: a script run from the folder that holds a clone named nnrnn imported the clone's folder
+    (a namespace package without the models) instead of the package. With the package under src/, the clone's
+    top folder holds no module nnrnn can be mistaken for."""
+    import shutil
+    import tomllib
+    repo = Path(__file__).resolve().parents[1]
+    # what keeps it so: the package found under src/ (an install puts that folder on the path, not the checkout's
+    # top, which holds no nnrnn/ to import; a flat layout's editable install needs an import hook instead, which
+    # Python consults only after the path has offered the checkout's folder as a namespace package)
+    assert tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["where"] \
+        == ["src"]
+    assert not (repo / "nnrnn").exists() and not (repo / "__init__.py").exists()
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    if how == "symlink":
+        (parent / "nnrnn").symlink_to(repo, target_is_directory=True)
+    else:  # a copy of the checkout's layout: its top-level files and src/
+        shutil.copytree(repo / "src", parent / "nnrnn" / "src", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md", "Makefile"):
+            shutil.copy(repo / name, parent / "nnrnn" / name)
+    (parent / "script.py").write_text("import nnrnn\nprint(nnrnn.__file__)\n"
+                                      "print(type(nnrnn.NonNormalRNN(2, 4)).__name__)\n")
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}  # the package as an install puts it on the path
+    result = subprocess.run([sys.executable, "script.py"], cwd=parent, env=env, capture_output=True, text=True,
+                            timeout=120)  # the script's folder comes first on its path, as does python -c's
+    assert result.returncode == 0, result.stderr
+    found, made = result.stdout.split()
+    assert Path(found).resolve() == (repo / "src" / "nnrnn" / "__init__.py").resolve()
+    assert made.endswith("NonNormalRNN")

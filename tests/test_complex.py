@@ -10,6 +10,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import nnrnn
+from nnrnn import kernel_policy
 from nnrnn.models.nnrnn_complex import complex_fused, complex_modrelu, complex_reference
 from nnrnn.parametrizations.unitary import ComplexSchurForm, skew_hermitian, storage_of
 from helpers import assert_copies_train_apart
@@ -83,6 +84,7 @@ def test_p_through_the_real_embedding_is_torchs_complex_matrix_exp(init, plan, m
     """The fast path (expm_skew_hermitian) against the reference, torch.linalg.matrix_exp of the complex A, in
     float64, after the generator has moved, with either plan of the exponential."""
     monkeypatch.setenv("NNRNN_EXPM_PLAN", plan)
+    kernel_policy.reset()  # the policy reads the environment once
     model = make(12, init=init)
     with torch.no_grad():
         model.parametrizations.weight_hh_l0.original.add_(0.3 * torch.randn(12, 12, dtype=F64))

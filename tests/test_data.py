@@ -168,7 +168,7 @@ def test_mnist_test_only_split(tmp_path):
     ids = [image_ids(x) for x in (data.train_images, data.valid_images, data.test_images)]
     assert sorted(np.concatenate(ids).tolist()) == list(range(10_000))            # a partition
     np.testing.assert_array_equal(data.train_labels, labels[ids[0]])               # labels follow images
-    assert "only the official MNIST test set" in data.note and "8,000 train / 1,000 valid / 1,000 test" in data.note
+    assert "only MNIST's test set was found" in data.note and "8,000 train / 1,000 valid / 1,000 test" in data.note
     again = load_mnist(tmp_path)
     np.testing.assert_array_equal(again.valid_images, data.valid_images)          # fixed seed
 

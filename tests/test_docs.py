@@ -1,7 +1,10 @@
 """The documentation's examples run as they stand."""
 import re
+import shlex
+import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 import nnrnn
@@ -13,14 +16,58 @@ def python_blocks(path: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.DOTALL)
 
 
-def test_the_complete_own_loop_of_layers_md_trains(capsys):
-    loop = next(block for block in python_blocks(DOCS / "layers.md") if "nnrnn.regularization(model" in block)
-    namespace = {"__name__": "layers_md"}
-    exec(compile(loop, "docs/layers.md", "exec"), namespace)  # noqa: S102  (the documentation's own code)
-    assert namespace["accuracy"] > 0.8, capsys.readouterr().out  # it recalls the sign 20 steps back
-    groups = nnrnn.param_groups(namespace["model"], lr=1e-3, lr_orth=1e-4)
-    assert [g["name"] for g in groups] == ["default", "orthogonal"]
-    assert namespace["penalty"].requires_grad and torch.isfinite(namespace["penalty"])
+README = DOCS.parent / "README.md"
+WITH_PYTHON = [path for path in (README, *sorted(DOCS.rglob("*.md"))) if python_blocks(path)]
+
+
+@pytest.mark.parametrize("path", WITH_PYTHON, ids=lambda path: str(path.relative_to(DOCS.parent)))
+def test_every_python_block_runs_as_written(path, tmp_path, monkeypatch, capsys):
+    """Each file's blocks, in order, in one namespace (as a reader would type them into one session), in a folder
+    that holds what the README says is there: the run `make demo` writes, runs/demo-copy-DATE-TIME (a tiny one)."""
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.train import train
+    monkeypatch.chdir(tmp_path)
+    train(resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 2,
+                          "progress": False, "out": "runs/demo-copy-20261127-153000"}))
+    namespace = {"__name__": path.stem}
+    for block in python_blocks(path):
+        exec(compile(textwrap.dedent(block), str(path), "exec"), namespace)  # noqa: S102  (the docs' own code)
+    if path == README:
+        assert isinstance(namespace["net"].rnn, nnrnn.NonNormalRNN) and not namespace["net"].training
+    if path.name == "layers.md":  # the complete own loop trains: it recalls the sign 20 steps back
+        assert namespace["accuracy"] > 0.8, capsys.readouterr().out
+        groups = nnrnn.param_groups(namespace["model"], lr=1e-3, lr_orth=1e-4)
+        assert [g["name"] for g in groups] == ["default", "orthogonal"]
+        assert namespace["penalty"].requires_grad and torch.isfinite(namespace["penalty"])
+
+
+def command_lines(path: Path) -> list[str]:
+    """The ``nnrnn ...`` command lines of a file's plain fenced blocks, as typed (comments dropped, torchrun's
+    prefix too); a synopsis (``[options]``, ``...``) is not a command."""
+    lines, fence = [], None
+    for raw in path.read_text().splitlines():
+        stripped = raw.strip()
+        if stripped.startswith("```"):
+            fence = None if fence is not None else stripped[3:]
+            continue
+        line = stripped.split("  #")[0].strip()
+        if fence != "" or "[" in line or "..." in line:
+            continue
+        if " -m nnrnn " in line:
+            lines.append(line.split(" -m nnrnn ", 1)[1])
+        elif line.startswith("nnrnn "):
+            lines.append(line.removeprefix("nnrnn "))
+    return lines
+
+
+@pytest.mark.parametrize("path", [README, DOCS / "training.md"], ids=lambda path: path.name)
+def test_every_command_line_of_the_readme_and_training_md_parses(path):
+    """Training them all takes hours; what can rot without a test is a flag or a command that no longer exists."""
+    from nnrnn_cli.command import make_parser
+    lines = command_lines(path)
+    assert lines, path
+    for line in lines:
+        make_parser().parse_args(shlex.split(line))
 
 
 def test_the_long_memory_models_example_of_layers_md_gives_the_shapes_it_states():

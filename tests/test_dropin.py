@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import nnrnn
+from nnrnn import kernel_policy
 from nnrnn.parametrizations import orthogonal, schur
 
 NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
@@ -649,6 +650,7 @@ def test_compile_without_graph_breaks_matches_eager(name, inputs_need_grad, monk
     the input and h_0 need one too (the op's backward skips them otherwise).  Eager runs the exponential's
     fixed plan, as compiled code does, so that both round alike."""
     monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+    kernel_policy.reset()  # the policy reads the environment once
     torch.manual_seed(4)
     model = nnrnn.create(name, 3, 16, num_layers=2)
     x = torch.randn(12, 2, 3, requires_grad=inputs_need_grad)
@@ -690,9 +692,10 @@ def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
     """Eagerly, nnRNN's P (Λ + T) Pᵀ goes to oneDNN's private linear op where oneDNN is preferred and N ≥ 256.
     Traced, it must not: inductor lowers that op only for a frozen weight and fails at compile time on V's."""
     from nnrnn import kernels
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no usable oneDNN linear op")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")
+    kernel_policy.reset()  # the policy reads the environment once
     torch.compiler.reset()
     model = nnrnn.create("nnrnn", 3, 256)
     graphs, backend = capturing_backend()

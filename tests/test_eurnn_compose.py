@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import nnrnn
+from nnrnn import kernel_policy
 from nnrnn.kernels import givens_chunks
 from nnrnn.models import eurnn
 from nnrnn.models.eurnn import GivensProduct
@@ -112,6 +113,7 @@ def test_the_product_uses_the_chunks_the_chooser_gives(monkeypatch):
     real = eurnn.chunked_backward
     monkeypatch.setattr(eurnn, "chunked_backward", lambda *args: calls.append(args[-1]) or real(*args))
     monkeypatch.setenv("NNRNN_GIVENS_CHUNKS", "3")
+    kernel_policy.reset()  # the policy reads the environment once
     even, odd = angles(6, 9, torch.float64)
     assert torch.autograd.gradcheck(lambda e, o: GivensProduct.apply(e, o, 6), (even, odd))
     assert calls and set(calls) == {3}

@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from nnrnn import kernel_policy
 from nnrnn.parametrizations.expm import (MAX_SQUARINGS, NORM_SAFETY, THETA_MAX, expm_skew, fixed_plan,
                                          paterson_stockmeyer_plan, plan, spectral_norm_from_square, squarings,
                                          taylor_degree)
@@ -29,12 +30,14 @@ def generator(n, kind, norm2, dtype=torch.float64, seed=0):
 def each_plan(request, monkeypatch):
     """Both plans (nnrnn.kernels.fixed_exponential_plan): the fixed one GPUs run, the one read on the host."""
     monkeypatch.setenv("NNRNN_EXPM_PLAN", request.param)
+    kernel_policy.reset()  # the policy reads the environment once
     return request.param
 
 
 @pytest.fixture
 def fixed(monkeypatch):
     monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+    kernel_policy.reset()  # the policy reads the environment once
 
 
 def orthogonality_error(p):

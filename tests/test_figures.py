@@ -4,6 +4,7 @@ import json
 
 import matplotlib
 import matplotlib.figure
+import numpy as np
 import pytest
 import torch
 from matplotlib.text import Text
@@ -55,7 +56,8 @@ def saved(monkeypatch):
 def test_the_run_curves_show_all_their_text():
     records = [{"step": 50 * i, "split": "train", "loss": 0.5 / i, "accuracy": 0.1 * i} for i in range(1, 9)]
     records += [{"step": 400, "split": "valid", "loss": 0.001, "accuracy": 0.9}]
-    fig = curves_figure(records, baseline=0.0945, title="copy, nnrnn with 128 units: demo-copy-20261126-031500")
+    fig = curves_figure(records, {"loss": {"baseline": 0.0945, "chance": 2.197}},
+                        title="copy, nnrnn with 128 units: demo-copy-20261126-031500")
     assert text_outside(fig) == []
     loss = fig.axes[0]
     assert loss.get_yscale() == "log"  # 0.5 down to 0.001: three decades
@@ -72,7 +74,11 @@ def test_the_analysis_figures_show_all_their_text(hidden, saved, tmp_path):
         analyze_model(torch.nn.RNN(3, hidden), tmp_path / "rnn", batch=False)  # a computed Schur form, |λ_i|
     plots.plot_training_gradients([10, 20, 30], [1.0, 0.1, 0.01], tmp_path / "grad.png",
                                   title="gradient norm during training (copy-nnrnn-20261126-031500)")
-    assert {"schur.png", "spectrum.png", "grad.png"} <= set(saved)
+    plots.plot_gradients(np.geomspace(2e6, 2e3, 100), tmp_path / "gradients.png",
+                         title="copy-nnrnn-20261126-031500 (NonNormalRNN): gradient propagation",
+                         subtitle="probe loss L = ½ mean_b ‖h_T‖², Gaussian N(0, 1) inputs, T = 100, B = 8",
+                         reference=np.full(100, 13.0), reference_label="untrained (the run's initial network)")
+    assert {"schur.png", "spectrum.png", "grad.png", "gradients.png"} <= set(saved)
     assert {name: texts for name, texts in saved.items() if texts} == {}
 
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import nnrnn
+from nnrnn import kernel_policy
 from nnrnn.models import base
 from nnrnn.models.fused import FusedRecurrence, fused_recurrence
 from nnrnn.models.recurrence import reference_recurrence
@@ -84,12 +85,12 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
     """Each implementation of the two loops (compiled, Python with oneDNN, Python with torch.mm),
     forced regardless of size."""
     from nnrnn import kernels
-    from nnrnn.models import fused
-    if loops == "onednn" and kernels.onednn_linear is None:
+    if loops == "onednn" and kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
         compiled_loops_or_skip()
-    monkeypatch.setattr(fused, "choose_loops", lambda h: loops)
+    monkeypatch.setenv("NNRNN_LOOPS", loops)
+    kernel_policy.reset()  # the policy reads the environment once
     x, h0, w, b, v, mb = make_inputs(25, 3, 12, 2, torch.float32, nonlinearity, seed=5)
     args = (x, h0, w, b, v)
     out_f, h_f = fused_recurrence(*args, nonlinearity, mb)
@@ -110,12 +111,12 @@ def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
     """A loss on batch_first outputs alone sends the loops a gradient whose strides are (B, T, N)'s, dense
     but not contiguous; each loop must read it as such (and write ∂L/∂z in its own layout)."""
     from nnrnn import kernels
-    from nnrnn.models import fused
-    if loops == "onednn" and kernels.onednn_linear is None:
+    if loops == "onednn" and kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
         compiled_loops_or_skip()
-    monkeypatch.setattr(fused, "choose_loops", lambda h: loops)
+    monkeypatch.setenv("NNRNN_LOOPS", loops)
+    kernel_policy.reset()  # the policy reads the environment once
     x, h0, w, b, v, mb = make_inputs(7, 3, 6, 2, torch.float32, "modrelu", seed=8)
     weights = torch.randn(3, 7, 6, generator=torch.Generator().manual_seed(9))
     params = leaves((x, h0, w, b, v, mb))
@@ -128,14 +129,17 @@ def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
 
 def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
     from nnrnn import kernels
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     x = torch.zeros(1)
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)  # a CPU with AVX-512
+    monkeypatch.setenv("NNRNN_CPP", "0")  # the choice between the two Python loops
+    kernel_policy.reset()  # the policy reads the environment once
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # the thresholds' rule
     assert kernels.use_onednn(x, 128, 512) and kernels.use_onednn(x, 10, 512)
     assert not kernels.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
     assert not kernels.use_onednn(x.double(), 128, 512)
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", False)  # AVX2: MKL is as fast or faster
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # MKL is as fast or faster
+    kernel_policy.reset()
     assert not kernels.use_onednn(x, 128, 512)
 
 
@@ -151,9 +155,9 @@ def test_loops_chosen_per_size_and_processor(preferred, size, expected, monkeypa
     from nnrnn import kernels
     from nnrnn.models import fused
     compiled_loops_or_skip()
-    if expected == "onednn" and kernels.onednn_linear is None:
+    if expected == "onednn" and kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", preferred)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512" if preferred else "AVX2")
     assert fused.choose_loops(torch.zeros(size)) == expected
     assert fused.choose_loops(torch.zeros(size, dtype=torch.float64)) == "aten"
 
@@ -286,9 +290,10 @@ def test_sizes_that_take_onednn_match_the_reference(monkeypatch):
     exact)."""
     from nnrnn import kernels
     from nnrnn.models import fused
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")
+    kernel_policy.reset()  # the policy reads the environment once
     steps, batch, hidden = 40, 64, 512
     assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.ONEDNN
     assert steps > fused.DV_CHUNK_ELEMENTS // (batch * hidden) + 1
@@ -311,11 +316,11 @@ def test_copy_task_sizes_take_the_compiled_loops_and_match_the_reference():
 def test_compiled_loops_split_over_threads_match_the_reference(nonlinearity, monkeypatch):
     """From B·N² = 2²¹ the compiled loops split each step's columns over torch's threads; N = 250 is no
     multiple of the 16-column blocks, so the last block is short."""
-    from nnrnn.models import fused
     compiled_loops_or_skip()
     if torch.get_num_threads() < 2:
         pytest.skip("one thread: the steps are not split")
-    monkeypatch.setattr(fused, "choose_loops", lambda h: fused.COMPILED)
+    monkeypatch.setenv("NNRNN_LOOPS", "compiled")
+    kernel_policy.reset()  # the policy reads the environment once
     x, h0, w, b, v, mb = make_inputs(8, 40, 250, 3, torch.float32, nonlinearity, seed=11)
     assert_matches_reference(x, h0, w, b, v, nonlinearity, mb)
 

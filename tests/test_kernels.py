@@ -1,4 +1,5 @@
-"""nnrnn.kernels: oneDNN for large float32 CPU products (torch elsewhere), the compiled loops, the allocator setting."""
+"""nnrnn.kernels: oneDNN for large float32 CPU products (torch elsewhere), the compiled loops, the allocator setting.
+(Which kernel runs where is nnrnn.kernel_policy's: tests/test_kernel_policy.py.)"""
 import os
 import platform
 import shutil
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import nnrnn
-from nnrnn import kernels
+from nnrnn import kernel_policy, kernels
 
 
 def relative_error(a, b):
@@ -19,9 +20,10 @@ def relative_error(a, b):
 @pytest.mark.parametrize("shape", [(256, 300, 256), (260, 256, 512)])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch):
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)  # the oneDNN path on any CPU
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")  # the oneDNN path on any CPU
+    kernel_policy.reset()  # the policy reads the environment once
     m, k, n = shape
     g = torch.Generator().manual_seed(0)
     a = torch.randn(m, k, generator=g)
@@ -30,7 +32,7 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch
     b.requires_grad_(True)
     weights = torch.randn(m, n, generator=g)
     out = kernels.matmul(a, b)
-    assert out.grad_fn is not None and type(out.grad_fn).__name__ == "_MatMulBackward"
+    assert out.grad_fn is not None and type(out.grad_fn).__name__ == "MatMulBackward"
     grad_a, grad_b = torch.autograd.grad((out * weights).sum(), (a, b))
     a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
     ref = a64 @ b64
@@ -40,9 +42,10 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch
 
 
 def test_matmul_refuses_gradients_of_gradients(monkeypatch):
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")
+    kernel_policy.reset()  # the policy reads the environment once
     a = torch.randn(256, 256, requires_grad=True)
     out = kernels.matmul(a, a)
     grad, = torch.autograd.grad(out.pow(2).sum(), a, create_graph=True)
@@ -54,7 +57,8 @@ def test_matmul_refuses_gradients_of_gradients(monkeypatch):
                                  (torch.randn(300, 300).double(), torch.randn(300, 300).double()),
                                  (torch.randn(2, 256, 256), torch.randn(2, 256, 256))])  # batched
 def test_matmul_falls_back_to_torch(a, b, monkeypatch):
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", True)
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")
+    kernel_policy.reset()  # the policy reads the environment once
     out = kernels.matmul(a, b)
     assert torch.equal(out, torch.matmul(a, b))
 
@@ -63,11 +67,12 @@ def test_matmul_falls_back_to_torch(a, b, monkeypatch):
 def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
     """The recurrence's input projection (3-D input, bias) and input gradient (a transposed weight view, no
     bias) by kernels.linear: oneDNN at ≥ 1024 rows and a side ≥ 128 where preferred, torch elsewhere."""
-    if kernels.onednn_linear is None:
+    if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", preferred)
+    monkeypatch.setenv("NNRNN_ONEDNN", "1" if preferred else "0")
+    kernel_policy.reset()  # the policy reads the environment once
     calls = []
-    monkeypatch.setattr(kernels, "onednn_linear", lambda *args, op=kernels.onednn_linear: calls.append(1) or op(*args))
+    monkeypatch.setattr(kernels, "onednn", lambda op=kernels.onednn(): lambda *args: calls.append(1) or op(*args))
     g = torch.Generator().manual_seed(3)
     for x, weight, bias in ((torch.randn(40, 32, 7, generator=g), torch.randn(256, 7, generator=g),
                              torch.randn(256, generator=g)),
@@ -81,15 +86,20 @@ def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
 
 
 def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
+    """The thresholds' rule (NNRNN_TUNE=0, as in the suite): oneDNN where torch reports AVX-512, unless
+    NNRNN_ONEDNN says otherwise; with it off, N × N products go to torch.mm."""
+    from nnrnn.kernel_policy import Settings, onednn_preferred
     for capability, expected in (("AVX2", False), ("AVX512", True), ("DEFAULT", False)):
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
         monkeypatch.delenv("NNRNN_ONEDNN", raising=False)
-        assert kernels._onednn_preferred() is expected
+        assert onednn_preferred(Settings.read()) is expected
         monkeypatch.setenv("NNRNN_ONEDNN", "1")
-        assert kernels._onednn_preferred() is True
+        kernel_policy.reset()  # the policy reads the environment once
+        assert onednn_preferred(Settings.read()) is True
         monkeypatch.setenv("NNRNN_ONEDNN", "0")
-        assert kernels._onednn_preferred() is False
-    monkeypatch.setattr(kernels, "ONEDNN_PREFERRED", False)
+        kernel_policy.reset()  # the policy reads the environment once
+        assert onednn_preferred(Settings.read()) is False
+    kernel_policy.reset()
     a = torch.randn(512, 512, requires_grad=True)
     assert kernels.matmul(a, a).grad_fn is not None and type(kernels.matmul(a, a).grad_fn).__name__ == "MmBackward0"
 
@@ -110,15 +120,17 @@ def test_nnrnn_onednn_off_and_nnrnn_cpp_false_read_as_off(monkeypatch, fresh_loo
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     for off in ("off", "false", "no", "0"):
         monkeypatch.setenv("NNRNN_ONEDNN", off)
-        assert kernels._onednn_preferred() is False, off
+        kernel_policy.reset()  # the policy reads the environment once
+        assert kernel_policy.onednn_preferred(kernel_policy.Settings.read()) is False, off
     monkeypatch.setenv("NNRNN_CPP", "false")
+    kernel_policy.reset()
     monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
     assert kernels.recurrence_loops() is None
 
 
 @pytest.mark.subprocess
-def test_nnrnn_onednn_is_read_when_kernels_is_imported():
-    code = "from nnrnn import kernels; print(kernels.ONEDNN_PREFERRED)"
+def test_nnrnn_onednn_is_read_by_the_policy_in_a_new_process():
+    code = "from nnrnn import kernel_policy; print(kernel_policy.settings().onednn)"
     repo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     for value, expected in (("off", "False"), ("on", "True")):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -158,6 +170,7 @@ def test_failed_build_says_why_in_one_line_once_and_training_falls_back_to_pytho
 
 def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):
     monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
     monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
     assert kernels.recurrence_loops() is None
     assert kernels.loops_unavailable_reason() == "NNRNN_CPP=0"

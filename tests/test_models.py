@@ -22,6 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 import nnrnn
+from nnrnn import kernel_policy
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
@@ -1187,6 +1188,7 @@ def test_a_training_update_reads_nothing_to_the_host(name, monkeypatch):
     The exponential runs the plan it runs on a GPU (fixed, its scaling chosen on the device); on the CPU
     it reads ‖A‖₂, which costs nothing there."""
     monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+    kernel_policy.reset()  # the policy reads the environment once
     torch.manual_seed(0)
     model = make(name, 3, 6, num_layers=2)
     optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
@@ -1210,6 +1212,7 @@ def test_fullgraph_compile_of_forward_and_backward(name, monkeypatch):
     torch.nn.LSTM itself there, so nnrnn's lstm, which is torch.nn.LSTM, is left out.  Compiled, the
     exponential runs its fixed plan, on every device; eager runs it here too, for the same rounding."""
     monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+    kernel_policy.reset()  # the policy reads the environment once
     torch.compiler.reset()
     torch.manual_seed(1)
     model = make(name, 3, 6)

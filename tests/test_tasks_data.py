@@ -41,7 +41,7 @@ def test_psmnist_shapes_and_split(psmnist):
     assert 0.0 <= batch.inputs.min() and batch.inputs.max() <= 1.0 and batch.inputs.max() > 0.99
     assert psmnist.train_batch(psmnist.steps_per_epoch - 1).targets.shape == (8000 - 62 * 128,)
     assert "8,000 train / 1,000 valid / 1,000 test" in psmnist.data_note
-    assert psmnist.data_note in psmnist.describe()
+    assert psmnist.describe_lines()[-1] == f"note: {psmnist.data_note}"
     for split in ("valid", "test"):
         batches = list(psmnist.eval_batches(split))
         assert sum(len(b.targets) for b in batches) == 1000 and not any(b.carry for b in batches)
@@ -104,13 +104,13 @@ def test_psmnist_eval_batches_split_at_the_eval_batch_size_and_describe():
     assert sizes == [300, 300, 300, 100]
     assert torch.equal(torch.cat([b.targets for b in task.eval_batches("valid")]), task._labels["valid"])
     assert task.describe() == (
-        "permuted sequential MNIST (pixel permutation from RandomState(1234)): 784 steps of 1 pixel scaled to "
-        "[0,1], 10 classes read at the last step, batch 128, 63 updates per epoch in a new order each epoch; "
-        f"{task.data.describe()}; NOTE: {task.data_note}")
+        "permuted sequential MNIST (permutation seed 1234): 784 pixels in [0,1], the class at the last step, "
+        f"batch 128, 63 updates per epoch in a new order each epoch; baseline loss {task.baseline:.4f}, chance 2.3026")
+    assert task.describe_lines() == [task.describe(), task.data.describe(), f"note: {task.data_note}"]
     task.data_note = ""  # as with the official files: no note at all
-    assert task.describe().endswith(f"each epoch; {task.data.describe()}")
+    assert task.describe_lines() == [task.describe(), task.data.describe()]
     plain = make_task("psmnist", batch_size=128, data_dir=SHARED, permute=False, shuffle="fixed")
-    assert plain.describe().startswith("sequential MNIST (no permutation): 784 steps")
+    assert plain.describe().startswith("sequential MNIST (no permutation): 784 pixels")
     assert "in the same order every epoch" in plain.describe()
 
 
@@ -136,7 +136,7 @@ def test_ptb_shapes_vocab_and_split(ptb):
     n_valid_file = 389_672 + 3_370                   # characters + one newline per line
     assert ptb.corpus.train.size + ptb.corpus.valid.size == n_valid_file
     assert ptb.corpus.test.size == 438_662 + 3_761
-    assert "first 3,033 lines (90%)" in ptb.data_note and ptb.data_note in ptb.describe()
+    assert "first 3,033 lines (90%)" in ptb.data_note and ptb.describe_lines()[-1] == f"note: {ptb.data_note}"
     rows = ptb.corpus.train.size // 128
     assert ptb.steps_per_epoch == math.ceil((rows - 1) / 150)
     batch = ptb.train_batch(0)
@@ -227,8 +227,25 @@ def test_ptb_defaults_and_bounds():
     with pytest.raises(UserError, match="batch_size .* is too large"):
         PTBTask(data_dir=SHARED, batch_size=task._ids["train"].numel())
     task.data_note = ""  # as with the official files: no note at all
-    assert task.describe().endswith(f"evaluation with 10 streams; {task.corpus.describe()}")  # the paper code's 10
+    assert "evaluation with 10 streams; " in task.describe()  # the paper code's 10
+    assert task.describe_lines() == [task.describe(), task.corpus.describe()]
     small = PTBTask(data_dir=SHARED, eval_batch_size=task._ids["valid"].numel() // 2)  # two rows: just enough
     assert small.eval_data("valid").shape[0] == 2
     with pytest.raises(UserError, match="too large"):
         PTBTask(data_dir=SHARED, eval_batch_size=task._ids["valid"].numel()).eval_data("valid")
+
+
+@needs_mnist
+@needs_ptb
+def test_a_run_starts_with_short_lines_and_the_data_note_on_its_own(tmp_path, capsys):
+    """The first lines of a psMNIST and a PTB run on the shared (not the paper's) data: each short enough to read
+    at a glance, the note that the numbers are not the paper's on a line of its own."""
+    from nnrnn.training.config import resolve_config
+    from nnrnn.training.train import train
+    for task, options in (("psmnist", {"batch_size": 500, "eval_batch_size": 1000}),
+                          ("ptb", {"batch_size": 128, "bptt": 20, "eval_batch_size": 100})):
+        train(resolve_config({"task": task, "model": "rnn", "hidden": 4, "steps": 1, "progress": False,
+                              "data_dir": str(SHARED), "out": str(tmp_path / task), **options}))
+        first = capsys.readouterr().out.splitlines()[:4]
+        assert all(len(line) <= 220 for line in first), [len(line) for line in first]  # they were 600 long
+        assert first[2].startswith("[nnrnn] note: ") and "not comparable with the paper's" in first[2], first

@@ -63,7 +63,8 @@ from .tasks import make_task, task_class
 from .tasks.base import Batch, generator
 # Everything taken from the trainer, in one place.
 from .training import checkpoint, runfolder
-from .training.config import check_device, resolve_config
+from .training.config import resolve_config
+from .training.resources import check_device
 from .training.network import build, seeded_network
 from .training import step as training_step
 from .training.step import WARMUP, CapturedStep, TrainStep, capturable
@@ -578,10 +579,15 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
         label = f"{task_name} {size}"
         results = time_updates(size, device, models, rounds)
         rnn, lstm = results["torch.nn.RNN"][0], results["torch.nn.LSTM"][0]
+        # at --quick's toy sizes fixed per-call costs dominate: a ratio there says nothing of the paper's sizes
+        toy = ((" (toy size, not the paper's)", "; --quick's toy size: fixed per-call costs dominate, so the ratio "
+                "does not predict the paper's sizes, which `nnrnn doctor` without --quick times; ")
+               if quick else ("", "; "))
         for name, (seconds, peak) in results.items():
             memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
-            rows.append(Row("update time", name, label, f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM",
-                            f"median of {rounds}: {seconds * 1e3:.1f} ms; {memory}"))
+            rows.append(Row("update time", name, label,
+                            f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM{toy[0]}",
+                            f"median of {rounds}: {seconds * 1e3:.1f} ms{toy[1]}{memory}"))
         for model in models:
             if not graphs_apply(device):
                 continue
@@ -696,6 +702,10 @@ def run_doctor(args) -> int:
     rows = run_checks(device, models, tasks, quick=args.quick, timing=not args.no_timing, data_dir=args.data_dir,
                       rounds=args.rounds, log=progress)
     print(table(rows))
+    from .kernel_policy import policy
+    from .kernel_report import table as policy_table
+    print(f"kernel policy on {device.type} (float32), as the checks above used it:")  # decisions made by then
+    print("\n".join(policy_table(policy(device, torch.float32).describe())))
     failed = [r for r in rows if r.failed]
     print(f"{len(rows) - len(failed)} of {len(rows)} rows passed or skipped, {len(failed)} failed, "
           f"in {time.perf_counter() - started:.0f} s", flush=True)

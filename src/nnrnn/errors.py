@@ -2,15 +2,18 @@
 
 * :class:`NnrnnError`: a condition the command line reports as one line on stderr, exiting with the
   exception's ``exit_code``; everything else is an internal bug and keeps its traceback.
-* :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder).
+* :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder); :class:`RunNotFound`,
+  a missing run, is also a ``FileNotFoundError``.
 * :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
   so library callers that catch ``ValueError`` keep working.
-* :class:`TrainingDiverged` (exit 1): training produced non-finite losses, gradients or scores, or a
-  checkpoint scores a non-finite result; the reproduction grid and sweeps record it as a result.
+* :class:`TrainingDiverged` (exit 3): training produced non-finite losses, gradients or scores, a loss far
+  above the task's baseline and chance (nnrnn.training.outcome), or a checkpoint scores a non-finite result;
+  the reproduction grid and sweeps record it as a result.
 * :class:`Interrupted`: SIGINT/SIGTERM ended training after a checkpoint.
 """
 from __future__ import annotations
 
+import errno
 import signal
 from pathlib import Path
 
@@ -33,13 +36,31 @@ class OptionError(UserError, ValueError):
     cannot use; the message names the option and the values it takes."""
 
 
+class RunNotFound(UserError, FileNotFoundError):
+    """No run folder or checkpoint at the path given (``nnrnn.load_run``, ``nnrnn analyze``): a
+    ``FileNotFoundError``, as ``torch.load`` raises, carrying the house type so that the command line prints it as
+    one line; ``filename`` is the path."""
+
+    def __init__(self, message: str, path):
+        super().__init__(errno.ENOENT, message, str(path))  # errno, strerror and filename as torch.load's
+
+    def __str__(self):  # the sentence alone, which names the path (OSError's form adds "[Errno 2]" and the path)
+        return self.strerror
+
+    def __reduce__(self):
+        return RunNotFound, (self.strerror, self.filename)
+
+
 class FolderInUse(UserError):
     """Another nnrnn process holds the folder's lock (a run training, a grid writing its report)."""
 
 
 class TrainingDiverged(NnrnnError):
-    """Training produced non-finite losses, gradients or scores (validation or test); the message says which,
-    where the last good checkpoint is and what to try."""
+    """Training produced non-finite losses, gradients or scores (validation or test), or a loss far above the
+    task's baseline and chance; the message says which, where the last good checkpoint is and what to try.  Its
+    exit code, 3, tells a script a diverged run from a mistake in the command (2) and a crash (1)."""
+
+    exit_code = 3
 
 
 class Interrupted(NnrnnError):

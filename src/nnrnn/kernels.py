@@ -11,13 +11,10 @@ torch.nn.LSTM and torch.compile's CPU linear layers) is reached through
     linear(X, W)          = X Wᵀ
     linear.binary(X, Y, W) = X Wᵀ + Y      (the recurrence's V h_{t-1} + z_t in one call)
 
-Which of the two is faster depends on the processor: with AVX-512 oneDNN is the faster one,
-with AVX2 only it is no faster than MKL for plain products and slower with a transposed
-operand (docs/performance.md, 'Loop choice').  So oneDNN is used only where torch reports
-AVX-512 (``ONEDNN_PREFERRED``), and there only for products large enough to repay its higher
-cost per call.  ``NNRNN_ONEDNN=1`` uses it on any CPU, ``NNRNN_ONEDNN=0`` on none.  The op is private to torch, so it is
-checked once at import; without it everything uses torch.mm.  Tensors on other devices
-and in other dtypes always do.
+Which of the two is faster depends on the processor and the shape; which one runs is decided by
+:mod:`nnrnn.kernel_policy`, which also decides which loops run the recurrence (this module only holds the
+kernels).  The op is private to torch, so it is checked on first use; without it everything uses torch.mm.
+Tensors on other devices and in other dtypes always do.
 """
 from __future__ import annotations
 
@@ -26,7 +23,6 @@ import functools
 import hashlib
 import importlib.util
 import logging
-import math
 import os
 import platform
 import shutil
@@ -38,7 +34,8 @@ from pathlib import Path
 import torch
 from torch._C import _functions  # DelayedError: what once_differentiable marks gradients with
 
-from .environment import flag
+from . import environment, kernel_policy
+from .kernel_policy import GIVENS_LAYERS_PER_CHUNK  # noqa: F401 -- re-exported: the chunk size EURNN uses
 
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)  # composed in float32 and rounded once: see the parametrizations
@@ -81,30 +78,14 @@ def eager_or_traced(function: type[torch.autograd.Function], op):
 def fixed_exponential_plan(like: torch.Tensor) -> bool:
     """Whether the matrix exponential (nnrnn.parametrizations.expm) runs its fixed plan, whose scaling is chosen on
     the device and which reads nothing to the host (True), or the plan made for the ‖A‖₂ read on the host
-    (False).  On a GPU a read waits for the device and cannot be captured in a CUDA graph; on the CPU it
-    costs nothing, and the plan made for A needs fewer products than the fixed one, which pays for the
-    largest ‖A‖₂ it allows (docs/performance.md, 'No host reads in an update').  ``NNRNN_EXPM_PLAN=fixed``
-    or ``=read`` forces either anywhere."""
-    forced = os.environ.get("NNRNN_EXPM_PLAN")
-    if forced in ("fixed", "read"):
-        return forced == "fixed"
-    return like.device.type != "cpu"
-
-
-GIVENS_LAYERS_PER_CHUNK = 8
+    (False): :meth:`nnrnn.kernel_policy.KernelPolicy.fixed_exponential_plan` for ``like``'s device and dtype."""
+    return kernel_policy.policy_for(like).fixed_exponential_plan()
 
 
 def givens_chunks(like: torch.Tensor, layers: int) -> int:
-    """How many chunks EURNN's Givens product composes in parallel (nnrnn.models.eurnn): 1, the layers one after
-    another (the reference), on the CPU, where the chunks' extra matrix products cost more than the
-    loop; on other devices, where each layer is a round of kernel launches, chunks of
-    GIVENS_LAYERS_PER_CHUNK layers.  ``NNRNN_GIVENS_CHUNKS=K`` forces K chunks (1: the reference) anywhere."""
-    forced = os.environ.get("NNRNN_GIVENS_CHUNKS")
-    if forced:
-        return max(1, min(int(forced), layers))
-    if like.device.type == "cpu":
-        return 1
-    return max(1, math.ceil(layers / GIVENS_LAYERS_PER_CHUNK))
+    """How many chunks EURNN's Givens product composes in parallel (nnrnn.models.eurnn), 1 for the layers in
+    order: :meth:`nnrnn.kernel_policy.KernelPolicy.givens_chunks` for ``like``'s device and dtype."""
+    return kernel_policy.policy_for(like).givens_chunks(layers)
 
 
 def autocast_off(device_type: str):
@@ -162,13 +143,16 @@ def keep_freed_memory() -> bool:
         return False
 
 
-def _find_onednn_linear():
-    """The oneDNN op if this torch build has it and it computes X Wᵀ (+ Y), else None."""
-    if flag("NNRNN_ONEDNN", default=None) is False or not torch.backends.mkldnn.is_available():
+@functools.cache
+def onednn():
+    """The oneDNN op if this torch build has it and it computes X Wᵀ (+ Y), else None (checked once, on first use:
+    it runs a few small products)."""
+    if not torch.backends.mkldnn.is_available():
         return None
     try:
         op = torch.ops.mkldnn._linear_pointwise
-        x, w, y = torch.randn(3, 4), torch.randn(5, 4), torch.randn(3, 5)
+        g = torch.Generator().manual_seed(0)  # not the global one: a run's random numbers stay as they were
+        x, w, y = (torch.randn(*shape, generator=g) for shape in ((3, 4), (5, 4), (3, 5)))
         ok = torch.allclose(op.binary(x, y, w, None, "add"), torch.addmm(y, x, w.t()), atol=1e-5) and \
             torch.allclose(op(x.t(), y.t(), None, "none", [], ""), x.t() @ y, atol=1e-5)
     except (AttributeError, RuntimeError):
@@ -176,53 +160,27 @@ def _find_onednn_linear():
     return op if ok else None
 
 
-onednn_linear = _find_onednn_linear()
-
-
-def _onednn_preferred() -> bool:
-    setting = flag("NNRNN_ONEDNN", default=None)
-    if setting is not None:
-        return setting
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
-
-
-ONEDNN_PREFERRED = _onednn_preferred()
-
-
-def onednn_status() -> str:
-    """One line for ``nnrnn kernels``: whether large products go to oneDNN, and why."""
-    capability = torch.backends.cpu.get_cpu_capability()
-    if onednn_linear is None:
-        return "no, torch.mm (this torch build has no usable oneDNN linear kernel, or NNRNN_ONEDNN=0)"
-    if ONEDNN_PREFERRED:
-        return f"yes, for large float32 products (CPU capability {capability})"
-    return (f"no, torch.mm: MKL is as fast or faster with {capability} "
-            f"(oneDNN is preferred with AVX-512; NNRNN_ONEDNN=1 forces it)")
-
-
-def _onednn_float32_cpu(x: torch.Tensor) -> bool:
-    return ONEDNN_PREFERRED and onednn_linear is not None and x.device.type == "cpu" and x.dtype == torch.float32
+def onednn_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b by oneDNN (which reorders the weight operand anyway, so passing bᵀ as a view costs nothing)."""
+    return onednn()(a, b.t(), None, "none", [], "")
 
 
 def use_onednn(x: torch.Tensor, batch: int, n: int) -> bool:
-    """Whether the recurrence's (batch × n) · (n × n) products go to oneDNN.
-
-    With AVX-512 oneDNN is faster per step from about B·N² = 2²¹ up and slower below, where its
-    cost per call dominates (docs/performance.md, 'Loop choice').  Never where oneDNN is not preferred.
-    """
-    return _onednn_float32_cpu(x) and n >= 256 and batch * n * n >= 1 << 21
+    """Whether the recurrence's (batch × n) · (n × n) steps go to oneDNN: its loops are the ``onednn`` ones."""
+    return kernel_policy.policy_for(x).loops(batch, n) == kernel_policy.ONEDNN
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b by oneDNN; it reorders the weight operand anyway, so passing bᵀ as a view costs nothing.  While
-    torch.compile traces (also a backward, under compiled autograd) by torch.mm: inductor lowers the oneDNN
-    op only for a frozen weight."""
+    """a @ b by oneDNN.  While torch.compile traces (also a backward, under compiled autograd) by torch.mm:
+    inductor lowers the oneDNN op only for a frozen weight."""
     if torch.compiler.is_compiling():
         return torch.mm(a, b)
-    return onednn_linear(a, b.t(), None, "none", [], "")
+    return onednn_mm(a, b)
 
 
-class _MatMul(torch.autograd.Function):
+class MatMul(torch.autograd.Function):
+    """a @ b by oneDNN, forward and backward (what :func:`matmul` runs where the policy chooses oneDNN)."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -239,25 +197,25 @@ class _MatMul(torch.autograd.Function):
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b, by oneDNN (forward and backward) for float32 CPU matrices with every side ≥ 256 where
-    oneDNN is preferred (faster than torch.mm there at these sizes: docs/performance.md, 'Loop
-    choice'); torch.matmul otherwise, and while torch.compile traces: inductor lowers the oneDNN op only
-    for a frozen (constant) weight and fails on any other."""
-    if a.dim() == 2 and b.dim() == 2 and _onednn_float32_cpu(a) and b.dtype == a.dtype \
-            and min(a.shape[0], a.shape[1], b.shape[1]) >= 256 and not torch.compiler.is_compiling():
-        return _MatMul.apply(a, b)
+    """a @ b, by oneDNN (forward and backward) for float32 CPU matrices where the kernel policy chooses it
+    (:meth:`nnrnn.kernel_policy.KernelPolicy.products`); torch.matmul otherwise, and while torch.compile
+    traces: inductor lowers the oneDNN op only for a frozen (constant) weight and fails on any other."""
+    if a.dim() == 2 and b.dim() == 2 and a.device.type == "cpu" and a.dtype == torch.float32 \
+            and b.dtype == a.dtype and not torch.compiler.is_compiling() \
+            and kernel_policy.policy_for(a).products(a.shape[0], a.shape[1], b.shape[1]):
+        return MatMul.apply(a, b)
     return torch.matmul(a, b)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x Wᵀ (+ b) over x's last dimension, (…, K) · (M × K)ᵀ -> (…, M), contiguous; no autograd (for the
-    fused recurrence's forward and backward, which run under no_grad).  By oneDNN for float32 CPU tensors with
-    at least 1024 rows and K or M ≥ 128 where oneDNN is preferred: there it is faster than
-    torch.nn.functional.linear and torch.matmul from the copy task's sizes to PTB's (docs/performance.md,
-    'Loop choice'); by torch otherwise."""
+    fused recurrence's forward and backward, which run under no_grad).  By oneDNN for float32 CPU tensors
+    where the kernel policy chooses it (:meth:`nnrnn.kernel_policy.KernelPolicy.projections`), by torch
+    otherwise."""
     rows = x.numel() // max(1, x.shape[-1])
-    if _onednn_float32_cpu(x) and weight.dtype == x.dtype and rows >= 1024 and max(weight.shape) >= 128:
-        flat = onednn_linear(x.reshape(rows, x.shape[-1]), weight, bias, "none", [], "")
+    if x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == x.dtype and rows > 0 \
+            and kernel_policy.policy_for(x).projections(rows, x.shape[-1], weight.shape[0], weight.is_contiguous()):
+        flat = onednn()(x.reshape(rows, x.shape[-1]), weight, bias, "none", [], "")
         return flat.view(*x.shape[:-1], weight.shape[0])
     return torch.nn.functional.linear(x, weight, bias).contiguous()
 
@@ -269,11 +227,7 @@ LOOPS_CFLAGS = ["-O3"]  # no -march: the cached build must run on any x86-64 tha
 _loops: dict = {}  # {"module": module or None, "reason": why None}
 
 
-def extensions_dir() -> Path:
-    """Where compiled loops are cached: $NNRNN_EXTENSIONS_DIR, else $XDG_CACHE_HOME/nnrnn, else ~/.cache/nnrnn."""
-    if os.environ.get("NNRNN_EXTENSIONS_DIR"):
-        return Path(os.environ["NNRNN_EXTENSIONS_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnrnn"
+extensions_dir = environment.extensions_dir  # where compiled loops are cached
 
 
 def _loops_name() -> str:
@@ -292,6 +246,25 @@ def _import_from(path: Path, name: str):
     return module
 
 
+@contextlib.contextmanager
+def _ninja_on_path():
+    """torch runs ``ninja`` from PATH; the pip package's binary is not on it unless the venv is active.  So for
+    the build call only, where ninja is not found, PATH gets the package's folder, and is restored after."""
+    path = os.environ.get("PATH", "")
+    try:
+        import ninja
+        needed = shutil.which("ninja") is None
+    except ImportError:
+        needed = False
+    if needed:
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + path
+    try:
+        yield
+    finally:
+        if needed:
+            os.environ["PATH"] = path
+
+
 def _build_loops(name: str, target: Path):
     """Compile into a private temporary folder, then move the library into place with one rename:
     concurrent builds (torchrun's processes) cannot see each other's half-written files, and a build
@@ -300,12 +273,6 @@ def _build_loops(name: str, target: Path):
     from torch.utils.cpp_extension import load  # imported here: it is slow to import and rarely needed
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    path = os.environ.get("PATH", "")
-    try:  # torch runs `ninja` from PATH; the pip package's binary is not on it unless the venv is active
-        import ninja
-        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + path
-    except ImportError:
-        pass
     print("nnrnn: compiling the C++ recurrence loops (once per torch version, about 10 s)...",
           file=sys.stderr, flush=True)
     start = time.perf_counter()
@@ -314,11 +281,11 @@ def _build_loops(name: str, target: Path):
     level = torch_logger.level
     torch_logger.setLevel(logging.ERROR)  # its banners about compiler versions; a failure raises anyway
     try:
-        module = load(name, [str(LOOPS_SOURCE)], extra_cflags=LOOPS_CFLAGS, build_directory=str(build),
-                      verbose=False)
+        with _ninja_on_path():
+            module = load(name, [str(LOOPS_SOURCE)], extra_cflags=LOOPS_CFLAGS, build_directory=str(build),
+                          verbose=False)
         os.replace(next(build.glob(name + "*.so")), target)
     finally:
-        os.environ["PATH"] = path
         torch_logger.setLevel(level)
         shutil.rmtree(build, ignore_errors=True)
     print(f"nnrnn: compiled in {time.perf_counter() - start:.0f} s, cached in {target.parent}",
@@ -347,7 +314,7 @@ def recurrence_loops():
     """
     if "module" not in _loops:
         _loops["module"], _loops["reason"] = None, "NNRNN_CPP=0"
-        if flag("NNRNN_CPP", default=True):
+        if kernel_policy.settings().cpp:
             try:
                 name = _loops_name()
                 target = extensions_dir() / (name + ".so")
@@ -363,9 +330,3 @@ def recurrence_loops():
 def loops_unavailable_reason() -> str:
     """Why :func:`recurrence_loops` returned None ("" if it did not, or was not called yet)."""
     return "" if _loops.get("module") is not None else _loops.get("reason", "")
-
-
-def use_recurrence_loops(x: torch.Tensor) -> bool:
-    """Whether the compiled loops can run this recurrence: float32 on the CPU, and they compiled."""
-    return x.device.type == "cpu" and x.dtype == torch.float32 and recurrence_loops() is not None
-

@@ -29,8 +29,7 @@ COMMANDS = {
     "eval": ("eval", "evaluate a run's best checkpoint"),
     "runs": ("runs", "list the runs in folders, with their results"),
     "presets": ("presets", "list the hyperparameter presets"),
-    "kernels": ("kernels", "show which kernels run the recurrences here (compiling the C++ loops if they are not "
-                           "yet)"),
+    "kernels": ("kernels", "show the kernel policy: which kernels run here and why (--tune SIZES: time them now)"),
     "data": ("data", "download the data sets (MNIST, Penn Treebank characters)"),
     "sweep": ("sweep", "search hyperparameters with Optuna"),
     "theory": ("theory", "reproduce the paper's theory: Table 3, Figure 1(b, c), Propositions 1 and 2"),

@@ -16,3 +16,20 @@ def test_a_setting_of_a_task_the_report_has_no_words_for_is_titled_by_the_task()
     assert report.title(runs, "adding") == "adding"
     runs = [{"setting": "copy-9", "task": "copy", "options": {"T": 9}}]
     assert report.title(runs, "copy-9") == "copy, T = 9"
+
+
+def test_finished_and_diverged_are_the_trainers_outcome(tmp_path):
+    from nnrnn.experiments.grid import diverged, finished
+    from nnrnn.training import outcome
+    for name, is_diverged in ((outcome.LEARNED, False), (outcome.NOT_LEARNED, False), (outcome.DIVERGED, True)):
+        folder = tmp_path / name.replace(" ", "-")
+        folder.mkdir()
+        (folder / "metrics.jsonl").write_text('{"step": 5, "split": "train", "loss": 1.0}\n')  # no test score
+        outcome.write(folder, outcome.Outcome(name, "why"))
+        assert finished(folder) and diverged(folder) == is_diverged
+    older = tmp_path / "older"  # a grid run from before outcomes: its test score, or the DIVERGED marker
+    older.mkdir()
+    (older / "metrics.jsonl").write_text('{"step": 5, "split": "test", "loss": 1.0}\n')
+    assert finished(older) and not diverged(older)
+    (older / "DIVERGED").write_text("training diverged\n")
+    assert diverged(older)

@@ -17,7 +17,8 @@ def test_a_models_flags_agree_with_the_training_options_it_takes(name):
     cls = MODELS[name]
     assert cls.ORTHOGONAL_FACTOR == ("lr_orth" in cls.TRAIN_OPTIONS)
     assert cls.SCHUR_FORM == ("delta" in cls.TRAIN_OPTIONS)
-    assert isinstance(cls.GATES, int) and cls.GATES >= 1 and isinstance(cls.ORTHOGONAL, bool)
+    # GATES: N × N recurrent blocks (0 for an elementwise recurrence, such as the LRU's and minGRU's)
+    assert isinstance(cls.GATES, int) and cls.GATES >= 0 and isinstance(cls.ORTHOGONAL, bool)
 
 
 def test_a_runs_rough_cost_comes_from_its_task_and_model_classes():

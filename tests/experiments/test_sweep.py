@@ -293,4 +293,8 @@ def test_cli(sweep, capsys, tmp_path):
     assert args.handler(args) == 0
     config = json.loads((tmp_path / "cli" / "trial-0000" / "config.json").read_text())
     assert (config["model"], config["hidden"], config["T"], config["steps"], config["seed"]) == ("rnn", 8, 5, 5, 3)
-    assert "rank" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "rank" in out
+    # a line or two per trial: the run's own lines (its folder listing above all) go to the trial's log
+    assert "[nnrnn]" not in out and "logs/trial-0000.log" in out
+    assert "[nnrnn] run folder" in (tmp_path / "cli" / "logs" / "trial-0000.log").read_text()

@@ -1,13 +1,12 @@
 """nnrnn.training.config: the options, their defaults, how presets and explicit options combine, their checks."""
 
 import pytest
-import torch
 from helpers import TINY, one_line, run_cli
 
 from nnrnn.training import config as config_module
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
-from nnrnn.errors import OptionError, UserError
+from nnrnn.errors import OptionError
 
 POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
                      "eval_every", "checkpoint_every", "max_bad_steps", "capacity", "stop_after_halvings",
@@ -41,47 +40,13 @@ def test_the_preset_is_recorded_in_the_config_and_explicit_options_win():
     assert "preset" not in resolve_config({"task": "copy", "model": "nnrnn"})
 
 
-def test_device_names():
-    assert config_module.check_device("cpu") == torch.device("cpu")
+def test_a_device_name_is_checked_when_resolved_and_its_presence_when_the_run_starts():
     assert resolve_config({"device": "cpu"})["device"] == "cpu"
-    assert config_module.check_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    with pytest.raises(UserError, match="nnrnn trains on cpu or cuda"):
-        config_module.check_device("meta")
-
-
-def test_device_names_on_a_machine_with_two_cuda_devices(monkeypatch):
-    """The CUDA rules, checked on a CPU-only machine by telling torch it has two devices."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert config_module.check_device("auto") == torch.device("cuda")
-    assert config_module.check_device("cuda") == torch.device("cuda")
-    assert config_module.check_device("cuda:1") == torch.device("cuda", 1)
-    with pytest.raises(UserError, match="this machine has 2 CUDA device"):
-        config_module.check_device("cuda:2")
-
-
-def test_available_memory_reads_memavailable_in_kib(monkeypatch):
-    import io
-    meminfo = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n"
-    monkeypatch.setattr(config_module, "open", lambda *a, **k: io.StringIO(meminfo), raising=False)
-    assert config_module.available_memory() == 2048 * 1024
-
-    def unreadable(*args, **kwargs):
-        raise OSError("no /proc here")
-    monkeypatch.setattr(config_module, "open", unreadable, raising=False)
-    assert config_module.available_memory() is None
-    config_module.check_memory({"hidden": 10 ** 9})  # unknown memory: no refusal
-
-
-def test_memory_check_is_four_float32_copies_of_three_n_squared_plus_four_n(monkeypatch):
-    """The documented low estimate: parameter, gradient and two optimizer buffers of V (+ T, generator)."""
-    n = 1000
-    needed = 4 * 4 * (3 * n * n + 4 * n)
-    monkeypatch.setattr(config_module, "available_memory", lambda: needed)
-    config_module.check_memory({"hidden": n})  # exactly enough
-    monkeypatch.setattr(config_module, "available_memory", lambda: needed - 1)
-    with pytest.raises(UserError, match="--hidden 1000 needs at least"):
-        config_module.check_memory({"hidden": n})
+    assert resolve_config({"device": "cuda:3"})["device"] == "cuda:3"  # whether it is here: resources.check_device
+    for name, message in (("meta", "nnrnn trains on cpu or cuda"), ("cpu:1", "there is one cpu device"),
+                          ("gpu", "is not a device")):
+        with pytest.raises(OptionError, match=message):
+            resolve_config({"device": name})
 
 
 @pytest.mark.parametrize("key", POSITIVE_INTEGERS)

@@ -189,3 +189,17 @@ def test_eval_refuses_a_data_dir_for_a_task_whose_data_is_generated(finished, ca
     capsys.readouterr()
     code = cli.main(["eval", str(finished), "--data-dir", str(tmp_path)])
     one_line(code, capsys.readouterr().err, "--data-dir", "copy")
+
+
+def test_load_run_of_a_missing_run_raises_file_not_found_without_command_line_advice(tmp_path):
+    import nnrnn
+    from nnrnn.errors import UserError
+    (tmp_path / "empty").mkdir()
+    for path, said in ((tmp_path / "runs" / "copy-nnrnn", "no run folder or checkpoint at"),
+                       (tmp_path / "empty", "holds no run: it has no checkpoints/best.pt or checkpoints/last.pt"),
+                       (tmp_path / "nothing.pt", "no run folder or checkpoint at")):
+        with pytest.raises(FileNotFoundError) as caught:  # as torch.load of a missing file raises
+            nnrnn.load_run(path)
+        assert said in str(caught.value) and caught.value.filename == str(path)
+        assert "nnrnn train" not in str(caught.value) and "--" not in str(caught.value)  # a library, not a command
+        assert isinstance(caught.value, UserError)  # the command line still prints it as one line

@@ -53,19 +53,21 @@ def test_tensorboard_after_a_resume_holds_what_one_uninterrupted_run_does(tmp_pa
     assert tensorboard_scalars(tmp_path / "part") == tensorboard_scalars(tmp_path / "whole")
 
 
-def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_loss():
+def test_curves_show_each_metric_for_train_and_valid_and_the_references_on_every_panel():
     records = [{"step": 2, "split": "train", "loss": 0.9, "accuracy": 0.1},
                {"step": 4, "split": "train", "loss": 0.7, "accuracy": 0.3},
                {"step": 4, "split": "valid", "loss": 0.8, "accuracy": 0.2},
                {"step": 5, "split": "train", "event": "skipped update"},
                {"step": 6, "split": "test", "loss": 0.1, "accuracy": 0.9}]
-    fig = runlog_module.curves_figure(records, baseline=0.095)
+    references = {"loss": {"baseline": 0.095, "chance": 2.197}, "accuracy": {"baseline": 0.125, "chance": 0.111}}
+    fig = runlog_module.curves_figure(records, references)
     loss, accuracy = fig.axes
-    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "accuracy"]  # no bpc logged: no bpc panel
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss (log scale)", "accuracy"]  # no bpc: no bpc panel
     assert all(ax.get_xlabel() == "update" for ax in fig.axes)
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
     assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
-    assert list(lines["baseline"][1]) == [0.095, 0.095] and "test" not in lines
+    assert list(lines["baseline 0.095"][1]) == [0.095, 0.095] and "test" not in lines
+    assert list(lines["chance 2.2"][1]) == [2.197, 2.197]
     # a single validation point must show: validation as small dots on a line, and so a short training series
     styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
               for line in loss.get_lines()}
@@ -73,12 +75,16 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_baseline_on_the_los
     long = [{"step": s, "split": "train", "loss": 1.0 / s} for s in range(1, 30)]
     assert runlog_module.curves_figure(long).axes[0].get_lines()[0].get_marker() == "None"  # a line is enough
     from matplotlib.colors import to_rgba
-    baseline = next(line for line in loss.get_lines() if line.get_label() == "baseline")
+    baseline = next(line for line in loss.get_lines() if line.get_label().startswith("baseline"))
     assert baseline.get_linestyle() == "--" and to_rgba(baseline.get_color()) == to_rgba("gray")  # not data
+    chance = next(line for line in loss.get_lines() if line.get_label().startswith("chance"))
+    assert chance.get_linestyle() == ":" and to_rgba(chance.get_color()) == to_rgba("gray")
     assert loss.xaxis.get_gridlines()[0].get_alpha() == 0.3  # a faint grid
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in accuracy.get_lines()}
-    assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2])}
-    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline"]
+    assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2]), "baseline 0.125": ([0, 1], [0.125, 0.125]),
+                     "chance 0.111": ([0, 1], [0.111, 0.111])}
+    assert accuracy.get_ylim() == (0, 1)  # noise near chance must not look like a trend
+    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline 0.095", "chance 2.2"]
     assert fig.get_size_inches()[0] > fig.get_size_inches()[1]  # panels side by side
     ptb = runlog_module.curves_figure([{"step": 1, "split": "valid", "loss": 2.0, "bpc": 2.9}])
     assert [ax.get_ylabel() for ax in ptb.axes] == ["loss", "bpc"]
@@ -92,12 +98,13 @@ def test_plot_curves_writes_the_figure_of_the_metrics_file(tmp_path, monkeypatch
     drawn = []
     real = runlog_module.curves_figure
     (tmp_path / "config.json").write_text('{"task": "copy", "model": "nnrnn", "hidden": 8}')
-    monkeypatch.setattr(runlog_module, "curves_figure", lambda records, baseline=None, title=None:
-                        drawn.append((baseline, title)) or real(records, baseline, title))
-    path = runlog_module.plot_curves(tmp_path, baseline=0.5)
+    monkeypatch.setattr(runlog_module, "curves_figure", lambda records, references=None, title=None:
+                        drawn.append((references, title)) or real(records, references, title))
+    path = runlog_module.plot_curves(tmp_path, {"loss": {"baseline": 0.5}})
     png = path.read_bytes()
     assert path == tmp_path / "curves.png" and png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert drawn == [(0.5, f"copy, nnrnn with 8 units: {tmp_path.name}")]  # titled with task, model and run
+    # titled with task, model and run
+    assert drawn == [({"loss": {"baseline": 0.5}}, f"copy, nnrnn with 8 units: {tmp_path.name}")]
     # one 4.2 × 3.4 in panel per metric, at 120 dpi: readable in a browser without scaling
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (504, 408)
     assert runlog_module.plot_curves(tmp_path / "no-run-here") is None

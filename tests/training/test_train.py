@@ -357,7 +357,7 @@ def test_resume_restores_the_carried_ptb_state_and_the_schedule(tmp_path, monkey
 
 def test_last_checkpoint_holds_the_state_carried_into_the_next_segment(tmp_path):
     data = fake_ptb(tmp_path / "ptb")
-    config = resolve_config(dict(task="ptb", model="rnn", hidden=8, batch_size=4, bptt=7, steps=3, eval_every=3,
+    config = resolve_config(dict(task="ptb", model="exprnn", hidden=8, batch_size=4, bptt=7, steps=3, eval_every=3,
                                  eval_batch_size=2, progress=False, data_dir=str(data), out=str(tmp_path / "r")))
     train(config)
     saved = checkpoint.load(tmp_path / "r" / "checkpoints" / "last.pt")
@@ -455,7 +455,7 @@ def test_synthetic_tasks_validate_every_250_updates_unless_told(tmp_path):
 
 def test_epochs_train_that_many_passes_over_the_training_segments(tmp_path):
     data = fake_ptb(tmp_path / "ptb")
-    config = resolve_config(dict(task="ptb", model="rnn", hidden=8, batch_size=32, bptt=50, eval_batch_size=8,
+    config = resolve_config(dict(task="ptb", model="exprnn", hidden=8, batch_size=32, bptt=50, eval_batch_size=8,
                                  epochs=2, log_every=1, progress=False, data_dir=str(data),
                                  out=str(tmp_path / "run")))
     per_epoch = network_module.build_task(config).steps_per_epoch
@@ -541,6 +541,37 @@ def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, me
     (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
     with pytest.raises(UserError, match=message):
         train(copy_config(tmp_path, "a", steps=4), resume=True)
+
+
+@pytest.mark.parametrize("other, named", [(["--nonlinearity", "tanh"], "--nonlinearity 'tanh' there, None in"),
+                                          (["--model", "exprnn"], "--model 'exprnn' there, 'nnrnn' in"),
+                                          (["--hidden", "6"], "--hidden 6 there, 8 in"),
+                                          (["--T", "5"], "--T 5 there, 3 in"),
+                                          (["--lr", "0.01"], "--lr 0.01 there, 0.001 in")])
+def test_resume_from_the_command_line_refuses_another_runs_checkpoint_and_touches_nothing(capsys, tmp_path, other,
+                                                                                          named):
+    """A last.pt copied in from a run with other options: refused, naming them; config.json, metrics.jsonl and the
+    checkpoint are left as they were (the issue's regression: a tanh last.pt resumed in a modReLU folder rewrote
+    config.json to tanh over the other run's history)."""
+    common = ["--steps", "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "a", *common)[0] == 0
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "b", *common, *other)[0] == 0
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    before = snapshot(tmp_path / "a")
+    one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "a", "--resume", "--steps", "4"),
+             "is another run's checkpoint", named)
+    assert snapshot(tmp_path / "a") == before
+
+
+def test_resume_from_the_command_line_refuses_another_tasks_checkpoint(capsys, tmp_path):
+    common = ["--steps", "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--no-progress"]
+    assert run_cli(capsys, "train", "copy", "--out", tmp_path / "a", *common)[0] == 0
+    assert run_cli(capsys, "train", "adding", "--out", tmp_path / "b", *common)[0] == 0
+    (tmp_path / "a/checkpoints/last.pt").write_bytes((tmp_path / "b/checkpoints/last.pt").read_bytes())
+    before = snapshot(tmp_path / "a")
+    for argv in (["train", "copy"], ["train", "adding"]):  # the folder's task, or the checkpoint's
+        one_line(*run_cli(capsys, *argv, "--out", tmp_path / "a", "--resume", "--steps", "4"), "task")
+    assert snapshot(tmp_path / "a") == before
 
 
 def test_skipped_updates_are_counted_across_a_resume(tmp_path, monkeypatch):
@@ -665,10 +696,10 @@ def test_on_eval_sees_every_validation_record_as_logged(tmp_path):
     assert [step for step, _ in calls] == [2, 4, 5] and [record for _, record in calls] == valid
 
 
-def test_the_test_split_is_scored_with_the_best_parameters_and_the_curves_get_the_baseline(tmp_path, monkeypatch):
+def test_the_test_split_is_scored_with_the_best_parameters_and_the_curves_get_the_references(tmp_path, monkeypatch):
     from nnrnn.tasks.copy import CopyTask
     plotted = []
-    monkeypatch.setattr(trainer, "plot_curves", lambda folder, baseline=None: plotted.append((folder, baseline)))
+    monkeypatch.setattr(trainer, "plot_curves", lambda folder, references=None: plotted.append((folder, references)))
     script_validation(monkeypatch, "loss", [0.2, 0.5])  # the best validation is the first
     result = train(copy_config(tmp_path, steps=2, eval_every=1))
     folder = tmp_path / "run"
@@ -677,7 +708,7 @@ def test_the_test_split_is_scored_with_the_best_parameters_and_the_curves_get_th
     best = trainer.evaluate_checkpoint(folder / "checkpoints" / "best.pt")
     assert {k: v for k, v in test.items() if k not in ("step", "split")} == best == result["test"]
     assert best != trainer.evaluate_checkpoint(folder / "checkpoints" / "last.pt")
-    assert plotted == [(folder, CopyTask(T=4, batch_size=4).baseline)]
+    assert plotted == [(folder, CopyTask(T=4, batch_size=4).references())]
 
 
 def test_a_run_whose_last_validation_is_not_finite_fails_and_an_earlier_one_does_not(tmp_path, monkeypatch):
@@ -774,8 +805,8 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
         return {**metrics, "loss": float("nan")} if split == "test" else metrics
     monkeypatch.setattr(trainer, "evaluate", nan_test)
     one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY_ARGV),
-             "the test loss of", "is nan", exit_code=1)
-    one_line(*run_cli(capsys, "eval", tmp_path / "r"), "the test loss", "is nan", exit_code=1)
+             "the test loss of", "is nan", exit_code=3)
+    one_line(*run_cli(capsys, "eval", tmp_path / "r"), "the test loss", "is nan", exit_code=3)
 
 
 
@@ -851,3 +882,16 @@ def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(p
         assert all(torch.equal(a[k], b[k]) for k in a), name
     assert (folder / "curves.png").is_file()
 
+
+
+def test_the_resume_line_reads_last_pt_once_and_continues_as_one_run(tmp_path, monkeypatch):
+    """`nnrnn train ... --resume` takes the run's options and its state from one reading of last.pt."""
+    argv = ["train", "copy", *TINY_ARGV, "--eval-every", "2", "--seed", "3"]
+    assert nnrnn_cli.main([*argv, "--steps", "6", "--out", str(tmp_path / "whole")]) == 0
+    assert nnrnn_cli.main([*argv, "--steps", "4", "--out", str(tmp_path / "run")]) == 0
+    reads, load = [], checkpoint.load
+    monkeypatch.setattr(checkpoint, "load", lambda path, *a, **k: reads.append(Path(path).name) or load(path, *a, **k))
+    assert nnrnn_cli.main(["train", "copy", "--steps", "6", "--out", str(tmp_path / "run"), "--resume"]) == 0
+    assert reads.count("last.pt") == 1, reads
+    a, b = (checkpoint.load(tmp_path / name / "checkpoints" / "last.pt")["model"] for name in ("whole", "run"))
+    assert all(torch.equal(a[k], b[k]) for k in a)

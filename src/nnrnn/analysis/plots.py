@@ -262,16 +262,19 @@ def _moduli_panel(ax, moduli: np.ndarray, factors: bool, eigen_moduli: np.ndarra
     values = np.concatenate([moduli, eigen_moduli]) if both else np.asarray(moduli)
     low, high = float(values.min()), float(values.max())
     low, high = (low, high) if high - low > 1e-6 else (low - 0.05, high + 0.05)  # all equal: a readable axis
-    bins = np.linspace(low, high, 31)
+    bins = np.linspace(low, high, 16)  # wide enough for two bars side by side
     symbol = r"\gamma_i" if factors else r"|\lambda_i|"
     series = [(moduli, rf"${symbol}$" + (r" of $\Lambda$" if both else ""), "C3")]
     if both:
         series.append((eigen_moduli, r"$|\lambda_i|$ of $V$", "C0"))
-    for data, name, color in series:  # the dashed line at each mean, named in the legend
-        ax.hist(data, bins=bins, color=color, alpha=0.85 if len(series) == 1 else 0.55, edgecolor="white",
-                linewidth=0.5)
-        ax.axvline(float(np.mean(data)), color=color, lw=1.2, ls="--", label=f"{name}: mean {np.mean(data):.3f}")
-    ax.axvline(1.0, color="0.3", ls=":", lw=0.9)
+    # bars side by side in each bin (two series never blend into a third colour), each named in the legend, with
+    # a dashed line at its mean
+    ax.hist([data for data, _, _ in series], bins=bins, color=[color for _, _, color in series],
+            label=[f"{name} (dashed: mean {np.mean(data):.3f})" for data, name, _ in series], edgecolor="white",
+            linewidth=0.3)
+    for data, _, color in series:
+        ax.axvline(float(np.mean(data)), color=color, lw=1.2, ls="--")
+    ax.axvline(1.0, color="0.3", ls=":", lw=0.9, label="1 (the unit circle)")
     if both:
         ax.set_xlabel(r"$\gamma_i$ of $\Lambda$, $|\lambda_i|$ of $V$" "\n" r"(differ where T is non-zero in a block)")
         ax.set_title(r"(d) block scales $\gamma_i$ and moduli $|\lambda_i|$")
@@ -281,7 +284,8 @@ def _moduli_panel(ax, moduli: np.ndarray, factors: bool, eigen_moduli: np.ndarra
         ax.set_title(rf"(d) {'block scales' if factors else 'moduli'} ${symbol}$")
     ax.set_ylabel("count")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(frameon=False, fontsize=7.5)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.5)  # room above the bars for the legend
+    ax.legend(frameon=True, framealpha=0.9, edgecolor="none", fontsize=7.5, loc="upper left")
 
 
 @single_threaded_blas()
@@ -341,19 +345,44 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         return _save(fig, path)
 
 
-def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "") -> str:
-    """‖∂L/∂h_t‖ against t (log y when it spans more than a decade)."""
+def gradient_direction(norms: np.ndarray) -> str:
+    """How ‖∂L/∂h_t‖ changes going back in time, from the last step T (where the loss is read) to t = 1: the
+    factor between the two, in words."""
+    norms = np.asarray(norms, dtype=np.float64)
+    first, last = norms[0], norms[-1]
+    if not (first > 0 and last > 0):
+        return "the gradient reaches zero on its way back"
+    ratio = first / last
+    if 0.9 < ratio < 1.1:
+        return f"going back from t = {len(norms)} to t = 1 the gradient keeps its size ({ratio:.2g}×)"
+    verb, factor = ("grows", ratio) if ratio > 1 else ("shrinks", 1 / ratio)
+    shown = f"{factor:,.0f}" if factor < 1e6 else f"{factor:.2g}"
+    return f"going back from t = {len(norms)} to t = 1 the gradient {verb} {shown}×"
+
+
+def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
+                   reference: np.ndarray | None = None, reference_label: str = "untrained") -> str:
+    """‖∂L/∂h_t‖ against t on a log axis; the loss is read at the last step, so the gradient flows from right to
+    left, which the axis label and an arrow say, and the title says by how much it grows or shrinks on the way
+    back.  ``reference`` (e.g. the same architecture untrained, on the same probe) is drawn in gray beside it."""
     norms = np.asarray(norms, dtype=np.float64)
     t = np.arange(1, len(norms) + 1)
-    with _figure(7.0, 3.0) as fig:
+    with _figure(7.0, 3.4) as fig:
         ax = fig.subplots()
         keep = norms > 0
-        ax.plot(t[keep], norms[keep], color="C0")
-        if keep.any() and norms[keep].max() / norms[keep].min() > 10:
+        ax.plot(t[keep], norms[keep], color="C0", label=f"trained: {gradient_direction(norms)}")
+        if reference is not None:
+            reference = np.asarray(reference, dtype=np.float64)
+            shown = reference > 0
+            ax.plot(t[shown], reference[shown], color="0.5", ls="--",
+                    label=f"{reference_label}: {gradient_direction(reference)}")
+        if keep.any():
             ax.set_yscale("log")
-        ax.set_xlabel(r"time step $t$")
-        ax.set_ylabel(r"$\|\partial L/\partial h_t\|_2$")
+        ax.set_xlabel(rf"time step $t$ (the loss is read at $t=T={len(norms)}$; backpropagation runs "
+                      r"$\leftarrow$ from right to left)")
+        ax.set_ylabel(r"$\|\partial L/\partial h_t\|_2$ (log scale)")
         ax.set_xlim(0, len(norms) + 1)
+        fig.legend(loc="outside lower center", frameon=False, fontsize=8)
         ax.set_title((title or "gradient propagation") + ("\n" + subtitle if subtitle else ""))
         return _save(fig, path)
 

@@ -492,18 +492,27 @@ def _matrix_figures(model: nn.Module, mats: dict, out_dir, title: str) -> tuple[
     return details, files
 
 
-def _gradient_figure(model: nn.Module, batch, out_dir, title: str) -> tuple[dict, str]:
-    """The gradient probe's summary and its figure (see :func:`analyze_model`), the model in eval mode."""
-    from . import plots
-    inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
+def _probe(model: nn.Module, inputs, targets, readout, loss_fn) -> np.ndarray:
+    """:func:`gradient_propagation` with the model in eval mode (its mode restored after)."""
     was_training = model.training
     model.eval()
     try:
-        norms = gradient_propagation(model, inputs, targets, readout, loss_fn)
+        return gradient_propagation(model, inputs, targets, readout, loss_fn)
     finally:
         model.train(was_training)
+
+
+def _gradient_figure(model: nn.Module, batch, out_dir, title: str, reference: nn.Module | None = None
+                     ) -> tuple[dict, str]:
+    """The gradient probe's summary and its figure (see :func:`analyze_model`), with ``reference`` (the same
+    architecture untrained) probed on the same batch beside it."""
+    from . import plots
+    inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
+    norms = _probe(model, inputs, targets, readout, loss_fn)
+    beside = None if reference is None else _probe(recurrent_layer(reference), inputs, targets, readout, loss_fn)
     figure = plots.plot_gradients(norms, os.path.join(out_dir, "gradients.png"),
-                                  title=f"{title}: gradient propagation", subtitle=desc)
+                                  title=f"{title}: gradient propagation", subtitle=desc, reference=beside,
+                                  reference_label="untrained (the run's initial network)")
     pos = norms[norms > 0]
     return {
         "description": desc,
@@ -515,8 +524,8 @@ def _gradient_figure(model: nn.Module, batch, out_dir, title: str) -> tuple[dict
     }, figure
 
 
-def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = None, extra: dict | None = None
-                  ) -> dict:
+def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = None, extra: dict | None = None,
+                  reference: nn.Module | None = None) -> dict:
     """Write the inspection figures and ``summary.json`` of ``model`` to ``out_dir``; return the summary.
 
     Per recurrent matrix (suffix ``_<gate>`` for gated models, none for 'V', and a layer and
@@ -524,7 +533,8 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
     ``spectrum.png`` (eigenvalues with the unit circle; singular values vs |λ|) and
     ``schur.png`` (Θ = Λ + T heatmap, angle histogram, mean |Θ_{i+k,i}| per
     sub-diagonal, γ histogram).  ``gradients.png``: ‖∂L/∂h_t‖ against t (not for
-    bidirectional models).
+    bidirectional models), beside ``reference``'s (the same architecture untrained) when given.  ``title``
+    (default: the model's class name) heads every figure: the command line gives the run's name.
 
     ``batch``: None → a synthetic probe (Gaussian inputs, T = 100, L = ½‖h_T‖²);
     False → no gradient analysis; a tensor of inputs; (inputs, targets[, readout[,
@@ -559,7 +569,7 @@ def analyze_model(model: nn.Module, out_dir, batch=None, title: str | None = Non
         "matrices": details,
     }
     if batch is not False and not getattr(model, "bidirectional", False):
-        summary["gradient"], figure = _gradient_figure(model, batch, out_dir, title)
+        summary["gradient"], figure = _gradient_figure(model, batch, out_dir, title, reference)
         files.append(figure)
     summary["files"] = [os.path.basename(f) for f in files] + ["summary.json"]
     if extra:

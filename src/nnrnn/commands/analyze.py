@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
-from ..analysis.trained import analyze_model
+from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
 from ..models import ComplexNonNormalRNN
 from ..training import checkpoint
-from ..training.network import best_checkpoint, load_model
+from ..training.network import best_checkpoint, initial_network, load_model
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
 
@@ -34,6 +34,14 @@ def default_analysis_dir(path) -> Path:
     return path.with_name(path.stem + "-analysis")
 
 
+def run_name(path) -> str:
+    """The name a run is shown by in figure titles: its folder's, also for a checkpoint inside it."""
+    path = Path(path).absolute()
+    if path.is_dir():
+        return path.name
+    return path.parent.parent.name if path.parent.name == "checkpoints" else path.stem
+
+
 def training_gradient_norms(path) -> list[tuple[int, float]]:
     """(update, gradient norm) points the trainer logged in a run folder's metrics.jsonl."""
     return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
@@ -53,12 +61,15 @@ def run(args) -> int:
     extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
+    name = run_name(args.path)
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
-        summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra)
+        summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra,
+                                title=f"{name} ({model_name(recurrent_layer(model))})",
+                                reference=initial_network(args.path) if args.gradients else None)
         logged = training_gradient_norms(args.path)
         if logged:
             plot_training_gradients(*zip(*logged), out / "gradient_norm_training.png",
-                                    title=f"gradient norm during training ({Path(args.path).name})")
+                                    title=f"gradient norm during training ({name})")
             summary["files"].append("gradient_norm_training.png")
     keys = ("model", "primary", "spectral_radius", "max_singular_value", "departure_from_normality",
             "departure_from_normality_normalized", "mean_gamma", "triangular_fraction")

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
+from ..kernel_policy import used_line
 from ..training import checkpoint
 from ..training.network import best_checkpoint
 from ..training.train import evaluate_checkpoint
@@ -34,4 +35,5 @@ def run(args) -> int:
     which = {"best.pt": "the best validation score's", "last.pt": "the last"}.get(path.name, "the given")
     print(f"{args.split} split, {which} checkpoint {path}" + (f" (after update {step})" if step is not None else ""))
     print("  ".join(f"{name} {value:.6g}" for name, value in metrics.items()))
+    print(used_line())
     return 0

@@ -1,19 +1,27 @@
-"""``nnrnn kernels``: which kernels run the recurrences here."""
+"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernel_policy), and
+with ``--tune SIZES`` the decisions of an update at those sizes, timed now."""
 from __future__ import annotations
 
-import torch
-
-from .. import kernels
+from .. import kernel_report
+from ..errors import UserError
 
 
 def add_arguments(p) -> None:
-    p.description = "Which kernels run the recurrences on this machine, compiling the C++ loops if they are not yet."
+    p.description = ("The kernel policy on this machine: which kernels run the recurrences, products and projections "
+                     "and why (compiling the C++ loops if they are not yet).")
+    p.add_argument("--tune", metavar="SIZES", help="time the choices of an update at these sizes now and print "
+                   "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
 
 
 def run(args) -> int:
-    loops = kernels.recurrence_loops()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("compiled recurrence loops: " + (f"yes (cached in {kernels.extensions_dir()})" if loops
-                                           else f"no, Python loops instead ({kernels.loops_unavailable_reason()})"))
-    print(f"oneDNN products: {kernels.onednn_status()}")
+    sizes = None
+    if args.tune is not None:
+        try:
+            sizes = kernel_report.parse_sizes(args.tune)
+        except ValueError as error:
+            raise UserError(f"--tune: {error}") from None
+    print("\n".join(kernel_report.lines()))
+    if sizes:
+        print("\nmeasured now (" + ", ".join(f"{t}x{b}x{n}x{i}" for t, b, n, i in sizes) + "):")
+        print("\n".join(kernel_report.tune(sizes)))
     return 0

@@ -1,6 +1,10 @@
 """``nnrnn reproduce --scale SCALE``: run the paper's grid at a scale and write its report."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import UserError
+from ..experiments.compact import regenerate
 from ..experiments.grid import SCALES
 from ..experiments.reproduce import reproduce
 from ..models import MODELS
@@ -13,21 +17,29 @@ def add_arguments(p) -> None:
                     "finished runs are kept, interrupted ones resume. See docs/training.md.")
     p.add_argument("--scale", default="cpu", choices=list(SCALES),
                    help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
-                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (about 2 h "
-                        "with --jobs 2 on 2 cores); beyond: the non-normal family, each model tuned alike (about 1 h "
-                        "with --jobs 2 on 2 cores); paper: the paper's sizes and the release's 100 epochs (for GPUs; "
-                        "its time is not measured)")
+                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (2 h 46 min "
+                        "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
+                        "tuned alike (1 h 0 min with --jobs 2 on 2 cores, docs/beyond/report.md); paper: the paper's "
+                        "sizes and the release's 100 epochs (for GPUs; its time is not measured)")
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
     p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]), help="only these tasks (default: all)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the MNIST and PTB files (docs/data.md)")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
+    p.add_argument("--from-data", dest="from_data", help="write OUT/report.md again from a grid's compact data "
+                   "(the data.json beside its report) alone, training nothing")
     p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
                    "share finished runs between grids that have runs in common")
 
 
 def run(args) -> int:
+    if args.from_data:
+        if not Path(args.from_data).is_file():
+            raise UserError(f"no compact data at {args.from_data}; give the data.json beside a grid's report")
+        out = Path(args.out or f"runs/reproduce-{args.scale}")
+        print(f"report: {regenerate(Path(args.from_data), out, args.data_dir)}")
+        return 0
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
               args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir)
     return 0

@@ -183,9 +183,7 @@ def load_mnist(data_dir: str | os.PathLike | None = None) -> MNISTData:
         raise UserError(f"{folder} holds only {n} MNIST test images, too few to split; {FETCH_HINT}")
     order = np.random.RandomState(SPLIT_SEED).permutation(n)
     tr, va, te = order[:n_train], order[n_train:n_train + n_valid], order[n_train + n_valid:]
-    note = (f"only the official MNIST test set was found in {folder} (no {STEMS['train_images']}.gz), so its "
-            f"{n:,} images are split with a fixed seed into {n_train:,} train / {n_valid:,} valid / "
-            f"{n_test:,} test; accuracies are not comparable with the paper's, which trains on the 60,000 "
-            f"official training images (`nnrnn data fetch mnist` gets them)")
+    note = (f"only MNIST's test set was found, split {n_train:,} train / {n_valid:,} valid / {n_test:,} test: "
+            f"accuracies are not comparable with the paper's (`nnrnn data fetch mnist` gets the training set)")
     return MNISTData(test_images[tr], test_labels[tr], test_images[va], test_labels[va],
                      test_images[te], test_labels[te], folder, "test-only", note)

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from .. import environment
 from ..errors import UserError
 
 
@@ -22,11 +23,7 @@ class DataNotFound(UserError):
 
 def data_root() -> Path:
     """The folder that holds one sub-folder per data set: $NNRNN_DATA, else the user cache."""
-    env = os.environ.get("NNRNN_DATA")
-    if env:
-        return Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "nnrnn"
+    return environment.folder("NNRNN_DATA") or environment.cache_folder()
 
 
 def default_dir(name: str) -> Path:

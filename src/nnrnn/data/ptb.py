@@ -151,10 +151,9 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
             raise UserError(f"{paths['valid']} has only {len(lines['valid'])} lines, too few to carve out a training "
                             f"set; {FETCH_HINT} to get {FILES['train']}")
         split, train, valid, test = "valid-as-train", lines["valid"][:cut], lines["valid"][cut:], lines["test"]
-        note = (f"{FILES['train']} was not found in {folder}, so training uses the first {cut:,} lines (90%) of "
-                f"{FILES['valid']}, validation its last {len(lines['valid']) - cut:,} lines, and test "
-                f"{FILES['test']}; bits per character are not comparable with the paper's (`nnrnn data fetch ptb` "
-                f"gets the training file)")
+        note = (f"no {FILES['train']}: training on the first {cut:,} lines (90%) of {FILES['valid']}, validation "
+                f"on its last {len(lines['valid']) - cut:,}; bpc not comparable with the paper's (`nnrnn data fetch "
+                f"ptb`)")
     symbols = set("".join(train))
     foreign = {c for c in symbols if not " " < c <= "~"}
     if foreign:

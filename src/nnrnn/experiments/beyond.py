@@ -9,7 +9,7 @@ from pathlib import Path
 from ..tasks.copy import baseline_loss
 from .collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from .grid import SCALES, metric, search_name
-from .rules import NO_T
+from .rules import rule
 from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
 from .verdicts import compare, missing
 from .words import column_words, name, title
@@ -17,13 +17,13 @@ from .words import column_words, name, title
 NON_NORMAL = ("nnrnn", "nnrnn delay", "nnrnn-complex", "nngru")
 
 
-def write_beyond_report(out: Path, scale: str, runs: list[dict]) -> Path:
+def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | None = None) -> Path:
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
     baseline = baseline_loss(copy_T) if copy_T else None
-    lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family") + data_section(runs)
+    lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family", date) + data_section(runs)
     lines += tuning_section(out, scale)
     for setting in settings:
         lines += results_section(out, runs, setting, figures, baseline)
@@ -46,7 +46,8 @@ def tuning_section(out: Path, scale: str) -> list[str]:
              f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
              f"(Optuna's TPE sampler, its median pruner), each a run of seed 0 at the model's size and "
              f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
-             f"on the model ({', '.join(SEARCHED)}; `nnrnn/sweep.py`), the options it does not search taken from "
+             f"on the model ({', '.join(SEARCHED)}; `src/nnrnn/experiments/sweep.py`), the options it does not "
+             "search taken from "
              "`paper-params` where the paper gives the model hyperparameters. The best trial's options (by the "
              "validation metric) are the tuned "
              "column's; they are in `tuned.json` beside this report. The paper gives no hyperparameters for "
@@ -159,7 +160,7 @@ def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
         for task, stats in learned_structure(out, runs, "tuned", label).items():
             cells = [stats[q].show(3, failed="n/a") for q in ("mean_modulus", "departure", "triangular_fraction")]
             # T ≈ 0 (expRNN): the delay line would be a ratio of rounding noise
-            near_zero = not stats["triangular_fraction"].empty and stats["triangular_fraction"].mean < NO_T
+            near_zero = not stats["triangular_fraction"].empty and stats["triangular_fraction"].mean < rule('NO_T')
             cells.append("n/a (T ≈ 0)" if near_zero else stats["delay_line"].show(3, failed="n/a"))
             lines.append(f"| {task} | {name(label)} | " + " | ".join(cells) + " |")
     return lines + ["", "The two middle columns nearly agree by construction: V = P Θ Pᵀ with P orthogonal (unitary "

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from ..tasks import task_class
-from ..training import runfolder
+from ..training import outcome, runfolder
 from ..training.runlog import read_metrics
 from .grid import COLUMNS, diverged, finished, metric, run_folder
 from .paper import GAMMA_ONE
-from .rules import LEARNED, SOLVED_SHARE
+from .rules import rule
 from .statistics import Stat
 
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
@@ -88,9 +88,10 @@ def copy_speed(out: Path, runs: list[dict], setting: str, baseline: float) -> di
     for column in COLUMNS:
         for label in labels(runs, setting):
             members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
-            if members:
+            if members:  # read at validations eval_every updates apart: that is its resolution
                 speed.setdefault(column, {})[label] = Stat.of(
-                    updates_to_solve(run_folder(out, r), SOLVED_SHARE * baseline) for r in members)
+                    (updates_to_solve(run_folder(out, r), rule('SOLVED_SHARE') * baseline) for r in members),
+                    resolution=members[0]["options"].get("eval_every", 0))
     return speed
 
 
@@ -183,7 +184,7 @@ def converged(folder: Path) -> bool:
         return False
     key = metric("ptb")
     curve = [r[key] for r in read_metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
-    return bool(curve) and min(curve) < (1 - LEARNED) * curve[0]
+    return bool(curve) and outcome.clearly_below(min(curve), curve[0], rule('LEARNED'))  # the trainer's rule
 
 
 def converged_table(out: Path, runs: list[dict], setting: str) -> dict:

@@ -13,7 +13,9 @@ from ..models import PAPER_MODELS, hidden_size_for, parameter_count
 from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
+from ..training import outcome
 from ..training.runlog import read_metrics
+from . import rules
 from .paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
 
 BOTH = ("hidden", "params")
@@ -234,13 +236,19 @@ def run_folder(out: Path, run: dict) -> Path:
 
 
 def finished(folder: Path) -> bool:
-    """Diverged, or trained to its end: a test score logged after the last training point."""
+    """The run has an outcome (learned, did not learn, diverged: :mod:`nnrnn.training.outcome`, the trainer's own
+    definition), or, for a run trained before outcomes were recorded, a test score logged after its last
+    training point."""
+    if outcome.read(folder) is not None:
+        return True
     records = read_metrics(folder)
-    return diverged(folder) or bool(records) and records[-1].get("split") == "test"
+    return bool(records) and records[-1].get("split") == "test"
 
 
 def diverged(folder: Path) -> bool:
-    return (folder / DIVERGED).is_file()
+    """The run's outcome is "diverged" (:mod:`nnrnn.training.outcome`; a DIVERGED marker of an older grid too)."""
+    ended = outcome.read(folder)
+    return ended is not None and ended.name == outcome.DIVERGED
 
 
 def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
@@ -266,3 +274,25 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
 def search_name(setting: str, label: str) -> str:
     """The folder name of the search that tunes ``label`` on ``setting``."""
     return f"{setting}-{label}".replace(" ", "-").replace("γ", "gamma").replace(",", "")
+
+
+PLAN = "plan.json"  # OUT/plan.json: what a grid recorded when it started (its scale and the rules' values)
+
+
+def record_plan(out: Path, scale: str) -> dict:
+    """Record, once, when a grid starts: its scale and the verdict rules' values and fingerprint
+    (:mod:`.rules`).  A grid that resumes keeps the record of its start, so that a report can tell rules changed
+    while it ran."""
+    path = Path(out) / PLAN
+    if path.is_file():
+        return json.loads(path.read_text())
+    record = {"scale": scale, "rules": rules.values(), "fingerprint": rules.fingerprint()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+def recorded_rules(out: Path) -> dict | None:
+    """The rules' values a grid recorded when it started; None for a grid that recorded none."""
+    path = Path(out) / PLAN
+    return json.loads(path.read_text()).get("rules") if path.is_file() else None

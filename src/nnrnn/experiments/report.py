@@ -8,6 +8,7 @@ follows the rule in :mod:`.statistics`.
 """
 from __future__ import annotations
 
+import datetime
 import math
 from pathlib import Path
 
@@ -18,14 +19,17 @@ from .beyond import goal_section, write_beyond_report  # noqa: F401 (goal_sectio
 from .collect import (STRUCTURE, bptt_of, converged, converged_table, copy_speed, done, final_value,  # noqa: F401
                       group, held_gamma, learned_structure, results, setting_task_of, spike, updates_to_solve)
 from .figures import learning_curves  # noqa: F401
-from .grid import COLUMNS, SCALES, run_folder
+from . import rules
+from .compact import write_data
+from .grid import COLUMNS, PLAN as OUT_PLAN, SCALES, recorded_rules, run_folder
 from .paper import GAMMA_HELD, GAMMA_ONE
-from .rules import NOT_CONVERGED, WARM_UP
-from .sections import (claims_section, data_section, introduction, notes, results_section, scope,
+from .rules import Claim, not_converged, rule
+from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
                        scope_section, settled_section, speed_section)
 from .statistics import Stat
-from .verdicts import (column_words, copy_claims, gamma_claims, gap_claims, gradient_claim, name, psmnist_claim,
-                       ptb_accuracy_claim, ptb_claim, structure_claims, theory_claims)
+from .verdicts import (all_or_nothing_claim, column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims,
+                       gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim, regularization_claim,
+                       structure_claims, theory_claims)
 from .words import title  # noqa: F401
 
 
@@ -49,47 +53,108 @@ def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------- sections
-def write_report(out: Path, scale: str, runs: list[dict]) -> Path:
+def write_report(out: Path, scale: str, runs: list[dict], date: str | None = None,
+                 analysis: list[str] | None = None) -> Path:
     """``OUT/report.md``: the paper's claims judged, or for a scale that tunes (``beyond``) the comparison of
-    the non-normal family (:func:`write_beyond_report`)."""
+    the non-normal family (:func:`write_beyond_report`); beside it ``OUT/data.json``, the compact data it is computed
+    from (:mod:`.compact`).  ``date`` (default today) is the one the report gives; ``analysis``, the lines of the
+    first seeds' analysis figures when they cannot be made from checkpoints (a report written from compact data)."""
     out = Path(out)
+    date = date or datetime.date.today().isoformat()
     if "tune" in SCALES[scale]:
-        return write_beyond_report(out, scale, runs)
+        report = write_beyond_report(out, scale, runs, date)
+        analysis = []
+    else:
+        analysis = analyse_first_seed(out, runs) if analysis is None else analysis
+        report = _paper_report(out, scale, runs, date, analysis)
+    write_data(out, scale, runs, date, analysis)
+    return report
+
+
+def _paper_report(out: Path, scale: str, runs: list[dict], date: str, analysis: list[str]) -> Path:
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
     baseline = baseline_loss(copy_T) if copy_T else None
-    claims = []
-    lines = introduction(out, scale, runs) + data_section(runs) + scope_section(runs)
+    lines = introduction(out, scale, runs, date=date) + data_section(runs) + scope_section(runs)
     for setting in settings:
         lines += results_section(out, runs, setting, figures, baseline)
-        task = setting_task_of(runs, setting)
-        table = results(out, runs, setting)
-        if task == "copy" and baseline:
-            speed = copy_speed(out, runs, setting, baseline)
+        if setting_task_of(runs, setting) == "copy" and baseline:
             every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
-            lines += speed_section(speed, baseline, every)
-            for column in COLUMNS:
-                if table.get(column):
-                    claims += copy_claims(table[column], speed.get(column, {}), baseline, column,
-                                          scope=scope(runs, setting, column))
-        elif task == "psmnist":
-            claims += [psmnist_claim(table[c], c, scope=scope(runs, setting, c)) for c in COLUMNS if table.get(c)]
-        elif task == "ptb":
-            claims += ptb_claims(out, runs, setting)
-    claims += ptb_gap_claims(out, runs, settings)
-    gamma = gamma_section(out, runs, settings)
+            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    numbers = theory_numbers(figures)
+    claims = judge(out, runs, settings, baseline, numbers)
     learned = learned_structure(out, runs)
-    claims += structure_claims(learned)
-    theory = theory_section(figures, claims)
-    lines += gamma + claims_section(claims) + settled_section(out, runs, settings) + learned_section(learned)
-    lines += analyse_first_seed(out, runs) + [""] + theory + notes(out)
+    changes = rules_section(out, claims, lambda: judge(out, runs, settings, baseline, numbers))
+    lines += gamma_section(out, runs, settings) + changes + claims_section(claims)
+    lines += settled_section(out, runs, settings) + learned_section(learned)
+    lines += analysis + [""] + theory_section(figures, [], numbers) + notes(out)
     report = out / "report.md"
     report.write_text("\n".join(lines))
     return report
 
 
+def judge(out: Path, runs: list[dict], settings: list[str], baseline, numbers: tuple) -> list[Claim]:
+    """Every claim of the report, in its order, under the rules in force (:func:`.rules.judged_by` sets them):
+    copy, psMNIST and PTB per setting, the gap to expRNN, what nnRNN learned, the theory (``numbers``:
+    :func:`theory_numbers`)."""
+    claims = []
+    for setting in settings:
+        task = setting_task_of(runs, setting)
+        table = results(out, runs, setting)
+        if task == "copy" and baseline:
+            speed = copy_speed(out, runs, setting, baseline)
+            for column in COLUMNS:
+                if table.get(column):
+                    claims += copy_claims(table[column], speed.get(column, {}), baseline, column,
+                                          scope=row_scope(out, runs, setting, column))
+            if table.get("hidden") and table.get("params"):
+                claims.append(copy_columns_claim(table["hidden"], table["params"],
+                                                 scope=row_scope(out, runs, setting, "params")))
+        elif task == "psmnist":
+            claims += [psmnist_claim(table[c], c, scope=row_scope(out, runs, setting, c)) for c in COLUMNS
+                       if table.get(c)]
+        elif task == "ptb":
+            claims += ptb_claims(out, runs, setting)
+    claims += ptb_gap_claims(out, runs, settings)
+    sizes = {r["task"]: r["hidden"] for r in reversed(runs) if r["column"] == "hidden" and r["label"] == "nnrnn"}
+    claims += structure_claims(learned_structure(out, runs), sizes)
+    return claims + theory_claims(*numbers)
+
+
+def rules_section(out: Path, claims: list[Claim], rejudge) -> list[str]:
+    """The rules the verdicts were judged by, against those the grid recorded when it started
+    (:func:`.grid.record_plan`): for each verdict that moved, the verdict under the rules at the start beside the
+    one now, and the changed rules that move it (each changed rule put back alone).  ``rejudge()`` judges every
+    claim again under the rules in force."""
+    now = rules.fingerprint()
+    lines = ["## The rules these verdicts follow", "",
+             "Every threshold and window the verdicts use is in `src/nnrnn/experiments/rules.py`, each with its reason "
+             f"(fingerprint `{now}`)."]
+    started = recorded_rules(out)
+    if started is None:
+        return lines + ["This grid recorded no rules when it started (it predates that record), so a change of rule "
+                        "while it ran cannot be told from it.", ""]
+    if rules.fingerprint({**rules.values(), **started}) == now and set(started) >= set(rules.RULES):
+        return lines + [f"They are the rules this grid recorded when it started (`{OUT_PLAN}`).", ""]
+    with rules.judged_by(started):
+        then = rejudge()
+    lines += ["", f"**The rules changed after this grid started** (fingerprint then `{rules.fingerprint(started)}`): "
+              + "; ".join(rules.changed(started)) + ". A rule added since is applied at its value now.", ""]
+    moved = [(c, t) for c, t in zip(claims, then) if c.verdict != t.verdict]
+    if not moved:
+        return lines + ["No verdict moved: every claim has the same verdict under the rules at the start.", ""]
+    blame = {}
+    for key in (n for n in rules.RULES if started.get(n, rules.RULES[n].value) != rules.RULES[n].value):
+        with rules.judged_by({key: started[key]}):
+            for c, t in zip(claims, rejudge()):
+                if c.verdict != t.verdict:
+                    blame.setdefault(c.claim, []).append(key)
+    lines += ["| claim | verdict under the rules at the start | verdict now | the change that moves it |",
+              "|---|---|---|---|"]
+    return lines + [f"| {c.claim} | {t.verdict} | **{c.verdict}** | {', '.join(blame.get(c.claim, [])) or 'several'} |"
+                    for c, t in moved] + [""]
 
 
 def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
@@ -100,16 +165,26 @@ def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
     claims = []
     for column in COLUMNS:
         if bpc.get(column):
-            where = scope(runs, setting, column)
+            where = row_scope(out, runs, setting, column)
             claims += [ptb_claim(bpc[column], bptt, column, scope=where),
                        ptb_accuracy_claim(accuracy[column], bptt, column, scope=where)]
     if held_gamma(runs, setting):
-        where = scope(runs, setting, "hidden")
-        claims += gamma_claims(converged_table(out, runs, setting), bptt, criterion=NOT_CONVERGED, scope=where)
-        claims.append(gradient_claim({label: [spike(run_folder(out, r), WARM_UP) for r in members]
+        where = row_scope(out, runs, setting, "hidden")
+        claims += gamma_claims(converged_table(out, runs, setting), bptt, criterion=not_converged(), scope=where)
+        claims.append(gradient_claim({label: [spike(run_folder(out, r), rule('WARM_UP')) for r in members]
                                       for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                       if (members := done(out, group(runs, setting, "hidden", label)))},
                                      bptt, scope=where))
+        claims.append(all_or_nothing_claim(
+            [(label, r["seed"], final_value(run_folder(out, r), "bpc", "test"), converged(run_folder(out, r)),
+              spike(run_folder(out, r))) for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+             for r in sorted(done(out, group(runs, setting, "hidden", label)), key=lambda r: r["seed"])],
+            bptt, scope=where))
+        claims.append(regularization_claim(converged_table(out, runs, setting),
+                                           {label: [spike(run_folder(out, r)) for r in members]
+                                            for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
+                                            if (members := done(out, group(runs, setting, "hidden", label)))},
+                                           bptt, scope=where))
     return claims
 
 
@@ -145,7 +220,7 @@ def gamma_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]
     lines.append(f"| {name(GAMMA_ONE)}, the runs that converged | "
                  + " | ".join(converged_table(out, runs, s)[GAMMA_ONE].show(3, failed="did not converge")
                               if tables[s].get(GAMMA_ONE) else "not finished" for s in ptb) + " |")
-    lines += ["", f"A run \"did not converge\" here: {NOT_CONVERGED} (the paper's Table 7 counts such runs as "
+    lines += ["", f"A run \"did not converge\" here: {not_converged()} (the paper's Table 7 counts such runs as "
               "failed without a definition; docs/design.md). Each run's test bpc, its first and best validation bpc "
               "and its largest training gradient norm over its median:", ""]
     key, split, _, _ = task_class("ptb").reported
@@ -202,24 +277,30 @@ def learned_section(learned: dict) -> list[str]:
     return lines + ["", "The first seed's Θ, spectrum and gradient propagation:", ""]
 
 
-def theory_section(figures: Path, claims: list | None = None) -> list[str]:
-    """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
-    numbers (:func:`nnrnn.verdicts.theory_claims`).  With a list ``claims`` the theory's claims are appended to it
-    (for the report's claim table) and the section holds none; without, the section ends with their own table.
-    The figures and the claims share one computation of each ensemble and curve (the caches of
-    :mod:`nnrnn.analysis.theory`)."""
+def theory_numbers(figures: Path) -> tuple:
+    """The theory's figures (written into ``figures``) and the numbers its claims are judged on, in the order
+    :func:`.verdicts.theory_claims` takes them; the figures and the claims share one computation of each ensemble and
+    curve (the caches of :mod:`nnrnn.analysis.theory`)."""
     from ..analysis import plots, theory
-    rows = theory.table3()
-    lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
+    figures.mkdir(parents=True, exist_ok=True)
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
     plots.figure_proposition1(figures / "proposition1.png")
     _, fits = plots.figure_proposition2(figures / "proposition2.png")
-    transients = theory.transient_numbers()
-    judged = theory_claims(transients, theory.fisher_memory_numbers(), rows, theory.proposition1_numbers(),
-                           theory.proposition2_numbers(fits=fits))
+    return (theory.transient_numbers(), theory.fisher_memory_numbers(), theory.table3(), theory.proposition1_numbers(),
+            theory.proposition2_numbers(fits=fits))
+
+
+def theory_section(figures: Path, claims: list | None = None, numbers: tuple | None = None) -> list[str]:
+    """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
+    numbers (:func:`.verdicts.theory_claims`; ``numbers`` from :func:`theory_numbers`, made here when not given).
+    With a list ``claims`` the theory's claims are appended to it (for the report's claim table) and the section holds
+    none; without, the section ends with their own table."""
+    transients, memory, rows, prop1, prop2 = numbers or theory_numbers(figures)
+    lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['alpha']} | {row['beta']} | {row['d']} | {row['j_tot']:.3g} | {row['paper']} |")
+    judged = theory_claims(transients, memory, rows, prop1, prop2)
     lines += ["", "![Figure 1b](figures/figure1b.png)", "", "![Figure 1c](figures/figure1c.png)", "",
               "Proposition 1: the Fisher memory curve J(k) against the lower bound α^k/σ_max^{2(N−1)} · "
               "(α−1)/(α^{k+1}−1), for the delay line (where they coincide) and with β > 0 (docs/theory.md).",

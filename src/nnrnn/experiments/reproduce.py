@@ -50,7 +50,7 @@ from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import is_run_folder
 from ..training.train import train
-from .grid import DIVERGED, SCALES, TUNED, finished, plan, run_folder, searches
+from .grid import DIVERGED, SCALES, TUNED, finished, plan, record_plan, run_folder, searches
 from .report import write_report
 
 
@@ -294,6 +294,7 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     if runs_dir is not None:
         share_runs(out, runs_dir)
     with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train
+        record_plan(out, scale)  # the rules fixed before the runs: a report says if they change while it runs
         if "tune" in SCALES[scale]:
             runs = plan(scale, models, tasks, seeds, data_dir, tune(scale, out, models, tasks, data_dir, log, jobs))
         execute(out, runs, log, jobs)

@@ -28,28 +28,32 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .rules import rule
+
 
 @dataclass(frozen=True)
 class Stat:
     """Mean ± standard error over the seeds that gave a value; ``failed`` seeds gave none (diverged, or a
-    threshold never reached)."""
+    threshold never reached).  ``resolution``: the spacing of the grid the values lie on (a time to solve is read at
+    validations ``eval_every`` updates apart); 0 for values stored at full precision."""
     mean: float
     se: float
     n: int
     failed: int = 0
+    resolution: float = 0.0
 
     @classmethod
-    def of(cls, values) -> Stat:
+    def of(cls, values, resolution: float = 0.0) -> Stat:
         values = list(values)
         ok = [float(v) for v in values if v is not None and math.isfinite(v)]
         failed = len(values) - len(ok)
         if not ok:
-            return cls(math.nan, math.nan, 0, failed)
+            return cls(math.nan, math.nan, 0, failed, resolution)
         se = math.nan
         if len(ok) > 1:
             mean = sum(ok) / len(ok)
             se = math.sqrt(sum((v - mean) ** 2 for v in ok) / (len(ok) - 1) / len(ok))
-        return cls(sum(ok) / len(ok), se, len(ok), failed)
+        return cls(sum(ok) / len(ok), se, len(ok), failed, resolution)
 
     @property
     def empty(self) -> bool:
@@ -66,12 +70,26 @@ class Stat:
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
+def _own_error(a: Stat) -> float:
+    """a's own standard error: NaN for a single seed; at least what its resolution leaves unknown (the s.e. of a
+    value rounded to a grid of that spacing, resolution/√12 per seed); NaN for an s.e. of exactly 0 without a
+    resolution (seeds that agree to their stored precision say nothing of the spread; the rule ZERO_SE)."""
+    if a.n < 2:
+        return math.nan
+    se = a.err()
+    if a.resolution:
+        se = max(se, a.resolution / math.sqrt(12 * a.n))
+    return math.nan if se == 0 and rule('ZERO_SE') == "borrow" else se
+
+
 def _error(a: Stat, other: Stat) -> float:
-    """a's standard error, or for a single seed the other result's seed-to-seed standard deviation (NaN when
-    neither has two seeds)."""
-    if a.n >= 2:
-        return a.err()
-    return other.err() * math.sqrt(other.n) if other.n >= 2 else math.nan
+    """a's standard error, or where it has none of its own (a single seed, an s.e. of 0) the other result's
+    seed-to-seed standard deviation (NaN when neither has one)."""
+    own = _own_error(a)
+    if not math.isnan(own):
+        return own
+    theirs = _own_error(other)
+    return theirs * math.sqrt(other.n) if not math.isnan(theirs) else math.nan
 
 
 def margin(a: Stat, b: Stat) -> float:

@@ -30,6 +30,7 @@ docs/sweep.md.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -241,7 +242,10 @@ class _Objective:
                             f"{trial.study.study_name!r}; choose another --out or --study")
         config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(folder),
                                  "progress": False, **params}, self.preset)
-        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {folder}", flush=True)
+        # what the run prints goes to its log, so that the sweep's own output stays a line or two per trial
+        log = self.out / "logs" / f"{folder.name}.log"
+        print(f"[sweep] trial {trial.number}: {format_params(params)} -> {folder} (its output: logs/{log.name})",
+              flush=True)
         better = (lambda a, b: a < b) if self.mode == "min" else (lambda a, b: a > b)
         best = {"value": None, "step": None}
 
@@ -260,7 +264,9 @@ class _Objective:
                 raise optuna.TrialPruned(f"pruned at update {step}")
 
         try:
-            result = train(config, on_eval=on_eval)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "a") as written, contextlib.redirect_stdout(written):
+                result = train(config, on_eval=on_eval)
         except TrainingDiverged as exc:
             trial.set_user_attr("stopped", "diverged")
             trial.set_user_attr("reason", str(exc))

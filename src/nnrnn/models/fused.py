@@ -38,17 +38,20 @@ reference loop for that.
 Memory of the backward pass: ∂L/∂z (T × B × N) and, in the Python loops, φ' of
 a chunk of steps (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
 
-The two loops have three implementations, picked per call by :func:`choose_loops`:
+The two loops have three implementations; :func:`choose_loops` asks the kernel policy
+(:mod:`nnrnn.kernel_policy`), which times them at the shape in use, or with ``NNRNN_TUNE=0`` applies the fixed
+thresholds given here:
 
 * ``compiled``: ``nnrnn/csrc/recurrence_loops.cpp``, the same loops in C++, each
   step one call of oneDNN's small-GEMM micro-kernel (``at::native::cpublas::brgemm``)
   with φ, φ' and modReLU's bias gradient fused into the same pass over the step.
   Float32 on the CPU, wherever it compiled (see :func:`nnrnn.kernels.recurrence_loops`),
-  below B·N² = COMPILED_MAX_WORK (2²⁴ with oneDNN, 2²² without).  At small steps Python's per-step
-  dispatch and MKL's cost per call are most of the loops' time, and the compiled loops remove them
+  by the thresholds below B·N² = ``kernel_policy.COMPILED_MAX_WORK`` (2²⁴ with oneDNN, 2²² without).
+  At small steps Python's per-step dispatch and MKL's cost per call are most of the loops' time, and the
+  compiled loops remove them
   (docs/performance.md, 'Compiled loops').
 * ``onednn``: Python issuing oneDNN inner products (multithreaded), for large
-  float32 CPU steps where oneDNN is preferred (AVX-512; see :func:`nnrnn.kernels.use_onednn`).
+  float32 CPU steps (by the thresholds: where oneDNN is preferred, AVX-512).
 * ``aten``: Python issuing ``addmm_`` and elementwise calls: large float32 steps on
   other CPUs (MKL), float64, CUDA, and machines where the C++ file did not compile.
 """
@@ -56,9 +59,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import kernels
-from ..kernels import (exporting_to_onnx, first_order_only, onednn_linear, recurrence_loops, use_onednn,
-                       use_recurrence_loops)
+from .. import kernel_policy, kernels
+from ..kernel_policy import ATEN, COMPILED, ONEDNN  # noqa: F401 -- ATEN: one of the names choose_loops returns
+from ..kernels import exporting_to_onnx, first_order_only, recurrence_loops
 from .recurrence import NONLINEARITIES, reference_recurrence
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient
@@ -84,24 +87,15 @@ def _phi_into(out: torch.Tensor, z: torch.Tensor, nonlinearity: str | None,
 
 # ----------------------------------------------------------------------------- the two loops
 
-# Which loops run a recurrence: the compiled ones (csrc/recurrence_loops.cpp), Python issuing oneDNN
-# products, or Python issuing torch.mm (addmm_).
-COMPILED, ONEDNN, ATEN = "compiled", "onednn", "aten"
+# Which loops run a recurrence (COMPILED, ONEDNN, ATEN): the compiled ones (csrc/recurrence_loops.cpp), Python
+# issuing oneDNN products, or Python issuing torch.mm (addmm_).
 _KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_loops.cpp
 
 
-# Below this B·N² the compiled loops beat the products issued from Python; above it those win.
-# The break-even is higher with oneDNN (AVX-512) than with MKL (docs/performance.md, 'Loop choice';
-# benchmarks/recurrence_loops.py measures it).
-COMPILED_MAX_WORK = {True: 1 << 24, False: 1 << 22}  # {oneDNN preferred: B·N²}
-
-
-def choose_loops(h: torch.Tensor) -> str:
-    """COMPILED, ONEDNN or ATEN for outputs h (T × B × N)."""
-    batch, n = h.shape[1], h.shape[2]
-    if use_recurrence_loops(h) and batch * n * n < COMPILED_MAX_WORK[kernels.ONEDNN_PREFERRED]:
-        return COMPILED
-    return ONEDNN if use_onednn(h, batch, n) else ATEN
+def choose_loops(h: torch.Tensor, nonlinearity: str | None = "relu") -> str:
+    """COMPILED, ONEDNN or ATEN for outputs h (T × B × N): the kernel policy's choice for h's device, dtype and
+    (B, N) (benchmarks/recurrence_loops.py and benchmarks/kernel_policy.py time them)."""
+    return kernel_policy.policy_for(h).loops(h.shape[1], h.shape[2], nonlinearity)
 
 
 def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlinearity: str | None,
@@ -116,7 +110,7 @@ def _forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlineari
     sign = h.new_empty(h.shape[1:]) if nonlinearity == "modrelu" else None
     v_t = v.t()
     for step in h.unbind(0):
-        z = onednn_linear.binary(prev, step, v, None, "add") if onednn else step.addmm_(prev, v_t)
+        z = kernels.onednn().binary(prev, step, v, None, "add") if onednn else step.addmm_(prev, v_t)
         _phi_into(step, z, nonlinearity, modrelu_bias, sign)
         prev = step
 
@@ -163,9 +157,9 @@ def _backward_loop(grad_h: torch.Tensor, h: torch.Tensor, nonlinearity: str | No
         g = torch.empty_like(grad_h, memory_format=torch.contiguous_format)
         out = g.unbind(0)
         v_t = v.t().contiguous()  # oneDNN takes the weight as (out, in): dz V = dz (Vᵀ)ᵀ
-        carry = None
+        carry, op = None, kernels.onednn()
         for t, d in zip(range(steps - 1, -1, -1), _derivatives(h, nonlinearity)):
-            y = incoming[t] if carry is None else onednn_linear.binary(carry, incoming[t], v_t, None, "add")
+            y = incoming[t] if carry is None else op.binary(carry, incoming[t], v_t, None, "add")
             if d is None:
                 out[t].copy_(y)
             else:
@@ -199,18 +193,21 @@ def _modrelu_bias_grad(g: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- autograd function
 
-def _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias) -> torch.Tensor:
-    """H (T, B, N): the input projection of every step, then the loop over steps in place."""
+def _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias, loops=None) -> torch.Tensor:
+    """H (T, B, N): the input projection of every step, then the loop over steps in place (by ``loops``, else
+    by :func:`choose_loops`' choice)."""
     with torch.no_grad():
         h = kernels.linear(inputs, weight_ih, bias)
-        _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, choose_loops(h))
+        _forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, loops or choose_loops(h, nonlinearity))
     return h
 
 
-def _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, nonlinearity, has_bias: bool, needs) -> list:
+def _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, nonlinearity, has_bias: bool, needs,
+              loops=None) -> list:
     """Gradients (inputs, h0, weight_ih, bias, weight_hh, modrelu_bias), None where ``needs`` says no."""
     need_x, need_h0, need_w, need_b, need_v, need_mb = needs
-    loops = choose_loops(h)  # the forward's choice: a function of h's shape, dtype and device
+    # the forward's choice: the policy's decision for h's device, dtype and shape bucket, made once
+    loops = loops or choose_loops(h, nonlinearity)
     steps, batch, n = h.shape
     fused_bias_grad = need_mb and nonlinearity == "modrelu" and loops == COMPILED
     grad_mb = h.new_zeros(n) if fused_bias_grad else None
@@ -233,7 +230,7 @@ def _backward(grad_h, h, h0, inputs, weight_ih, weight_hh, nonlinearity, has_bia
             for start in range(1, steps, chunk):
                 stop = min(steps, start + chunk)
                 dz_t = g[start:stop].reshape(-1, n).t()
-                grad_v.add_(onednn_linear(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
+                grad_v.add_(kernels.onednn()(dz_t, h[start - 1:stop - 1].reshape(-1, n).t(), None, "none", [], ""))
         elif steps > 1:
             grad_v.addmm_(g[1:].reshape(-1, n).t(), h[:-1].reshape(-1, n))
     if need_mb and nonlinearity == "modrelu" and not fused_bias_grad:

@@ -3,7 +3,7 @@
 Input (T, B, 2): channel 0 values uniform in [0, 1); channel 1 marks two
 positions, one in the first half and one in the second.  Target: the sum of
 the two marked values, predicted after the last step.  Loss: mean squared
-error.  Always predicting 1 scores the baseline Var(u1 + u2) = 1/6 ≈ 0.167.
+error.  Always predicting 1 scores the baseline Var(u1 + u2) = 1/6 ≈ 0.167; predicting 0 (chance) 7/6.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from .base import SyntheticTask
 
 BASELINE = 1.0 / 6.0
+CHANCE = 1.0 + 1.0 / 6.0  # predicting 0, as an untrained read-out about does: E[(u1 + u2)²] = 1² + 1/6
 
 
 def make_batch(T: int, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,7 +43,7 @@ class AddingTask(SyntheticTask):
         if T < 2:
             raise ValueError(f"T must be at least 2 for the adding problem; got {T}")
         super().__init__(seed, batch_size, T, eval_batches)
-        self.baseline = BASELINE
+        self.baseline, self.chance = BASELINE, CHANCE
 
     def describe(self) -> str:
         return f"adding problem: T={self.T}, batch {self.batch_size}; baseline MSE {BASELINE:.3f}"

@@ -88,8 +88,23 @@ class Task:
         return {name: total / count for name, (total, count) in sums.items() if count}
 
     def describe(self) -> str:
-        """One line for the log: what data this task trains on."""
+        """One line for the log: what this task trains on."""
         return self.name
+
+    def describe_lines(self) -> list[str]:
+        """What a run prints first about its task: :meth:`describe`, then where its data comes from and any note
+        on it, each a line of its own (a long first line hides the note)."""
+        return [self.describe()]
+
+    # The loss of the best prediction that uses no memory of the inputs (``baseline``) and of an untrained
+    # model's guess (``chance``): what a run's outcome is judged against (nnrnn.training.outcome)
+    baseline: float | None = None
+    chance: float | None = None
+
+    def references(self) -> dict:
+        """{metric: {"baseline": value, "chance": value}} for the metrics a run logs: the lines its curves draw
+        and what its outcome is judged against.  The loss's come from :attr:`baseline` and :attr:`chance`."""
+        return {"loss": {"baseline": self.baseline, "chance": self.chance}}
 
     def batch_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """(steps, sequences) of a training batch and of an evaluation batch, at most: what the trainer's memory
@@ -113,6 +128,18 @@ def accumulate(into: dict, stats: dict) -> dict:
 
 
 LN2 = math.log(2.0)
+
+
+def prior_references(counts: torch.Tensor) -> dict:
+    """A classification task's references from its training set's class counts: the baseline always predicts
+    the classes' frequencies (loss: their entropy; accuracy: the most frequent class's share), chance is a
+    uniform guess over the classes (loss ln K, accuracy 1/K)."""
+    counts = counts.double()
+    freq = counts[counts > 0] / counts.sum()
+    classes = counts.numel()
+    entropy = float(-(freq * freq.log()).sum())
+    return {"loss": {"baseline": entropy, "chance": math.log(classes)},
+            "accuracy": {"baseline": float(freq.max()), "chance": 1 / classes}}
 
 
 class SyntheticTask(Task):

@@ -59,6 +59,11 @@ class CopyTask(SyntheticTask):
             raise ValueError(f"T must be a positive int; got {T}")
         super().__init__(seed, batch_size, T, eval_batches)
         self.baseline = baseline_loss(T)
+        self.chance = math.log(N_SYMBOLS + 1)  # a uniform guess over the 9 output classes at every step
+
+    def references(self) -> dict:
+        # the recalled symbols: a guess among the 8 symbols (baseline), or among all 9 outputs (chance)
+        return {**super().references(), "accuracy": {"baseline": 1 / N_SYMBOLS, "chance": 1 / (N_SYMBOLS + 1)}}
 
     def describe(self) -> str:
         return (f"copy task: T={self.T}, batch {self.batch_size}, fresh random batches each update; "

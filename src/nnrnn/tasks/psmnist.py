@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ..data.mnist import load_mnist
 from ..errors import UserError
-from .base import Batch, Reported, Task, generator
+from .base import Batch, Reported, Task, generator, prior_references
 
 PIXELS = 784
 PAPER_PERMUTATION_SEED = 1234
@@ -98,6 +98,11 @@ class PermutedMNISTTask(Task):
         self.n_train = len(data.train_labels)
         self.steps_per_epoch = math.ceil(self.n_train / batch_size)
         self._epoch, self._epoch_order = None, None
+        self._references = prior_references(torch.bincount(self._labels["train"].long(), minlength=10))
+        self.baseline, self.chance = (self._references["loss"][k] for k in ("baseline", "chance"))
+
+    def references(self) -> dict:
+        return self._references
 
     # ---- data -------------------------------------------------------------------------
     def epoch_order(self, epoch: int) -> torch.Tensor:
@@ -137,12 +142,15 @@ class PermutedMNISTTask(Task):
         return (PIXELS, self.batch_size), (PIXELS, self.eval_batch_size)
 
     def describe(self) -> str:
-        kind = (f"permuted sequential MNIST (pixel permutation from RandomState({self.permutation_seed}))"
+        kind = (f"permuted sequential MNIST (permutation seed {self.permutation_seed})"
                 if self.permute else "sequential MNIST (no permutation)")
         order = "a new order each epoch" if self.shuffle == "epoch" else "the same order every epoch"
-        text = (f"{kind}: 784 steps of 1 pixel scaled to [0,1], 10 classes read at the last step, batch "
-                f"{self.batch_size}, {self.steps_per_epoch} updates per epoch in {order}; {self.data.describe()}")
-        return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
+        return (f"{kind}: 784 pixels in [0,1], the class at the last step, batch {self.batch_size}, "
+                f"{self.steps_per_epoch} updates per epoch in {order}; baseline loss {self.baseline:.4f}, chance "
+                f"{self.chance:.4f}")
+
+    def describe_lines(self) -> list[str]:
+        return [self.describe(), self.data.describe()] + ([f"note: {self.data_note}"] if self.data_note else [])
 
     def data_state(self) -> dict:
         """What a checkpoint should record to check that a resumed run sees the same data."""

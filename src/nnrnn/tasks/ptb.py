@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from ..data.ptb import load_ptb, vocab_digest
 from ..errors import UserError
-from .base import LN2, Batch, Reported, Task
+from .base import LN2, Batch, Reported, Task, prior_references
 
 PAPER_EVAL_BATCH_SIZE = 10
 
@@ -95,6 +95,10 @@ class PTBTask(Task):
             raise UserError(f"batch_size {batch_size} is too large for the {self._ids['train'].numel():,} training "
                             f"characters (each of the {batch_size} streams needs at least 2); use a smaller batch_size")
         self.steps_per_epoch = n_segments(self.train_data, bptt)
+        # the unigram model of the training text (baseline) and a uniform guess over the vocabulary (chance)
+        refs = prior_references(torch.bincount(self._ids["train"].long(), minlength=self.vocab_size))
+        self._references = {**refs, "bpc": {k: v / LN2 for k, v in refs["loss"].items()}}
+        self.baseline, self.chance = (refs["loss"][k] for k in ("baseline", "chance"))
         self._eval = {}
         for split in ("valid", "test"):  # a too large eval_batch_size is refused now, not after training
             self.eval_data(split)
@@ -135,12 +139,17 @@ class PTBTask(Task):
     def batch_shapes(self):
         return (self.bptt, self.batch_size), (self.bptt, self.eval_batch_size)
 
+    def references(self) -> dict:
+        return self._references
+
     def describe(self) -> str:
-        text = (f"Penn Treebank characters: vocabulary {len(self.vocab)} (newline counted as a symbol), "
-                f"{self.batch_size} streams x {self.bptt}-step segments, {self.steps_per_epoch} updates per epoch, "
-                f"hidden state carried across segments, evaluation with {self.eval_batch_size} streams; "
-                f"{self.corpus.describe()}")
-        return text + (f"; NOTE: {self.data_note}" if self.data_note else "")
+        bpc = self._references["bpc"]
+        return (f"Penn Treebank characters: {self.batch_size} streams x {self.bptt}-step segments, "
+                f"{self.steps_per_epoch} updates per epoch, state carried across segments, evaluation with "
+                f"{self.eval_batch_size} streams; baseline {bpc['baseline']:.3f} bpc, chance {bpc['chance']:.3f}")
+
+    def describe_lines(self) -> list[str]:
+        return [self.describe(), self.corpus.describe()] + ([f"note: {self.data_note}"] if self.data_note else [])
 
     def data_state(self) -> dict:
         """What a checkpoint should record (the vocabulary above all) to check a resumed run's data."""

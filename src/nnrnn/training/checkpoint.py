@@ -78,3 +78,15 @@ def load(path: Path, map_location="cpu") -> dict:
                         f"release; this one reads version {VERSION} only, so retrain the run (or use the nnrnn "
                         f"that wrote it)")
     return payload
+
+
+def to_device(payload, device):
+    """``payload`` (a loaded checkpoint, or part of one) with every tensor on ``device``, as :func:`load`'s
+    ``map_location`` would have put it."""
+    if isinstance(payload, torch.Tensor):
+        return payload.to(device)
+    if isinstance(payload, dict):
+        return {key: to_device(value, device) for key, value in payload.items()}
+    if isinstance(payload, (list, tuple)):
+        return type(payload)(to_device(value, device) for value in payload)
+    return payload

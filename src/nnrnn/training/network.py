@@ -10,7 +10,7 @@ from torch import nn
 from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
 from ..data.paths import DataNotFound
-from ..errors import OptionError, UserError
+from ..errors import OptionError, RunNotFound, UserError
 from ..models import create
 from ..models.init import init_
 from ..tasks import make_task, task_class
@@ -162,17 +162,35 @@ def load_model(path) -> tuple[nn.Module, dict]:
     """(network, config) from a run folder (its :func:`best_checkpoint`) or a checkpoint file; the network is
     rebuilt from the saved configuration and weights alone, without reading the task's data."""
     path = Path(path)
+    if not path.exists():
+        raise RunNotFound(f"no run folder or checkpoint at {path}", path)
     if path.is_dir():
+        if not best_checkpoint(path).is_file():
+            raise RunNotFound(f"{path} holds no run: it has no {runfolder.BEST} or {runfolder.LAST}", path)
         path = best_checkpoint(path)
     saved = checkpoint.load(path)
     config, weights = saved["config"], saved["model"]
+    net = _network_for(config, weights)
+    check_weights(net, weights, path)
+    net.load_state_dict(weights)
+    return net, config
+
+
+def _network_for(config: dict, weights: dict) -> SequenceModel:
+    """The network ``config`` describes, with the sizes of the saved ``weights`` (no data read)."""
     input_size = weights["rnn.weight_ih_l0"].shape[1]
     output_size = weights["readout.weight"].shape[0]
     cls = task_class(config["task"])
     vocab_size = None
     if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
         vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
-    net = build_network(config, input_size, output_size, cls.predict_at, vocab_size)
-    check_weights(net, weights, path)
-    net.load_state_dict(weights)
-    return net, config
+    return build_network(config, input_size, output_size, cls.predict_at, vocab_size)
+
+
+def initial_network(path) -> nn.Module:
+    """The network the run of ``path`` (as :func:`load_model` takes it) started from, untrained: built from its
+    seed as :func:`seeded_network` builds it (torch's global generator is left as it was)."""
+    trained, config = load_model(path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config["seed"])
+        return _network_for(config, trained.state_dict())

@@ -8,6 +8,7 @@ A run folder holds::
     metrics.jsonl          one JSON object per logged point (nnrnn.training.runlog)
     tensorboard/           the same scalars for TensorBoard
     curves.png             the training curves
+    outcome.json           learned, did not learn or diverged, and why (nnrnn.training.outcome)
     checkpoints/last.pt    the whole run's state, for --resume
     checkpoints/best.pt    the model at its best validation score
 """
@@ -27,10 +28,11 @@ CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 CURVES = "curves.png"
+OUTCOME = "outcome.json"
 CHECKPOINTS = "checkpoints"
 LAST = f"{CHECKPOINTS}/last.pt"
 BEST = f"{CHECKPOINTS}/best.pt"
-RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG)  # what --overwrite removes
+RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME)  # what --overwrite removes
 
 
 def last_checkpoint(folder) -> Path:
@@ -94,3 +96,38 @@ def claim(folder: Path, resume: bool, overwrite: bool) -> bool:
         shutil.rmtree(folder / name) if (folder / name).is_dir() else (folder / name).unlink()
     checkpoint.atomic_write(folder / MARKER, lambda f: f.write(b"an nnrnn run folder\n"))
     return False
+
+
+def read_config(path: Path) -> dict:
+    """A run's saved config.json; UserError naming the file if it cannot be read."""
+    try:
+        saved = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UserError(f"cannot read {path} ({error.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"{path} is not a valid config.json ({error}); restore it or start a new run") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{path} is not a valid config.json (it holds a {type(saved).__name__}, not an object); "
+                        f"restore it or start a new run")
+    return saved
+
+
+def saved_run(folder: Path) -> tuple[dict | None, dict | None]:
+    """(configuration, last checkpoint) of the run in ``folder``, for its resume: the last checkpoint's own
+    configuration and the checkpoint, read once (on the CPU); else config.json's and None (a run that died
+    before its first checkpoint); (None, None) for a folder claimed and stopped before its options were written
+    (a new start).  UserError if it holds no nnrnn run."""
+    folder = Path(folder)
+    last, config = last_checkpoint(folder), config_file(folder)
+    if last.is_file():
+        saved = checkpoint.load(last)
+        if not isinstance(saved.get("config"), dict):
+            raise UserError(f"{last} holds no run configuration; it was not written by nnrnn's trainer")
+        return saved["config"], saved
+    if config.is_file():
+        return read_config(config), None
+    if (folder / MARKER).is_file():
+        return None, None
+    check_not_foreign(folder)  # a folder of the user's own: the advice is another --out, not a new start
+    raise UserError(f"cannot resume: {folder} holds no nnrnn run (no {LAST}, no {CONFIG}); start the run without "
+                    f"--resume")

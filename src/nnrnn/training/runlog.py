@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from . import checkpoint, runfolder
+from . import checkpoint, outcome, runfolder
 from ..errors import UserError
 
 
@@ -174,7 +174,9 @@ def _lock_held(folder: Path) -> bool:
 def run_summary(folder: Path, monitor_of) -> dict:
     """What ``nnrnn runs`` shows of a run folder: its task, model and hidden units (config.json), the updates
     logged, the best validation score and the test score (``monitor_of(task)``: the task's (metric, "min" or
-    "max")), and its status: running, finished, or stopped at an update (resumable with --resume)."""
+    "max")), and its status: running, its outcome (learned, did not learn, diverged at an update:
+    :mod:`nnrnn.training.outcome`), finished (a run older than outcomes), or stopped at an update (resumable
+    with --resume)."""
     folder = Path(folder)
     try:
         config = json.loads((folder / "config.json").read_text())
@@ -188,10 +190,13 @@ def run_summary(folder: Path, monitor_of) -> dict:
     valid = [r[metric] for r in records if r["split"] == "valid" and isinstance(r.get(metric), (int, float))]
     test = next((r for r in reversed(records) if r["split"] == "test"), None)
     step = max((r["step"] for r in records), default=0)
+    ended = outcome.read(folder)
     if _lock_held(folder):
         status = "running"
+    elif ended is not None:  # learned, did not learn, diverged
+        status = ended.name + (f" at update {step}" if ended.name == outcome.DIVERGED else "")
     elif test is not None or any(r.get("event") == "stopped" for r in records):
-        status = "finished"
+        status = "finished"  # a run made before outcomes were recorded
     else:
         status = f"stopped at {step}" if records else "not started"
     return {"task": config.get("task", "?"), "model": config.get("model", "?"), "hidden": config.get("hidden", "?"),
@@ -201,12 +206,18 @@ def run_summary(folder: Path, monitor_of) -> dict:
             "status": status}
 
 
-def curves_figure(records: list[dict], baseline: float | None = None, title: str | None = None):
+REFERENCE_STYLES = {"baseline": "--", "chance": ":"}  # gray lines, not data
+
+
+def curves_figure(records: list[dict], references: dict | None = None, title: str | None = None):
     """A matplotlib Figure with one panel per metric logged (loss, accuracy, bpc, in that order): the
-    training and validation points against updates, and the task's baseline on the loss panel;
-    None when no record holds a metric (e.g. every update so far was skipped as non-finite).  The loss axis
-    is logarithmic where the positive losses span more than a decade (copy: from the baseline 0.09 down to
-    1e-4), and a series of few points is drawn with markers, so that a single point shows."""
+    training and validation points against updates, and on every panel the task's ``references``
+    ({metric: {"baseline": value, "chance": value}}, :meth:`nnrnn.tasks.base.Task.references`) as gray lines, so
+    that a curve far above chance reads as a failure however much it falls; None when no record holds a metric
+    (e.g. every update so far was skipped as non-finite).  Accuracy is drawn on [0, 1], so that noise around
+    chance does not look like a trend.  The loss and bpc axes are logarithmic where the positive values span more
+    than a decade (copy: from the baseline 0.09 down to 1e-4), and a series of few points is drawn with markers,
+    so that a single point shows."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -216,21 +227,24 @@ def curves_figure(records: list[dict], baseline: float | None = None, title: str
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         values = []
-        for split, style in (("train", "-"), ("valid", "-")):
+        for split in ("train", "valid"):
             points = [(r["step"], r[metric]) for r in records if r.get("split") == split and metric in r]
             if points:
                 marker = "o" if split == "valid" or len(points) <= 20 else None
-                ax.plot(*zip(*points), style, marker=marker, label=split, markersize=3)
+                ax.plot(*zip(*points), "-", marker=marker, label=split, markersize=3)
                 values += [v for _, v in points if math.isfinite(v) and v > 0]
-        if metric == "loss" and baseline is not None:
-            ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
-            values.append(baseline)
-        if metric == "loss" and values and max(values) > 10 * min(values):
+        for name, value in ((references or {}).get(metric) or {}).items():
+            if value is not None and name in REFERENCE_STYLES:
+                ax.axhline(value, color="gray", linestyle=REFERENCE_STYLES[name], label=f"{name} {value:.3g}")
+                values.append(value)
+        if metric == "accuracy":
+            ax.set_ylim(0, 1)
+        elif values and max(values) > 10 * min(values):
             ax.set_yscale("log")
         ax.set_xlabel("update")
         ax.set_ylabel(metric + (" (log scale)" if ax.get_yscale() == "log" else ""))
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize="small")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -246,10 +260,10 @@ def run_title(folder: Path) -> str | None:
     return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}"
 
 
-def plot_curves(folder: Path, baseline: float | None = None) -> Path | None:
-    """curves.png in ``folder``: :func:`curves_figure` of its metrics.jsonl, titled by :func:`run_title`; None
-    when there is nothing to plot."""
-    fig = curves_figure(read_metrics(folder), baseline, run_title(folder))
+def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
+    """curves.png in ``folder``: :func:`curves_figure` of its metrics.jsonl with the task's ``references``,
+    titled by :func:`run_title`; None when there is nothing to plot."""
+    fig = curves_figure(read_metrics(folder), references, run_title(folder))
     if fig is None:
         return None
     import matplotlib.pyplot as plt

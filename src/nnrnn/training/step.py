@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..kernel_policy import policy
 from ..parametrizations import rebase_
 
 WARMUP = 3  # eager updates of one shape before it is captured (torch.cuda.make_graphed_callables warms up 3)
@@ -270,6 +271,7 @@ def capturable(optimizer: torch.optim.Optimizer, on: bool) -> None:
 
 
 def make_step(step: TrainStep, device: torch.device, enabled: bool):
-    """The update a run makes: :class:`CapturedStep` where CUDA graphs are ``enabled`` and available on
-    ``device``, else ``step`` itself."""
-    return CapturedStep(step, device) if enabled and GRAPHS.available(device) else step
+    """The update a run makes: :class:`CapturedStep` where CUDA graphs are ``enabled``, the kernel policy captures
+    on ``device`` and graphs are available there, else ``step`` itself."""
+    captured = enabled and policy(device).capture(GRAPHS.available(device))
+    return CapturedStep(step, device) if captured else step

@@ -20,11 +20,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint, distributed, runfolder, runlock
-from .config import check_device, check_memory, check_resumable, evaluation_interval, total_steps
+from .. import kernel_policy
+from . import checkpoint, distributed, outcome, runfolder, runlock
+from .config import check_resumable, evaluation_interval, total_steps
+from .options import DEFAULTS, RESUMABLE, flag
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import build_saved_task, build_task, check_weights, seeded_network
+from .resources import check_device, check_memory
 from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
 from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
@@ -44,14 +47,18 @@ class RunState:
     bad_steps: int = 0        # non-finite updates in a row
     skipped: int = 0          # non-finite updates in all
     carried: torch.Tensor | tuple | None = None  # the hidden state carried into the next batch (PTB)
+    initial_loss: float | None = None  # the first finite update's training loss: the untrained model's
+    above_limit: int = 0      # logged losses in a row above the divergence limit (outcome.py)
 
     def to_checkpoint(self, carried) -> dict:
         return {"step": self.step, "best": self.best, "window": self.window, "bad_steps": self.bad_steps,
-                "skipped": self.skipped, "state": carried}
+                "skipped": self.skipped, "state": carried, "initial_loss": self.initial_loss,
+                "above_limit": self.above_limit}
 
     @classmethod
     def from_checkpoint(cls, saved: dict, carried) -> RunState:
-        return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried)
+        return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried,
+                   saved.get("initial_loss"), saved.get("above_limit", 0))
 
 
 @dataclass
@@ -133,11 +140,13 @@ def evaluate(net: nn.Module, task, split: str, device) -> dict:
 
 # ----------------------------------------------------------------------------- the run
 
-def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False) -> dict:
+def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False, last: dict | None = None) -> dict:
     """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
 
     ``resume``: continue the run in ``config["out"]`` from its last checkpoint (from the start if it died
-    before its first).  ``overwrite``: replace the run there instead (nnrnn's own files only).
+    before its first); ``last``, that checkpoint when the caller has read it already
+    (:func:`~nnrnn.training.runfolder.saved_run`), so that it is read once.  ``overwrite``: replace the run
+    there instead (nnrnn's own files only).
     ``on_eval(step, record)``, if given, is called after every validation; an exception it raises (e.g.
     ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
     """
@@ -158,17 +167,26 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
                                          lambda f: f.write(json.dumps(config, indent=1).encode()))
         if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
-        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world)
+        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world, last)
+        if run.main:  # restored (or refused, leaving the folder as it was): the outcome is judged anew at the end
+            outcome.clear(folder)
         if run.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
         if restoring and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
             return finish(run)
-        return loop(run, restoring, on_eval)
+        try:
+            return loop(run, restoring, on_eval)
+        except TrainingDiverged as exc:
+            if run.main:
+                conclude(run, outcome.Outcome(outcome.DIVERGED, str(exc).removeprefix("training diverged: "), None,
+                                              *loss_references(run.task)))
+            raise
 
 
-def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int) -> Run:
+def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int,
+          last: dict | None = None) -> Run:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
-    when resuming."""
+    (``last``, when already read) when resuming."""
     net = seeded_network(config, task)
     net.to(device)
     model = net
@@ -187,7 +205,7 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
               total_steps(config, task), task.data_state(), step)
     capturable(optimizer, isinstance(step, CapturedStep) and device.type == "cuda")
     if restoring:
-        restore(run)
+        restore(run, last)
     return run
 
 
@@ -200,13 +218,17 @@ def save(run: Run) -> None:
                                         "optimizer": run.optimizer.state_dict(),
                                         "schedule": run.schedule.state_dict() if run.schedule is not None else None,
                                         "rng": torch.get_rng_state(), "data": run.data_state,
+                                        "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
                                         **run.state.to_checkpoint(carried)})
 
 
-def restore(run: Run) -> None:
-    """The inverse of :func:`save`, refusing a checkpoint that is not a run's last one, or that holds another
-    model, configuration or data."""
-    saved = checkpoint.load(run.last_path, map_location=run.device)
+def restore(run: Run, saved: dict | None = None) -> None:
+    """The inverse of :func:`save` (of ``saved``, ``last.pt`` already read, else of the file), refusing a
+    checkpoint that is not a run's last one, or that holds another model, configuration or data."""
+    if saved is None:
+        saved = checkpoint.load(run.last_path, map_location=run.device)
+    else:  # read on the CPU: its tensors go where the file's would have been loaded to
+        saved = checkpoint.to_device(saved, run.device)
     missing = [key for key in CHECKPOINT_KEYS if key not in saved]
     if missing:
         raise UserError(f"{run.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a best.pt "
@@ -218,6 +240,7 @@ def restore(run: Run) -> None:
                             f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
                             f"for; start a new run elsewhere")
     check_resumable(before, config, run.folder)
+    check_own_checkpoint(run, before)
     if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
         run.task.check_data_state(saved["data"])
     check_weights(run.net, saved["model"], run.last_path, run.task)
@@ -236,6 +259,25 @@ def restore(run: Run) -> None:
         raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
                         f"for; give a larger --steps (or --epochs) to train further")
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+    kernel_policy.pin(saved.get("kernels"))  # the kernels the run trained with, whatever this process would time
+
+
+def check_own_checkpoint(run: Run, before: dict) -> None:
+    """UserError naming every option that may not change on resume and differs between ``last.pt``'s
+    configuration ``before`` and the run folder's config.json: a checkpoint copied in from another run, which a
+    resume must neither continue nor write its options over the run's own (config.json, metrics) with."""
+    path = runfolder.config_file(run.folder)
+    if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
+        return
+    own = runfolder.read_config(path)
+    value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
+    differ = [key for key in sorted(set(own) | set(before))
+              if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
+    if differ:
+        shown = "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
+                          for key in differ)
+        raise UserError(f"{run.last_path} is another run's checkpoint, not this run's ({shown}); put the run's own "
+                        f"last.pt back, or resume the other run in its own folder")
 
 
 def finish(run: Run) -> dict:
@@ -251,13 +293,15 @@ def finish(run: Run) -> dict:
             test = score_test(run, log)
         finally:
             log.close()
-            plot_curves(run.folder, getattr(run.task, "baseline", None))
+            plot_curves(run.folder, run.task.references())
+        conclude(run, judge(run))
         return result(run.folder, run.main, test)
     if not (run.folder / runfolder.CURVES).exists():
-        plot_curves(run.folder, getattr(run.task, "baseline", None))
+        plot_curves(run.folder, run.task.references())
     why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
            f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
     print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
+    conclude(run, judge(run))
     return result(run.folder, run.main)
 
 
@@ -269,7 +313,7 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
     log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
-    print(f"[nnrnn] {task.describe()}", flush=True)
+    print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
           f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
           flush=True)
@@ -314,11 +358,50 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
         bar.close()
         if run.main:
             log.close()
-            plot_curves(run.folder, getattr(task, "baseline", None))
+            plot_curves(run.folder, task.references())
     check_converged(run, last_valid)
     if run.main:
         print("\n".join(summary_lines(run.folder, task.monitor)), flush=True)
+        conclude(run, judge(run))
     return result(run.folder, run.main, test)
+
+
+def loss_references(task) -> tuple[float | None, float | None]:
+    """The task's baseline and chance losses (what a run's outcome is judged against)."""
+    loss = task.references().get("loss") or {}
+    return loss.get("baseline"), loss.get("chance")
+
+
+def divergence_limit(run: Run) -> float | None:
+    return outcome.divergence_limit(*loss_references(run.task), divergence_factor(run.config), run.state.initial_loss)
+
+
+def divergence_factor(config: dict) -> float | None:
+    return config.get("divergence_factor", outcome.DIVERGENCE_FACTOR)
+
+
+def judge(run: Run) -> outcome.Outcome:
+    """The outcome of a run that trained to its end (:func:`nnrnn.training.outcome.judge`)."""
+    return outcome.judge(read_metrics(run.folder), *loss_references(run.task), divergence_limit(run),
+                         divergence_factor(run.config))
+
+
+def conclude(run: Run, ended: outcome.Outcome) -> None:
+    """Record the run's outcome in its folder and print it as its last lines."""
+    outcome.write(run.folder, ended)
+    print("\n".join(ended.lines()), flush=True)
+
+
+def stop_if_diverged(run: Run, loss: float, what: str) -> None:
+    """TrainingDiverged, ending the run now, when ``loss`` is the :data:`~nnrnn.training.outcome.PATIENCE`th
+    logged loss in a row far above the task's baseline and chance (:mod:`nnrnn.training.outcome`).  Non-finite
+    losses are left to --max-bad-steps and :func:`check_converged`."""
+    run.state.above_limit = outcome.points_above(run.state.above_limit, loss, divergence_limit(run))
+    if run.state.above_limit >= outcome.PATIENCE and math.isfinite(loss):
+        why = outcome.divergence(what, loss, divergence_limit(run), divergence_factor(run.config))
+        kept = (f"the last good checkpoint is {run.last_path}" if run.last_path.exists()
+                else "no checkpoint had been written yet")
+        raise TrainingDiverged(f"training diverged: {why}; {kept}; lower --lr or set --clip")
 
 
 def update(run: Run, log: MetricsLog | None) -> None:
@@ -330,12 +413,15 @@ def update(run: Run, log: MetricsLog | None) -> None:
     targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.predict_at == "all" else 0).to(run.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
-    outcome = run.step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
+    stepped = run.step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
-    state.carried = outcome.carried
-    if outcome.finite:
+    state.carried = stepped.carried
+    if stepped.finite:
+        if state.initial_loss is None:  # the untrained model's loss, a reference for divergence (outcome.py)
+            total, count = stepped.stats["loss"]
+            state.initial_loss = float(total) / count
         state.bad_steps = 0
-        accumulate(state.window, {**outcome.stats, "grad_norm": (outcome.grad_norm, 1)})
+        accumulate(state.window, {**stepped.stats, "grad_norm": (stepped.grad_norm, 1)})
         return
     state.bad_steps += 1
     state.skipped += 1
@@ -357,6 +443,8 @@ def log_training(run: Run, log: MetricsLog | None) -> dict:
     if run.main:
         log.log(record)
     run.state.window = {}
+    if "loss" in record:
+        stop_if_diverged(run, record["loss"], f"the training loss at update {record['step']}")
     return record
 
 
@@ -372,9 +460,13 @@ def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
         if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
             run.state.best = score
             checkpoint.save(run.best_path, {"config": run.config, "model": run.net.state_dict(),
-                                            "step": run.state.step, "valid": record, "data": run.data_state})
+                                            "step": run.state.step, "valid": record, "data": run.data_state,
+                                            "kernels": kernel_policy.record()})
     if run.schedule is not None:
         run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
+    # every rank stops together, on rank 0's validation loss
+    loss = distributed.broadcast_float(record["loss"] if run.main else 0.0, run.world)
+    stop_if_diverged(run, loss, f"the validation loss at update {run.state.step}")
     return record
 
 
@@ -431,6 +523,7 @@ def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=
     are a UserError naming which."""
     saved = checkpoint.load(path, map_location=device)
     config = saved["config"]
+    kernel_policy.pin(saved.get("kernels"))  # the run's kernels where it met the same shapes
     built_task = build_saved_task(config, data_dir)
     if saved.get("data") is not None:
         built_task.check_data_state(saved["data"])

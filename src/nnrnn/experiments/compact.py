@@ -1,0 +1,102 @@
+"""A grid's compact data: everything its report is computed from, in one file beside the report (``data.json``), so
+that anyone can compute the report again without the run folders.
+
+Per run folder: whether it finished or diverged, its wall time, and its metrics records cut to what the report
+reads (every validation and test record; of the training records the update, the gradient norm and the learning
+rate); per trained model the learned-structure statistics the claims use (``analysis/structure.json``); the
+plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column, the date and
+the lines of the first seeds' analysis figures.  :func:`regenerate` writes the run folders back from it (metrics
+only, no checkpoints) and the report from them.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..training.runlog import read_metrics
+from .grid import DIVERGED, PLAN, diverged, finished, run_folder
+
+DATA = "data.json"
+TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
+
+
+def _records(folder: Path) -> list[dict]:
+    kept = []
+    for record in read_metrics(folder):
+        if record.get("split") == "train":
+            record = {k: v for k, v in record.items() if k in TRAIN_KEYS}
+        kept.append(record)
+    return kept
+
+
+def _folder(folder: Path) -> dict:
+    wall = folder / "wall_seconds"
+    return {"diverged": diverged(folder), "finished": finished(folder),
+            "wall_seconds": float(wall.read_text()) if wall.is_file() else None,
+            "records": _records(folder)}
+
+
+def write_data(out: Path, scale: str, runs: list[dict], date: str, analysis: list[str]) -> Path:
+    """``OUT/data.json``: the compact data of a grid's report (see the module's docstring)."""
+    out = Path(out)
+    folders = {run_folder(out, r).name: run_folder(out, r) for r in runs}
+    structure = out / "analysis" / "structure.json"
+    cache = json.loads(structure.read_text()) if structure.is_file() else {}
+    plan = out / PLAN
+    tuned = out / "tuned.json"
+    searches = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
+    notes = out / "notes.md"
+    data = {"scale": scale, "date": date, "runs": runs, "analysis": analysis,
+            "notes": notes.read_text() if notes.is_file() else None,
+            "plan": json.loads(plan.read_text()) if plan.is_file() else None,
+            "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
+            "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
+            "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
+    path = out / DATA
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
+    return path
+
+
+def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
+    """Write ``data``'s run folders (metrics.jsonl, DIVERGED, wall_seconds), structure cache, plan and picks into
+    ``out``; return its plan, with ``data_dir`` (when given) as every run's data folder."""
+    from .collect import STRUCTURE
+    out = Path(out)
+    for name, entry in data["folders"].items():
+        folder = out / "runs" / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in entry["records"]))
+        if entry["diverged"]:
+            (folder / DIVERGED).write_text("diverged (from the grid's compact data)\n")
+        if entry["wall_seconds"] is not None:
+            (folder / "wall_seconds").write_text(f"{entry['wall_seconds']}\n")
+    # no checkpoints here: an entry stamped "" is what the report's cache holds for a folder without them
+    cache = {name: {"stamp": "", "quantities": sorted(STRUCTURE), "values": values}
+             for name, values in data["structure"].items()}
+    (out / "analysis").mkdir(parents=True, exist_ok=True)
+    (out / "analysis" / "structure.json").write_text(json.dumps(cache, indent=1))
+    if data.get("plan"):
+        (out / PLAN).write_text(json.dumps(data["plan"], indent=1, sort_keys=True) + "\n")
+    if data.get("tuned") is not None:
+        (out / "tuned.json").write_text(json.dumps(data["tuned"], indent=1, sort_keys=True) + "\n")
+    if data.get("notes") is not None and not (out / "notes.md").is_file():
+        (out / "notes.md").write_text(data["notes"])
+    for name in data.get("searches", []):
+        (out / "searches" / name).mkdir(parents=True, exist_ok=True)
+    runs = data["runs"]
+    if data_dir is not None:
+        runs = [{**r, "options": {**r["options"], "data_dir": str(data_dir)}} if "data_dir" in r["options"] else r
+                for r in runs]
+    return runs
+
+
+def regenerate(path: Path, out: Path, data_dir=None) -> Path:
+    """The report of the compact data at ``path``, written into ``out`` from that data alone (``data_dir``: where
+    the MNIST and PTB files are here, for the data section's counts)."""
+    from .report import write_report
+    data = json.loads(Path(path).read_text())
+    runs = materialize(data, out, data_dir)
+    return write_report(Path(out), data["scale"], runs, date=data["date"], analysis=data["analysis"])

@@ -1,0 +1,74 @@
+"""What :mod:`nnrnn.kernel_policy` times for each decision: for every candidate kernel, a call that does the work
+that kernel would do at the shape in use, on made-up float32 CPU tensors.
+
+The tensors come from a generator of their own, so timing leaves torch's global random state (a training
+run's) unchanged, and a run that measured draws the same numbers as one that found its choices cached.
+"""
+from __future__ import annotations
+
+import torch
+
+LOOP_WORK = 1 << 28  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
+MIN_STEPS, MAX_STEPS = 4, 32
+# Projections are timed on at most this many rows: the kernels' time grows with the rows alike, while an output
+# of tens of MB comes from fresh pages or reused ones by the allocator's state, which alternating candidates
+# change for each other (a (16384 × 512) output measured 6× apart both ways on one host).
+PROJECTION_ROWS = 4096
+
+
+def _random(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=generator).mul_(scale)
+
+
+def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dict:
+    """{name: call}: the fused recurrence's forward and backward (both loops, dV) by each loop implementation,
+    over a few steps of (batch × n) states with one input."""
+    from .models import fused
+    g = torch.Generator().manual_seed(0)
+    steps = max(MIN_STEPS, min(MAX_STEPS, LOOP_WORK // max(1, batch * n * n)))
+    x, h0 = _random(g, steps, batch, 1), _random(g, batch, n, scale=0.1)
+    w, b = _random(g, n, 1), _random(g, n, scale=0.1)
+    v = _random(g, n, n, scale=0.9 / n ** 0.5)  # a spectral radius below 1: the states stay finite
+    mb = _random(g, n, scale=0.01) if nonlinearity == "modrelu" else None
+    grad = _random(g, steps, batch, n)
+    needs = (False, False, False, False, True, nonlinearity == "modrelu")
+
+    projected = torch.nn.functional.linear(x, w, b)  # the same for every candidate: left out of the timing
+
+    def run(name):
+        def call():
+            h = projected.clone()
+            fused._forward_loop(h, h0, v, nonlinearity, mb, name)
+            fused._backward(grad, h, h0, x, w, v, nonlinearity, True, needs, loops=name)
+        return call
+    return {name: run(name) for name in names}
+
+
+def products(names: list[str], m: int, k: int, n: int) -> dict:
+    """{name: call}: a @ b and its backward through autograd, as composing V runs them: by torch.mm, or by
+    kernels.matmul's oneDNN function (whose Python autograd node costs more per call than torch.mm's)."""
+    from . import kernels
+    g = torch.Generator().manual_seed(0)
+    a, b, grad = _random(g, m, k).requires_grad_(), _random(g, k, n).requires_grad_(), _random(g, m, n)
+    products = {"torch": torch.mm, "onednn": kernels.MatMul.apply}
+
+    def run(product):
+        def call():
+            with torch.enable_grad():
+                product(a, b).backward(grad)
+            a.grad = b.grad = None
+        return call
+    return {name: run(products[name]) for name in names}
+
+
+def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: bool) -> dict:
+    """{name: call}: x Wᵀ for x (rows × k) and W (m × k), W a transposed view where the decision is for one,
+    by torch's linear or oneDNN."""
+    from . import kernels
+    g = torch.Generator().manual_seed(0)
+    x = _random(g, min(rows, PROJECTION_ROWS), k)
+    weight = _random(g, m, k) if weight_contiguous else _random(g, k, m).t()
+    op = kernels.onednn()
+    calls = {"torch": lambda: torch.nn.functional.linear(x, weight).contiguous(),
+             "onednn": lambda: op(x, weight, None, "none", [], "")}
+    return {name: calls[name] for name in names}

@@ -1,0 +1,71 @@
+"""What ``nnrnn kernels`` prints: the kernel policy of this host whole, with the reason for each choice, and with
+``--tune SIZES`` the decisions a training update at each size makes, timed now (docs/performance.md)."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from . import host, kernel_policy, kernel_tuning, kernels
+
+# The sizes of docs/performance.md's bar, by name: (T, B, N, I)
+NAMED_SIZES = {"copy": (220, 10, 128, 10), "medium": (100, 128, 512, 1), "psmnist": (784, 128, 512, 1),
+               "large": (150, 128, 1024, 200)}
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int, int]]:
+    """``copy,medium`` or ``100x128x512x1`` (T×B×N×I; I defaults to 1), comma-separated; ValueError otherwise."""
+    sizes = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part in NAMED_SIZES:
+            sizes.append(NAMED_SIZES[part])
+            continue
+        fields = part.lower().split("x")
+        if len(fields) not in (3, 4) or not all(f.isdigit() and int(f) > 0 for f in fields):
+            raise ValueError(f"a size is one of {', '.join(NAMED_SIZES)} or TxBxN[xI] with positive whole "
+                             f"numbers, not {part!r}")
+        sizes.append(tuple(int(f) for f in fields) + ((1,) if len(fields) == 3 else ()))
+    if not sizes:
+        raise ValueError("--tune needs at least one size")
+    return sizes
+
+
+def table(rows: list[tuple[str, str, str]], head=("decision", "choice", "why")) -> list[str]:
+    return [f"| {' | '.join(head)} |", "|" + "---|" * len(head)] + [f"| {' | '.join(row)} |" for row in rows]
+
+
+def lines() -> list[str]:
+    """The header and the CPU float32 policy's table, as ``nnrnn kernels`` prints them."""
+    loops = kernels.recurrence_loops()
+    built = (f"yes (cached in {kernels.extensions_dir()})" if loops
+             else f"no, Python loops instead ({kernels.loops_unavailable_reason()})")
+    out = [f"{host.describe_cpu()}, CPU capability {torch.backends.cpu.get_cpu_capability()}",
+           f"torch {torch.__version__}, {torch.get_num_threads()} threads",
+           f"compiled recurrence loops: {built}",
+           "oneDNN products: " + ("available" if kernels.onednn() is not None else "no usable oneDNN kernel here"),
+           f"timings cache: {kernel_tuning.cache_path()}"
+           + (f" (cannot be written: {kernel_tuning.write_error()})" if kernel_tuning.write_error() else ""), ""]
+    policy = kernel_policy.policy("cpu", torch.float32)
+    return out + [f"kernel policy, {policy.name}:"] + table(policy.describe())
+
+
+def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
+    """Time every shape-dependent decision a training update at each size makes (loops, N × N products, input
+    projection and input gradient), whatever the cache holds, store the results, and return the table."""
+    settings = dataclasses.replace(kernel_policy.settings(), tune=True)
+    policy = kernel_policy.KernelPolicy("cpu", torch.float32, settings, remeasure=True)
+    rows = []
+    for t, b, n, i in sizes:
+        decisions = (("loops", lambda: policy.loops(b, n, "modrelu")),
+                     ("products", lambda: policy.products(n, n, n)),
+                     ("input projection", lambda: policy.projections(t * b, i, n, True)),
+                     ("input gradient", lambda: policy.projections(t * b, n, i, False)))
+        for what, decide in decisions:
+            before = set(policy.decisions)
+            decide()
+            for key in [k for k in policy.decisions if k not in before]:
+                made = policy.decisions[key]
+                times = kernel_tuning.format_times(made.times_ms) if made.times_ms else "not timed"
+                rows.append((f"({t}, {b}, {n}, {i})", what, key, made.choice, times, made.reason.split(" (")[0]))
+    head = ("size", "decision", "bucket", "choice", "median times", "how")
+    return table(rows, head)

@@ -1,0 +1,63 @@
+"""What a run needs of this machine, asked when it starts: its device, present here, and enough memory."""
+from __future__ import annotations
+
+import torch
+
+from ..errors import UserError
+from .options import device_name
+
+
+def check_device(name) -> torch.device:
+    """The device ``name`` stands for; OptionError if it is not one nnrnn trains on, UserError if it is not
+    present here."""
+    device_name("device", name)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UserError(f"--device {name}: no CUDA device is available to this torch ({torch.__version__}); "
+                            f"use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                            f"numbered from 0")
+    return device
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(config: dict, task=None) -> None:
+    """UserError, before anything is allocated, when a deliberately low estimate of what training needs does
+    not fit in the memory available: the recurrent matrices' n² storage, four copies (parameter, gradient,
+    two optimizer buffers), and with ``task`` the activations of one update, three float32 (steps × batch ×
+    hidden) blocks (the layer's outputs, their gradient, the pre-activations' gradient), or one for an
+    evaluation batch."""
+    available = available_memory()
+    if available is None:
+        return
+    n = config["hidden"]
+    needed = 4 * 4 * (3 * n ** 2 + 4 * n)  # weight_hh (+ T, P's skew log), float32, four copies
+    if needed > available:
+        raise UserError(f"--hidden {n} needs at least {needed / 2 ** 30:,.0f} GiB of memory for its "
+                        f"parameters and training state; {available / 2 ** 30:,.1f} GiB are available; lower --hidden")
+    if task is None:
+        return
+    (steps, batch), (eval_steps, eval_batch) = task.batch_shapes()
+    activations = 4 * n * max(3 * steps * batch, eval_steps * eval_batch)
+    if needed + activations > available:
+        raise UserError(f"a training update of {batch} sequences of {steps} steps at {n} hidden units (or an "
+                        f"evaluation batch of {eval_batch}) needs at least {(needed + activations) / 2 ** 30:,.1f} "
+                        f"GiB of memory; {available / 2 ** 30:,.1f} GiB are available; lower --batch-size, "
+                        f"--eval-batch-size, the sequence length or --hidden")
+
+

@@ -1,0 +1,41 @@
+"""nnrnn.experiments.compact: a grid's report can be computed again from the compact data beside it alone."""
+import json
+
+import pytest
+
+from nnrnn_cli import command as cli
+from nnrnn.experiments import compact, grid, report
+from tests.experiments import synthetic
+
+COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
+
+
+@pytest.fixture
+def copy_scale(monkeypatch):
+    monkeypatch.setitem(grid.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+        "copy": {"hidden": 16, "columns": ("hidden", "params"), "options": COPY}}})
+    return "copy-only"
+
+
+def test_a_report_is_written_again_from_its_compact_data_alone(tmp_path, copy_scale):
+    out = tmp_path / "grid"
+    runs = synthetic.build(out, copy_scale)
+    grid.record_plan(out, copy_scale)
+    (out / "notes.md").write_text("Written by hand.\n")
+    first = report.write_report(out, copy_scale, runs).read_text()
+    data = out / compact.DATA
+    assert data.is_file() and data.stat().st_size < 3_000_000
+    stored = json.loads(data.read_text())
+    some = next(iter(stored["folders"].values()))
+    assert {"diverged", "finished", "wall_seconds", "records"} <= set(some)
+    assert all(set(r) <= set(compact.TRAIN_KEYS) for r in some["records"] if r["split"] == "train")
+    # elsewhere, with no run folder at all: the command a reader runs, and the same report
+    elsewhere = tmp_path / "elsewhere"
+    assert cli.main(["reproduce", "--scale", copy_scale, "--from-data", str(data), "--out", str(elsewhere)]) == 0
+    assert (elsewhere / "report.md").read_text() == first
+    assert "`nnrnn reproduce --scale copy-only --out OUT`" in first and str(tmp_path) not in first
+
+
+def test_from_data_names_a_missing_file_in_one_line(tmp_path, capsys, copy_scale):
+    assert cli.main(["reproduce", "--scale", copy_scale, "--from-data", str(tmp_path / "none.json")]) == 2
+    assert "no compact data at" in capsys.readouterr().err

@@ -1,0 +1,56 @@
+"""nnrnn.experiments.rules: every rule in one table with its reason; a grid records them when it starts, and a report
+whose rules changed since says which verdicts moved and which change moves them."""
+import json
+
+import pytest
+
+from nnrnn.experiments import grid, report, rules
+from tests.experiments import synthetic
+
+COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
+
+
+@pytest.fixture
+def copy_scale(monkeypatch):
+    monkeypatch.setitem(grid.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+        "copy": {"hidden": 16, "columns": ("hidden",), "options": COPY}}})
+    return "copy-only"
+
+
+def test_every_rule_has_a_value_and_a_reason_and_the_fingerprint_follows_the_values():
+    assert all(r.reason and r.value is not None for r in rules.RULES.values())
+    now = rules.fingerprint()
+    assert rules.fingerprint({**rules.values(), "SPIKE": 1000.0}) != now
+    with rules.judged_by({"SPIKE": 1000.0}):
+        assert rules.rule("SPIKE") == 1000.0 and rules.fingerprint() != now
+    assert rules.rule("SPIKE") == rules.RULES["SPIKE"].value and rules.fingerprint() == now
+    assert rules.changed({**rules.values(), "SPIKE": 1000.0})[0].startswith("SPIKE 1000.0 → 100.0 (")
+
+
+def test_a_grid_records_its_rules_when_it_starts_and_keeps_them_when_it_resumes(tmp_path, monkeypatch):
+    first = grid.record_plan(tmp_path, "cpu")
+    assert first["fingerprint"] == rules.fingerprint() and first["rules"]["WARM_UP"] == rules.RULES["WARM_UP"].value
+    monkeypatch.setitem(rules.RULES, "SPIKE", rules.Rule(10.0, "changed while the grid ran"))
+    assert grid.record_plan(tmp_path, "cpu") == first  # resumed: the start's record stays
+    assert grid.recorded_rules(tmp_path)["SPIKE"] == 100.0
+
+
+def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_now(tmp_path, copy_scale, monkeypatch):
+    runs = synthetic.build(tmp_path, copy_scale)
+    grid.record_plan(tmp_path, copy_scale)  # the grid starts under today's rules ...
+    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    assert "They are the rules this grid recorded when it started" in text
+    # ... and mid-way "solved" is redefined as a loss below 0.01% of the baseline, which no model reaches
+    monkeypatch.setitem(rules.RULES, "SOLVED_SHARE", rules.Rule(0.0001, "a stricter copy criterion"))
+    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    assert "**The rules changed after this grid started**" in text and "SOLVED_SHARE 0.1 → 0.0001" in text
+    section = text.split("**The rules changed after this grid started**")[1].split("## ")[0]
+    moved = [line for line in section.splitlines() if line.startswith("| copy")]
+    assert moved, section
+    # the verdict at the start, beside the one now, and the change that moves it
+    solved = next(line for line in moved if "all orthogonal RNNs" in line)
+    assert solved.endswith("| holds | **does not hold** | SOLVED_SHARE |")
+    claims = text.split("## The paper's claims at this scale")[1]
+    assert "all orthogonal RNNs" in claims and "**does not hold**" in claims  # the table itself: the rules now
+    plan = json.loads((tmp_path / grid.PLAN).read_text())
+    assert plan["rules"]["SOLVED_SHARE"] == 0.1  # the record of the start is not rewritten

@@ -1,0 +1,325 @@
+"""nnrnn.kernel_policy and nnrnn.kernel_tuning: one object per device and dtype makes every kernel decision, the
+environment overrides it, the shape-dependent ones are timed where they run (here with a fake timer, so that
+the answers are the test's), and the timings cache is used only for this CPU and torch, never a reason to fail."""
+import json
+import os
+
+import pytest
+import torch
+
+from nnrnn import kernel_policy, kernel_tuning, kernels
+from nnrnn.kernel_policy import ATEN, COMPILED, ONEDNN, TORCH
+
+
+def needs_onednn():
+    if kernels.onednn() is None:
+        pytest.skip("this torch build has no oneDNN linear kernel")
+
+
+def needs_compiled_loops():
+    if kernels.recurrence_loops() is None:
+        pytest.skip("no compiled recurrence loops here")
+
+
+class FakeTimer:
+    """kernel_tuning.timer that says each candidate took ``times[name]`` seconds (after running it, as the real
+    one does), and counts the calls."""
+
+    def __init__(self, times: dict[str, float]):
+        self.times, self.calls = times, []
+
+    def __call__(self, name, run):
+        run()
+        self.calls.append(name)
+        return self.times[name]
+
+
+@pytest.fixture
+def fake_timer(monkeypatch, tuning):
+    def plant(times):
+        timer = FakeTimer(times)
+        monkeypatch.setattr(kernel_tuning, "timer", timer)
+        return timer
+    return plant
+
+
+def no_timing(name, run):
+    pytest.fail(f"{name} was timed, where the decision had to come from elsewhere")
+
+
+# ----------------------------------------------------------------------------- measured, not assumed
+
+
+def test_a_planted_wrong_threshold_is_corrected_by_measuring(monkeypatch, fake_timer):
+    """The thresholds say torch.mm (the CPU is made to report AVX2: 'oneDNN only with AVX-512'), the timer says
+    oneDNN takes half the time: the measured policy sends V's products to oneDNN, forward and backward, and
+    the same planted threshold decides alone with NNRNN_TUNE=0."""
+    needs_onednn()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    timer = fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    a = torch.randn(512, 512, requires_grad=True)
+    out = kernels.matmul(a, a)
+    assert type(out.grad_fn).__name__ == "MatMulBackward"  # oneDNN's product
+    assert set(timer.calls) == {TORCH, ONEDNN} and len(timer.calls) >= 2 * kernel_tuning.MIN_ROUNDS
+    rows = {row[0]: row for row in kernel_policy.policy().describe()}
+    assert rows["products M512 K512 N512"][1] == ONEDNN and "thresholds: torch" in rows["products M512 K512 N512"][2]
+    monkeypatch.setenv("NNRNN_TUNE", "0")
+    kernel_policy.reset()
+    assert type(kernels.matmul(a, a).grad_fn).__name__ == "MmBackward0"
+
+
+def test_a_planted_wrong_loop_threshold_is_corrected_by_measuring(monkeypatch, fake_timer):
+    """At the copy task's size the thresholds say the compiled loops; a timer that finds the aten loops faster
+    makes the recurrence run those, and its result still matches the reference."""
+    needs_compiled_loops()
+    from nnrnn.models import fused
+    fake_timer({COMPILED: 3e-3, ONEDNN: 2e-3, ATEN: 1e-3})
+    h = torch.zeros(220, 10, 128)
+    assert fused.choose_loops(h, "modrelu") == ATEN
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)  # decided once per bucket and process
+    assert fused.choose_loops(torch.zeros(50, 11, 120), "modrelu") == ATEN  # the same bucket (8, 128)
+    monkeypatch.setenv("NNRNN_TUNE", "0")
+    kernel_policy.reset()
+    assert fused.choose_loops(h, "modrelu") == COMPILED
+
+
+def test_the_thresholds_choice_stays_unless_another_is_faster_by_the_margin(fake_timer, monkeypatch):
+    needs_onednn()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # thresholds: oneDNN at 512
+    fake_timer({TORCH: 1e-3, ONEDNN: 1e-3 * (1 + kernel_tuning.MARGIN / 2)})  # torch faster, within the noise
+    assert kernel_policy.policy().products(512, 512, 512)
+    assert kernel_tuning.pick({"a": 1.0, "b": 1.2}, "b") == "a"
+    assert kernel_tuning.pick({"a": 1.0, "b": 1.04}, "b") == "b"
+
+
+def test_measuring_alternates_takes_medians_and_keeps_to_its_budget(monkeypatch):
+    """Rounds alternate the order; at least MIN_ROUNDS, then stop once the budget is spent; the median counts
+    (one slow outlier does not)."""
+    now = [0.0]
+    monkeypatch.setattr(kernel_tuning, "clock", lambda: now[0])
+    order, durations = [], {"a": iter([1.0, 1.0, 9.0, 1.0] * 3), "b": iter([2.0] * 12)}
+
+    def timer(name, run):
+        order.append(name)
+        seconds = next(durations[name])
+        now[0] += seconds
+        return seconds
+    monkeypatch.setattr(kernel_tuning, "timer", timer)
+    times = kernel_tuning.measure({"a": lambda: None, "b": lambda: None}, budget=5.0)
+    assert order[:4] == ["a", "b", "b", "a"]
+    assert len(order) == 2 * kernel_tuning.MIN_ROUNDS  # 3 rounds took 14 s > 5 s
+    assert times == {"a": 1.0, "b": 2.0}
+
+
+def test_measuring_leaves_the_global_random_state_alone(tuning):
+    """A run that measures draws the same random numbers as one that found its choices cached (the check for
+    oneDNN's kernel, made on first use, included)."""
+    kernels.onednn.cache_clear()
+    before = torch.get_rng_state()
+    kernel_policy.policy().products(256, 256, 256)
+    kernel_policy.policy().loops(4, 64, "relu")
+    assert torch.equal(before, torch.get_rng_state())
+    assert kernel_policy.policy().decisions  # something was measured
+
+
+def test_a_measured_decision_at_the_copy_size_takes_well_under_a_second(tuning):
+    import time
+    needs_compiled_loops()
+    start = time.perf_counter()
+    kernel_policy.policy().loops(10, 128, "modrelu")
+    assert time.perf_counter() - start < 2.0  # the budget is 0.25 s; the rest is a busy machine's margin
+
+
+# ----------------------------------------------------------------------------- the cache
+
+
+def test_a_second_process_reads_the_cache_and_times_nothing(fake_timer, monkeypatch, tuning):
+    needs_onednn()
+    fake_timer({TORCH: 1e-3, ONEDNN: 2e-3})
+    assert not kernel_policy.policy().products(512, 512, 512)
+    saved = json.loads(tuning.read_text())
+    (key, entry), = saved["entries"].items()
+    assert saved["format"] == "nnrnn-kernel-timings" and "products M512 K512 N512" in key
+    assert torch.__version__ in key and kernel_tuning.cpu() in key and "cpu/float32" in key
+    assert entry == {"choice": TORCH, "times_ms": {TORCH: 1.0, ONEDNN: 2.0}}
+    kernel_policy.reset()  # as a new process
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+    assert not kernel_policy.policy().products(512, 512, 512)
+    assert "measured on this CPU before" in dict((r[0], r[2]) for r in kernel_policy.policy().describe())[
+        "products M512 K512 N512"]
+
+
+@pytest.mark.parametrize("other", ["host", "torch"])
+def test_an_entry_from_another_host_or_torch_version_is_not_used(other, fake_timer, monkeypatch, tuning):
+    needs_onednn()
+    if other == "host":
+        monkeypatch.setattr(kernel_tuning, "cpu", lambda: "Intel Xeon (GenuineIntel family 6 model 143), 2 cores")
+    else:
+        monkeypatch.setattr(torch, "__version__", "2.99.0+cpu")
+    fake_timer({TORCH: 1e-3, ONEDNN: 2e-3})
+    assert not kernel_policy.policy().products(512, 512, 512)  # measured there: torch
+    monkeypatch.undo()
+    kernel_policy.reset()
+    monkeypatch.setenv("NNRNN_TUNE", "1")
+    monkeypatch.setattr(kernel_tuning, "cache_path", lambda: tuning)
+    timer = fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    assert kernel_policy.policy().products(512, 512, 512)  # measured again here: oneDNN
+    assert timer.calls
+    assert len(json.loads(tuning.read_text())["entries"]) == 2  # both hosts' entries kept
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00", b"[1, 2]",
+                                     b'{"format": "nnrnn-kernel-timings", "version": 1, "entries": {"k": 3}}'])
+def test_a_corrupt_cache_is_ignored_and_replaced(content, fake_timer, tuning):
+    needs_onednn()
+    tuning.parent.mkdir(parents=True)
+    tuning.write_bytes(content)
+    timer = fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    assert kernel_policy.policy().products(512, 512, 512)
+    assert timer.calls
+    assert len(json.loads(tuning.read_text())["entries"]) >= 1
+
+
+def test_an_entry_that_does_not_fit_the_candidates_is_measured_again(fake_timer, tuning, monkeypatch):
+    needs_onednn()
+    fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    kernel_policy.policy().products(512, 512, 512)
+    saved = json.loads(tuning.read_text())
+    for entry in saved["entries"].values():
+        entry["choice"] = "a kernel this nnrnn does not have"
+    tuning.write_text(json.dumps(saved))
+    kernel_policy.reset()
+    timer = fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    assert kernel_policy.policy().products(512, 512, 512) and timer.calls
+
+
+@pytest.mark.parametrize("how", ["read-only folder", "a file where the folder should be"])
+def test_a_cache_that_cannot_be_written_is_no_reason_to_fail(how, fake_timer, monkeypatch, tuning, capsys):
+    needs_onednn()
+    if how == "read-only folder":
+        tuning.parent.mkdir(parents=True)
+        tuning.parent.chmod(0o555)
+        if os.access(tuning.parent, os.W_OK):  # root writes anyway: then make the write fail as it would
+            def refused(*args, **kwargs):
+                raise PermissionError(13, "Permission denied")
+            monkeypatch.setattr(kernel_tuning.tempfile, "mkstemp", refused)
+    else:
+        tuning.parent.parent.mkdir(parents=True)
+        tuning.parent.write_text("")
+    try:
+        fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+        assert kernel_policy.policy().products(512, 512, 512)  # measured and used all the same
+        assert kernel_tuning.write_error() and str(tuning.parent) in kernel_tuning.write_error()
+        assert not tuning.is_file()
+        monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+        assert kernel_policy.policy().products(512, 512, 512)  # remembered in the process
+        from nnrnn import kernel_report
+        assert "cannot be written" in "\n".join(kernel_report.lines())
+    finally:
+        if tuning.parent.is_dir():
+            tuning.parent.chmod(0o755)
+
+
+# ----------------------------------------------------------------------------- overrides, records, description
+
+
+def test_the_environment_overrides_the_measured_policy(monkeypatch, tuning):
+    needs_onednn()
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+    monkeypatch.setenv("NNRNN_ONEDNN", "0")
+    kernel_policy.reset()
+    assert not kernel_policy.policy().products(512, 512, 512)
+    assert ONEDNN not in kernel_policy.policy().loop_candidates()
+    monkeypatch.setenv("NNRNN_ONEDNN", "1")  # the thresholds as on an AVX-512 CPU, not timed
+    kernel_policy.reset()
+    assert kernel_policy.policy().products(512, 512, 512) and not kernel_policy.policy().products(128, 128, 128)
+    monkeypatch.delenv("NNRNN_ONEDNN")
+    monkeypatch.setenv("NNRNN_LOOPS", "aten")
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")
+    monkeypatch.setenv("NNRNN_GIVENS_CHUNKS", "3")
+    kernel_policy.reset()
+    policy = kernel_policy.policy()
+    assert policy.loops(10, 128) == ATEN and policy.fixed_exponential_plan() and policy.givens_chunks(64) == 3
+    assert policy.givens_chunks(2) == 2
+
+
+@pytest.mark.parametrize("name, value", [("NNRNN_LOOPS", "fast"), ("NNRNN_EXPM_PLAN", "auto"),
+                                         ("NNRNN_GIVENS_CHUNKS", "0"), ("NNRNN_GIVENS_CHUNKS", "two")])
+def test_a_bad_setting_is_a_value_error_naming_the_variable(name, value, monkeypatch, capsys):
+    monkeypatch.setenv(name, value)
+    kernel_policy.reset()
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        kernel_policy.policy()
+    from nnrnn_cli import command as cli
+    kernel_policy.reset()
+    assert cli.main(["kernels"]) == 2  # one line, no traceback
+    assert capsys.readouterr().err.strip().splitlines() == [f"nnrnn: error: {name} must be " +
+                                                            capsys_tail(name, value)]
+
+
+def capsys_tail(name, value):
+    expected = "a whole number of at least 1" if name == "NNRNN_GIVENS_CHUNKS" else "one of " + {
+        "NNRNN_LOOPS": "compiled, onednn, aten", "NNRNN_EXPM_PLAN": "fixed, read"}[name]
+    return f"{expected}, not {value!r}"
+
+
+def test_devices_other_than_the_cpu_get_their_rules_untimed(monkeypatch, tuning):
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+    gpu = kernel_policy.policy("meta", torch.float32)  # stands for a GPU: any device but the CPU
+    assert gpu.loops(128, 512) == ATEN and gpu.fixed_exponential_plan() and gpu.givens_chunks(64) == 8
+    assert not gpu.capture()  # graphs need CUDA
+    assert kernel_policy.policy("cuda", torch.float32).capture()
+    cpu64 = kernel_policy.policy("cpu", torch.float64)
+    assert cpu64.loops(128, 512) == ATEN and not cpu64.products(512, 512, 512)
+    assert not cpu64.fixed_exponential_plan() and cpu64.givens_chunks(64) == 1
+
+
+def test_a_record_pins_the_choices_of_a_run(fake_timer, monkeypatch):
+    """What a run recorded is what a resumed run or an evaluation uses, whatever this process would measure."""
+    needs_onednn()
+    fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
+    kernel_policy.policy().products(512, 512, 512)
+    kernel_policy.policy().fixed_exponential_plan()
+    record = kernel_policy.record()
+    assert record == {"cpu/float32": {"products M512 K512 N512": ONEDNN, "exponential plan": "read"}}
+    kernel_policy.reset()
+    fake_timer({TORCH: 1e-3, ONEDNN: 2e-3})  # this process would now choose torch
+    kernel_policy.pin(json.loads(json.dumps(record)))
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+    assert kernel_policy.policy().products(512, 512, 512)
+    assert "recorded by the run" in dict((r[0], r[2]) for r in kernel_policy.policy().describe())[
+        "products M512 K512 N512"]
+    monkeypatch.setenv("NNRNN_EXPM_PLAN", "fixed")  # the environment beats a record
+    monkeypatch.setenv("NNRNN_ONEDNN", "0")
+    kernel_policy.reset()
+    kernel_policy.pin(record)
+    assert kernel_policy.policy().fixed_exponential_plan() and not kernel_policy.policy().products(512, 512, 512)
+    kernel_policy.pin(None)  # a run saved before runs recorded: nothing pinned
+    kernel_policy.pin({"tpu/float99": {"x": "y"}})  # a record from elsewhere: ignored
+
+
+def test_describe_names_every_decision_with_a_reason():
+    rows = kernel_policy.policy().describe()
+    names = [row[0] for row in rows]
+    assert names[:6] == ["recurrence loops", "N × N products", "input projections", "exponential plan",
+                         "Givens product", "CUDA-graph capture"]
+    assert all(choice and reason for _, choice, reason in rows)
+    assert "NNRNN_TUNE=0" in rows[1][2]  # how the suite runs
+
+
+def test_slow_candidates_get_the_fewest_rounds(monkeypatch):
+    """A warm-up that says five rounds would take more than twice the budget: three rounds, then stop."""
+    now = [0.0]
+    monkeypatch.setattr(kernel_tuning, "clock", lambda: now[0])
+
+    def slow():
+        now[0] += 1.0
+
+    def timer(name, run):
+        run()
+        return 1.0
+    monkeypatch.setattr(kernel_tuning, "timer", timer)
+    calls = []
+    kernel_tuning.measure({"a": lambda: calls.append("a") or slow(), "b": lambda: calls.append("b") or slow()},
+                          budget=1.0)
+    assert len(calls) == 2 + 2 * kernel_tuning.FEWEST_ROUNDS  # the warm-up, then 3 rounds

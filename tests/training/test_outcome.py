@@ -1,0 +1,117 @@
+"""A run's outcome (nnrnn.training.outcome): learned, did not learn or diverged, judged against the task's baseline
+and chance, recorded in the run folder, printed as the run's last lines, shown by `nnrnn runs`, and a diverged run
+stopped early with its own exit code."""
+import json
+import math
+
+import pytest
+from helpers import TINY, copy_config, script_validation
+
+from nnrnn_cli import command as cli
+from nnrnn.errors import TrainingDiverged
+from nnrnn.tasks.copy import CopyTask
+from nnrnn.training import outcome
+from nnrnn.training.runlog import read_metrics
+from nnrnn.training.train import train
+
+
+def run_cli(capsys, *argv):
+    """``nnrnn *argv`` in this process: its exit code, stdout and stderr."""
+    code = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def valid(*losses):
+    return [{"step": 10 * (i + 1), "split": "valid", "loss": loss} for i, loss in enumerate(losses)]
+
+
+def judge(records, baseline, chance, factor=outcome.DIVERGENCE_FACTOR, initial=None):
+    limit = outcome.divergence_limit(baseline, chance, factor, initial)
+    return outcome.judge(records, baseline, chance, limit, factor)
+
+
+def test_learned_means_at_least_ten_percent_below_the_baseline():
+    assert judge(valid(0.5, 0.089), baseline=0.1, chance=2.2).name == outcome.LEARNED
+    assert judge(valid(0.5, 0.091), baseline=0.1, chance=2.2).name == outcome.NOT_LEARNED
+    # the best validation counts, not the last (best.pt holds the best)
+    assert judge(valid(0.05, 0.3), baseline=0.1, chance=2.2).name == outcome.LEARNED
+    said = judge(valid(1.047), baseline=1 / 6, chance=7 / 6)  # the issue's adding run
+    assert said.name == outcome.NOT_LEARNED and "528% above the baseline 0.1667" in said.reason
+
+
+def test_diverged_means_three_points_in_a_row_ten_times_above_baseline_chance_and_the_untrained_loss():
+    assert outcome.divergence_limit(0.09, 2.2, 10) == pytest.approx(22.0)
+    assert outcome.divergence_limit(0.09, 2.2, 10, initial=21.0) == pytest.approx(210.0)  # EURNN starts high
+    assert outcome.divergence_limit(0.09, 2.2, 0) is None  # factor 0: only non-finite losses diverge
+    assert judge(valid(1.0, 22.1, 23, 24), 0.09, 2.2).name == outcome.DIVERGED
+    assert judge(valid(22.1, 23, 1.0, 24, 25), 0.09, 2.2).name == outcome.NOT_LEARNED  # spikes, then bad
+    assert judge(valid(1.0, 21.9, 21.9, 21.9), 0.09, 2.2).name == outcome.NOT_LEARNED  # bad, not diverged
+    assert judge(valid(1.0, 23, 24, 25), 0.09, 2.2, initial=3.0).name == outcome.NOT_LEARNED
+    assert judge(valid(1.0, math.inf), 0.09, 2.2).name == outcome.DIVERGED  # a non-finite last validation
+    assert judge(valid(1.0, 100.0, 100.0, 100.0), 0.09, 2.2, factor=100).name == outcome.NOT_LEARNED
+    # psMNIST at the old default: losses far above chance (ln 10) however much they fell
+    said = judge(valid(2.4e7, 1e5, 8.8e3), math.log(10), math.log(10))
+    assert said.name == outcome.DIVERGED and "the validation loss at update 30 is 8800, the last of 3" in said.reason
+
+
+def test_a_run_that_learned_says_so_last_and_records_it(tmp_path, capsys, monkeypatch):
+    script_validation(monkeypatch, "loss", [0.5, 0.01])
+    train(copy_config(tmp_path, steps=4, eval_every=2))
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("[nnrnn] outcome: learned: best validation loss 0.01, ")
+    saved = json.loads((tmp_path / "run" / "outcome.json").read_text())
+    assert saved["name"] == "learned" and saved["baseline"] == pytest.approx(CopyTask(T=4).baseline)
+
+
+def test_a_run_that_did_not_learn_says_so_in_its_last_lines_and_in_runs(tmp_path, capsys):
+    for name in ("r", "r2"):
+        code, out, _ = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / name, *TINY)
+        assert code == 0  # it ran as asked; the outcome is in its last lines, not an error
+    lines = out.strip().splitlines()
+    assert "[nnrnn] outcome: DID NOT LEARN: best validation loss" in lines[-3]
+    assert "the model did not learn" in lines[-2]
+    assert outcome.read(tmp_path / "r2").name == outcome.NOT_LEARNED
+    code, table, _ = run_cli(capsys, "runs", tmp_path)
+    assert code == 0 and table.count("did not learn") == 2 and "finished" not in table, table
+
+
+def test_a_run_far_above_chance_is_stopped_early_recorded_and_exits_3(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "train", "copy", "--model", "rnn", "--lr", "0.05", "--steps", "200",
+                             "--log-every", "5", "--out", tmp_path / "r", *TINY)
+    assert code == outcome.DIVERGED_EXIT_CODE == 3 and len(err.strip().splitlines()) == 1
+    assert "training diverged: the training loss at update 15 is " in err and "--divergence-factor" in err
+    assert out.strip().splitlines()[-1].startswith("[nnrnn] outcome: DIVERGED: the training loss at update 15 is")
+    assert max(r["step"] for r in read_metrics(tmp_path / "r")) == 15  # stopped early, not after 200 updates
+    assert outcome.read(tmp_path / "r").name == outcome.DIVERGED
+    assert "diverged at update 15" in run_cli(capsys, "runs", tmp_path)[1]
+
+
+def test_three_validation_losses_in_a_row_far_above_chance_end_the_run_and_two_do_not(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 0.5, 1e3, 1e3, 0.5])  # spikes: the run goes on
+    train(copy_config(tmp_path, "spikes", steps=6, eval_every=1, log_every=6))
+    assert outcome.read(tmp_path / "spikes").name != outcome.DIVERGED
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    with pytest.raises(TrainingDiverged, match=r"the validation loss at update 3 is 1000, the last of 3 logged "
+                                               r"losses in a row above [0-9.]+ \(10 times the largest"):
+        train(copy_config(tmp_path, steps=6, eval_every=1, log_every=6))
+    assert max(r["step"] for r in read_metrics(tmp_path / "run")) == 3
+    assert outcome.read(tmp_path / "run").name == outcome.DIVERGED
+
+
+def test_a_resumed_run_counts_on_from_its_checkpoint_and_is_judged_again(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    with pytest.raises(TrainingDiverged):
+        train(copy_config(tmp_path, steps=5, eval_every=1, log_every=5))
+    script_validation(monkeypatch, "loss", [1e3, 0.01, 0.01])  # the checkpoint after update 2 had counted 2
+    with pytest.raises(TrainingDiverged, match="at update 3 is 1000"):
+        train(copy_config(tmp_path, steps=5, eval_every=1, log_every=5), resume=True)
+    script_validation(monkeypatch, "loss", [0.01, 0.01, 0.01])
+    train(copy_config(tmp_path, steps=5, eval_every=1, log_every=5), resume=True)
+    assert outcome.read(tmp_path / "run").name == outcome.LEARNED
+
+
+def test_a_grid_run_marked_diverged_by_an_older_nnrnn_reads_as_diverged(tmp_path):
+    (tmp_path / "DIVERGED").write_text("training diverged: 20 non-finite losses\n")
+    assert outcome.read(tmp_path).name == outcome.DIVERGED
+    assert outcome.read(tmp_path / "nothing") is None
