@@ -52,10 +52,9 @@ class CellModel(nn.Module):
     INITS: tuple[str, ...] = ()
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
     # What the experiments read off a model (models/base.py says each): none of these is orthogonal or has a
-    # Schur form; GATES counts a cell's N × N recurrent blocks, at least 1 (the LRU's and minGRU's recurrence is
-    # elementwise; a grid's rough cost then counts one N × N product a step, the LRU's B, C and GLU are three)
+    # Schur form; GATES counts a cell's N × N recurrent blocks (0: its recurrence is elementwise)
     ORTHOGONAL: bool = False
-    GATES: int = 1
+    GATES: int = 0
     ORTHOGONAL_FACTOR: bool = False
     SCHUR_FORM: bool = False
 
