@@ -24,6 +24,7 @@ SMOKE = {  # script: (arguments at a tiny size, a line its output must hold)
     "compile_profile.py": (["--size", "3x2x4x1", "--updates", "1", "--rows", "3", "--backend", "eager"],
                            "compiled / eager self CPU time"),
     "copy_task.py": (["--steps", "2", "--T", "3", "--models", "rnn"], "x baseline"),
+    "scan_speed.py": (["--steps", "5", "--batch", "2", "--hidden", "4", "--repeats", "1"], "loop/scan"),
 }
 
 
