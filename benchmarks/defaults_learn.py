@@ -3,7 +3,7 @@ nnRNN, its default size and length and the task's default learning rates), judge
 (nnrnn.training.outcome): its best validation loss against the task's baseline.
 
     python benchmarks/defaults_learn.py [--tasks copy adding psmnist ptb] [--data-dir ../shared/data]
-                                        [--out runs/defaults-benchmark] [--small]
+                                        [--out runs/defaults-benchmark] [--small] [--steps N]
 
 --small trains each task at the small sizes of tests/training/test_outcome.py's defaults test instead (a minute
 in all on 2 cores). Prints one row per task: the outcome, best validation loss, baseline, chance and wall time;
@@ -26,8 +26,11 @@ SMALL = {"copy": {"hidden": 32, "T": 20, "steps": 300, "eval_every": 100},
          "ptb": {"hidden": 64, "bptt": 50, "steps": 40, "eval_every": 40, "eval_batch_size": 100}}
 
 
-def run(task: str, out: Path, data_dir: str | None, small: bool) -> tuple[outcome.Outcome | None, float]:
+def run(task: str, out: Path, data_dir: str | None, small: bool, steps: int | None
+        ) -> tuple[outcome.Outcome | None, float]:
     options = {"task": task, "progress": False, "out": str(out / task), **(SMALL[task] if small else {})}
+    if steps:  # shortened (the smoke test): validations at its end
+        options.update(steps=steps, eval_every=steps)
     if task in ("psmnist", "ptb"):
         options["data_dir"] = data_dir
     start = time.time()
@@ -46,12 +49,13 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--out", default="runs/defaults-benchmark")
     parser.add_argument("--small", action="store_true", help="the test's small sizes instead of the defaults")
+    parser.add_argument("--steps", type=int, help="every run this many updates (to check the script itself)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"{'task':8s} {'outcome':14s} {'best valid loss':>15s} {'baseline':>9s} {'chance':>7s} {'wall s':>7s}")
     for task in args.tasks:
-        ended, seconds = run(task, out, args.data_dir, args.small)
+        ended, seconds = run(task, out, args.data_dir, args.small, args.steps)
         if ended is None:
             print(f"{task:8s} no outcome (see {out / f'{task}.log'})")
             continue
