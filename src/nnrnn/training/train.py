@@ -389,8 +389,9 @@ def judge(run: Run) -> outcome.Outcome:
 
 
 def conclude(run: Run, ended: outcome.Outcome) -> None:
-    """Record the run's outcome in its folder and print it as its last lines."""
+    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines."""
     outcome.write(run.folder, ended)
+    plot_curves(run.folder, run.task.references())
     print("\n".join(ended.lines()), flush=True)
 
 
