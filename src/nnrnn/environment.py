@@ -84,7 +84,7 @@ def free_cores() -> tuple[int, str]:
     threads than with 1 (docs/training.md, "Threads")."""
     value = os.environ.get("OMP_NUM_THREADS", "").strip()
     if value.isdigit() and int(value) > 0:
-        return int(value), "OMP_NUM_THREADS"
+        return int(value), f"OMP_NUM_THREADS={value}"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     free = max(1, min(cores, cores - round(load)))

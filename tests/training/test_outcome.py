@@ -138,3 +138,12 @@ def test_each_tasks_default_learns_beyond_its_baseline_at_a_small_size(task, tmp
     train(resolve_config(options))
     ended = outcome.read(tmp_path / task)
     assert ended.name == outcome.LEARNED, ended.reason
+
+
+def test_the_divergence_factor_option_moves_the_limit_and_0_leaves_only_non_finite_losses(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    train(copy_config(tmp_path, "wide", steps=3, eval_every=1, log_every=3, divergence_factor=1e4))  # 1000 < limit
+    assert outcome.read(tmp_path / "wide").name == outcome.NOT_LEARNED
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    train(copy_config(tmp_path, "off", steps=3, eval_every=1, log_every=3, divergence_factor=0))
+    assert outcome.read(tmp_path / "off").name == outcome.NOT_LEARNED

@@ -547,7 +547,7 @@ def test_resume_refuses_a_checkpoint_of_another_task_or_size(tmp_path, other, me
                                           (["--model", "exprnn"], "--model 'exprnn' there, 'nnrnn' in"),
                                           (["--hidden", "6"], "--hidden 6 there, 8 in"),
                                           (["--T", "5"], "--T 5 there, 3 in"),
-                                          (["--lr", "0.01"], "--lr 0.01 there, 0.001 in")])
+                                          (["--lr", "0.01"], "--lr 0.01 there, 0.0005 in")])
 def test_resume_from_the_command_line_refuses_another_runs_checkpoint_and_touches_nothing(capsys, tmp_path, other,
                                                                                           named):
     """A last.pt copied in from a run with other options: refused, naming them; config.json, metrics.jsonl and the

@@ -26,9 +26,9 @@ def default_rates(task: str, model: str, bptt: int | None = None) -> dict:
     return {key: values.get(key, FALLBACK[key]) for key in FALLBACK}
 
 
-def describe() -> str:
-    """The default rates of nnRNN, the default model, per task, for ``nnrnn train --help``."""
+def describe(key: str = "lr") -> str:
+    """The default ``key`` (lr or lr_orth) of nnRNN, the default model, per task, for ``nnrnn train --help``."""
     from ..tasks import TASKS
-    shown = [f"{task} {default_rates(task, 'nnrnn')['lr']:g}" for task in TASKS]
-    return (f"the task's and model's: the paper's rate (nnrnn: {', '.join(shown)}; adding takes copy's), "
-            f"{FALLBACK['lr']:g} for a model the paper does not train")
+    shown = ", ".join(f"{task} {default_rates(task, 'nnrnn')[key]:g}" for task in TASKS)
+    return (f"the task's and model's, the paper's rate (nnrnn: {shown}; adding takes copy's), {FALLBACK[key]:g} for "
+            f"a model the paper does not train")

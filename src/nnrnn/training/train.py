@@ -271,7 +271,10 @@ def check_own_checkpoint(run: Run, before: dict) -> None:
     path = runfolder.config_file(run.folder)
     if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
         return
-    own = runfolder.read_config(path)
+    try:
+        own = runfolder.read_config(path)
+    except UserError:  # damaged: the checkpoint's configuration is the run's, and config.json is written again
+        return
     value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
     differ = [key for key in sorted(set(own) | set(before))
               if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
