@@ -63,6 +63,16 @@ BAD_OPTIONS = [
     (["train", "copy", "--eval-batch-size", "0"], "eval_batch_size must be a positive integer"),
     (["train", "copy", "--log-every", "0"], "log_every must be a positive integer"),
     (["train", "copy", "--max-bad-steps", "0"], "max_bad_steps must be a positive integer"),
+    (["train", "copy", "--threads", "0"], "threads must be a positive integer"),
+    (["train", "copy", "--divergence-factor", "-1"], "divergence_factor must be zero or a positive finite number"),
+    (["train", "copy", "--divergence-factor", "nan"], "divergence_factor must be zero or a positive finite number"),
+    # no abbreviations, and a near miss named, pointing to the command's own help
+    (["train", "copy", "--step", "5"], "train: unrecognized arguments: --step 5; did you mean --steps? (see nnrnn "
+                                       "train --help)"),
+    (["train", "copy", "--hiden", "64"], "did you mean --hidden? (see nnrnn train --help)"),
+    (["trian", "copy"], "invalid choice: 'trian'; did you mean 'train'?"),
+    (["theory", "tabel3"], "invalid choice: 'tabel3'; did you mean 'table3'? (choose from table3,"),
+    (["runs", "runs", "--al"], "runs: unrecognized arguments: --al (see nnrnn runs --help)"),
     (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
     (["train", "copy", "--model", "nnrnn", "--init", "xavier"], "init must be one of henaff, cayley, random"),
     (["train", "copy", "--model", "lstm", "--init", "cayley"],
@@ -184,7 +194,7 @@ def test_existing_runs_are_never_overwritten_or_misresumed(capsys, finished_run,
     one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--steps", "2", *TINY),
                     "already at update 4, past the 2 updates asked for")
     one_line(*run_cli(capsys, "train", "copy", "--out", finished_run, "--resume", "--lr", "0.5", *TINY),
-                    "--lr was 0.001 and is now 0.5")
+                    "--lr was 0.0005 and is now 0.5")
     one_line(*run_cli(capsys, "train", "copy", "--out", tmp_path / "none", "--resume", *TINY),
                     "holds no nnrnn run")
     code = cli.main(["train", "copy", "--out", str(finished_run), "--resume", *TINY])

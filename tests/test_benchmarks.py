@@ -25,6 +25,8 @@ SMOKE = {  # script: (arguments at a tiny size, a line its output must hold)
                            "compiled / eager self CPU time"),
     "copy_task.py": (["--steps", "2", "--T", "3", "--models", "rnn"], "x baseline"),
     "scan_speed.py": (["--steps", "5", "--batch", "2", "--hidden", "4", "--repeats", "1"], "loop/scan"),
+    "defaults_learn.py": (["--tasks", "copy", "--small", "--steps", "2"], "best valid loss"),
+    "threads.py": (["--rounds", "1"], "an update with 2 threads takes"),
 }
 
 
@@ -52,7 +54,7 @@ print(json.dumps(results))
 def smoke_runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("benchmarks")
     scripts = {str(REPO / "benchmarks" / name): arguments + (["--out", str(folder / "runs")]
-                                                          if name == "copy_task.py" else [])
+                                                          if name in ("copy_task.py", "defaults_learn.py") else [])
                for name, (arguments, _) in SMOKE.items()}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "benchmarks")]),
            "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(folder / "cache"), "NNRNN_EXTENSIONS_DIR": _extensions_dir()}

@@ -170,7 +170,9 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     from nnrnn.training.config import DEFAULTS
     parsers = {" ".join(words): parser for words, parser in subparsers(make_parser())}
     train = parsers["train"].format_help()
-    assert f"(default: {DEFAULTS['lr']})" in train
+    # the rate a plain run takes is the task's and model's (one rate for all made psMNIST diverge)
+    assert "default: the task's and model's, the paper's rate (nnrnn: copy 0.0005, adding 0.0005, psmnist 0.0002, " \
+        "ptb 0.0008;" in " ".join(train.split())
     for option in ("--hidden", "--seed", "--batch-size", "--max-bad-steps", "--steps", "--log-every"):
         assert option in train
     assert f"(default: {DEFAULTS['hidden']})" in train and f"(default: {DEFAULTS['max_bad_steps']})" in train
@@ -220,7 +222,7 @@ def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(t
     assert "\r" not in result.stdout + result.stderr  # redirected: no progress bar's carriage returns
     validations = [line for line in lines if line.startswith("[nnrnn] update ")]
     assert [line.split()[2] for line in validations] == ["2/4", "4/4"]
-    assert all(" | train loss " in line and " | valid loss " in line and " | best loss " in line and " | lr 0.001"
+    assert all(" | train loss " in line and " | valid loss " in line and " | best loss " in line and " | lr 0.0005"
                in line for line in validations)
     assert f"[nnrnn] run folder {out}:" in lines and any(line.strip().endswith("curves.png: training and "
                                                                               "validation curves") for line in lines)
@@ -376,3 +378,34 @@ def test_a_folder_named_nnrnn_holding_a_checkout_does_not_shadow_the_package(tmp
     found, made = result.stdout.split()
     assert Path(found).resolve() == (repo / "src" / "nnrnn" / "__init__.py").resolve()
     assert made.endswith("NonNormalRNN")
+
+
+def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(capsys, tmp_path, monkeypatch):
+    import torch
+
+    from nnrnn import environment
+    from nnrnn_cli.command import main
+    seen = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: seen.append(n) or real(n))
+    before = torch.get_num_threads()
+    common = ["train", "copy", "--hidden", "4", "--T", "3", "--batch-size", "2", "--steps", "1", "--no-progress"]
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(environment.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
+    try:
+        assert main([*common, "--out", str(tmp_path / "free")]) == 0
+        first = capsys.readouterr().out.splitlines()
+        assert first[0].startswith("[nnrnn] 1 thread: 1 of 4 cores free, load average 2.6 (--threads N sets them")
+        assert first[2].endswith(", 1 thread") and seen[-1] == 1  # the run's line says what it used
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        assert main([*common, "--out", str(tmp_path / "omp")]) == 0
+        assert capsys.readouterr().out.startswith("[nnrnn] 3 threads: OMP_NUM_THREADS=3") and seen[-1] == 3
+        assert main([*common, "--out", str(tmp_path / "given"), "--threads", "2"]) == 0
+        assert "2 threads" in capsys.readouterr().out and seen[-1] == 2
+        assert json.loads((tmp_path / "given" / "config.json").read_text())["threads"] == 2
+        seen.clear()  # a resumed run keeps its own number
+        assert main(["train", "copy", "--out", str(tmp_path / "given"), "--resume", "--steps", "2"]) == 0
+        assert seen == [2] and "thread:" not in capsys.readouterr().out.split("\n")[0]
+    finally:
+        real(before)

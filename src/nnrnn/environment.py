@@ -13,6 +13,7 @@ unset: timed where it is a candidate (the thresholds with NNRNN_TUNE=0: where th
 | ``NNRNN_KEEP_FREED_MEMORY`` | on | off: the ``nnrnn`` command leaves glibc's malloc settings alone |
 | ``NNRNN_EXTENSIONS_DIR`` | ``$XDG_CACHE_HOME/nnrnn`` | where the compiled loops are cached |
 | ``NNRNN_DATA`` | | a folder searched first for data files |
+| ``OMP_NUM_THREADS`` | the cores free | ``nnrnn train``'s threads without ``--threads`` (torch reads it too) |
 
 A boolean is off for ``0``, ``false``, ``no`` and ``off`` (any case), on for any other non-empty value, and
 takes its default when unset or empty.  The kernel settings are read once per process, when the kernel policy
@@ -73,3 +74,18 @@ def cache_folder() -> Path:
 def extensions_dir() -> Path:
     """Where compiled loops are cached: $NNRNN_EXTENSIONS_DIR, else :func:`cache_folder`."""
     return folder("NNRNN_EXTENSIONS_DIR") or cache_folder()
+
+
+def free_cores() -> tuple[int, str]:
+    """The threads ``nnrnn train`` uses when ``--threads`` is not given, and why: ``OMP_NUM_THREADS`` when it is a
+    positive integer, else the cores this process may run on (its CPU affinity) less those the load average says
+    other processes keep busy, at least 1.  More threads than free cores makes every thread wait for the others
+    at each parallel step: on 2 cores shared with other work, torch's GRU and LSTM ran 5-30 times slower with 2
+    threads than with 1 (docs/training.md, "Threads")."""
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value), f"OMP_NUM_THREADS={value}"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    free = max(1, min(cores, cores - round(load)))
+    return free, f"{free} of {cores} cores free, load average {load:.1f}"

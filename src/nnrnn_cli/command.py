@@ -15,6 +15,7 @@ traceback); anything else is a bug in nnrnn and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import signal
@@ -64,6 +65,8 @@ class Parser(argparse.ArgumentParser):
     and, for a command of :data:`COMMANDS`, options defined when it is used (:meth:`defined`)."""
 
     def __init__(self, *args, formatter_class=DefaultsFormatter, command=None, **kwargs):
+        # no abbreviations: --step would silently be --steps, and a later option --stepsize would change its meaning
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
         self._command = command
 
@@ -77,7 +80,28 @@ class Parser(argparse.ArgumentParser):
         return self
 
     def parse_known_args(self, args=None, namespace=None):
-        return super(Parser, self.defined()).parse_known_args(args, namespace)
+        namespace, extras = super(Parser, self.defined()).parse_known_args(args, namespace)
+        if extras and self.prog != "nnrnn":  # said by the command that did not know it, pointing to its own help
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._did_you_mean(extras)}")
+        return namespace, extras
+
+    def _did_you_mean(self, extras: list[str]) -> str:
+        """"; did you mean --hidden?" for the first unknown option that is close to one of this parser's."""
+        known = [string for action in self._actions for string in action.option_strings]
+        for word in extras:
+            if word.startswith("-"):
+                close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:  # a command's or an option's choices
+            choices = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from {', '.join(choices)})")
+        super()._check_value(action, value)
 
     def format_help(self):
         return super(Parser, self.defined()).format_help()

@@ -11,7 +11,8 @@ from nnrnn_cli import command as cli
 from nnrnn.errors import TrainingDiverged
 from nnrnn.tasks.copy import CopyTask
 from nnrnn.training import outcome
-from nnrnn.training.runlog import read_metrics
+from nnrnn.training.config import resolve_config
+from nnrnn.training.runlog import read_metrics, run_title
 from nnrnn.training.train import train
 
 
@@ -62,6 +63,7 @@ def test_a_run_that_learned_says_so_last_and_records_it(tmp_path, capsys, monkey
     assert out[-1].startswith("[nnrnn] outcome: learned: best validation loss 0.01, ")
     saved = json.loads((tmp_path / "run" / "outcome.json").read_text())
     assert saved["name"] == "learned" and saved["baseline"] == pytest.approx(CopyTask(T=4).baseline)
+    assert run_title(tmp_path / "run").endswith(": run (learned)")  # curves.png's title says it too
 
 
 def test_a_run_that_did_not_learn_says_so_in_its_last_lines_and_in_runs(tmp_path, capsys):
@@ -115,3 +117,33 @@ def test_a_grid_run_marked_diverged_by_an_older_nnrnn_reads_as_diverged(tmp_path
     (tmp_path / "DIVERGED").write_text("training diverged: 20 non-finite losses\n")
     assert outcome.read(tmp_path).name == outcome.DIVERGED
     assert outcome.read(tmp_path / "nothing") is None
+
+
+@pytest.mark.parametrize("task", ["copy", "adding", "psmnist", "ptb"])
+def test_each_tasks_default_learns_beyond_its_baseline_at_a_small_size(task, tmp_path):
+    """`nnrnn train TASK` at its defaults (nnRNN, the task's default learning rates), shortened to the small sizes
+    of benchmarks/defaults_learn.py --small; the benchmark shows the same at the default sizes.  At the one rate
+    every task had before (1e-3), psMNIST diverged and adding ended far above its baseline."""
+    import sys
+    from pathlib import Path
+
+    from conftest import SHARED
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from defaults_learn import SMALL
+    options = {"task": task, "progress": False, "out": str(tmp_path / task), **SMALL[task]}
+    if task in ("psmnist", "ptb"):
+        if not (SHARED / {"psmnist": "mnist", "ptb": "ptb"}[task]).is_dir():
+            pytest.skip("the shared data is not here")
+        options["data_dir"] = str(SHARED)
+    train(resolve_config(options))
+    ended = outcome.read(tmp_path / task)
+    assert ended.name == outcome.LEARNED, ended.reason
+
+
+def test_the_divergence_factor_option_moves_the_limit_and_0_leaves_only_non_finite_losses(tmp_path, monkeypatch):
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    train(copy_config(tmp_path, "wide", steps=3, eval_every=1, log_every=3, divergence_factor=1e4))  # 1000 < limit
+    assert outcome.read(tmp_path / "wide").name == outcome.NOT_LEARNED
+    script_validation(monkeypatch, "loss", [1e3, 1e3, 1e3])
+    train(copy_config(tmp_path, "off", steps=3, eval_every=1, log_every=3, divergence_factor=0))
+    assert outcome.read(tmp_path / "off").name == outcome.NOT_LEARNED

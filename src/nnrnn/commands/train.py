@@ -5,8 +5,9 @@ import json
 from pathlib import Path
 
 from .. import presets
+from ..environment import free_cores
 from ..errors import OptionError
-from ..training import distributed, options, runfolder
+from ..training import distributed, options, rates, runfolder
 from ..training.config import resolve_config, resume_config
 from ..training.options import DEFAULTS
 from ..training.train import train
@@ -15,10 +16,11 @@ from ..training.train import train
 def add_arguments(p) -> None:
     p.description = (
         f"Train MODEL on TASK. Options left out come from --preset, then from the defaults shown. Without a "
-        f"preset every model trains with those defaults, not with the paper's hyperparameters: nnRNN with lr "
-        f"{DEFAULTS['lr']:g}, lr_orth {DEFAULTS['lr_orth']:g}, delta {DEFAULTS['delta']:g}, t_decay "
-        f"{DEFAULTS['t_decay']:g} and an input bias; --preset paper gives the paper's (`nnrnn presets`). Prints a "
-        f"line after every validation and a summary at the end, then the final metrics as one JSON line.")
+        f"preset a model trains with those defaults and the task's and model's learning rates (the paper's: "
+        f"{rates.describe()}), not with all of the paper's hyperparameters: nnRNN with delta {DEFAULTS['delta']:g}, "
+        f"t_decay {DEFAULTS['t_decay']:g} and an input bias; --preset paper gives the paper's (`nnrnn presets`). "
+        f"Prints a line after every validation and a summary at the end, its outcome (learned, did not learn, "
+        f"diverged: exit code 3), then the final metrics as one JSON line.")
     groups = {name: p.add_argument_group(name) for name in options.GROUPS}
     p.add_argument("--preset", help=f"hyperparameters for (task, model): {', '.join(presets.preset_names())} (each "
                    f"listed by `nnrnn presets`)")
@@ -38,12 +40,18 @@ def run(args) -> int:
         raise OptionError("--out must name a folder; got an empty string")
     out = Path(typed.get("out") or f"runs/{args.task}-{typed.get('model', 'nnrnn')}")
     typed["out"] = str(out)
+    why = None
+    if not args.resume and "threads" not in typed:  # a resumed run keeps its own number (the sums' order)
+        typed["threads"], why = free_cores()
     last = None
     if args.resume:  # a resumed run keeps its own options; only those typed again, and allowed to change, differ
         saved, last = runfolder.saved_run(out)
         config = resume_config(out, saved, typed, args.preset)
     else:
         config = resolve_config(typed, args.preset)
+    if why is not None:
+        print(f"[nnrnn] {config['threads']} thread{'s' * (config['threads'] != 1)}: {why} (--threads N sets them; "
+              f"docs/training.md, Threads)", flush=True)
     try:
         result = train(config, resume=args.resume, overwrite=args.overwrite, last=last)
     finally:

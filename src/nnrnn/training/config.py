@@ -17,10 +17,12 @@ from ..models import MODELS, model_class
 from ..models.init import CHAINS, accepts_init
 from ..tasks import TASKS, task_class
 from .options import BY_NAME, DEFAULTS, RESUMABLE, check_values, flag
+from .rates import default_rates
 
 
 def resolve_config(options: dict, preset: str | None = None) -> dict:
-    """Defaults, then the preset's values for (task, model), then explicit ``options``."""
+    """Defaults, then the preset's values for (task, model) (without a preset, the task's and model's learning
+    rates: :func:`nnrnn.training.rates.default_rates`), then explicit ``options``."""
     config = dict(DEFAULTS)
     config.update({k: v for k, v in options.items() if k in ("task", "model", "bptt") and v is not None})
     task_class(config["task"])   # unknown names fail here with the list of valid ones
@@ -28,6 +30,8 @@ def resolve_config(options: dict, preset: str | None = None) -> dict:
     if preset:
         config.update(presets.lookup(preset, config["task"], config["model"], config["bptt"]))
         config["preset"] = preset
+    else:  # the rates that learn on this task with this model, not one rate for all (training/rates.py)
+        config.update(default_rates(config["task"], config["model"], config["bptt"]))
     unknown = set(options) - set(DEFAULTS) - {"preset"}
     if unknown:
         raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))}")

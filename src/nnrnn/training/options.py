@@ -23,6 +23,8 @@ from ..models import MODELS
 from ..models.init import check_scheme
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from ..tasks import TASKS
+from . import rates
+from .outcome import DIVERGENCE_FACTOR, PATIENCE
 
 NONLINEARITIES = ("modrelu", "tanh", "relu", "none")
 OPTIMIZERS = ("rmsprop", "adam")
@@ -200,9 +202,12 @@ OPTIONS = (
     O("embedding", None, "ptb: embedding size (default 200; 0: one-hot inputs)", "model", int, check=embedding),
     # optimisation
     O("optimizer", "rmsprop", "the optimizer", "optimisation", choices=OPTIMIZERS, check=one_of(*OPTIMIZERS)),
-    O("lr", 1e-3, "learning rate (of every parameter but the orthogonal factor)", "optimisation", float,
-      check=positive_number),
-    O("lr_orth", 1e-4, "learning rate of the orthogonal factor", "optimisation", float, check=positive_number),
+    # without --lr, --lr-orth or a preset a run takes the task's and model's rates (training/rates.py); 1e-3 and
+    # 1e-4 stay the table's defaults, which a grid's run names leave out
+    O("lr", 1e-3, f"learning rate (of every parameter but the orthogonal factor; default: {rates.describe()})",
+      "optimisation", float, check=positive_number),
+    O("lr_orth", 1e-4, f"learning rate of the orthogonal factor (default: {rates.describe('lr_orth')})",
+      "optimisation", float, check=positive_number),
     O("rebase_every", None, "nnrnn, exprnn: dynamic trivialization, move P's base every K updates (not the "
       "paper's)", "optimisation", int, check=positive_integer, metavar="K"),
     O("alpha", 0.99, "RMSprop smoothing", "optimisation", float, check=unit_interval, optimizer="rmsprop"),
@@ -242,6 +247,13 @@ OPTIONS = (
       "logging", int, check=positive_integer, resumable=True),
     O("max_bad_steps", 20, "stop after this many updates in a row with a non-finite loss or gradient", "logging",
       int, check=positive_integer, resumable=True),
+    O("divergence_factor", DIVERGENCE_FACTOR, f"the run has diverged, and stops (exit code 3), when {PATIENCE} "
+      "logged losses in a row are above this many times the largest of the task's baseline, chance and the "
+      "untrained model's loss; 0: only non-finite losses (docs/training.md)", "logging", float,
+      check=non_negative_number, resumable=True, metavar="F"),
+    O("threads", None, "CPU threads (default: OMP_NUM_THREADS, else the cores free to this process: those it may "
+      "run on less those busy with other work; more threads than free cores slows training down many times, "
+      "docs/training.md)", "logging", int, check=positive_integer, resumable=True, metavar="N"),
     O("device", "auto", "auto, cpu, cuda, cuda:1 ...", "logging", check=device_name, resumable=True),
     O("cuda_graph", True, "on CUDA, run every update eagerly instead of replaying it from a CUDA graph", "logging",
       check=boolean, resumable=True, flag="--no-cuda-graph", const=False),

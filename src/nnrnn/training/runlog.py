@@ -252,12 +252,15 @@ def curves_figure(records: list[dict], references: dict | None = None, title: st
 
 
 def run_title(folder: Path) -> str | None:
-    """The curves' title: task, model, hidden units and the run folder's name, from its config.json."""
+    """The curves' title: task, model, hidden units and the run folder's name, from its config.json, and the run's
+    outcome once it has one (learned, did not learn, diverged)."""
+    ended = outcome.read(folder)
+    said = f" ({ended.name})" if ended is not None else ""
     try:
         config = json.loads((Path(folder) / "config.json").read_text())
     except (OSError, ValueError):
-        return Path(folder).name
-    return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}"
+        return Path(folder).name + said
+    return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}{said}"
 
 
 def plot_curves(folder: Path, references: dict | None = None) -> Path | None:

@@ -151,6 +151,8 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
     """
     folder = Path(config["out"])
+    if config.get("threads"):  # None: the process's own setting (a grid's --jobs gives each run one thread)
+        torch.set_num_threads(config["threads"])
     device = check_device(config["device"])
     task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
     check_memory(config, task)
@@ -318,8 +320,8 @@ def loop(run: Run, restoring: bool, on_eval) -> dict:
     log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
     print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
-          f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}",
-          flush=True)
+          f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}, "
+          f"{torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
     if restoring and run.main:
         print(f"[nnrnn] resuming {run.folder} from update {state.step} of {run.steps} ({run.last_path})", flush=True)
     # a bar only on a terminal (disable=None): redirected, its carriage returns would pile up into one line
@@ -390,8 +392,9 @@ def judge(run: Run) -> outcome.Outcome:
 
 
 def conclude(run: Run, ended: outcome.Outcome) -> None:
-    """Record the run's outcome in its folder and print it as its last lines."""
+    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines."""
     outcome.write(run.folder, ended)
+    plot_curves(run.folder, run.task.references())
     print("\n".join(ended.lines()), flush=True)
 
 
