@@ -29,6 +29,5 @@ def load_run(path, device="cpu"):
     or (L, B) token ids, and returns (predictions, final state).  The run's options are in its config.json.
     A missing run is a ``FileNotFoundError`` (:class:`nnrnn.errors.RunNotFound`), an unreadable one a
     :class:`nnrnn.errors.UserError`."""
-    from .training.network import load_model  # training sits above the models: imported when a run is loaded
-    net, _ = load_model(path)
-    return net.to(device).eval()
+    from .training.network import load_saved  # training sits above the models: imported when a run is loaded
+    return load_saved(path, device).net.eval()

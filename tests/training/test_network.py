@@ -18,7 +18,7 @@ from nnrnn_cli import command as cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
-from nnrnn.training.network import OneHot, load_model
+from nnrnn.training.network import OneHot, load_model, load_saved
 from nnrnn.training.train import train
 
 
@@ -65,6 +65,17 @@ def test_load_model_rebuilds_the_trained_network(tmp_path, task, options, encode
     assert type(net.encoder) is encoder if encoder else net.encoder is None
     if task == "ptb":  # runs on any ids, even a batch that holds only the first symbol
         assert net(torch.zeros(2, 1, dtype=torch.long))[0].shape == (2, 1, net.readout.out_features)
+    for name in ("best.pt", "last.pt"):  # the sizes the network is rebuilt from are stored, not guessed
+        sizes = checkpoint.load(tmp_path / "run" / "checkpoints" / name)["sizes"]
+        assert sizes["predict_at"] == net.predict_at and sizes["output_size"] == net.readout.out_features
+        assert (sizes["vocab_size"] is None) == (task != "ptb")
+    # a checkpoint written before checkpoints stored the sizes loads as before, its sizes read off its weights
+    old = checkpoint.load(tmp_path / "run" / "checkpoints" / "best.pt")
+    del old["sizes"]
+    torch.save(old, tmp_path / "old.pt")
+    again = load_saved(tmp_path / "old.pt")
+    assert again.net.state_dict().keys() == saved.keys() and again.net.predict_at == net.predict_at
+    assert type(again.net.encoder) is encoder if encoder else again.net.encoder is None
 
 
 def test_sequence_model_carries_the_state_given_and_reads_the_last_step():

@@ -2,7 +2,6 @@
 matrix."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,8 +10,7 @@ from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
 from ..models import ComplexNonNormalRNN
-from ..training import checkpoint
-from ..training.network import best_checkpoint, initial_network, load_model
+from ..training.network import initial_network, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
 
@@ -48,11 +46,8 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
 
 
 def run(args) -> int:
-    if not os.path.exists(args.path):
-        raise UserError(f"no run folder or checkpoint at {args.path}")
-    model, config = load_model(args.path)
-    source = best_checkpoint(args.path) if os.path.isdir(args.path) else Path(args.path)
-    step = checkpoint.load(source).get("step")
+    model, config, saved, source = load_saved(args.path)
+    step = saved.get("step")
     print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "

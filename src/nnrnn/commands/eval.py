@@ -6,9 +6,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..kernel_policy import used_line
-from ..training import checkpoint
-from ..training.network import best_checkpoint
-from ..training.train import evaluate_checkpoint
+from ..training.network import best_checkpoint, load_saved
+from ..training.train import evaluate_saved
 
 
 def add_arguments(p) -> None:
@@ -27,11 +26,12 @@ def run(args) -> int:
     if given.is_dir() and not path.is_file():
         raise UserError(f"no checkpoint at {given}: it holds no checkpoints/best.pt or last.pt, so it is not a run "
                         f"folder (`nnrnn runs {given}` lists the runs inside it)")
-    metrics = evaluate_checkpoint(path, split=args.split, data_dir=args.data_dir)
+    saved = load_saved(path)
+    metrics = evaluate_saved(saved, split=args.split, data_dir=args.data_dir)
     if args.json:
         print(json.dumps(metrics))
         return 0
-    step = checkpoint.load(path).get("step")
+    step = saved.checkpoint.get("step")
     which = {"best.pt": "the best validation score's", "last.pt": "the last"}.get(path.name, "the given")
     print(f"{args.split} split, {which} checkpoint {path}" + (f" (after update {step})" if step is not None else ""))
     print("  ".join(f"{name} {value:.6g}" for name, value in metrics.items()))

@@ -3,6 +3,7 @@ from a configuration (:mod:`nnrnn.training.config`) and loaded back from a run f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -158,9 +159,38 @@ def best_checkpoint(folder: Path) -> Path:
     return best if best.exists() else runfolder.last_checkpoint(folder)
 
 
-def load_model(path) -> tuple[nn.Module, dict]:
-    """(network, config) from a run folder (its :func:`best_checkpoint`) or a checkpoint file; the network is
-    rebuilt from the saved configuration and weights alone, without reading the task's data."""
+def network_sizes(task) -> dict:
+    """What a checkpoint stores of the network's sizes beside its configuration (:func:`load_saved` builds the
+    network from them): the task's input and output widths, where it predicts, its vocabulary."""
+    return {"input_size": task.input_size, "output_size": task.output_size, "predict_at": task.predict_at,
+            "vocab_size": task.vocab_size}
+
+
+def _sizes_from_weights(config: dict, weights: dict) -> dict:
+    """The sizes of a checkpoint written before checkpoints stored them, read off its weights."""
+    input_size = weights["rnn.weight_ih_l0"].shape[1]
+    cls = task_class(config["task"])
+    vocab_size = None
+    if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
+        vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
+    return {"input_size": input_size, "output_size": weights["readout.weight"].shape[0],
+            "predict_at": cls.predict_at, "vocab_size": vocab_size}
+
+
+class Saved(NamedTuple):
+    """A trained network read back from a checkpoint: the network, its run's configuration, the checkpoint's
+    whole contents (``step``, ``data``, ...) and the file it came from."""
+    net: SequenceModel
+    config: dict
+    checkpoint: dict
+    path: Path
+
+
+def load_saved(path, device="cpu") -> Saved:
+    """The network of a run folder (its :func:`best_checkpoint`) or of a checkpoint file, with its weights, on
+    ``device``: rebuilt from the configuration and sizes saved with it alone, without reading the task's data.
+    The one loader of trained networks (``nnrnn eval``, ``nnrnn analyze``, :func:`nnrnn.load_run`); a missing
+    run is a FileNotFoundError (RunNotFound), an unreadable or inconsistent file a UserError."""
     path = Path(path)
     if not path.exists():
         raise RunNotFound(f"no run folder or checkpoint at {path}", path)
@@ -168,29 +198,27 @@ def load_model(path) -> tuple[nn.Module, dict]:
         if not best_checkpoint(path).is_file():
             raise RunNotFound(f"{path} holds no run: it has no {runfolder.BEST} or {runfolder.LAST}", path)
         path = best_checkpoint(path)
-    saved = checkpoint.load(path)
+    saved = checkpoint.load(path, map_location=device)
     config, weights = saved["config"], saved["model"]
-    net = _network_for(config, weights)
+    sizes = saved.get("sizes") or _sizes_from_weights(config, weights)
+    net = build_network(config, sizes["input_size"], sizes["output_size"], sizes["predict_at"], sizes["vocab_size"])
     check_weights(net, weights, path)
     net.load_state_dict(weights)
-    return net, config
+    return Saved(net.to(device), config, saved, path)
 
 
-def _network_for(config: dict, weights: dict) -> SequenceModel:
-    """The network ``config`` describes, with the sizes of the saved ``weights`` (no data read)."""
-    input_size = weights["rnn.weight_ih_l0"].shape[1]
-    output_size = weights["readout.weight"].shape[0]
-    cls = task_class(config["task"])
-    vocab_size = None
-    if cls.token_inputs:  # the embedding table's rows, or (one-hot) the recurrent layer's input size
-        vocab_size = weights["encoder.weight"].shape[0] if "encoder.weight" in weights else input_size
-    return build_network(config, input_size, output_size, cls.predict_at, vocab_size)
+def load_model(path) -> tuple[nn.Module, dict]:
+    """(network, config) of :func:`load_saved`, on the CPU."""
+    saved = load_saved(path)
+    return saved.net, saved.config
 
 
 def initial_network(path) -> nn.Module:
-    """The network the run of ``path`` (as :func:`load_model` takes it) started from, untrained: built from its
+    """The network the run of ``path`` (as :func:`load_saved` takes it) started from, untrained: built from its
     seed as :func:`seeded_network` builds it (torch's global generator is left as it was)."""
-    trained, config = load_model(path)
+    saved = load_saved(path)
+    sizes = saved.checkpoint.get("sizes") or _sizes_from_weights(saved.config, saved.checkpoint["model"])
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config["seed"])
-        return _network_for(config, trained.state_dict())
+        torch.manual_seed(saved.config["seed"])
+        return build_network(saved.config, sizes["input_size"], sizes["output_size"], sizes["predict_at"],
+                             sizes["vocab_size"])

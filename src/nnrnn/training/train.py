@@ -26,7 +26,7 @@ from .config import check_resumable, evaluation_interval, total_steps
 from .options import DEFAULTS, RESUMABLE, flag
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
-from .network import build_saved_task, build_task, check_weights, seeded_network
+from .network import Saved, build_saved_task, build_task, check_weights, load_saved, network_sizes, seeded_network
 from .resources import check_device, check_memory
 from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
 from .step import CapturedStep, TrainStep, capturable, make_step
@@ -216,7 +216,8 @@ def save(run: Run) -> None:
     rank takes part (the carried state is gathered from all of them); rank 0 writes."""
     carried = distributed.gather_batch(run.state.carried, run.world)
     if run.main:
-        checkpoint.save(run.last_path, {"config": run.config, "model": run.net.state_dict(),
+        checkpoint.save(run.last_path, {"config": run.config, "sizes": network_sizes(run.task),
+                                        "model": run.net.state_dict(),
                                         "optimizer": run.optimizer.state_dict(),
                                         "schedule": run.schedule.state_dict() if run.schedule is not None else None,
                                         "rng": torch.get_rng_state(), "data": run.data_state,
@@ -465,9 +466,9 @@ def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
         score, best = record[monitor], run.state.best
         if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
             run.state.best = score
-            checkpoint.save(run.best_path, {"config": run.config, "model": run.net.state_dict(),
-                                            "step": run.state.step, "valid": record, "data": run.data_state,
-                                            "kernels": kernel_policy.record()})
+            checkpoint.save(run.best_path, {"config": run.config, "sizes": network_sizes(run.task),
+                                            "model": run.net.state_dict(), "step": run.state.step, "valid": record,
+                                            "data": run.data_state, "kernels": kernel_policy.record()})
     if run.schedule is not None:
         run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
     # every rank stops together, on rank 0's validation loss
@@ -524,21 +525,21 @@ def result(folder: Path, main: bool, test: dict | None = None) -> dict:
 
 
 def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=None) -> dict:
-    """Metrics of a saved model on ``split``, its data found as :func:`~nnrnn.training.network.build_saved_task`
-    says (``data_dir``, else the run's own folder, else NNRNN_DATA or the cache); data or weights that do not fit
-    are a UserError naming which."""
-    saved = checkpoint.load(path, map_location=device)
-    config = saved["config"]
-    kernel_policy.pin(saved.get("kernels"))  # the run's kernels where it met the same shapes
-    built_task = build_saved_task(config, data_dir)
-    if saved.get("data") is not None:
-        built_task.check_data_state(saved["data"])
-    net = seeded_network(config, built_task)
-    check_weights(net, saved["model"], path, built_task)
-    net.load_state_dict(saved["model"])
-    net.to(device)
-    metrics = evaluate(net, built_task, split, device)
-    check_finite(metrics, split, path)
+    """Metrics of a saved model (a checkpoint file, or a run folder's best) on ``split``, its data found as
+    :func:`~nnrnn.training.network.build_saved_task` says (``data_dir``, else the run's own folder, else
+    NNRNN_DATA or the cache); data or weights that do not fit are a UserError naming which."""
+    return evaluate_saved(load_saved(path, device), device, split, data_dir)
+
+
+def evaluate_saved(saved: Saved, device="cpu", split: str = "test", data_dir=None) -> dict:
+    """:func:`evaluate_checkpoint` of a network already read back (:func:`~nnrnn.training.network.load_saved`)."""
+    kernel_policy.pin(saved.checkpoint.get("kernels"))  # the run's kernels where it meets the same shapes
+    task = build_saved_task(saved.config, data_dir)
+    if saved.checkpoint.get("data") is not None:
+        task.check_data_state(saved.checkpoint["data"])
+    check_weights(saved.net, saved.checkpoint["model"], saved.path, task)  # the read-out against this data's width
+    metrics = evaluate(saved.net, task, split, device)
+    check_finite(metrics, split, saved.path)
     return metrics
 
 
