@@ -21,7 +21,7 @@ from nnrnn.training.train import train
 
 # tests/training/test_outcome.py's small sizes: short sequences, a few hundred updates at most
 SMALL = {"copy": {"hidden": 32, "T": 20, "steps": 300, "eval_every": 100},
-         "adding": {"hidden": 32, "T": 20, "steps": 300, "eval_every": 100},
+         "adding": {"hidden": 32, "T": 20, "steps": 600, "eval_every": 200},
          "psmnist": {"hidden": 32, "batch_size": 32, "steps": 100, "eval_every": 50},
          "ptb": {"hidden": 64, "bptt": 50, "steps": 40, "eval_every": 40, "eval_batch_size": 100}}
 

@@ -72,7 +72,7 @@ BAD_OPTIONS = [
     (["train", "copy", "--hiden", "64"], "did you mean --hidden? (see nnrnn train --help)"),
     (["trian", "copy"], "invalid choice: 'trian'; did you mean 'train'?"),
     (["theory", "tabel3"], "invalid choice: 'tabel3'; did you mean 'table3'? (choose from table3,"),
-    (["runs", "runs", "--al"], "runs: unrecognized arguments: --al (see nnrnn runs --help)"),
+    (["runs", "runs", "--al"], "runs: unrecognized arguments: --al"),
     (["train", "copy", "--model", "eurnn", "--capacity", "0"], "capacity must be a positive integer"),
     (["train", "copy", "--model", "nnrnn", "--init", "xavier"], "init must be one of henaff, cayley, random"),
     (["train", "copy", "--model", "lstm", "--init", "cayley"],
