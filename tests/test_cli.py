@@ -32,7 +32,7 @@ def nnrnn(*args, cwd=None):
     (["train", "copy", "--steps", "0"], "steps"),
     (["train", "copy", "--hidden", "ten"], "--hidden"),
     (["train", "psmnist", "--data-dir", "/nonexistent/mnist"], "nnrnn data fetch"),
-    (["eval", "/nonexistent/run"], "no checkpoint"),
+    (["eval", "/nonexistent/run"], "no run folder or checkpoint"),
     (["frobnicate"], "invalid choice"),
 ])
 @pytest.mark.subprocess
