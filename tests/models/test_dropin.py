@@ -20,7 +20,7 @@ from nnrnn.parametrizations import orthogonal, schur
 
 NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
 GATED = ["lstm", "gru", "nngru"]
-ALL = NON_GATED + GATED  # nnrnn-complex: tests/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
+ALL = NON_GATED + GATED  # nnrnn-complex: tests/models/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
 
 
 def torch_twin(model: nn.Module, nonlinearity: str) -> nn.RNN:

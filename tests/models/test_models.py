@@ -26,8 +26,8 @@ from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
 NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"]
-GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/test_gru.py for the GRUs)
-# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
+GATED = ["lstm", "gru", "nngru"]  # their own equations (tests/models/test_gru.py for the GRUs)
+# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/models/test_complex.py has its versions
 REAL_STATE = [n for n in NAMES if n != "nnrnn-complex"]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
