@@ -357,7 +357,7 @@ API_CASES = [
     (lambda: nnrnn.create("rnn", 3, 4).regularization(torch.tensor(0.1)), TypeError, "delta must be a float"),
     (lambda: nnrnn.create("lstm", 3, 4).regularization(0.0, "1e-6"), ValueError,
      "t_decay must be zero or a positive finite number; got '1e-6'"),
-    # what torch.nn.RNN refuses, with torch's type (docs/layers.md; tests/test_dropin.py generates the rest)
+    # what torch.nn.RNN refuses, with torch's type (docs/layers.md; tests/models/test_dropin.py generates the rest)
     *[(lambda name=name: nnrnn.create(name, 3, 4)(torch.randn(0, 2, 3)), RuntimeError,
        "input must have at least one time step") for name in nnrnn.MODELS],
     *[(lambda name=name: nnrnn.create(name, 3, 4, dtype=torch.long), RuntimeError,

@@ -26,10 +26,10 @@ from nnrnn import kernel_policy
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/test_cells.py
+MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/models/test_cells.py
 NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"] + MODERN
-GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/test_gru.py for the GRUs)
-# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/test_complex.py has its versions
+GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/models/test_gru.py for the GRUs)
+# the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/models/test_complex.py has its versions
 REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 

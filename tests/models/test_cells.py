@@ -1,7 +1,7 @@
 """The models with their own cells (nnrnn/models/cells.py): coRNN, LEM, LRU, minGRU.  Their equations against the
 papers' written out here, each parallel scan against its loop in float64 (values and gradients, 1e-10), their
 states, packed batches, parameter counts and the arguments they refuse.  torch.nn.RNN's contract for them is in
-tests/test_dropin.py (MODERN)."""
+tests/models/test_dropin.py (MODERN)."""
 from __future__ import annotations
 
 import cmath

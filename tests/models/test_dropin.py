@@ -23,7 +23,7 @@ NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
 GATED = ["lstm", "gru", "nngru"]
 MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): GRU's arguments
 TWO_STATES = ("lstm", "cornn", "lem")  # a state of two vectors, (h, c) or (y, z), as torch.nn.LSTM's
-# nnrnn-complex: tests/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
+# nnrnn-complex: tests/models/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
 ALL = NON_GATED + GATED + MODERN
 
 

@@ -14,7 +14,7 @@ from nnrnn_cli.command import main, make_parser
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused
 
-SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
 def rows(output: str) -> dict:

@@ -407,7 +407,7 @@ def test_fetch_unknown_dataset():
 
 def test_real_checksums_match_shared_data():
     """The md5s in DATASETS agree with the shared data's MD5SUMS (when that folder exists)."""
-    sums = Path(__file__).resolve().parents[2] / "shared" / "data" / "MD5SUMS"
+    sums = Path(__file__).resolve().parents[3] / "shared" / "data" / "MD5SUMS"
     if not sums.is_file():
         pytest.skip(f"{sums} not present")
     known = {line.split()[1].split("/")[-1]: line.split()[0] for line in sums.read_text().splitlines() if line.strip()}

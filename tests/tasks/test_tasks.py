@@ -178,7 +178,7 @@ def test_synthetic_tasks_refuse_an_unknown_split():
             next(task.eval_batches("tset"))
 
 
-SHARED = Path(os.environ.get("NNRNN_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = Path(os.environ.get("NNRNN_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 SIZES = {
