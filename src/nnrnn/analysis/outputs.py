@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..training.runlock import LOCK_NAME, make_folder
+from ..training.runfolder import other_files
+from ..training.runlock import make_folder
 
 MARKER = ".nnrnn-analysis"     # written first into every folder analyze and theory write; see output_folder
 
@@ -21,7 +22,7 @@ def output_folder(folder, option: str = "--out") -> Path:
     if marker.is_file():
         return folder
     try:
-        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (MARKER, LOCK_NAME))
+        foreign = other_files(folder, MARKER)
     except OSError as error:
         raise UserError(f"cannot read {folder} ({error.strerror}); choose another {option}") from None
     if foreign:

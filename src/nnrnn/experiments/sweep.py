@@ -53,7 +53,6 @@ PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trial
 PRUNE_WARMUP_FRACTION = 0.25  # ... nor before this fraction of a trial's updates
 HEARTBEAT_S = 60             # SQL storages: a trial whose process stops beating for
 GRACE_S = 300                # GRACE_S seconds is marked FAIL by the next trial started
-SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
 
 
 # --------------------------------------------------------------------------- search space

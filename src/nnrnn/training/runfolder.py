@@ -64,9 +64,15 @@ def is_run_folder(folder: Path) -> bool:
     return isinstance(saved, dict) and {"task", "model", "hidden", "out"} <= set(saved)
 
 
+def other_files(folder: Path, marker: str = MARKER) -> list[str]:
+    """The sorted names in ``folder`` other than its run lock and ``marker`` (the marker of whichever nnrnn
+    folder it is meant to be): the files a folder already held that nnrnn must not replace."""
+    return sorted(p.name for p in Path(folder).iterdir() if p.name not in (LOCK_NAME, marker))
+
+
 def check_not_foreign(folder: Path) -> None:
     """UserError if ``folder`` holds files and is not an nnrnn run: nnrnn writes nothing into it."""
-    others = sorted(p.name for p in folder.iterdir() if p.name not in (LOCK_NAME, MARKER)) if folder.is_dir() else []
+    others = other_files(folder) if folder.is_dir() else []
     if others and not is_run_folder(folder):
         raise UserError(f"{folder} holds files nnrnn did not write ({', '.join(others[:3])}"
                         f"{', …' if len(others) > 3 else ''}); choose another --out (a new folder or an empty one)")
