@@ -78,7 +78,7 @@ class Run:
     state: RunState
     steps: int
     data_state: dict | None
-    step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
+    train_step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
 
     @property
     def main(self) -> bool:
@@ -201,11 +201,11 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
         return distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
 
     # DDP's all-reduce is not captured: several processes update eagerly
-    step = make_step(TrainStep(config, net, optimizer, task, forward=model, agree=agree if world > 1 else None),
-                     device, config.get("cuda_graph", True) and world == 1)
+    train_step = make_step(TrainStep(config, net, optimizer, task, forward=model, agree=agree if world > 1 else None),
+                           device, config.get("cuda_graph", True) and world == 1)
     run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
-              total_steps(config, task), task.data_state(), step)
-    capturable(optimizer, isinstance(step, CapturedStep) and device.type == "cuda")
+              total_steps(config, task), task.data_state(), train_step)
+    capturable(optimizer, isinstance(train_step, CapturedStep) and device.type == "cuda")
     if restoring:
         restore(run, last)
     return run
@@ -250,7 +250,7 @@ def restore(run: Run, saved: dict | None = None) -> None:
     run.net.load_state_dict(saved["model"])
     try:
         run.optimizer.load_state_dict(saved["optimizer"])
-        capturable(run.optimizer, isinstance(run.step, CapturedStep) and run.device.type == "cuda")
+        capturable(run.optimizer, isinstance(run.train_step, CapturedStep) and run.device.type == "cuda")
         if run.schedule is not None:
             run.schedule.load_state_dict(saved["schedule"])
     except (RuntimeError, ValueError, KeyError) as error:
@@ -420,7 +420,7 @@ def update(run: Run, log: MetricsLog | None) -> None:
     targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.predict_at == "all" else 0).to(run.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
-    stepped = run.step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
+    stepped = run.train_step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
     state.carried = stepped.carried
     if stepped.finite:
