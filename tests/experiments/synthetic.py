@@ -30,20 +30,20 @@ def _curve(rng, task: str, level: float, points: int, stuck: bool) -> list[float
     return [float(level + (start - level) * s + abs(level) * 0.02 * rng.standard_normal()) for s in shape]
 
 
-def write_run(folder: Path, run: dict, diverged: bool = False, stuck: bool = False) -> None:
+def write_run(folder: Path, planned: dict, diverged: bool = False, stuck: bool = False) -> None:
     """One finished (or diverged) run: training points with gradient norms and learning rates, validation points,
     a test record."""
-    rng = np.random.default_rng(zlib.crc32(run["name"].encode()))
+    rng = np.random.default_rng(zlib.crc32(planned["name"].encode()))
     folder.mkdir(parents=True, exist_ok=True)
     if diverged:
         (folder / grid.DIVERGED).write_text("training diverged: synthetic\n")
         (folder / "metrics.jsonl").write_text(json.dumps({"step": 10, "split": "train", "loss": 1.0}) + "\n")
         return
-    task, key = run["task"], grid.metric(run["task"])
-    level = LEVEL[task].get(run["model"], LEVEL[task]["nnrnn"]) * (1 + 0.01 * rng.standard_normal())
+    task, key = planned["task"], grid.metric(planned["task"])
+    level = LEVEL[task].get(planned["model"], LEVEL[task]["nnrnn"]) * (1 + 0.01 * rng.standard_normal())
     records, points = [], 12
     for i in range(4 * points):
-        norm = float(np.exp(rng.standard_normal()) * (300.0 if run["seed"] == 1 and i == 30 else 1.0))
+        norm = float(np.exp(rng.standard_normal()) * (300.0 if planned["seed"] == 1 and i == 30 else 1.0))
         records.append({"step": 5 * (i + 1), "split": "train", "loss": 1.0, "grad_norm": norm,
                         "lr": 1e-3 / 2 ** (i // 20)})
     curve = _curve(rng, task, level, points, stuck)
@@ -67,12 +67,12 @@ def write_structure(out: Path, runs: list[dict]) -> None:
     """The learned-structure cache of every finished nnRNN run, as if measured from its checkpoint."""
     from nnrnn.experiments import report
     cache = {}
-    for run in runs:
-        if run["model"] != "nnrnn" or run["label"] != "nnrnn":
+    for planned in runs:
+        if planned["model"] != "nnrnn" or planned["label"] != "nnrnn":
             continue
-        folder = grid.run_folder(out, run)
+        folder = grid.run_folder(out, planned)
         rng = np.random.default_rng(zlib.crc32(folder.name.encode()) + 1)
-        base = STRUCTURE[run["task"]]
+        base = STRUCTURE[planned["task"]]
         values = {"triangular_fraction": base + 0.01 * rng.random(), "departure": base + 0.01 * rng.random(),
                   "mean_modulus": 0.99 - base / 10, "angle_concentration": 0.05 + base / 4 * rng.random(),
                   "delay_line": 1 + base + 0.1 * rng.random(), "in_block": 0.01 * rng.random(),
@@ -86,11 +86,11 @@ def build(out: Path, scale: str, data_dir=None) -> list[dict]:
     """Every run of ``scale`` written under ``out/runs``; its plan returned.  Diverged: the RNN's seed 2 in every
     setting; stuck at its start: γ = 1's seed 0."""
     runs = grid.plan(scale, data_dir=data_dir)
-    for run in runs:
-        folder = grid.run_folder(out, run)
+    for planned in runs:
+        folder = grid.run_folder(out, planned)
         if folder.exists():
             continue
-        write_run(folder, run, diverged=run["model"] == "rnn" and run["seed"] == 2,
-                  stuck=run["label"].endswith("γ=1") and run["seed"] == 0)
+        write_run(folder, planned, diverged=planned["model"] == "rnn" and planned["seed"] == 2,
+                  stuck=planned["label"].endswith("γ=1") and planned["seed"] == 0)
     write_structure(out, runs)
     return runs

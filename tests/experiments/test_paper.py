@@ -22,9 +22,9 @@ def test_a_models_flags_agree_with_the_training_options_it_takes(name):
 
 
 def test_a_runs_rough_cost_comes_from_its_task_and_model_classes():
-    def run(task, model, **options):
+    def planned(task, model, **options):
         return {"task": task, "model": model, "hidden": 64, "options": {"batch_size": 1, **options}}
     # copy: T + 20 steps; an LSTM's four gates cost four N×N products
-    assert expected_cost(run("copy", "lstm", T=80, steps=10)) == 10 * 100 * (4 * 64 ** 2 + 64 ** 2)
-    assert expected_cost(run("psmnist", "rnn", epochs=2)) == 2 * 125 * 784 * 2 * 64 ** 2
-    assert expected_cost(run("ptb", "gru", bptt=110, epochs=1)) == pytest.approx(100 * 110 * (3 + 1) * 64 ** 2)
+    assert expected_cost(planned("copy", "lstm", T=80, steps=10)) == 10 * 100 * (4 * 64 ** 2 + 64 ** 2)
+    assert expected_cost(planned("psmnist", "rnn", epochs=2)) == 2 * 125 * 784 * 2 * 64 ** 2
+    assert expected_cost(planned("ptb", "gru", bptt=110, epochs=1)) == pytest.approx(100 * 110 * (3 + 1) * 64 ** 2)

@@ -229,8 +229,8 @@ def convergence(out: Path, runs: list[dict], task: str) -> dict:
     from ..training.train import lr_halvings
     key = metric(task)
     shares, halvings = [], []
-    for run in runs:
-        records = read_metrics(run_folder(out, run))
+    for planned in runs:
+        records = read_metrics(run_folder(out, planned))
         curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
         if len(curve) >= 5:
             tail = curve[-max(2, len(curve) // 5):]

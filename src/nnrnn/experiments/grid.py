@@ -230,9 +230,9 @@ def run_name(options: dict, preset: str | None) -> str:
     return f"{options['task']}-{options['model']}-h{options['hidden']}-s{options['seed']}-{digest}"
 
 
-def run_folder(out: Path, run: dict) -> Path:
+def run_folder(out: Path, planned: dict) -> Path:
     """Runs with identical settings (e.g. nnRNN in both columns) share one folder."""
-    return out / "runs" / run["name"]
+    return out / "runs" / planned["name"]
 
 
 def finished(folder: Path) -> bool:
@@ -257,17 +257,17 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
     ``tune["share"]``, and ``tune["trials"]`` trials."""
     spec = SCALES[scale]
     found = {}
-    for run in plan(scale, models, tasks, [0], data_dir, searching=True):
-        if run["column"] != TUNED:
+    for planned in plan(scale, models, tasks, [0], data_dir, searching=True):
+        if planned["column"] != TUNED:
             continue
-        options = {k: v for k, v in run["options"].items() if k not in ("task", "model", "progress", "seed")}
+        options = {k: v for k, v in planned["options"].items() if k not in ("task", "model", "progress", "seed")}
         for length in ("steps", "epochs"):
             if options.get(length):
                 options[length] = max(1, round(options[length] * spec["tune"]["share"]))
-        found[search_name(run["setting"], run["label"])] = {"setting": run["setting"], "label": run["label"],
-                                             "task": run["task"], "model": run["model"], "preset": run["preset"],
-                                             "options": options, "extra": sorted(run["extra"]),
-                                             "trials": spec["tune"]["trials"]}
+        found[search_name(planned["setting"], planned["label"])] = {
+            "setting": planned["setting"], "label": planned["label"], "task": planned["task"],
+            "model": planned["model"], "preset": planned["preset"], "options": options,
+            "extra": sorted(planned["extra"]), "trials": spec["tune"]["trials"]}
     return found
 
 

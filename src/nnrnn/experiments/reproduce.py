@@ -60,12 +60,12 @@ def run_log(folder: Path) -> Path:
     return folder.parent / f"{folder.name}.log"
 
 
-def _train_one(folder: Path, run: dict, threads: int | None) -> str:
+def _train_one(folder: Path, planned: dict, threads: int | None) -> str:
     """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
     if threads:
         import torch
         torch.set_num_threads(threads)
-    config = resolve_config({**run["options"], "out": str(folder)}, run["preset"])
+    config = resolve_config({**planned["options"], "out": str(folder)}, planned["preset"])
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
     # what the run prints (a line per validation, its summary) goes to runs/NAME.log beside its folder, so that
@@ -86,15 +86,15 @@ def _train_one(folder: Path, run: dict, threads: int | None) -> str:
     return f"{folder.name}: {seconds:.0f} s" + (" (resumed)" if resume else "")
 
 
-def expected_cost(run: dict) -> float:
+def expected_cost(planned: dict) -> float:
     """A rough relative cost of a run (recurrent steps × units², gated models × their gate count), to order the
     queue; not a prediction of time."""
-    options = run["options"]
-    task = task_class(run["task"])
+    options = planned["options"]
+    task = task_class(planned["task"])
     length = task.sequence_length(options)
     updates = options.get("steps") or (options.get("epochs") or 1) * task.rough_updates_per_epoch(options)
-    gates = model_class(run["model"]).GATES
-    return updates * length * options.get("batch_size", 1) * (gates * run["hidden"] ** 2 + 64 ** 2)
+    gates = model_class(planned["model"]).GATES
+    return updates * length * options.get("batch_size", 1) * (gates * planned["hidden"] ** 2 + 64 ** 2)
 
 
 def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
@@ -102,10 +102,10 @@ def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
     (identical settings) train once.  ``jobs`` > 1 trains that many at once, each in its own process with
     one thread."""
     todo = {}
-    for run in runs:
-        folder = run_folder(out, run)
+    for planned in runs:
+        folder = run_folder(out, planned)
         if not finished(folder) and folder not in todo:
-            todo[folder] = run
+            todo[folder] = planned
     # longest first: with several jobs the grid then ends with short runs filling both processes
     todo = dict(sorted(todo.items(), key=lambda item: -expected_cost(item[1])))
     run_all(out, todo, _train_one, "runs to train", log, jobs)
@@ -119,9 +119,9 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) ->
     log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else ""))
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
     if jobs <= 1:
-        for i, (folder, run) in enumerate(todo.items(), 1):
+        for i, (folder, planned) in enumerate(todo.items(), 1):
             try:
-                log(f"[{i}/{len(todo)}] " + work(folder, run, None))
+                log(f"[{i}/{len(todo)}] " + work(folder, planned, None))
             except Interrupted as exc:
                 raise Interrupted(exc.signum, exc.path, again) from None
         return
@@ -142,8 +142,8 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) ->
         try:
             while waiting or running:
                 while waiting and len(running) < jobs and not stopped:
-                    folder, run = waiting.pop(0)
-                    running[pool.submit(work, folder, run, 1)] = folder
+                    folder, planned = waiting.pop(0)
+                    running[pool.submit(work, folder, planned, 1)] = folder
                 if not running:
                     break
                 for future in wait(running, return_when=FIRST_COMPLETED)[0]:
@@ -253,18 +253,19 @@ def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
     preset: dict = {"_description": f"The `{scale}` grid's tuned column (nnrnn reproduce --scale {scale}): each "
                                     "model at nnRNN's parameter count with the options its search picked.",
                     "_source": f"nnrnn reproduce --scale {scale}, OUT/tuned.json; docs/design.md says how it searched"}
-    for run in plan(scale, picks=picks, seeds=[0], data_dir=data_dir):
-        if run["column"] != TUNED:
+    for planned in plan(scale, picks=picks, seeds=[0], data_dir=data_dir):
+        if planned["column"] != TUNED:
             continue
-        bptt = run["options"].get("bptt")
-        base = presets.lookup(run["preset"], run["task"], run["model"], bptt) if run["preset"] else {}
-        entry = {**base, **{k: v for k, v in run["options"].items()
+        bptt = planned["options"].get("bptt")
+        base = presets.lookup(planned["preset"], planned["task"], planned["model"], bptt) if planned["preset"] else {}
+        entry = {**base, **{k: v for k, v in planned["options"].items()
                             if k not in ("task", "model", "seed", "progress", "data_dir")}}
-        key = presets.table_key(run["task"], bptt)
-        if run["label"] == run["model"]:
-            preset.setdefault(key, {})[run["model"]] = entry
+        key = presets.table_key(planned["task"], bptt)
+        if planned["label"] == planned["model"]:
+            preset.setdefault(key, {})[planned["model"]] = entry
         else:
-            preset.setdefault("_variants", {}).setdefault(key, {})[run["label"]] = {"model": run["model"], **entry}
+            variants = preset.setdefault("_variants", {}).setdefault(key, {})
+            variants[planned["label"]] = {"model": planned["model"], **entry}
     return preset
 
 
