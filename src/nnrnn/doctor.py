@@ -379,7 +379,7 @@ def _train_to_checkpoint(config: dict, resume: bool = False) -> bool:
     try:
         _quietly(train, config, resume=resume)
     except TrainingDiverged:
-        last = Path(config["out"]) / "checkpoints" / "last.pt"
+        last = runfolder.last_checkpoint(config["out"])
         saved = checkpoint.load(last) if last.is_file() else {}
         if saved.get("step") != config["steps"] or saved.get("skipped", 0):
             raise

@@ -132,9 +132,10 @@ def summary_lines(folder: Path, monitor: tuple[str, str]) -> list[str]:
         lines.append(f"[nnrnn] best validation {metric} {best[metric]:.4g} at update {best['step']}")
     if test is not None:
         lines.append(f"[nnrnn] test {metrics_text(test)} (the best validation's checkpoint)")
-    files = [("curves.png", "training and validation curves"), ("metrics.jsonl", "every logged point"),
-             ("checkpoints", "best.pt (best validation), last.pt (for --resume)"),
-             ("tensorboard", f"tensorboard --logdir {folder / 'tensorboard'}"), ("config.json", "every option")]
+    files = [(runfolder.CURVES, "training and validation curves"), (runfolder.METRICS, "every logged point"),
+             (runfolder.CHECKPOINTS, "best.pt (best validation), last.pt (for --resume)"),
+             (runfolder.TENSORBOARD, f"tensorboard --logdir {folder / runfolder.TENSORBOARD}"),
+             (runfolder.CONFIG, "every option")]
     lines.append(f"[nnrnn] run folder {folder}:")
     lines += [f"[nnrnn]   {name}{'/' if (folder / name).is_dir() else ''}: {what}" for name, what in files
               if (folder / name).exists()]
@@ -151,7 +152,7 @@ def find_runs(folder: Path) -> list[Path]:
     """The run folders in ``folder`` (itself, or any folder below it, that holds config.json and metrics.jsonl),
     sorted by path."""
     folder = Path(folder)
-    found = {p.parent for p in folder.rglob("metrics.jsonl") if (p.parent / "config.json").is_file()}
+    found = {p.parent for p in folder.rglob(runfolder.METRICS) if runfolder.config_file(p.parent).is_file()}
     return sorted(found)
 
 
@@ -179,7 +180,7 @@ def run_summary(folder: Path, monitor_of) -> dict:
     with --resume)."""
     folder = Path(folder)
     try:
-        config = json.loads((folder / "config.json").read_text())
+        config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         config = {}
     records = read_metrics(folder)
@@ -257,7 +258,7 @@ def run_title(folder: Path) -> str | None:
     ended = outcome.read(folder)
     said = f" ({ended.name})" if ended is not None else ""
     try:
-        config = json.loads((Path(folder) / "config.json").read_text())
+        config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         return Path(folder).name + said
     return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}{said}"
