@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from nnrnn.experiments import grid
+from nnrnn.training import runfolder
 
 # the final metric each model reaches, per task (about the cpu-long report's numbers)
 LEVEL = {"copy": {"rnn": 0.095, "rnn-orth": 0.0003, "eurnn": 0.03, "exprnn": 0.0001, "nnrnn": 0.0002, "lstm": 0.09},
@@ -36,7 +37,7 @@ def write_run(folder: Path, planned: dict, diverged: bool = False, stuck: bool =
     rng = np.random.default_rng(zlib.crc32(planned["name"].encode()))
     folder.mkdir(parents=True, exist_ok=True)
     if diverged:
-        (folder / grid.DIVERGED).write_text("training diverged: synthetic\n")
+        (folder / runfolder.DIVERGED_MARKER).write_text("training diverged: synthetic\n")
         (folder / "metrics.jsonl").write_text(json.dumps({"step": 10, "split": "train", "loss": 1.0}) + "\n")
         return
     task, key = planned["task"], grid.metric(planned["task"])
@@ -57,7 +58,7 @@ def write_run(folder: Path, planned: dict, diverged: bool = False, stuck: bool =
         test["accuracy"] = 0.7 - 0.1 * curve[-1] / 3
     records.append(test)
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (folder / "wall_seconds").write_text(f"{10 + rng.integers(100)}.0\n")
+    (folder / runfolder.WALL_SECONDS).write_text(f"{10 + rng.integers(100)}.0\n")
 
 
 STRUCTURE = {"copy": 0.02, "psmnist": 0.2, "ptb": 0.4}

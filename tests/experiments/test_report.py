@@ -5,6 +5,7 @@ import math
 import pytest
 
 from nnrnn.experiments import grid, report, reproduce
+from nnrnn.training import runfolder
 from tests.conftest import SHARED, needs_ptb
 
 COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
@@ -77,7 +78,7 @@ def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
     assert not report.converged(stuck)
     assert report._per_run(stuck, "bpc", "test") == ("4.290 (validation 4.50 first, 4.29 best; largest gradient norm "
                                                      "200× its median), did not converge")
-    (learned / grid.DIVERGED).write_text("")
+    (learned / runfolder.DIVERGED_MARKER).write_text("")
     assert report.spike(learned) is None and not report.converged(learned)
 
 

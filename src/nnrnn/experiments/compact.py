@@ -14,8 +14,9 @@ import json
 import shutil
 from pathlib import Path
 
+from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from ..training.runlog import read_metrics
-from .grid import DIVERGED, PLAN, diverged, finished, run_folder
+from .grid import PLAN, diverged, finished, run_folder
 
 DATA = "data.json"
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
@@ -31,7 +32,7 @@ def _records(folder: Path) -> list[dict]:
 
 
 def _folder(folder: Path) -> dict:
-    wall = folder / "wall_seconds"
+    wall = folder / WALL_SECONDS
     return {"diverged": diverged(folder), "finished": finished(folder),
             "wall_seconds": float(wall.read_text()) if wall.is_file() else None,
             "records": _records(folder)}
@@ -70,9 +71,9 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
         folder.mkdir(parents=True)
         (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in entry["records"]))
         if entry["diverged"]:
-            (folder / DIVERGED).write_text("diverged (from the grid's compact data)\n")
+            (folder / DIVERGED_MARKER).write_text("diverged (from the grid's compact data)\n")
         if entry["wall_seconds"] is not None:
-            (folder / "wall_seconds").write_text(f"{entry['wall_seconds']}\n")
+            (folder / WALL_SECONDS).write_text(f"{entry['wall_seconds']}\n")
     # no checkpoints here: an entry stamped "" is what the report's cache holds for a folder without them
     cache = {name: {"stamp": "", "quantities": sorted(STRUCTURE), "values": values}
              for name, values in data["structure"].items()}

@@ -27,7 +27,6 @@ GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}
 COPY_CHECKS = {"eurnn, capacity 4": {"model": "eurnn", "capacity": 4},
                "rnn-orth, clipped at 1": {"model": "rnn-orth", "clip": 1.0}}
 TUNED = "tuned"
-DIVERGED = "DIVERGED"  # written into a grid run's folder when its training diverged (the report counts it failed)
 # nnRNN with T starting as a delay line (the paper's §3); α = 0.02, the largest of 0.5, 0.2, 0.1, 0.05, 0.02
 # that trains on psMNIST and PTB from its start (docs/design.md)
 DELAY_INIT = {"nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}

@@ -48,9 +48,9 @@ from ..models import model_class
 from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
-from ..training.runfolder import is_run_folder
+from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
-from .grid import DIVERGED, SCALES, TUNED, finished, plan, record_plan, run_folder, searches
+from .grid import SCALES, TUNED, finished, plan, record_plan, run_folder, searches
 from .report import write_report
 
 
@@ -79,10 +79,10 @@ def _train_one(folder: Path, planned: dict, threads: int | None) -> str:
     except TrainingDiverged as exc:
         # a result in its own right (the paper reports failed runs too): record it, go on
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / DIVERGED).write_text(str(exc) + "\n")
+        (folder / DIVERGED_MARKER).write_text(str(exc) + "\n")
         return f"{folder.name}: diverged: {exc}"
     seconds = time.time() - start
-    (folder / "wall_seconds").write_text(f"{seconds:.1f}\n")
+    (folder / WALL_SECONDS).write_text(f"{seconds:.1f}\n")
     return f"{folder.name}: {seconds:.0f} s" + (" (resumed)" if resume else "")
 
 

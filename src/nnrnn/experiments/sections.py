@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import presets
 from ..tasks import make_task, task_class
 from ..training.config import resolve_config
+from ..training.runfolder import WALL_SECONDS
 from .collect import convergence, group, labels, results, setting_task_of
 from .figures import learning_curves
 from .grid import COLUMNS, finished, network_parameters, run_folder, sizes
@@ -39,7 +40,7 @@ def introduction(out: Path, scale: str, runs: list[dict], heading: str = "Reprod
     folders = {run_folder(out, r) for r in runs}
     done = sum(finished(f) for f in folders)
     data = any("data_dir" in r["options"] for r in runs)
-    minutes = sum(float((f / "wall_seconds").read_text()) for f in folders if (f / "wall_seconds").is_file()) / 60
+    minutes = sum(float((f / WALL_SECONDS).read_text()) for f in folders if (f / WALL_SECONDS).is_file()) / 60
     state = (f"**Complete: all {done} distinct runs finished, {date or datetime.date.today().isoformat()}.**"
              if done == len(folders) else f"**In progress: {done} of {len(folders)} distinct runs finished.**")
     roles = ("OUT: the grid's folder, its runs in OUT/runs" + ("; DATA: the folder of the MNIST and PTB files, "

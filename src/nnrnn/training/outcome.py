@@ -31,7 +31,7 @@ DIVERGENCE_FACTOR = 10.0   # a loss above 10 × max(baseline, chance, untrained)
 PATIENCE = 3               # ... at this many logged points in a row
 DIVERGED_EXIT_CODE = TrainingDiverged.exit_code
 FILE = runfolder.OUTCOME
-LEGACY_MARKER = "DIVERGED"  # what `nnrnn reproduce` wrote into a grid run that diverged before outcome.json
+LEGACY_MARKER = runfolder.DIVERGED_MARKER  # a grid run that diverged before outcome.json
 
 
 @dataclass

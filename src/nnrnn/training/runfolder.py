@@ -32,6 +32,8 @@ OUTCOME = "outcome.json"
 CHECKPOINTS = "checkpoints"
 LAST = f"{CHECKPOINTS}/last.pt"
 BEST = f"{CHECKPOINTS}/best.pt"
+DIVERGED_MARKER = "DIVERGED"  # in a grid run that diverged (nnrnn reproduce; older grids wrote no outcome.json)
+WALL_SECONDS = "wall_seconds"  # a grid run's training time in seconds, written by nnrnn reproduce
 RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME)  # what --overwrite removes
 
 
