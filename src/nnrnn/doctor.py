@@ -71,9 +71,12 @@ from .training.step import WARMUP, CapturedStep, TrainStep, capturable
 from .training.train import make_optimizer, train
 
 TASKS = ("copy", "adding", "psmnist", "ptb")
-PAPER_SIZES = {"psmnist": (784, 128, 512, 1), "ptb": (150, 128, 1024, 200)}  # (T, B, N, I)
-QUICK_SIZES = {"psmnist": (24, 4, 16, 1), "ptb": (12, 4, 16, 8)}
-CLASSES = 10
+_PSMNIST, _PTB = task_class("psmnist"), task_class("ptb")
+# (T, B, N, I): the tasks' own sequence lengths and psMNIST's input size; PTB's 200 is its default embedding
+PAPER_SIZES = {"psmnist": (_PSMNIST.sequence_length({}), 128, 512, _PSMNIST.input_size),
+               "ptb": (_PTB.sequence_length({}), 128, 1024, 200)}
+QUICK_SIZES = {"psmnist": (24, 4, 16, _PSMNIST.input_size), "ptb": (12, 4, 16, 8)}
+CLASSES = _PSMNIST.output_size
 
 # float32 on the device against float64 on the CPU, relative (‖a − b‖ / ‖b‖ per tensor).  The losses of
 # every update and the gradients of the first (same parameters, same batch: a wrong forward or backward on
@@ -187,7 +190,8 @@ def synthetic_task(name: str, T: int, batch: int, seed: int = 0):
             if cls.token_inputs:
                 ids = torch.randint(0, 50, (T + 1, batch), generator=gen)
                 return Batch(ids[:-1], ids[1:], carry=step > 0)
-            return Batch(torch.rand(T, batch, 1, generator=gen), torch.randint(0, CLASSES, (batch,), generator=gen))
+            return Batch(torch.rand(T, batch, cls.input_size, generator=gen),
+                         torch.randint(0, cls.output_size, (batch,), generator=gen))
 
     return Synthetic()
 
