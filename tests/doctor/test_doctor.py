@@ -9,7 +9,7 @@ import torch
 
 from helpers import FakeGraphs
 from nnrnn.training import checkpoint, step
-from nnrnn import doctor
+from nnrnn.doctor import checks, command, resume, workload
 from nnrnn_cli.command import main, make_parser
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
 from nnrnn.models import fused
@@ -34,7 +34,7 @@ def passing_doctor(capsys, *options) -> tuple[str, dict]:
     out = capsys.readouterr().out
     table = rows(out)
     assert code == 0, out
-    for task in doctor.TASKS:
+    for task in workload.TASKS:
         for model in MODELS:
             assert table[("parity", model, task)] == "ok"
     return out, table
@@ -54,7 +54,7 @@ def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys):
     assert {k[1] for k in timed} == {"torch.nn.RNN", "torch.nn.LSTM", *MODELS}
     # the toy sizes' ratios say so: they alarmed (nnrnn 8.5× RNN under load) without saying they are not the paper's
     assert all(re.fullmatch(r"[\d.]+× RNN, [\d.]+× LSTM \(toy size, not the paper's\)", v) for v in timed.values())
-    assert table[("update time", "torch.nn.RNN", f"psmnist {doctor.QUICK_SIZES['psmnist']}")].startswith("1.00× RNN")
+    assert table[("update time", "torch.nn.RNN", f"psmnist {workload.QUICK_SIZES['psmnist']}")].startswith("1.00× RNN")
     assert "0 failed" in out
 
 
@@ -83,15 +83,15 @@ def test_a_resume_that_drops_the_optimizer_state_fails(monkeypatch):
             payload["optimizer"]["state"] = {}
         return payload
     monkeypatch.setattr(checkpoint, "load", forgetful)
-    row = doctor.check_resume("nnrnn", "copy", torch.device("cpu"), doctor.QUICK)
+    row = resume.check_resume("nnrnn", "copy", torch.device("cpu"), workload.QUICK)
     assert row.result == "FAIL", row
 
 
 def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("expected a torch.ByteTensor, but got torch.cuda.ByteTensor")
-    monkeypatch.setattr(doctor, "check_resume", crash)
-    found = doctor.run_checks(torch.device("cpu"), ("rnn",), ("copy",), quick=True, timing=False)
+    monkeypatch.setattr(command, "check_resume", crash)
+    found = command.run_checks(torch.device("cpu"), ("rnn",), ("copy",), quick=True, timing=False)
     resume = [r for r in found if r.check == "save/load/resume"]
     assert [r.result for r in resume] == ["FAIL"] and "ByteTensor" in resume[0].detail
 
@@ -101,7 +101,7 @@ def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
 def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys):
     """Every check at its full size (DDP with two gloo processes, inductor's compile), the paper-size timing out."""
     _, table = passing_doctor(capsys, "--no-timing")
-    for task in doctor.TASKS:
+    for task in workload.TASKS:
         for model in MODELS:
             resume = table[("save/load/resume", model, task)]
             assert resume == "ok" or (task in ("psmnist", "ptb") and resume.startswith("skipped (no data")), resume
@@ -115,7 +115,7 @@ def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys):
 def test_the_cuda_graph_row_compares_replayed_updates_with_eager_ones(monkeypatch):
     graphs = FakeGraphs()
     monkeypatch.setattr(step, "GRAPHS", graphs)  # torch.cuda's graph API, on the CPU
-    row = doctor.check_cuda_graph("nnrnn", "ptb", torch.device("cpu"), doctor.QUICK)
+    row = checks.check_cuda_graph("nnrnn", "ptb", torch.device("cpu"), workload.QUICK)
     assert row.result == "ok" and len(graphs.graphs) == 2 and graphs.replays, row
     captured_only = step.CapturedStep._replay
 
@@ -123,11 +123,11 @@ def test_the_cuda_graph_row_compares_replayed_updates_with_eager_ones(monkeypatc
         self.graphs[1].replay()
         return captured_only(self, number, carried)
     monkeypatch.setattr(step.CapturedStep, "_replay", twice)
-    assert doctor.check_cuda_graph("nnrnn", "copy", torch.device("cpu"), doctor.QUICK).result == "FAIL"
+    assert checks.check_cuda_graph("nnrnn", "copy", torch.device("cpu"), workload.QUICK).result == "FAIL"
 
 
 def test_quick_compile_row_is_what_the_help_says():
-    row = doctor.check_compile("nnrnn", "copy", torch.device("cpu"), doctor.QUICK, backend="eager")
+    row = checks.check_compile("nnrnn", "copy", torch.device("cpu"), workload.QUICK, backend="eager")
     assert row.result == "ok" and row.detail.startswith("eager,")
     sub = next(a for a in make_parser()._actions if a.dest == "command").choices["doctor"].defined()
     quick = next(a for a in sub._actions if a.dest == "quick").help
@@ -136,9 +136,9 @@ def test_quick_compile_row_is_what_the_help_says():
 
 def test_a_gradient_ill_conditioned_where_it_is_taken_gets_its_float32_noise_as_tolerance():
     # the complex modReLU's phase z/|z| at small |z|: float32 rounding alone moves these gradients by ~1e-4
-    row = doctor.check_parity("nnrnn-complex", "copy", torch.device("cpu"), doctor.FULL)
+    row = checks.check_parity("nnrnn-complex", "copy", torch.device("cpu"), workload.FULL)
     assert row.result == "ok", row
-    real = doctor.check_parity("nnrnn", "copy", torch.device("cpu"), doctor.FULL)
+    real = checks.check_parity("nnrnn", "copy", torch.device("cpu"), workload.FULL)
     assert "tolerance 1.0e-04" in real.detail  # well conditioned: the fixed tolerance
 
 
@@ -162,7 +162,7 @@ def test_doctor_on_cuda_without_cuda_is_a_user_error(capsys):
 
 @pytest.mark.parametrize("task", ["psmnist", "ptb"])
 def test_a_resume_row_without_data_names_the_folder_searched_and_the_fix(task, tmp_path):
-    row = doctor.check_resume("nnrnn", task, torch.device("cpu"), doctor.QUICK, data_dir=tmp_path)
+    row = resume.check_resume("nnrnn", task, torch.device("cpu"), workload.QUICK, data_dir=tmp_path)
     assert row.result.startswith("skipped (no data") and str(tmp_path) in row.result
     assert f"nnrnn data fetch {'mnist' if task == 'psmnist' else task}" in row.result and "--data-dir" in row.result
 
@@ -170,6 +170,6 @@ def test_a_resume_row_without_data_names_the_folder_searched_and_the_fix(task, t
 @pytest.mark.parametrize("model", ["cornn", "lem", "lru", "mingru"])
 def test_parity_of_a_model_with_its_own_cell_compares_its_parameters(model):
     """coRNN, LEM, LRU and minGRU have no single V: parity compares losses, gradients and every parameter."""
-    row = doctor.check_parity(model, "adding", torch.device("cpu"), doctor.QUICK)
+    row = checks.check_parity(model, "adding", torch.device("cpu"), workload.QUICK)
     assert row.result == "ok", row.detail
     assert "final V" not in row.detail and "final parameters" in row.detail

@@ -368,7 +368,7 @@ def test_the_command_line_trains_it_and_analyze_refuses_it_in_one_line(tmp_path,
 
 
 def test_doctor_compares_both_parts_of_a_complex_v():
-    from nnrnn.doctor import relative
+    from nnrnn.doctor.workload import relative
     v = torch.randn(4, 4, dtype=torch.complex128)
     assert relative(v, v) == 0
     assert relative(v + 1e-3j, v) > 0  # a difference in the imaginary part alone is seen

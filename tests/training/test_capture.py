@@ -10,7 +10,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers import FakeGraphs, copy_config
-from nnrnn import doctor
+from nnrnn.doctor import workload
 from nnrnn.errors import OptionError
 from nnrnn.training import checkpoint, step
 from nnrnn.training.config import resolve_config
@@ -27,9 +27,9 @@ def graphs(monkeypatch):
 
 def steps(task_name="copy", model="nnrnn", **options):
     """An eager TrainStep and a CapturedStep over two copies of one network."""
-    sizes = doctor.Sizes(hidden=8, batch=4, T={task_name: 6})
-    config = doctor.config_for(task_name, model, sizes, **options)
-    task = doctor.synthetic_task(task_name, 6, 4)
+    sizes = workload.Sizes(hidden=8, batch=4, T={task_name: 6})
+    config = workload.config_for(task_name, model, sizes, **options)
+    task = workload.synthetic_task(task_name, 6, 4)
     made = []
     for _ in range(2):
         net = seeded_network(config, task)

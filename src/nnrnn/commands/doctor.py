@@ -1,7 +1,7 @@
 """``nnrnn doctor``: check training on a device against float64 on the CPU, and time it."""
 from __future__ import annotations
 
-from ..doctor import run_doctor
+from ..doctor.command import run_doctor
 from ..models import MODELS, PAPER_MODELS
 from ..tasks import TASKS
 

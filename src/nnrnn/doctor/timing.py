@@ -1,0 +1,155 @@
+"""The doctor's update timing at the paper's sizes, against torch.nn.RNN and torch.nn.LSTM in the same process."""
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..models import create, param_groups
+from ..training.network import seeded_network
+from ..training.step import WARMUP, CapturedStep, TrainStep, capturable
+from ..training.train import make_optimizer
+from .checks import graphs_apply
+from .rows import Row
+from .workload import CLASSES, PAPER_SIZES, QUICK_SIZES, Sizes, config_for, synthetic_task
+
+
+class TorchBaseline(nn.Module):
+    def __init__(self, kind: str, input_size: int, hidden: int):
+        super().__init__()
+        self.rnn = (nn.RNN(input_size, hidden, nonlinearity="relu") if kind == "rnn"
+                    else nn.LSTM(input_size, hidden))
+
+    def forward(self, x):
+        return self.rnn(x)
+
+    def regularization(self, delta, t_decay):
+        return 0.0
+
+
+class TimedUpdate:
+    """Model, read-out, RMSprop over nnrnn's parameter groups, and one batch, on the device."""
+
+    def __init__(self, build_model, size, device):
+        t, b, n, i = size
+        torch.manual_seed(0)
+        self.model = build_model(i, n).to(device)
+        # the layer's output features: N, or 2N for the complex nnRNN ([Re h, Im h])
+        self.readout = nn.Linear(getattr(self.model, "output_size", n), CLASSES).to(device)
+        self.optimizer = torch.optim.RMSprop(param_groups(nn.ModuleList([self.model, self.readout]), 1e-4, 1e-5),
+                                             alpha=0.99)
+        self.x = torch.randn(t, b, i, device=device)
+        self.y = torch.randint(CLASSES, (t, b), device=device)
+
+    def __call__(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        out, _ = self.model(self.x)
+        loss = F.cross_entropy(self.readout(out).reshape(-1, CLASSES), self.y.reshape(-1))
+        penalty = self.model.regularization(1e-4, 1e-6)
+        (loss + penalty).backward()
+        self.optimizer.step()
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(device: torch.device, update) -> float:
+    """Seconds of one call of ``update``, the device's queued work finished before and after (CUDA runs
+    kernels asynchronously: without the synchronisations the clock would time their launches only)."""
+    _synchronize(device)
+    start = time.perf_counter()
+    update()
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def update_memory(device: torch.device, update) -> int | None:
+    """Bytes one call of ``update`` allocates at its peak beyond what is resident before it (the models and
+    optimizer states); None on the CPU, whose allocator torch does not count."""
+    if device.type != "cuda":
+        return None
+    _synchronize(device)
+    resident = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    update()
+    _synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - resident
+
+
+def time_updates(size, device: torch.device, models, rounds: int) -> dict:
+    """name -> (median seconds of one update, peak bytes or None), all in this process, alternating."""
+    builders = {"torch.nn.RNN": lambda i, n: TorchBaseline("rnn", i, n),
+                "torch.nn.LSTM": lambda i, n: TorchBaseline("lstm", i, n)}
+    for model in models:
+        builders[model] = (lambda name: lambda i, n: create(name, i, n))(model)
+    updates, peaks = {}, {}
+    for name, build_model in builders.items():
+        updates[name] = TimedUpdate(build_model, size, device)
+        updates[name]()  # warm-up: cuDNN plans, the optimizer's state, the caching allocator
+        peaks[name] = update_memory(device, updates[name])
+    times = {name: [] for name in builders}
+    names = list(builders)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timed(device, updates[name]))
+    return {name: (statistics.median(times[name]), peaks[name]) for name in names}
+
+
+def time_captured(model: str, task_name: str, size, device: torch.device, rounds: int):
+    """Median seconds of the trainer's update (:class:`TrainStep`) made eagerly and replayed from CUDA graphs
+    (:class:`CapturedStep`), on one batch of ``task_name``'s shape at ``size``, alternating in this process;
+    and why the update could not be captured (None when it was)."""
+    t, b, n, _ = size
+    config = config_for(task_name, model, Sizes(hidden=n, batch=b, T={task_name: t}))
+    task = synthetic_task(task_name, t, b)
+    batch = task.train_batch(0)
+    inputs, targets = batch.inputs.to(device), batch.targets.to(device)
+    steps = {}
+    for captured in (False, True):
+        net = seeded_network(config, task).to(device)
+        optimizer = make_optimizer(config, net)
+        steps[captured] = TrainStep(config, net, optimizer, task)
+        if captured:
+            capturable(optimizer, device.type == "cuda")
+            steps[captured] = CapturedStep(steps[captured], device)
+        for number in range(1, WARMUP + 2):  # warmed up and, for the graphs, captured
+            steps[captured](inputs, targets, None, number)
+    times = {False: [], True: []}
+    for r in range(rounds):
+        for captured in ((False, True) if r % 2 == 0 else (True, False)):
+            times[captured].append(timed(device, functools.partial(steps[captured], inputs, targets, None, 1)))
+    return statistics.median(times[False]), statistics.median(times[True]), steps[True].eager_because
+
+
+def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[Row]:
+    rows = []
+    for task_name, size in (QUICK_SIZES if quick else PAPER_SIZES).items():
+        label = f"{task_name} {size}"
+        results = time_updates(size, device, models, rounds)
+        rnn, lstm = results["torch.nn.RNN"][0], results["torch.nn.LSTM"][0]
+        # at --quick's toy sizes fixed per-call costs dominate: a ratio there says nothing of the paper's sizes
+        toy = ((" (toy size, not the paper's)", "; --quick's toy size: fixed per-call costs dominate, so the ratio "
+                "does not predict the paper's sizes, which `nnrnn doctor` without --quick times; ")
+               if quick else ("", "; "))
+        for name, (seconds, peak) in results.items():
+            memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
+            rows.append(Row("update time", name, label,
+                            f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM{toy[0]}",
+                            f"median of {rounds}: {seconds * 1e3:.1f} ms{toy[1]}{memory}"))
+        for model in models:
+            if not graphs_apply(device):
+                continue
+            eager, captured, why = time_captured(model, task_name, size, device, rounds)
+            if why is not None:
+                rows.append(Row("update time, cuda graph", model, label, f"skipped (runs eagerly: {why})"))
+                continue
+            rows.append(Row("update time, cuda graph", model, label, f"{captured / eager:.2f}× eager",
+                            f"the trainer's update, median of {rounds}: eager {eager * 1e3:.1f} ms, replayed "
+                            f"{captured * 1e3:.1f} ms"))
+    return rows
