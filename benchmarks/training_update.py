@@ -61,7 +61,6 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -75,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 
 import nnrnn  # noqa: E402
 from nnrnn import kernels  # noqa: E402
+from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
@@ -317,35 +317,21 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
         impls = {k: v for k, v in impls.items() if k in only or k == BASELINE}
     names = list(impls)
     updates = {name: Update(impls[name][0], size) for name in names}
-    times = {name: [] for name in names}
-    warm_start = time.perf_counter()
-    for name in names:  # warm-up round
-        start = time.perf_counter()
-        updates[name]()
-        times[name].append(time.perf_counter() - start)
-    round_seconds = time.perf_counter() - warm_start
+    warm_up = alternate(updates, 1)  # the optimizer's state, the kernels' first-call costs
+    round_seconds = sum(s[0] for s in warm_up.values())
     if budget and round_seconds * repeats > budget:
         repeats = max(3, int(budget / round_seconds))
-    times = {name: [] for name in names}
-    compose_times = {name: [] for name in names}
     for name in names:  # the shape and dtype of that model's V (the complex nnRNN's: fewer units, complex)
         v = updates[name].model.recurrent_matrix() if hasattr(updates[name].model, "recurrent_matrix") else None
         updates[name].v_grad = torch.randn(size[2], size[2]) if v is None else torch.randn_like(v.detach())
-    for r in range(repeats):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for name in order:
-            start = time.perf_counter()
-            updates[name]()
-            times[name].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            updates[name].compose()
-            compose_times[name].append(time.perf_counter() - start)
-        roofline.sample()
-    del updates
+    calls = {}
+    for name in names:  # each update followed by the composition of its V alone
+        calls[name], calls[name, "compose"] = updates[name], updates[name].compose
+    seconds = medians(alternate(calls, repeats, after_round=roofline.sample))
+    del updates, calls
     gc.collect()
     mem = measure_memory(size, names, threads) if memory else {}
-    return repeats, {name: (statistics.median(times[name]), impls[name][1], statistics.median(compose_times[name]))
-                     for name in names}, mem
+    return repeats, {name: (seconds[name], impls[name][1], seconds[name, "compose"]) for name in names}, mem
 
 
 def main(argv=None):

@@ -65,22 +65,3 @@ def test_resume_gives_the_cpu_generator_a_cpu_tensor_whatever_the_checkpoint_was
         return payload
     monkeypatch.setattr(checkpoint, "load", load)
     train({**config, "steps": 3}, resume=True)
-
-
-def test_the_doctor_times_and_measures_cuda_work_between_synchronisations(monkeypatch):
-    from nnrnn.doctor import timing
-    events = []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append("sync"))
-    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 100)
-    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: events.append("reset"))
-    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 350)
-    cuda = torch.device("cuda", 0)
-    assert timing.timed(cuda, lambda: events.append("update")) >= 0
-    assert events == ["sync", "update", "sync"]
-    events.clear()
-    assert timing.update_memory(cuda, lambda: events.append("update")) == 250
-    assert events == ["sync", "reset", "update", "sync"]
-    events.clear()
-    assert timing.update_memory(torch.device("cpu"), lambda: events.append("update")) is None
-    timing.timed(torch.device("cpu"), lambda: events.append("update"))
-    assert events == ["update"]

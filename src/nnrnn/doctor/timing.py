@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import functools
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
@@ -14,6 +12,7 @@ from ..training.network import seeded_network
 from ..training.step import WARMUP, CapturedStep, TrainStep, capturable
 from ..training.train import make_optimizer
 from .checks import graphs_apply
+from .harness import alternate, medians, update_memory
 from .rows import Row
 from .workload import CLASSES, PAPER_SIZES, QUICK_SIZES, Sizes, config_for, synthetic_task
 
@@ -54,34 +53,6 @@ class TimedUpdate:
         self.optimizer.step()
 
 
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed(device: torch.device, update) -> float:
-    """Seconds of one call of ``update``, the device's queued work finished before and after (CUDA runs
-    kernels asynchronously: without the synchronisations the clock would time their launches only)."""
-    _synchronize(device)
-    start = time.perf_counter()
-    update()
-    _synchronize(device)
-    return time.perf_counter() - start
-
-
-def update_memory(device: torch.device, update) -> int | None:
-    """Bytes one call of ``update`` allocates at its peak beyond what is resident before it (the models and
-    optimizer states); None on the CPU, whose allocator torch does not count."""
-    if device.type != "cuda":
-        return None
-    _synchronize(device)
-    resident = torch.cuda.memory_allocated(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    update()
-    _synchronize(device)
-    return torch.cuda.max_memory_allocated(device) - resident
-
-
 def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     """name -> (median seconds of one update, peak bytes or None), all in this process, alternating."""
     builders = {"torch.nn.RNN": lambda i, n: TorchBaseline("rnn", i, n),
@@ -93,12 +64,8 @@ def time_updates(size, device: torch.device, models, rounds: int) -> dict:
         updates[name] = TimedUpdate(build_model, size, device)
         updates[name]()  # warm-up: cuDNN plans, the optimizer's state, the caching allocator
         peaks[name] = update_memory(device, updates[name])
-    times = {name: [] for name in builders}
-    names = list(builders)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(timed(device, updates[name]))
-    return {name: (statistics.median(times[name]), peaks[name]) for name in names}
+    seconds = medians(alternate(updates, rounds, device))
+    return {name: (seconds[name], peaks[name]) for name in builders}
 
 
 def time_captured(model: str, task_name: str, size, device: torch.device, rounds: int):
@@ -120,11 +87,9 @@ def time_captured(model: str, task_name: str, size, device: torch.device, rounds
             steps[captured] = CapturedStep(steps[captured], device)
         for number in range(1, WARMUP + 2):  # warmed up and, for the graphs, captured
             steps[captured](inputs, targets, None, number)
-    times = {False: [], True: []}
-    for r in range(rounds):
-        for captured in ((False, True) if r % 2 == 0 else (True, False)):
-            times[captured].append(timed(device, functools.partial(steps[captured], inputs, targets, None, 1)))
-    return statistics.median(times[False]), statistics.median(times[True]), steps[True].eager_because
+    seconds = medians(alternate({captured: functools.partial(steps[captured], inputs, targets, None, 1)
+                                 for captured in (False, True)}, rounds, device))
+    return seconds[False], seconds[True], steps[True].eager_because
 
 
 def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[Row]:
