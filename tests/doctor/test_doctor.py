@@ -173,3 +173,13 @@ def test_parity_of_a_model_with_its_own_cell_compares_its_parameters(model):
     row = checks.check_parity(model, "adding", torch.device("cpu"), workload.QUICK)
     assert row.result == "ok", row.detail
     assert "final V" not in row.detail and "final parameters" in row.detail
+
+
+def test_the_doctor_has_a_size_for_every_task_and_reads_ptb_from_its_class():
+    from nnrnn.tasks import TASKS, task_class
+    from nnrnn.training.network import DEFAULT_EMBEDDING
+    assert set(workload.QUICK.T) == set(workload.FULL.T) == set(TASKS) == set(workload.TASKS)
+    assert workload.PAPER_SIZES["ptb"][3] == DEFAULT_EMBEDDING
+    ptb = workload.synthetic_task("ptb", 5, 2)
+    assert ptb.output_size == task_class("ptb").vocab_size
+    assert int(ptb.train_batch(0).inputs.max()) < ptb.output_size

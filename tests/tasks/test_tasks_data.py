@@ -131,7 +131,7 @@ def test_psmnist_defaults_bounds_and_permutation_seed():
 # ---------------------------------------------------------------------------- PTB
 @needs_ptb
 def test_ptb_shapes_vocab_and_split(ptb):
-    assert len(ptb.vocab) == 50 and ptb.vocab == sorted(ptb.vocab) and EOS in ptb.vocab
+    assert len(ptb.vocab) == type(ptb).vocab_size == 50 and ptb.vocab == sorted(ptb.vocab) and EOS in ptb.vocab
     assert ptb.input_size == ptb.output_size == 50 and ptb.predict_at == "all" and ptb.monitor == ("bpc", "min")
     n_valid_file = 389_672 + 3_370                   # characters + one newline per line
     assert ptb.corpus.train.size + ptb.corpus.valid.size == n_valid_file

@@ -38,6 +38,7 @@ from ..errors import UserError
 from .paths import DataNotFound, resolve_dir
 
 EOS = "\n"
+VOCABULARY_SIZE = 50  # the official files' 49 printable symbols and the newline
 UNKNOWN = "\ufffd"  # what a validation or test character unseen in training is read as
 FETCH_HINT = "run `nnrnn data fetch ptb`"
 FILES = {split: f"ptb.char.{split}.txt" for split in ("train", "valid", "test")}

@@ -11,17 +11,19 @@ from torch import nn
 
 from .. import presets
 from ..errors import OptionError
+from ..tasks import TASKS as ALL_TASKS
 from ..tasks import make_task, task_class
 from ..tasks.base import Batch, generator
 from ..training.config import resolve_config
+from ..training.network import DEFAULT_EMBEDDING
 from ..training.step import CapturedStep, TrainStep, capturable
 from ..training.train import make_optimizer
 
-TASKS = ("copy", "adding", "psmnist", "ptb")
+TASKS = tuple(ALL_TASKS)  # every task: QUICK and FULL give each a sequence length
 _PSMNIST, _PTB = task_class("psmnist"), task_class("ptb")
-# (T, B, N, I): the tasks' own sequence lengths and psMNIST's input size; PTB's 200 is its default embedding
+# (T, B, N, I): the tasks' own sequence lengths and psMNIST's input size; PTB reads its default embedding
 PAPER_SIZES = {"psmnist": (_PSMNIST.sequence_length({}), 128, 512, _PSMNIST.input_size),
-               "ptb": (_PTB.sequence_length({}), 128, 1024, 200)}
+               "ptb": (_PTB.sequence_length({}), 128, 1024, DEFAULT_EMBEDDING)}
 QUICK_SIZES = {"psmnist": (24, 4, 16, _PSMNIST.input_size), "ptb": (12, 4, 16, 8)}
 CLASSES = _PSMNIST.output_size
 
@@ -81,7 +83,7 @@ def config_for(task: str, model: str, sizes: Sizes, **options) -> dict:
 
 def synthetic_task(name: str, T: int, batch: int, seed: int = 0):
     """A task with the real task's loss and shapes; copy and adding are themselves synthetic.  psMNIST:
-    T pixels in [0, 1] and one of 10 classes; PTB: character ids of a 50-symbol vocabulary, the state
+    T pixels in [0, 1] and one of its classes; PTB: character ids of the official files' vocabulary, the state
     carried from one segment to the next."""
     cls = task_class(name)
     if not cls.has_data_files:
@@ -91,12 +93,12 @@ def synthetic_task(name: str, T: int, batch: int, seed: int = 0):
         def __init__(self):  # no data to read
             self.seed, self.batch_size = seed, batch
             if cls.token_inputs:
-                self.vocab_size = self.input_size = self.output_size = 50
+                self.input_size = self.output_size = cls.vocab_size
 
         def train_batch(self, step: int) -> Batch:
             gen = generator(seed, 7, step)
             if cls.token_inputs:
-                ids = torch.randint(0, 50, (T + 1, batch), generator=gen)
+                ids = torch.randint(0, cls.vocab_size, (T + 1, batch), generator=gen)
                 return Batch(ids[:-1], ids[1:], carry=step > 0)
             return Batch(torch.rand(T, batch, cls.input_size, generator=gen),
                          torch.randint(0, cls.output_size, (batch,), generator=gen))

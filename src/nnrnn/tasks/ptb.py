@@ -31,7 +31,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..data.ptb import load_ptb, vocab_digest
+from ..data.ptb import VOCABULARY_SIZE, load_ptb, vocab_digest
 from ..errors import UserError
 from .base import LN2, Batch, Reported, Task, prior_references
 
@@ -65,6 +65,7 @@ class PTBTask(Task):
     monitor = ("bpc", "min")
     reported = Reported("bpc", "test", "test bpc", 3)
     curve_axis = "validation bits per character"
+    vocab_size = VOCABULARY_SIZE  # the official files'; an instance reads its own from its data
 
     @classmethod
     def title(cls, options: dict) -> str:
