@@ -33,3 +33,22 @@ def test_finished_and_diverged_are_the_trainers_outcome(tmp_path):
     assert finished(older) and not diverged(older)
     (older / "DIVERGED").write_text("training diverged\n")
     assert diverged(older)
+
+
+def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
+    from nnrnn.experiments.grid import finished
+    from nnrnn.training import outcome
+    from nnrnn.training.runlog import run_summary
+    logs = {"tested": ['{"step": 5, "split": "train", "loss": 1.0}', '{"step": 5, "split": "test", "loss": 1.0}'],
+            # resumed for more updates after its test score: training again, not finished
+            "extended": ['{"step": 5, "split": "test", "loss": 1.0}', '{"step": 8, "split": "train", "loss": 0.9}'],
+            "stopped": ['{"step": 5, "split": "train", "loss": 1.0}'],
+            "learned": ['{"step": 5, "split": "train", "loss": 1.0}']}
+    for name, lines in logs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    outcome.write(tmp_path / "learned", outcome.Outcome(outcome.LEARNED, "why"))
+    status = {name: run_summary(tmp_path / name, lambda task: ("loss", "min"))["status"] for name in logs}
+    assert status == {"tested": "finished", "extended": "stopped at 8", "stopped": "stopped at 5",
+                      "learned": "learned"}
+    assert {name for name in logs if finished(tmp_path / name)} == {"tested", "learned"}

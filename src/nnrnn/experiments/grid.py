@@ -235,13 +235,9 @@ def run_folder(out: Path, planned: dict) -> Path:
 
 
 def finished(folder: Path) -> bool:
-    """The run has an outcome (learned, did not learn, diverged: :mod:`nnrnn.training.outcome`, the trainer's own
-    definition), or, for a run trained before outcomes were recorded, a test score logged after its last
-    training point."""
-    if outcome.read(folder) is not None:
-        return True
-    records = read_metrics(folder)
-    return bool(records) and records[-1].get("split") == "test"
+    """The run folder's run has finished (:func:`nnrnn.training.outcome.finished`, the definition ``nnrnn runs``
+    uses too)."""
+    return outcome.finished(outcome.read(folder), read_metrics(folder))
 
 
 def diverged(folder: Path) -> bool:

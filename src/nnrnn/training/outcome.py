@@ -135,6 +135,13 @@ def read(folder: Path) -> Outcome | None:
     return None
 
 
+def finished(ended: Outcome | None, records: list[dict]) -> bool:
+    """Whether a run has finished (the one definition, shared by ``nnrnn runs`` and the grids): it has an outcome
+    (:func:`read`), or, for a run made before outcomes were recorded, its last logged record is its test score
+    (written once training stopped; a run resumed for more updates logs training records after it)."""
+    return ended is not None or bool(records) and records[-1].get("split") == "test"
+
+
 def clear(folder: Path) -> None:
     """Forget a recorded outcome: the run is training again (a resume, or --overwrite)."""
     (Path(folder) / FILE).unlink(missing_ok=True)

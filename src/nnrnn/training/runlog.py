@@ -196,7 +196,7 @@ def run_summary(folder: Path, monitor_of) -> dict:
         status = "running"
     elif ended is not None:  # learned, did not learn, diverged
         status = ended.name + (f" at update {step}" if ended.name == outcome.DIVERGED else "")
-    elif test is not None or any(r.get("event") == "stopped" for r in records):
+    elif outcome.finished(ended, records):
         status = "finished"  # a run made before outcomes were recorded
     else:
         status = f"stopped at {step}" if records else "not started"
