@@ -173,7 +173,7 @@ def test_pruned_trials_stop_at_the_first_validation(tmp_path):
 
 
 def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import nnrnn.training.train
+    import nnrnn.experiments.sweep
     calls = []
 
     def diverging_train(config, resume=False, on_eval=None):
@@ -184,7 +184,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
-    monkeypatch.setattr(nnrnn.training.train, "train", diverging_train)
+    monkeypatch.setattr(nnrnn.experiments.sweep, "train", diverging_train)
     study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     first, second = study.get_trials()
     assert first.state.name == "PRUNED" and first.user_attrs["stopped"] == "diverged"
@@ -195,7 +195,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     assert "PRUNED (diverged)" in text.getvalue()
 
     # any other user error stops the sweep: it would recur in every trial
-    monkeypatch.setattr(nnrnn.training.train, "train",
+    monkeypatch.setattr(nnrnn.experiments.sweep, "train",
                         lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
     with pytest.raises(UserError, match="no data files"):
         run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
@@ -206,12 +206,12 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
 def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
     import signal
 
-    import nnrnn.training.train
+    import nnrnn.experiments.sweep
 
     def interrupted(config, resume=False, on_eval=None):
         raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
-    monkeypatch.setattr(nnrnn.training.train, "train", interrupted)
+    monkeypatch.setattr(nnrnn.experiments.sweep, "train", interrupted)
     with pytest.raises(nnrnn.errors.Interrupted):
         run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
     (trial,) = optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()

@@ -8,10 +8,15 @@ import math
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from ..analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
+from ..models.nnrnn_complex import ComplexNonNormalRNN
 from ..tasks import task_class
 from ..training import outcome, runfolder
+from ..training.network import best_checkpoint, load_model
 from ..training.runlog import read_metrics
+from ..training.train import lr_halvings
 from .grid import COLUMNS, diverged, finished, metric, run_folder
 from .paper import GAMMA_ONE
 from .rules import rule
@@ -100,11 +105,6 @@ def structure_of(folder: Path) -> dict | None:
     """The quantities :func:`nnrnn.verdicts.structure_claims` judges, for one trained model (its best
     checkpoint): nnRNN's trained Schur factors, the complex nnRNN's complex ones, and for any other model the
     real Schur form of its recurrent matrix (a gated model's candidate or cell matrix)."""
-    import torch
-
-    from ..analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
-    from ..models.nnrnn_complex import ComplexNonNormalRNN
-    from ..training.network import best_checkpoint, load_model
     if not best_checkpoint(folder).exists():
         return None
     net, _ = load_model(folder)
@@ -226,7 +226,6 @@ def early_stat(out: Path, members: list[dict], key: str, share: float = 0.25) ->
 def convergence(out: Path, runs: list[dict], task: str) -> dict:
     """How settled a group of runs is: the validation metric's change over the last 20% of training relative
     to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
-    from ..training.train import lr_halvings
     key = metric(task)
     shares, halvings = [], []
     for planned in runs:

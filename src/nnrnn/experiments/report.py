@@ -12,8 +12,10 @@ import datetime
 import math
 from pathlib import Path
 
+from ..analysis import analyze_model, plots, theory
 from ..tasks import task_class
 from ..tasks.copy import baseline_loss
+from ..training.network import best_checkpoint, load_model
 from ..training.runlog import read_metrics
 from .beyond import goal_section, write_beyond_report  # noqa: F401 (goal_section: the report's public names)
 from .collect import (STRUCTURE, bptt_of, converged, converged_table, copy_speed, done, final_value,  # noqa: F401
@@ -35,8 +37,6 @@ from .words import title  # noqa: F401
 
 def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
-    from ..analysis import analyze_model
-    from ..training.network import best_checkpoint, load_model
     lines = []
     for task in ("copy", "psmnist", "ptb"):
         setting = next((r["setting"] for r in runs if r["task"] == task), None)
@@ -281,7 +281,6 @@ def theory_numbers(figures: Path) -> tuple:
     """The theory's figures (written into ``figures``) and the numbers its claims are judged on, in the order
     :func:`.verdicts.theory_claims` takes them; the figures and the claims share one computation of each ensemble and
     curve (the caches of :mod:`nnrnn.analysis.theory`)."""
-    from ..analysis import plots, theory
     figures.mkdir(parents=True, exist_ok=True)
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")

@@ -38,9 +38,12 @@ import multiprocessing
 import os
 import signal
 import time
+import zlib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+
+import torch
 
 from .. import presets
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
@@ -52,6 +55,7 @@ from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
 from .grid import SCALES, TUNED, finished, plan, record_plan, run_folder, searches
 from .report import write_report
+from .sweep import default_storage, run_sweep
 
 
 def run_log(folder: Path) -> Path:
@@ -63,7 +67,6 @@ def run_log(folder: Path) -> Path:
 def _train_one(folder: Path, planned: dict, threads: int | None) -> str:
     """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
     if threads:
-        import torch
         torch.set_num_threads(threads)
     config = resolve_config({**planned["options"], "out": str(folder)}, planned["preset"])
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
@@ -175,13 +178,9 @@ def _search_one(folder: Path, search: dict, threads: int | None) -> str:
     """Run the trials one search still lacks.  A trial counts when it ended (finished, pruned or diverged); one
     interrupted by a signal does not, so a search stopped part-way goes on to its full budget.  The sampler's
     seed comes from the search's name: an uninterrupted search draws the same trials every time."""
-    import zlib
-
     import optuna
 
-    from .sweep import run_sweep
     if threads:
-        import torch
         torch.set_num_threads(threads)
     start = time.time()
     lacking = search["trials"] - ended_trials(folder, search)
@@ -217,7 +216,6 @@ def _study(folder: Path, search: dict):
     """The Optuna study of a search in ``folder`` (the default storage and name of ``nnrnn sweep``)."""
     import optuna
 
-    from .sweep import default_storage
     return optuna.load_study(study_name=f"{search['task']}-{search['model']}", storage=default_storage(folder))
 
 

@@ -40,6 +40,13 @@ import warnings
 from pathlib import Path
 
 from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
+from ..models import model_class
+from ..tasks import task_class
+from ..training import runfolder
+from ..training.config import resolve_config, total_steps
+from ..training.network import build, build_task
+from ..training.runlock import make_folder
+from ..training.train import train
 
 LR_RANGE = (1e-5, 5e-3)           # log-uniform
 LR_ORTH_RANGE = (1e-5, 1e-4)      # log-uniform
@@ -65,7 +72,6 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
     """
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-    from ..models import model_class
     cls = model_class(model)  # unknown names fail here with the list of valid ones
     space = {"lr": FloatDistribution(*LR_RANGE, log=True)}
     if cls.ORTHOGONAL_FACTOR:
@@ -196,9 +202,6 @@ def planned_steps(config: dict) -> int:
     """The number of updates a run of ``config`` will make (builds the task if it must)."""
     if config.get("steps"):
         return config["steps"]
-    from ..tasks import task_class
-    from ..training.config import total_steps
-    from ..training.network import build
     cls = task_class(config["task"])
     if config.get("epochs") is None and not cls.has_data_files:  # no epochs: no data to read to count them
         return cls.default_steps
@@ -229,9 +232,6 @@ class _Objective:
     def __call__(self, trial):
         import optuna
 
-        from ..training import runfolder
-        from ..training.config import resolve_config
-        from ..training.train import train
         params = suggest(trial, self.space)
         folder = self.out / f"trial-{trial.number:04d}"
         trial.set_user_attr("run", str(folder.resolve()))
@@ -321,11 +321,6 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     """
     import optuna
 
-    from ..models import model_class
-    from ..tasks import task_class
-    from ..training.config import resolve_config
-    from ..training.network import build_task
-    from ..training.runlock import make_folder
     _check_limits(trials, total_trials, timeout)
     monitor, mode = task_class(task).monitor
     model_class(model)
