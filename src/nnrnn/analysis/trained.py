@@ -28,6 +28,8 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..parametrizations import SchurForm
+from . import plots
 from ._blas import single_threaded_blas
 
 __all__ = [
@@ -99,8 +101,6 @@ def recurrent_matrices(model: nn.Module) -> dict[str, np.ndarray]:
 def find_schur_form(model: nn.Module, tensor: str | None = None):
     """(SchurForm, owning module, tensor name) of the Schur-form parametrization of ``tensor`` (the first
     one found when None) in ``model``, or None."""
-    from ..parametrizations import SchurForm
-
     for module in model.modules():
         if not parametrize.is_parametrized(module):
             continue
@@ -472,7 +472,6 @@ def recurrent_layer(model: nn.Module) -> nn.Module:
 @single_threaded_blas()
 def _matrix_figures(model: nn.Module, mats: dict, out_dir, title: str) -> tuple[dict, list[str]]:
     """Each recurrent matrix's summary, and its spectrum and Schur-form figures (see :func:`analyze_model`)."""
-    from . import plots
     files, details = [], {}
     for key, matrix in mats.items():
         tensor = tensor_for(key)
@@ -506,7 +505,6 @@ def _gradient_figure(model: nn.Module, batch, out_dir, title: str, reference: nn
                      ) -> tuple[dict, str]:
     """The gradient probe's summary and its figure (see :func:`analyze_model`), with ``reference`` (the same
     architecture untrained) probed on the same batch beside it."""
-    from . import plots
     inputs, targets, readout, loss_fn, desc = _unpack_batch(model, batch)
     norms = _probe(model, inputs, targets, readout, loss_fn)
     beside = None if reference is None else _probe(recurrent_layer(reference), inputs, targets, readout, loss_fn)

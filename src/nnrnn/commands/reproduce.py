@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..experiments.compact import regenerate
+from ..experiments.report import regenerate
 from ..experiments.grid import SCALES
 from ..experiments.reproduce import reproduce
 from ..models import MODELS

@@ -11,6 +11,7 @@ from .collect import copy_speed, early_stat, group, learned_structure, results, 
 from .grid import SCALES, metric, search_name
 from .rules import rule
 from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
+from .sweep import SEARCHED
 from .verdicts import compare, missing
 from .words import column_words, name, title
 
@@ -38,7 +39,6 @@ def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | Non
 
 
 def tuning_section(out: Path, scale: str) -> list[str]:
-    from .sweep import SEARCHED
     spec = SCALES[scale]["tune"]
     picks = json.loads((out / "tuned.json").read_text()) if (out / "tuned.json").is_file() else {}
     lines = ["## How every model was tuned", "",

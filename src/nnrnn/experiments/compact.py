@@ -5,8 +5,8 @@ Per run folder: whether it finished or diverged, its wall time, and its metrics 
 reads (every validation and test record; of the training records the update, the gradient norm and the learning
 rate); per trained model the learned-structure statistics the claims use (``analysis/structure.json``); the
 plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column, the date and
-the lines of the first seeds' analysis figures.  :func:`regenerate` writes the run folders back from it (metrics
-only, no checkpoints) and the report from them.
+the lines of the first seeds' analysis figures.  :func:`materialize` writes the run folders back from it (metrics
+only, no checkpoints); :func:`nnrnn.experiments.report.regenerate` writes the report from them.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from ..training.runlog import read_metrics
+from .collect import STRUCTURE
 from .grid import PLAN, diverged, finished, run_folder
 
 DATA = "data.json"
@@ -62,7 +63,6 @@ def write_data(out: Path, scale: str, runs: list[dict], date: str, analysis: lis
 def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
     """Write ``data``'s run folders (metrics.jsonl, DIVERGED, wall_seconds), structure cache, plan and picks into
     ``out``; return its plan, with ``data_dir`` (when given) as every run's data folder."""
-    from .collect import STRUCTURE
     out = Path(out)
     for name, entry in data["folders"].items():
         folder = out / "runs" / name
@@ -92,12 +92,3 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
         runs = [{**r, "options": {**r["options"], "data_dir": str(data_dir)}} if "data_dir" in r["options"] else r
                 for r in runs]
     return runs
-
-
-def regenerate(path: Path, out: Path, data_dir=None) -> Path:
-    """The report of the compact data at ``path``, written into ``out`` from that data alone (``data_dir``: where
-    the MNIST and PTB files are here, for the data section's counts)."""
-    from .report import write_report
-    data = json.loads(Path(path).read_text())
-    runs = materialize(data, out, data_dir)
-    return write_report(Path(out), data["scale"], runs, date=data["date"], analysis=data["analysis"])

@@ -9,6 +9,7 @@ follows the rule in :mod:`.statistics`.
 from __future__ import annotations
 
 import datetime
+import json
 import math
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from .collect import (STRUCTURE, bptt_of, converged, converged_table, copy_speed
                       group, held_gamma, learned_structure, results, setting_task_of, spike, updates_to_solve)
 from .figures import learning_curves  # noqa: F401
 from . import rules
-from .compact import write_data
+from .compact import materialize, write_data
 from .grid import COLUMNS, PLAN as OUT_PLAN, SCALES, recorded_rules, run_folder
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .rules import Claim, not_converged, rule
@@ -313,3 +314,11 @@ def theory_section(figures: Path, claims: list | None = None, numbers: tuple | N
                     "(their standard error is over those), everything else exact arithmetic, judged by the fixed "
                     "criteria each row states.", "", "| claim | the paper | here | verdict |", "|---|---|---|---|"] + [
         f"| {c.claim} | {c.paper} | {c.here} | **{c.verdict}** |" for c in judged] + [""]
+
+
+def regenerate(path: Path, out: Path, data_dir=None) -> Path:
+    """The report of the compact data at ``path``, written into ``out`` from that data alone (``data_dir``: where
+    the MNIST and PTB files are here, for the data section's counts)."""
+    data = json.loads(Path(path).read_text())
+    runs = materialize(data, out, data_dir)
+    return write_report(Path(out), data["scale"], runs, date=data["date"], analysis=data["analysis"])

@@ -11,6 +11,7 @@ that it learns; the benchmark does so at the default sizes.
 from __future__ import annotations
 
 from .. import presets
+from ..tasks import TASKS
 
 FALLBACK = {"lr": 1e-3, "lr_orth": 1e-4}  # a model outside the paper (gru, nngru, nnrnn-complex, ...)
 SOURCE = "paper"
@@ -28,7 +29,6 @@ def default_rates(task: str, model: str, bptt: int | None = None) -> dict:
 
 def describe(key: str = "lr") -> str:
     """The default ``key`` (lr or lr_orth) of nnRNN, the default model, per task, for ``nnrnn train --help``."""
-    from ..tasks import TASKS
     shown = ", ".join(f"{task} {default_rates(task, 'nnrnn')[key]:g}" for task in TASKS)
     return (f"the task's and model's, the paper's rate (nnrnn: {shown}; adding takes copy's), {FALLBACK[key]:g} for "
             f"a model the paper does not train")
