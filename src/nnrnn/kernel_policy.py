@@ -26,6 +26,9 @@ The environment variables of :mod:`nnrnn.environment` override the policy; they 
 policy is made (:func:`reset` reads them again).  A training run records the decisions it made
 (:meth:`KernelPolicy.record`) and a resumed run or an evaluation takes them back (:func:`pin`), since the
 kernels round float32 differently.
+
+This module sits below the kernels it chooses among: :mod:`nnrnn.kernels` and :mod:`nnrnn.kernel_candidates` (through
+:mod:`nnrnn.models.fused`) import it, so it imports them inside the functions that call them.
 """
 from __future__ import annotations
 
