@@ -54,3 +54,22 @@ def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_
     assert "all orthogonal RNNs" in claims and "**does not hold**" in claims  # the table itself: the rules now
     plan = json.loads((tmp_path / grid.PLAN).read_text())
     assert plan["rules"]["SOLVED_SHARE"] == 0.1  # the record of the start is not rewritten
+
+
+def test_a_rule_added_mid_way_is_shown_with_the_verdict_the_behaviour_before_it_gave(tmp_path, copy_scale,
+                                                                                   monkeypatch):
+    runs = synthetic.build(tmp_path, copy_scale)
+    grid.record_plan(tmp_path, copy_scale)
+    # a rule added after the grid started, whose earlier behaviour ("before") was a stricter copy criterion
+    monkeypatch.setitem(rules.RULES, "SOLVED_SHARE", rules.Rule(0.1, "the copy criterion, now a rule of its own",
+                                                                before=0.0001))
+    recorded = json.loads((tmp_path / grid.PLAN).read_text())
+    del recorded["rules"]["SOLVED_SHARE"]
+    (tmp_path / grid.PLAN).write_text(json.dumps(recorded))
+    assert rules.as_recorded(recorded["rules"])["SOLVED_SHARE"] == 0.0001
+    assert rules.as_recorded(recorded["rules"])["SPIKE"] == rules.RULES["SPIKE"].value
+    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    assert "SOLVED_SHARE added: 0.1 (before it: 0.0001)" in text
+    section = text.split("**The rules changed after this grid started**")[1].split("## ")[0]
+    solved = next(line for line in section.splitlines() if "all orthogonal RNNs" in line)
+    assert solved.endswith("| does not hold | **holds** | SOLVED_SHARE |")

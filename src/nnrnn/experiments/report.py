@@ -139,16 +139,18 @@ def rules_section(out: Path, claims: list[Claim], rejudge) -> list[str]:
                         "while it ran cannot be told from it.", ""]
     if rules.fingerprint({**rules.values(), **started}) == now and set(started) >= set(rules.RULES):
         return lines + [f"They are the rules this grid recorded when it started (`{OUT_PLAN}`).", ""]
-    with rules.judged_by(started):
+    at_start = rules.as_recorded(started)
+    with rules.judged_by(at_start):
         then = rejudge()
     lines += ["", f"**The rules changed after this grid started** (fingerprint then `{rules.fingerprint(started)}`): "
-              + "; ".join(rules.changed(started)) + ". A rule added since is applied at its value now.", ""]
+              + "; ".join(rules.changed(started)) + ". Under the rules at the start, a rule added since takes the "
+              "value that gives the behaviour before it where it has one, else its value now.", ""]
     moved = [(c, t) for c, t in zip(claims, then) if c.verdict != t.verdict]
     if not moved:
         return lines + ["No verdict moved: every claim has the same verdict under the rules at the start.", ""]
     blame = {}
-    for key in (n for n in rules.RULES if started.get(n, rules.RULES[n].value) != rules.RULES[n].value):
-        with rules.judged_by({key: started[key]}):
+    for key in (n for n in rules.RULES if at_start[n] != rules.RULES[n].value):
+        with rules.judged_by({key: at_start[key]}):
             for c, t in zip(claims, rejudge()):
                 if c.verdict != t.verdict:
                     blame.setdefault(c.claim, []).append(key)

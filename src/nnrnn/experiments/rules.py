@@ -38,6 +38,9 @@ UNEQUAL = "not judged at these sizes (unequal N)"
 class Rule:
     value: float | str
     reason: str
+    # for a rule added to judge something the code judged otherwise (or not at all) before it existed: the value that
+    # gives that earlier behaviour, which a grid started before the rule is shown under (:func:`as_recorded`)
+    before: float | str | None = None
 
 
 RULES: dict[str, Rule] = {
@@ -109,6 +112,13 @@ def judged_by(table: dict):
         _ACTIVE.reset(token)
 
 
+def as_recorded(table: dict) -> dict:
+    """The whole table of rules as a grid recorded them (``table``): a rule added since takes its ``before`` value
+    where it has one (the behaviour before it existed), else its value now."""
+    return {name: table[name] if name in table else r.value if r.before is None else r.before
+            for name, r in RULES.items()}
+
+
 def fingerprint(table: dict | None = None) -> str:
     """A short digest of the rules' values: equal fingerprints, equal rules."""
     table = values() if table is None else table
@@ -121,13 +131,18 @@ def changed(table: dict) -> list[str]:
     lines = []
     for name in sorted(set(now) | set(table)):
         if name not in table:
-            lines.append(f"{name} added: {now[name]:g}" if isinstance(now[name], float) else
-                         f"{name} added: {now[name]}")
+            before = RULES[name].before
+            lines.append(f"{name} added: {_shown(now[name])}"
+                         + ("" if before is None else f" (before it: {_shown(before)})"))
         elif name not in now:
             lines.append(f"{name} removed (was {table[name]})")
         elif table[name] != now[name]:
             lines.append(f"{name} {table[name]} → {now[name]} ({RULES[name].reason})")
     return lines
+
+
+def _shown(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def not_converged() -> str:
