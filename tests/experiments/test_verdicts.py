@@ -1,6 +1,8 @@
 """nnrnn.experiments.verdicts: each claim judged in its own words by the two-standard-error rule."""
 import math
 
+import pytest
+
 from nnrnn.experiments import verdicts
 from nnrnn.experiments.verdicts import FAILS, HOLDS, PARTLY, UNTESTED, Stat
 
@@ -370,9 +372,12 @@ def test_gamma_held_is_the_model_the_claim_calls_good():
     assert verdicts.gamma_claims(gamma_numbers(one, Stat.of([])), 300)[1].verdict == UNTESTED
 
 
-def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9), gamma=(1.0, 0.99, 0.96)):
+def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9), gamma=(1.0, 0.99, 0.96),
+            sizes=(128, 128, 128)):
+    from nnrnn.experiments.collect import triangle_per_entry
     keys = ("copy", "psmnist", "ptb")
     return {task: {"triangular_fraction": s(tri[i], 0.01), "departure": s(tri[i], 0.01),
+                   "triangle_per_entry": s(triangle_per_entry(tri[i], sizes[i]), 0.001),
                    "angle_concentration": s(conc[i], 0.02), "delay_line": s(delay, 0.1),
                    "mean_modulus": s(modulus[i], 0.005), "mean_gamma": s(gamma[i], 0.001)}
             for i, task in enumerate(keys)}
@@ -458,11 +463,24 @@ def test_regularization_on_gamma_best_and_most_stable():
     assert verdicts.regularization_claim({"nnrnn": bpc["nnrnn"]}, spikes, 150).verdict == UNTESTED
 
 
-def test_the_order_of_the_tasks_is_judged_only_at_equal_sizes():
-    claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {"copy": 128, "psmnist": 64, "ptb": 128})
-    assert claims[1].verdict == verdicts.UNEQUAL and "N = 128 (copy), 64 (psmnist), 128 (ptb)" in claims[1].here
-    assert verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {t: 128 for t in ("copy", "psmnist", "ptb")})[1] \
-        .verdict == HOLDS
+def test_the_order_of_the_tasks_is_judged_like_with_like():
+    from nnrnn.experiments.collect import triangle_per_entry
+    from nnrnn.experiments.rules import judged_by
+    # T's rms entry over Λ's: the same entries give the same value at any N, where ‖T‖/‖Θ‖ grows with N
+    assert triangle_per_entry(0.1, 64) == pytest.approx(0.1 / (1 - 0.01) ** 0.5 * (128 / 2016) ** 0.5)
+    assert triangle_per_entry(None, 64) is None and triangle_per_entry(1.0, 64) is None
+    sizes = {"copy": 128, "psmnist": 64, "ptb": 128}
+    claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7), sizes=(128, 64, 128)), sizes)
+    assert claims[1].verdict == HOLDS and "T's rms entry over Λ's" in claims[1].here
+    # psMNIST's 20% at N = 64 has larger entries than PTB's 30% at N = 512: the fractions' order is not the entries'
+    sizes = {"copy": 128, "psmnist": 64, "ptb": 512}
+    claims = verdicts.structure_claims(learned((0.02, 0.2, 0.3), sizes=(128, 64, 512)), sizes)
+    assert claims[1].verdict == PARTLY and "psMNIST clearly above PTB" in claims[1].here
+    with judged_by({"ORDER_ON": "fraction"}):  # the behaviour before the rule: at unequal N, not judged
+        claims = verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {"copy": 128, "psmnist": 64, "ptb": 128})
+        assert claims[1].verdict == verdicts.UNEQUAL and "N = 128, 64, 128" in claims[1].here
+        assert verdicts.structure_claims(learned((0.02, 0.2, 0.7)), {t: 128 for t in ("copy", "psmnist", "ptb")})[1] \
+            .verdict == HOLDS
 
 
 def test_gradient_explosion_all_or_nothing_on_the_cpu_long_runs():

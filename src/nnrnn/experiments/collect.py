@@ -147,13 +147,25 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
                 entry = {"stamp": stamp, "quantities": sorted(STRUCTURE), "values": structure_of(folder)}
                 cache[folder.name] = entry
             if entry["values"]:
-                per_seed.append(entry["values"])
+                per_seed.append({**entry["values"], "triangle_per_entry": triangle_per_entry(
+                    entry["values"].get("triangular_fraction"), r["hidden"])})
         if per_seed:
-            learned[task] = {q: Stat.of(v[q] for v in per_seed) for q in STRUCTURE}
+            learned[task] = {q: Stat.of(v[q] for v in per_seed) for q in (*STRUCTURE, "triangle_per_entry")}
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     cache_path.write_text(json.dumps(cache, indent=1))
     return learned
 
+
+
+def triangle_per_entry(fraction: float | None, n: int) -> float | None:
+    """T's root-mean-square entry over Λ's, from ``fraction`` = ‖T‖/‖Θ‖ of an N-unit Schur form: T has N(N−1)/2
+    entries (its strict lower triangle) and Λ 4·⌊N/2⌋ + N mod 2 (its 2×2 and 1×1 blocks), with ‖Λ‖ read as
+    √(‖Θ‖² − ‖T‖²).  Unlike ‖T‖/‖Θ‖, which grows with N for entries of one size, it compares trained models of
+    different N like with like."""
+    if fraction is None or not math.isfinite(fraction) or not 0 <= fraction < 1 or n < 2:
+        return None
+    entries_t, entries_lambda = n * (n - 1) / 2, 4 * (n // 2) + n % 2
+    return fraction / math.sqrt(1 - fraction ** 2) * math.sqrt(entries_lambda / entries_t)
 
 
 def bptt_of(runs: list[dict], setting: str) -> int:

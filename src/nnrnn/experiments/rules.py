@@ -77,6 +77,11 @@ RULES: dict[str, Rule] = {
     "ROUNDING": Rule(1e-9, "exact statements (Propositions 1 and 2, Θᴺ = 0): equal up to this relative rounding"),
     "NO_T": Rule(1e-3, "the beyond report: ‖T‖/‖Θ‖ below this is T = 0 but for rounding, and its delay line means "
                        "nothing"),
+    "ORDER_ON": Rule("per-entry", "the supplement's order of T's strength, copy < psMNIST < PTB, compared like with "
+                                  "like: ‖T‖/‖Θ‖ grows with N for entries of one size (T has N(N−1)/2 entries, Λ's "
+                                  "blocks about 2N), and the tasks ran at different N, so the order is judged on T's "
+                                  "root-mean-square entry over Λ's; before this rule the order was not judged at "
+                                  "unequal N (issue 49)", before="fraction"),
     "GAP_SHARED": Rule("cancel", "the gap to expRNN at fixed hidden units against the fixed parameter count: where "
                                  "nnRNN's runs are the same in both columns, the difference of the two gaps is "
                                  "expRNN(hidden) − expRNN(params), and nnRNN's variance is not counted (twice)"),

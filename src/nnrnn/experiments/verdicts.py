@@ -609,27 +609,37 @@ def _triangle_claims(copy, ps, ptb, sizes: dict) -> list[Claim]:
         "Fig. 3a, b", f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, PTB {show(ptb, 'triangular_fraction')} "
         f"(T ≈ 0 read as below {rule('NEAR_ZERO'):.0%})", verdict))
 
-    order = ""
-    unequal = len({sizes.get(t) for t in ("copy", "psmnist", "ptb")}) > 1
-    if None in (copy, ps, ptb) or any(_unmeasured(st, "triangular_fraction") for st in (copy, ps, ptb)):
-        verdict = UNTESTED
-    elif unequal:  # like with like only
-        verdict = UNEQUAL
-        order = ("; not ordered here: ‖T‖/‖Θ‖ grows with N, and the tasks ran at N = "
-                 + ", ".join(f"{sizes[t]} ({t})" for t in ("copy", "psmnist", "ptb")))
-    else:
-        first = below(copy["triangular_fraction"], ps["triangular_fraction"])
-        second = below(ps["triangular_fraction"], ptb["triangular_fraction"])
-        verdict = HOLDS if first and second else PARTLY if first or second else FAILS
-        order = (f"; copy {relation(copy['triangular_fraction'], ps['triangular_fraction'])} psMNIST, psMNIST "
-                 f"{relation(ps['triangular_fraction'], ptb['triangular_fraction'])} PTB")
-    claims.append(Claim(
-        "supplement: the structure in the lower triangle is \"significantly weaker in the psMNIST task than in the "
-        "PTB task, while not being completely absent as in the copy task\" (copy < psMNIST < PTB)",
-        "Fig. 3 and the supplement's psMNIST Θ",
-        f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
-        f"PTB {show(ptb, 'triangular_fraction')}{order}", verdict))
+    claims.append(_order_claim(copy, ps, ptb, sizes))
     return claims
+
+
+def _order_claim(copy, ps, ptb, sizes: dict) -> Claim:
+    """The supplement's order of T's strength, copy < psMNIST < PTB: on T's root-mean-square entry over Λ's (the
+    rule ORDER_ON "per-entry", like with like at any N), or on ‖T‖/‖Θ‖ at equal N only ("fraction")."""
+    show = _show
+    per_entry = rule('ORDER_ON') == "per-entry"
+    quantity = "triangle_per_entry" if per_entry else "triangular_fraction"
+    here = (f"‖T‖/‖Θ‖: copy {show(copy, 'triangular_fraction')}, psMNIST {show(ps, 'triangular_fraction')}, "
+            f"PTB {show(ptb, 'triangular_fraction')}")
+    if sizes and all(t in sizes for t in ("copy", "psmnist", "ptb")):
+        here += " at N = " + ", ".join(f"{sizes[t]}" for t in ("copy", "psmnist", "ptb"))
+    unequal = len({sizes.get(t) for t in ("copy", "psmnist", "ptb")}) > 1
+    if None in (copy, ps, ptb) or any(_unmeasured(st, quantity) for st in (copy, ps, ptb)):
+        verdict = UNTESTED
+    elif unequal and not per_entry:
+        verdict = UNEQUAL
+        here += "; not ordered here: ‖T‖/‖Θ‖ grows with N, and the tasks ran at unequal N"
+    else:
+        if per_entry:
+            here += (f"; T's rms entry over Λ's (like with like at any N): copy {show(copy, quantity)}, psMNIST "
+                     f"{show(ps, quantity)}, PTB {show(ptb, quantity)}")
+        first, second = below(copy[quantity], ps[quantity]), below(ps[quantity], ptb[quantity])
+        verdict = HOLDS if first and second else PARTLY if first or second else FAILS
+        here += (f"; copy {relation(copy[quantity], ps[quantity])} psMNIST, psMNIST "
+                 f"{relation(ps[quantity], ptb[quantity])} PTB")
+    return Claim("supplement: the structure in the lower triangle is \"significantly weaker in the psMNIST task than "
+                 "in the PTB task, while not being completely absent as in the copy task\" (copy < psMNIST < PTB)",
+                 "Fig. 3 and the supplement's psMNIST Θ", here, verdict)
 
 
 def _shape_claims(copy, ps, ptb) -> list[Claim]:
