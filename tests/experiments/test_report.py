@@ -95,6 +95,11 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     assert "none of the official training file" in text and "90% of the official validation file" in text
     assert "as many characters as 7% of the training file" in text
     assert "| PTB, T_PTB = 150 | N = 8 | not run | 1024 (" in text  # this scale's size beside the paper's
+    # and each PTB claim row says what its data limits
+    rows = [line for line in text.split("## The paper's claims at this scale")[1].splitlines()
+            if line.startswith("| PTB (T_PTB = 150")]
+    assert rows and all("trained on 353,947 characters, as many as 7% of the official training file, on which the "
+                        "paper's N = 1024 over-fits" in row for row in rows)
 
 
 def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one():

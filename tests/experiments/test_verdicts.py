@@ -501,3 +501,13 @@ def test_gradient_explosion_all_or_nothing_on_the_cpu_long_runs():
     claim = verdicts.all_or_nothing_claim(runs, 300)
     assert claim.verdict == HOLDS and "did not converge (all)" in claim.here
     assert verdicts.all_or_nothing_claim([], 300).verdict == UNTESTED
+
+
+def test_the_gated_claim_holds_on_the_papers_own_numbers_and_fails_when_a_non_gated_model_is_as_low():
+    from nnrnn.experiments.paper import PAPER_LSTM_BPC, PAPER_PTB_BPC
+    paper = {**PAPER_PTB_BPC[(150, "hidden")], "lstm": PAPER_LSTM_BPC}
+    claim = verdicts.gated_claim(paper, 150)
+    assert claim.verdict == HOLDS and "1.37" in claim.paper
+    assert verdicts.gated_claim({**paper, "lstm": s(1.47, 0.003)}, 150).verdict == PARTLY  # level with nnRNN
+    assert verdicts.gated_claim({**paper, "lstm": s(3.0, 0.01)}, 150).verdict == FAILS
+    assert verdicts.gated_claim({"lstm": PAPER_LSTM_BPC}, 150).verdict == UNTESTED

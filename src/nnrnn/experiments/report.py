@@ -31,8 +31,8 @@ from .sections import (claims_section, data_section, introduction, notes, result
                        scope_section, settled_section, speed_section)
 from .statistics import Stat
 from .verdicts import (all_or_nothing_claim, column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims,
-                       gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim, regularization_claim,
-                       structure_claims, theory_claims)
+                       gated_claim, gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim,
+                       regularization_claim, structure_claims, theory_claims)
 from .words import title  # noqa: F401
 
 
@@ -171,6 +171,8 @@ def ptb_claims(out: Path, runs: list[dict], setting: str) -> list:
             where = row_scope(out, runs, setting, column)
             claims += [ptb_claim(bpc[column], bptt, column, scope=where),
                        ptb_accuracy_claim(accuracy[column], bptt, column, scope=where)]
+    if bpc.get("hidden") and "lstm" in bpc["hidden"]:
+        claims.append(gated_claim(bpc["hidden"], bptt, scope=row_scope(out, runs, setting, "hidden")))
     if held_gamma(runs, setting):
         where = row_scope(out, runs, setting, "hidden")
         claims += gamma_claims(converged_table(out, runs, setting), bptt, criterion=not_converged(), scope=where)

@@ -3,6 +3,7 @@ setting's results with its figures, copy's speed, how settled the runs are, the 
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 from pathlib import Path
 
@@ -167,7 +168,23 @@ def row_scope(out: Path, runs: list[dict], setting: str, column: str) -> str:
         share = convergence(out, done, task)["last_fifth_share"] if done else math.nan
         if share > rule('STILL_MOVING'):
             moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
+    text += ptb_data_scope(options) if task == "ptb" else ""
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
+
+
+@functools.lru_cache(maxsize=4)
+def _ptb_training_characters(data_dir) -> int:
+    return len(make_task("ptb", data_dir=data_dir, batch_size=1).corpus.train)
+
+
+def ptb_data_scope(options: dict) -> str:
+    """What a PTB row's data limits: the share of the official training text its runs trained on, and that the
+    paper's N = 1024 over-fits so little text (the notes); nothing when the runs had the official training file."""
+    characters = _ptb_training_characters(options.get("data_dir"))
+    if characters >= 1_000_000:
+        return ""
+    return (f"; trained on {characters:,} characters, as many as {characters / OFFICIAL_PTB_TRAIN:.0%} of the official "
+            "training file, on which the paper's N = 1024 over-fits (the notes): the paper's size is not tested here")
 
 
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
