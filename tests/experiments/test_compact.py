@@ -39,3 +39,18 @@ def test_a_report_is_written_again_from_its_compact_data_alone(tmp_path, copy_sc
 def test_from_data_names_a_missing_file_in_one_line(tmp_path, capsys, copy_scale):
     assert cli.main(["reproduce", "--scale", copy_scale, "--from-data", str(tmp_path / "none.json")]) == 2
     assert "no compact data at" in capsys.readouterr().err
+
+
+def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
+    from nnrnn.experiments.collect import probe_norms
+    out = tmp_path / "grid"
+    runs = synthetic.build(out, copy_scale)
+    (out / "analysis" / "ptb").mkdir(parents=True)
+    (out / "analysis" / "ptb" / "summary.json").write_text(json.dumps({"model": "nnrnn", "gradient": {
+        "description": "probe", "norms": [3.0, 2.0, 1.0]}}))
+    report.write_report(out, copy_scale, runs, analysis=[])
+    stored = json.loads((out / compact.DATA).read_text())
+    assert stored["probes"] == {"ptb": [3.0, 2.0, 1.0]}
+    elsewhere = tmp_path / "elsewhere"
+    compact.materialize(stored, elsewhere)
+    assert probe_norms(elsewhere, "ptb") == [3.0, 2.0, 1.0] and probe_norms(elsewhere, "copy") is None

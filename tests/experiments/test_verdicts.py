@@ -511,3 +511,21 @@ def test_the_gated_claim_holds_on_the_papers_own_numbers_and_fails_when_a_non_ga
     assert verdicts.gated_claim({**paper, "lstm": s(1.47, 0.003)}, 150).verdict == PARTLY  # level with nnRNN
     assert verdicts.gated_claim({**paper, "lstm": s(3.0, 0.01)}, 150).verdict == FAILS
     assert verdicts.gated_claim({"lstm": PAPER_LSTM_BPC}, 150).verdict == UNTESTED
+
+
+def test_gradients_during_backpropagation_are_judged_polynomial_or_exponential_on_the_probe():
+    from nnrnn.experiments.rules import judged_by
+    steps = range(100)
+    # the probe's norms are indexed by t = 1..T with the loss at h_T: reversed, s = 0 is the loss's step
+    power = [(s + 1) ** 1.5 for s in steps][::-1]
+    exponential = [math.exp(0.06 * s) for s in steps][::-1]
+    claim = verdicts.backprop_claim(power, 150)
+    assert claim.verdict == HOLDS and "(s + 1)^1.50" in claim.here and "one run" in claim.here
+    assert verdicts.backprop_claim(exponential, 150).verdict == FAILS
+    # growth that peaks and falls back (the cpu-long probe's shape) is fitted up to its peak
+    peaked = ([(s + 1) ** 1.4 for s in range(80)] + [81 ** 1.4 * 0.98 ** k for k in range(1, 21)])[::-1]
+    assert verdicts.backprop_claim(peaked, 150).verdict == HOLDS
+    assert verdicts.backprop_claim([3.0, 2.0, 1.0][::-1], 150).verdict == HOLDS  # not growing at all
+    assert verdicts.backprop_claim(None, 150).verdict == UNTESTED
+    with judged_by({"BACKPROP_GROWTH": "not judged"}):  # before the rule: the half was not judged
+        assert verdicts.backprop_claim(power, 150).verdict == verdicts.NOT_JUDGED

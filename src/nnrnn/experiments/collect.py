@@ -157,6 +157,20 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
 
 
 
+PROBED = ("copy", "psmnist", "ptb")  # the tasks whose first nnRNN seed the report analyses
+
+
+def probe_norms(out: Path, task: str) -> list[float] | None:
+    """‖∂L/∂h_t‖, t = 1..T, of the gradient probe of ``task``'s first nnRNN seed (its analysis,
+    ``OUT/analysis/TASK/summary.json``: :func:`nnrnn.analysis.trained.gradient_propagation`); None without it."""
+    summary = Path(out) / "analysis" / task / "summary.json"
+    try:
+        norms = json.loads(summary.read_text())["gradient"]["norms"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [float(v) for v in norms]
+
+
 def triangle_per_entry(fraction: float | None, n: int) -> float | None:
     """T's root-mean-square entry over Λ's, from ``fraction`` = ‖T‖/‖Θ‖ of an N-unit Schur form: T has N(N−1)/2
     entries (its strict lower triangle) and Λ 4·⌊N/2⌋ + N mod 2 (its 2×2 and 1×1 blocks), with ‖Λ‖ read as

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from ..training.runlog import read_metrics
-from .collect import STRUCTURE
+from .collect import PROBED, STRUCTURE, probe_norms
 from .grid import PLAN, diverged, finished, run_folder
 
 DATA = "data.json"
@@ -54,6 +54,7 @@ def write_data(out: Path, scale: str, runs: list[dict], date: str, analysis: lis
             "plan": json.loads(plan.read_text()) if plan.is_file() else None,
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
+            "probes": {task: norms for task in PROBED if (norms := probe_norms(out, task)) is not None},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = out / DATA
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
@@ -85,6 +86,11 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
         (out / "tuned.json").write_text(json.dumps(data["tuned"], indent=1, sort_keys=True) + "\n")
     if data.get("notes") is not None and not (out / "notes.md").is_file():
         (out / "notes.md").write_text(data["notes"])
+    for task, norms in data.get("probes", {}).items():
+        summary = out / "analysis" / task / "summary.json"
+        if not summary.is_file():  # the first seed's analysis, of which the claims read the probe's norms
+            summary.parent.mkdir(parents=True, exist_ok=True)
+            summary.write_text(json.dumps({"gradient": {"norms": norms}}))
     for name in data.get("searches", []):
         (out / "searches" / name).mkdir(parents=True, exist_ok=True)
     runs = data["runs"]

@@ -19,8 +19,9 @@ from ..tasks.copy import baseline_loss
 from ..training.network import best_checkpoint, load_model
 from ..training.runlog import read_metrics
 from .beyond import goal_section, write_beyond_report  # noqa: F401 (goal_section: the report's public names)
-from .collect import (STRUCTURE, bptt_of, converged, converged_table, copy_speed, done, final_value,  # noqa: F401
-                      group, held_gamma, learned_structure, results, setting_task_of, spike, updates_to_solve)
+from .collect import (PROBED, STRUCTURE, bptt_of, converged, converged_table, copy_speed, done,  # noqa: F401
+                      final_value, group, held_gamma, learned_structure, probe_norms, results, setting_task_of, spike,
+                      updates_to_solve)
 from .figures import learning_curves  # noqa: F401
 from . import rules
 from .compact import materialize, write_data
@@ -30,16 +31,16 @@ from .rules import Claim, not_converged, rule
 from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
                        scope_section, settled_section, speed_section)
 from .statistics import Stat
-from .verdicts import (all_or_nothing_claim, column_words, copy_claims, copy_columns_claim, gamma_claims, gap_claims,
-                       gated_claim, gradient_claim, name, psmnist_claim, ptb_accuracy_claim, ptb_claim,
-                       regularization_claim, structure_claims, theory_claims)
+from .verdicts import (all_or_nothing_claim, backprop_claim, column_words, copy_claims, copy_columns_claim,
+                       gamma_claims, gap_claims, gated_claim, gradient_claim, name, psmnist_claim, ptb_accuracy_claim,
+                       ptb_claim, regularization_claim, structure_claims, theory_claims)
 from .words import title  # noqa: F401
 
 
 def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
     lines = []
-    for task in ("copy", "psmnist", "ptb"):
+    for task in PROBED:
         setting = next((r["setting"] for r in runs if r["task"] == task), None)
         members = sorted(group(runs, setting, "hidden", "nnrnn"), key=lambda r: r["seed"]) if setting else []
         if not members or not best_checkpoint(run_folder(out, members[0])).exists():
@@ -119,6 +120,10 @@ def judge(out: Path, runs: list[dict], settings: list[str], baseline, numbers: t
         elif task == "ptb":
             claims += ptb_claims(out, runs, setting)
     claims += ptb_gap_claims(out, runs, settings)
+    first_ptb = next((s for s in settings if setting_task_of(runs, s) == "ptb"), None)
+    if first_ptb is not None:  # the first seed's analysis is of the first PTB setting
+        claims.append(backprop_claim(probe_norms(out, "ptb"), bptt_of(runs, first_ptb),
+                                     scope=row_scope(out, runs, first_ptb, "hidden")))
     sizes = {r["task"]: r["hidden"] for r in reversed(runs) if r["column"] == "hidden" and r["label"] == "nnrnn"}
     claims += structure_claims(learned_structure(out, runs), sizes)
     return claims + theory_claims(*numbers)

@@ -32,6 +32,7 @@ HOLDS, PARTLY, FAILS = "holds", "partly", "does not hold"
 UNTESTED = "not tested yet (runs missing)"
 UNJUDGED = "cannot be judged (one seed on each side)"
 UNEQUAL = "not judged at these sizes (unequal N)"
+NOT_JUDGED = "not judged"
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,13 @@ RULES: dict[str, Rule] = {
                                   "blocks about 2N), and the tasks ran at different N, so the order is judged on T's "
                                   "root-mean-square entry over Λ's; before this rule the order was not judged at "
                                   "unequal N (issue 49)", before="fraction"),
+    "BACKPROP_GROWTH": Rule("power law", "the supplement's \"during backpropagation\" (its figure: \"growing "
+                                         "polynomially\") and §3's \"gradients explode polynomially in time rather "
+                                         "than exponentially\": over the steps back from the loss to the largest "
+                                         "norm, log‖∂L/∂h‖ fits a power law in the steps back, log(s + 1), at least "
+                                         "as well (R²) as a straight line in s (an exponential); judged on the first "
+                                         "seed's probe, as the paper shows one example; before this rule the half "
+                                         "was not judged (issue 49)", before="not judged"),
     "GAP_SHARED": Rule("cancel", "the gap to expRNN at fixed hidden units against the fixed parameter count: where "
                                  "nnRNN's runs are the same in both columns, the difference of the two gaps is "
                                  "expRNN(hidden) − expRNN(params), and nnRNN's variance is not counted (twice)"),

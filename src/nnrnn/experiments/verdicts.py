@@ -19,7 +19,7 @@ import math
 
 from .paper import (GAMMA_HELD, GAMMA_ONE, NON_GATED, ORTHOGONAL, PAPER_GAMMA, PAPER_LSTM_BPC, PAPER_PTB_ACCURACY,
                     PAPER_PTB_BPC)
-from .rules import UNEQUAL, Claim, FAILS, HOLDS, PARTLY, UNJUDGED, UNTESTED, rule
+from .rules import NOT_JUDGED, UNEQUAL, Claim, FAILS, HOLDS, PARTLY, UNJUDGED, UNTESTED, rule
 from .statistics import (Stat, above_value, all_failed, below, below_value, differ, margin, missing,  # noqa: F401
                          relation)
 from .theory_verdicts import (fisher_memory_claims, proposition1_claim, proposition2_claim,  # noqa: F401
@@ -593,6 +593,48 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scop
     verdict = FAILS if "nnrnn" in judged else PARTLY if judged else HOLDS
     return Claim(claim, paper, _scoped("; ".join(parts), scope), verdict)
 
+
+
+def _fit_r2(x: list[float], y: list[float]) -> tuple[float, float]:
+    """(R², slope) of the least-squares line y = a·x + b."""
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((v - mx) ** 2 for v in x)
+    sxy = sum((u - mx) * (v - my) for u, v in zip(x, y))
+    syy = sum((v - my) ** 2 for v in y)
+    slope = sxy / sxx if sxx else 0.0
+    return (1.0 if syy == 0 else sxy * sxy / (sxx * syy) if sxx else 0.0), slope
+
+
+def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Claim:
+    """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation", its figure's
+    "growing polynomially", and §3's "gradients explode polynomially in time rather than exponentially".  ``norms``:
+    ‖∂L/∂h_t‖, t = 1..T, of the first seed's trained nnRNN under the analysis probe (L = ½ mean_b ‖h_T‖², Gaussian
+    inputs).  Over the steps back s from the loss (s = 0 at h_T) to the largest norm, log‖∂L/∂h‖ is fitted against
+    log(s + 1) (a power law) and against s (an exponential): polynomial when the power law fits at least as well
+    (the rule BACKPROP_GROWTH).  A norm that does not grow at all is polynomial of degree 0."""
+    claim = (f"PTB (T_PTB = {bptt}): \"gradient norms behave nicely during backpropagation\" (the supplement's figure: "
+             "\"growing polynomially\"; §3: \"gradients explode polynomially in time rather than exponentially\")")
+    paper = "supplement's gradient figure (one example run): growing polynomially while backpropagating"
+    if rule('BACKPROP_GROWTH') != "power law":
+        return Claim(claim, paper, "not judged", NOT_JUDGED)
+    if not norms or len(norms) < 3:
+        return Claim(claim, paper, _scoped("no gradient probe of a trained nnRNN", scope), UNTESTED)
+    back = list(reversed(norms))  # s = 0: the step of the loss
+    if not all(math.isfinite(v) and v > 0 for v in back):
+        return Claim(claim, paper, _scoped("the probe's gradient norms are not all finite and positive", scope), FAILS)
+    peak = max(range(len(back)), key=back.__getitem__)
+    growth = back[peak] / back[0]
+    here = (f"the first seed's trained nnRNN, one run (the probe L = ½ mean‖h_T‖², Gaussian inputs, T = {len(back)}): "
+            f"‖∂L/∂h‖ grows {_ratio(growth)} over the {peak} steps back to its largest")
+    if peak < 2:
+        return Claim(claim, paper, _scoped(here + ": it does not grow (polynomial of degree 0)", scope), HOLDS)
+    logs = [math.log(v) for v in back[:peak + 1]]
+    power, degree = _fit_r2([math.log(s + 1) for s in range(peak + 1)], logs)
+    exponential, rate = _fit_r2([float(s) for s in range(peak + 1)], logs)
+    here += (f", then {_ratio(back[-1] / back[peak])} of it by step {len(back) - 1}; a power law (s + 1)^{degree:.2f} "
+             f"fits with R² {power:.3f}, an exponential e^({rate:.3f}·s) with R² {exponential:.3f}")
+    return Claim(claim, paper, _scoped(here, scope), HOLDS if power >= exponential else FAILS)
 
 
 # --------------------------------------------------------------------------------------------- learned structure
