@@ -131,6 +131,10 @@ def implementations():
     impls["gru"] = (lambda i, n: nnrnn.create("gru", i, n), 3)
     impls["nngru"] = (lambda i, n: nnrnn.create("nngru", i, n), 3)
     impls["nngru [schur_gates]"] = (lambda i, n: nnrnn.create("nngru", i, n, schur_gates=True), 3)
+    # today's long-memory RNNs (issue 50): coRNN's two N×N products a step, LEM's four; the LRU and minGRU have none
+    # (a diagonal recurrence, a scan over time)
+    for name, products in (("cornn", 2), ("lem", 4), ("lru", 0), ("mingru", 0)):
+        impls[name] = ((lambda name: lambda i, n: nnrnn.create(name, i, n))(name), products)
     # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
     impls["nnrnn-complex [= params]"] = (
         lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
@@ -386,7 +390,7 @@ def main(argv=None):
             share = f"{100 * compose / seconds:9.1f}" if compose > 0 else f"{'':>9s}"
             print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {flops / 1e9:6.2f} "
                   f"{100 * flops / seconds / 1e9 / roof:6.1f} {share} {peak} {saved}")
-        for name in ("gru", "nngru", "nngru [schur_gates]"):
+        for name in ("gru", "nngru", "nngru [schur_gates]", "cornn", "lem", "lru", "mingru"):
             if name in results and "torch.nn.GRU" in results:
                 print(f"{name} / torch.nn.GRU: {results[name][0] / results['torch.nn.GRU'][0]:.2f}")
         name = "nnrnn-complex [= params]"
