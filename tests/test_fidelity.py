@@ -30,6 +30,7 @@ where float32 training is well conditioned, and is run again in float64 (torch's
 and compared to 1e-9; each test's docstring says where float32 is not well conditioned and why.
 """
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -493,14 +494,15 @@ def test_plateau_schedule_halves_exactly_when_the_release_does():
                              "lr": 8e-4, "lr_orth": 8e-5})
     net = build_network(config, 10, 9, "all")
     optimizer = make_optimizer(config, net)
-    schedule = make_schedule(config, optimizer, "min")
+    task = SimpleNamespace(name="ptb", monitor=("bpc", "min"), steps_per_epoch=None)
+    schedule = make_schedule(config, optimizer, task)
     got = []
     for loss in valid:
         schedule.step(loss)
         got.append([g["lr"] for g in optimizer.param_groups])
     assert [g[0] for g in got] == pytest.approx(release_plateau_lrs(valid, 8e-4), rel=1e-12)
     assert [g[1] for g in got] == pytest.approx(release_plateau_lrs(valid, 8e-5), rel=1e-12)  # lr_orth too
-    assert make_schedule(resolve_config({"task": "copy"}), optimizer, "min") is None
+    assert make_schedule(resolve_config({"task": "copy"}), optimizer, task) is None
 
 
 def test_trainer_halves_both_learning_rates_after_a_validation_that_did_not_improve(tmp_path, monkeypatch):

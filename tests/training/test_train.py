@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -39,7 +40,7 @@ from nnrnn.training import network as network_module
 from nnrnn.training import runlog as runlog_module
 from nnrnn.training import train as trainer
 from nnrnn.training.config import check_resumable, resolve_config
-from nnrnn.errors import TrainingDiverged, UserError
+from nnrnn.errors import OptionError, TrainingDiverged, UserError
 from nnrnn.training.network import load_model
 from nnrnn.training.runlog import read_metrics
 from nnrnn.training.train import evaluate_checkpoint, make_optimizer, train
@@ -370,13 +371,30 @@ def test_the_plateau_schedule_halves_every_rate_after_a_validation_not_strictly_
     halves lr and lr_orth, however small lr_orth already is."""
     p, q = nn.Parameter(torch.zeros(1)), nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.RMSprop([{"params": [p], "lr": 1e-3}, {"params": [q], "lr": 1e-8}])
-    assert trainer.make_schedule({"lr_schedule": "none"}, optimizer, mode) is None
-    schedule = trainer.make_schedule({"lr_schedule": "plateau"}, optimizer, mode)
+    task = SimpleNamespace(name="copy", monitor=("loss", mode), steps_per_epoch=None)
+    assert trainer.make_schedule({"lr_schedule": "none"}, optimizer, task) is None
+    schedule = trainer.make_schedule({"lr_schedule": "plateau"}, optimizer, task)
     rates = lambda: [group["lr"] for group in optimizer.param_groups]  # noqa: E731
     for score, expected in ((first, [1e-3, 1e-8]), (better, [1e-3, 1e-8]), (better, [5e-4, 5e-9]),
                             (worse, [2.5e-4, 2.5e-9])):
         schedule.step(score)
         assert rates() == expected, score
+
+
+def test_the_step_schedule_divides_every_rate_by_ten_after_every_given_number_of_epochs():
+    p, q = nn.Parameter(torch.zeros(1)), nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([{"params": [p], "lr": 1e-3}, {"params": [q], "lr": 1e-5}])
+    task = SimpleNamespace(name="psmnist", monitor=("accuracy", "max"), steps_per_epoch=3)
+    schedule = trainer.make_schedule({"lr_schedule": "step", "lr_step_epochs": 2}, optimizer, task)
+    rates = []
+    for _ in range(13):  # as the trainer does: the rate of update k + 1 is set after update k
+        rates.append(optimizer.param_groups[0]["lr"])
+        schedule.step()
+    assert rates == pytest.approx([1e-3] * 6 + [1e-4] * 6 + [1e-5])  # after epochs 2 and 4 (updates 6 and 12)
+    assert optimizer.param_groups[1]["lr"] == pytest.approx(1e-7)  # every group's rate, divided twice
+    with pytest.raises(OptionError, match="--lr-schedule step counts epochs, and copy draws fresh batches"):
+        trainer.make_schedule({"lr_schedule": "step", "lr_step_epochs": 2}, optimizer,
+                              SimpleNamespace(name="copy", monitor=("loss", "min"), steps_per_epoch=None))
 
 
 def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch, capsys):

@@ -28,7 +28,7 @@ from .outcome import DIVERGENCE_FACTOR, PATIENCE
 
 NONLINEARITIES = ("modrelu", "tanh", "relu", "none")
 OPTIMIZERS = ("rmsprop", "adam")
-LR_SCHEDULES = ("none", "plateau")
+LR_SCHEDULES = ("none", "plateau", "step")
 SHUFFLES = ("epoch", "fixed")
 GROUPS = ("model", "optimisation", "data", "logging")  # the train command's option groups, in its help's order
 NO_VALUE = object()  # a flag that takes a value, rather than storing a constant
@@ -218,7 +218,10 @@ OPTIONS = (
       check=non_negative_number),
     O("clip", 0.0, "max gradient norm (0: off)", "optimisation", float, check=non_negative_number),
     O("lr_schedule", "none", "plateau: halve every learning rate after a validation that did not improve (ptb "
-      "presets)", "optimisation", choices=LR_SCHEDULES, check=one_of(*LR_SCHEDULES)),
+      "presets); step: divide them by 10 every --lr-step-epochs epochs (coRNN's and LEM's psMNIST and sMNIST)",
+      "optimisation", choices=LR_SCHEDULES, check=one_of(*LR_SCHEDULES)),
+    O("lr_step_epochs", 100, "with --lr-schedule step: the epochs between two divisions by 10 (default 100)",
+      "optimisation", int, check=positive_integer, metavar="E"),
     O("stop_after_halvings", None, "with --lr-schedule plateau: stop once the learning rates were halved K times",
       "optimisation", int, check=positive_integer, resumable=True, metavar="K"),
     O("seed", 0, "seed of the initial parameters and the data", "optimisation", int, check=seed),

@@ -24,7 +24,7 @@ from .. import kernel_policy
 from . import checkpoint, distributed, outcome, runfolder, runlock
 from .config import check_resumable, evaluation_interval, total_steps
 from .options import DEFAULTS, RESUMABLE, flag
-from ..errors import Interrupted, TrainingDiverged, UserError
+from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import Saved, build_saved_task, build_task, check_weights, load_saved, network_sizes, seeded_network
 from .resources import check_device, check_memory
@@ -33,6 +33,7 @@ from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
+STEP_FACTOR = 0.1  # coRNN's and LEM's psMNIST and sMNIST code: lr /= 10 after every 100 epochs
 CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
 
 
@@ -100,13 +101,22 @@ def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.RMSprop(groups, alpha=config["alpha"])
 
 
-def make_schedule(config: dict, optimizer: torch.optim.Optimizer, mode: str):
+def make_schedule(config: dict, optimizer: torch.optim.Optimizer, task):
     """The learning-rate schedule, or None.  "plateau" is the authors' PTB schedule: after every
     validation whose score is not strictly better than the best so far, every learning rate (lr and
-    lr_orth) is halved (their StepLR(step_size=1, gamma=0.5), stepped only then)."""
+    lr_orth) is halved (their StepLR(step_size=1, gamma=0.5), stepped only then); it is stepped by
+    :func:`validation_pass`.  "step" is coRNN's and LEM's: every learning rate divided by 10 after every
+    ``lr_step_epochs`` epochs; it is stepped after every update (:func:`update`), skipped ones included, so that
+    the rate of an update depends on its number alone."""
     if config["lr_schedule"] == "plateau":
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=PLATEAU_FACTOR, patience=0,
-                                                          threshold=0.0, eps=0.0)
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=task.monitor[1], factor=PLATEAU_FACTOR,
+                                                          patience=0, threshold=0.0, eps=0.0)
+    if config["lr_schedule"] == "step":
+        if task.steps_per_epoch is None:
+            raise OptionError(f"--lr-schedule step counts epochs, and {task.name} draws fresh batches each update "
+                              "(it has no epochs); use --lr-schedule plateau or none")
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=config["lr_step_epochs"] * task.steps_per_epoch,
+                                               gamma=STEP_FACTOR)
     return None
 
 
@@ -195,7 +205,7 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
     if world > 1:  # averages gradients over processes; broadcasts rank 0's parameters at start
         model = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(config, net)
-    schedule = make_schedule(config, optimizer, task.monitor[1])
+    schedule = make_schedule(config, optimizer, task)
 
     def agree(finite: bool) -> bool:  # every process takes the same branch of the non-finite skip
         return distributed.sum_stats({"ok": (float(finite), 1)}, world)["ok"][0] == world
@@ -423,6 +433,8 @@ def update(run: Run, log: MetricsLog | None) -> None:
     stepped = run.train_step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
     state.carried = stepped.carried
+    if isinstance(run.schedule, torch.optim.lr_scheduler.StepLR):
+        run.schedule.step()
     if stepped.finite:
         if state.initial_loss is None:  # the untrained model's loss, a reference for divergence (outcome.py)
             total, count = stepped.stats["loss"]
@@ -469,7 +481,7 @@ def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
             checkpoint.save(run.best_path, {"config": run.config, "sizes": network_sizes(run.task),
                                             "model": run.net.state_dict(), "step": run.state.step, "valid": record,
                                             "data": run.data_state, "kernels": kernel_policy.record()})
-    if run.schedule is not None:
+    if isinstance(run.schedule, torch.optim.lr_scheduler.ReduceLROnPlateau):
         run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
     # every rank stops together, on rank 0's validation loss
     loss = distributed.broadcast_float(record["loss"] if run.main else 0.0, run.world)
