@@ -52,3 +52,11 @@ def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
     assert status == {"tested": "finished", "extended": "stopped at 8", "stopped": "stopped at 5",
                       "learned": "learned"}
     assert {name for name in logs if finished(tmp_path / name)} == {"tested", "learned"}
+
+
+def test_a_scales_searches_train_on_a_seed_its_tables_do_not_report():
+    from nnrnn.experiments import grid
+    spec = grid.SCALES["beyond"]
+    found = grid.searches("beyond", models=["gru"], tasks=["copy"])
+    assert found and all(s["options"]["seed"] == spec["tune"]["seed"] for s in found.values())
+    assert spec["tune"]["seed"] not in spec["seeds"]

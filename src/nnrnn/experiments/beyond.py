@@ -44,7 +44,8 @@ def tuning_section(out: Path, scale: str) -> list[str]:
     lines = ["## How every model was tuned", "",
              f"Every model and variant got the same search on every task: {spec['trials']} "
              f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
-             f"(Optuna's TPE sampler, its median pruner), each a run of seed 0 at the model's size and "
+             f"(Optuna's TPE sampler, its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
+             "size and "
              f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
              f"on the model ({', '.join(SEARCHED)}; `src/nnrnn/experiments/sweep.py`), the options it does not "
              "search taken from "
@@ -54,9 +55,12 @@ def tuning_section(out: Path, scale: str) -> list[str]:
              "GRU, nnGRU and the complex nnRNN, so they appear in the tuned column only, trained by the task's "
              "procedure in the paper's presets (batch size, read-out initialisation, PTB's embedding and "
              "plateau schedule).", "",
-             "Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned pick "
-             "was chosen on a seed its row then averages in, which favours every model's pick a little and alike.",
-             "", "| table | model | tuned options |", "|---|---|---|"]
+             *(["Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned "
+                "pick was chosen on a seed its row then averages in, which favours every model's pick a little and "
+                "alike.", ""] if spec.get("seed", 0) in SCALES[scale]["seeds"] else
+               [f"No table reports seed {spec['seed']}, on which every search trained: no pick was chosen on a run "
+                "its row averages in.", ""]),
+             "| table | model | tuned options |", "|---|---|---|"]
     for setting, chosen in picks.items():
         for label, options in chosen.items():
             shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
