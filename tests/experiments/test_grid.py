@@ -48,9 +48,10 @@ def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     outcome.write(tmp_path / "learned", outcome.Outcome(outcome.LEARNED, "why"))
-    status = {name: run_summary(tmp_path / name, lambda task: ("loss", "min"))["status"] for name in logs}
-    assert status == {"tested": "finished", "extended": "stopped at 8", "stopped": "stopped at 5",
-                      "learned": "learned"}
+    summary = {name: run_summary(tmp_path / name, lambda task: ("loss", "min")) for name in logs}
+    assert {name: s["status"] for name, s in summary.items()} == {
+        "tested": "finished", "extended": "stopped at 8", "stopped": "stopped at 5", "learned": "learned"}
+    assert summary["tested"]["test"] == "loss 1" and summary["extended"]["test"] == "-"  # not the old run's score
     assert {name for name in logs if finished(tmp_path / name)} == {"tested", "learned"}
 
 

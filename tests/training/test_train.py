@@ -40,6 +40,7 @@ from nnrnn.training import network as network_module
 from nnrnn.training import runlog as runlog_module
 from nnrnn.training import train as trainer
 from nnrnn.training.config import check_resumable, resolve_config
+from conftest import SHARED, needs_mnist
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
 from nnrnn.training.network import load_model
 from nnrnn.training.runlog import read_metrics
@@ -392,9 +393,17 @@ def test_the_step_schedule_divides_every_rate_by_ten_after_every_given_number_of
         schedule.step()
     assert rates == pytest.approx([1e-3] * 6 + [1e-4] * 6 + [1e-5])  # after epochs 2 and 4 (updates 6 and 12)
     assert optimizer.param_groups[1]["lr"] == pytest.approx(1e-7)  # every group's rate, divided twice
-    with pytest.raises(OptionError, match="--lr-schedule step counts epochs, and copy draws fresh batches"):
-        trainer.make_schedule({"lr_schedule": "step", "lr_step_epochs": 2}, optimizer,
-                              SimpleNamespace(name="copy", monitor=("loss", "min"), steps_per_epoch=None))
+    assert trainer.make_schedule({"lr_schedule": "step", "lr_step_epochs": None}, optimizer, task).step_size == 300
+
+
+def test_the_step_schedule_is_refused_before_anything_is_written_where_it_cannot_act(tmp_path):
+    from nnrnn.training.config import resolve_config
+    with pytest.raises(OptionError, match="lr_schedule step counts epochs, and copy draws fresh batches"):
+        resolve_config({"task": "copy", "lr_schedule": "step", "out": str(tmp_path / "run")})
+    with pytest.raises(OptionError, match="lr_step_epochs needs lr_schedule step"):
+        resolve_config({"task": "psmnist", "lr_step_epochs": 3})
+    assert not (tmp_path / "run").exists()
+    assert resolve_config({"task": "psmnist", "lr_schedule": "step"})["lr_step_epochs"] is None  # 100 epochs
 
 
 def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch, capsys):
@@ -914,3 +923,17 @@ def test_the_resume_line_reads_last_pt_once_and_continues_as_one_run(tmp_path, m
     assert reads.count("last.pt") == 1, reads
     a, b = (checkpoint.load(tmp_path / name / "checkpoints" / "last.pt")["model"] for name in ("whole", "run"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@needs_mnist
+def test_a_step_schedule_run_logs_the_rate_each_update_used_and_divides_it_after_each_span_of_epochs(tmp_path):
+    from nnrnn.training.config import resolve_config
+    config = resolve_config({"task": "psmnist", "model": "rnn", "hidden": 4, "batch_size": 2000, "epochs": 2,
+                             "lr_schedule": "step", "lr_step_epochs": 1, "lr": 1e-3, "log_every": 1,
+                             "eval_every": 100, "eval_batch_size": 1000, "data_dir": str(SHARED), "progress": False,
+                             "out": str(tmp_path / "run")})
+    trainer.train(config)
+    rates = [r["lr"] for r in map(json.loads, (tmp_path / "run" / "metrics.jsonl").read_text().splitlines())
+             if r.get("split") == "train" and "lr" in r]
+    per_epoch = len(rates) // 2
+    assert per_epoch >= 2 and rates == pytest.approx([1e-3] * per_epoch + [1e-4] * per_epoch)

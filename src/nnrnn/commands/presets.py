@@ -35,10 +35,23 @@ def format_value(value) -> str:
     return str(value)
 
 
-def format_table(header: list[str], rows: list[list[str]], indent: str = "") -> list[str]:
+def format_table(header: list[str], rows: list[list[str]], indent: str = "", width: int = 120) -> list[str]:
+    """Aligned columns; a table wider than ``width`` is cut into several, each repeating the first column."""
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    return [indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-            for row in (header, *rows)]
+    groups, current = [], []
+    for column in range(1, len(header)):
+        used = len(indent) + widths[0] + sum(widths[c] + 2 for c in current) + widths[column] + 2
+        if current and used > width:
+            groups.append(current)
+            current = []
+        current.append(column)
+    groups.append(current)
+    lines = []
+    for number, group in enumerate(groups):
+        picked = [0, *group]
+        lines += [""] * (number > 0) + [
+            indent + "  ".join(row[c].ljust(widths[c]) for c in picked).rstrip() for row in (header, *rows)]
+    return lines
 
 
 def format_preset(name: str, task: str | None, model: str | None) -> list[str]:

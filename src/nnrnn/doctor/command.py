@@ -93,7 +93,7 @@ def describe(device: torch.device) -> str:
 def _names(text: str | None, allowed, what: str) -> tuple:
     if text is None:
         return tuple(allowed)
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))  # each once, in the order given
     unknown = [n for n in names if n not in allowed]
     if unknown or not names:
         raise UserError(f"--{what}: unknown {', '.join(unknown) or 'empty list'}; choose from {', '.join(allowed)}")

@@ -101,6 +101,11 @@ def _check_length(config: dict) -> None:
                           f"each update, so give --steps")
     if config["stop_after_halvings"] and config["lr_schedule"] != "plateau":
         raise OptionError("stop_after_halvings needs lr_schedule plateau (it counts that schedule's halvings)")
+    if config["lr_step_epochs"] is not None and config["lr_schedule"] != "step":
+        raise OptionError("lr_step_epochs needs lr_schedule step (it sets that schedule's epochs)")
+    if config["lr_schedule"] == "step" and not task_class(config["task"]).has_data_files:
+        raise OptionError(f"lr_schedule step counts epochs, and {config['task']} draws fresh batches each update "
+                          "(it has no epochs); use lr_schedule plateau or none")
 
 
 def _check_model_options(config: dict) -> None:

@@ -220,7 +220,7 @@ OPTIONS = (
     O("lr_schedule", "none", "plateau: halve every learning rate after a validation that did not improve (ptb "
       "presets); step: divide them by 10 every --lr-step-epochs epochs (coRNN's and LEM's psMNIST and sMNIST)",
       "optimisation", choices=LR_SCHEDULES, check=one_of(*LR_SCHEDULES)),
-    O("lr_step_epochs", 100, "with --lr-schedule step: the epochs between two divisions by 10 (default 100)",
+    O("lr_step_epochs", None, "with --lr-schedule step: the epochs between two divisions by 10 (default 100)",
       "optimisation", int, check=positive_integer, metavar="E"),
     O("stop_after_halvings", None, "with --lr-schedule plateau: stop once the learning rates were halved K times",
       "optimisation", int, check=positive_integer, resumable=True, metavar="K"),

@@ -203,7 +203,9 @@ def run_summary(folder: Path, monitor_of) -> dict:
     return {"task": config.get("task", "?"), "model": config.get("model", "?"), "hidden": config.get("hidden", "?"),
             "step": step, "metric": metric,
             "best": f"{metric} {(min if mode == 'min' else max)(valid):.4g}" if valid else "-",
-            "test": f"{metric} {test[metric]:.4g}" if test is not None and metric in test else "-",
+            # the test score of the run as it ended: one logged before a resume for more updates is not its own
+            "test": f"{metric} {test[metric]:.4g}" if test is not None and metric in test
+            and outcome.finished(ended, records) else "-",
             "status": status}
 
 

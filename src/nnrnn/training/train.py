@@ -24,7 +24,7 @@ from .. import kernel_policy
 from . import checkpoint, distributed, outcome, runfolder, runlock
 from .config import check_resumable, evaluation_interval, total_steps
 from .options import DEFAULTS, RESUMABLE, flag
-from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
+from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .network import Saved, build_saved_task, build_task, check_weights, load_saved, network_sizes, seeded_network
 from .resources import check_device, check_memory
@@ -33,7 +33,7 @@ from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
-STEP_FACTOR = 0.1  # coRNN's and LEM's psMNIST and sMNIST code: lr /= 10 after every 100 epochs
+STEP_FACTOR, STEP_EPOCHS = 0.1, 100  # coRNN's and LEM's psMNIST and sMNIST code: lr /= 10 after every 100 epochs
 CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
 
 
@@ -106,17 +106,15 @@ def make_schedule(config: dict, optimizer: torch.optim.Optimizer, task):
     validation whose score is not strictly better than the best so far, every learning rate (lr and
     lr_orth) is halved (their StepLR(step_size=1, gamma=0.5), stepped only then); it is stepped by
     :func:`validation_pass`.  "step" is coRNN's and LEM's: every learning rate divided by 10 after every
-    ``lr_step_epochs`` epochs; it is stepped after every update (:func:`update`), skipped ones included, so that
-    the rate of an update depends on its number alone."""
+    ``lr_step_epochs`` epochs (default 100; a task with epochs: :func:`nnrnn.training.config.validate`); it is
+    stepped before every update but the first (:func:`update`), skipped ones included, so that the rate of an
+    update depends on its number alone and the rate logged with an update is the one it used."""
     if config["lr_schedule"] == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=task.monitor[1], factor=PLATEAU_FACTOR,
                                                           patience=0, threshold=0.0, eps=0.0)
     if config["lr_schedule"] == "step":
-        if task.steps_per_epoch is None:
-            raise OptionError(f"--lr-schedule step counts epochs, and {task.name} draws fresh batches each update "
-                              "(it has no epochs); use --lr-schedule plateau or none")
-        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=config["lr_step_epochs"] * task.steps_per_epoch,
-                                               gamma=STEP_FACTOR)
+        every = (config["lr_step_epochs"] or STEP_EPOCHS) * task.steps_per_epoch
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=every, gamma=STEP_FACTOR)
     return None
 
 
@@ -430,11 +428,11 @@ def update(run: Run, log: MetricsLog | None) -> None:
     targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.predict_at == "all" else 0).to(run.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
+    if isinstance(run.schedule, torch.optim.lr_scheduler.StepLR) and state.step > 0:
+        run.schedule.step()  # the rate of update state.step + 1: divided after every lr_step_epochs' updates
     stepped = run.train_step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
     state.carried = stepped.carried
-    if isinstance(run.schedule, torch.optim.lr_scheduler.StepLR):
-        run.schedule.step()
     if stepped.finite:
         if state.initial_loss is None:  # the untrained model's loss, a reference for divergence (outcome.py)
             total, count = stepped.stats["loss"]
