@@ -35,13 +35,14 @@ def format_value(value) -> str:
     return str(value)
 
 
-def format_table(header: list[str], rows: list[list[str]], indent: str = "", width: int = 120) -> list[str]:
-    """Aligned columns; a table wider than ``width`` is cut into several, each repeating the first column."""
+def format_table(header: list[str], rows: list[list[str]], indent: str = "", width: int | None = None) -> list[str]:
+    """Aligned columns; a table wider than ``width`` (when given) is cut into several, each repeating the first
+    column."""
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
     groups, current = [], []
     for column in range(1, len(header)):
         used = len(indent) + widths[0] + sum(widths[c] + 2 for c in current) + widths[column] + 2
-        if current and used > width:
+        if current and width is not None and used > width:
             groups.append(current)
             current = []
         current.append(column)
@@ -74,7 +75,7 @@ def format_preset(name: str, task: str | None, model: str | None) -> list[str]:
                                                                          shared.items()),
                                      width=110, initial_indent="  ", subsequent_indent="    ")]
         cells = [[label, *(format_value(o[k]) if k in o else "-" for k in keys)] for label, o in rows.items()]
-        lines += format_table(["model", *keys], cells, indent="    ")
+        lines += format_table(["model", *keys], cells, indent="    ", width=120)
         notes = ["-: not set, so nnrnn train's default"] if any("-" in row for row in cells) else []
         notes += [f"*: a variant, not a model: --model {o['model']} with the options of its row"
                   for label, o in rows.items() if label.endswith("*")][:1]
