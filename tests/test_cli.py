@@ -181,7 +181,7 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert "(default: 100, as in the paper)" not in parsers["theory table3"].format_help()  # said once, not twice
     assert "the split to score (default: test)" in " ".join(parsers["eval"].format_help().split())
     scale = " ".join(parsers["reproduce"].format_help().split())
-    assert "smoke:" in scale and "cpu-long:" in scale and "2 h 46 min" in scale and "(default: cpu)" in scale
+    assert "smoke:" in scale and "cpu-long:" in scale and "1 h 48 min" in scale and "(default: cpu)" in scale
 
 
 def test_every_command_of_the_table_is_a_module_with_its_arguments_and_its_run_function():

@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
                     "finished runs are kept, interrupted ones resume. See docs/training.md.")
     p.add_argument("--scale", default="cpu", choices=list(SCALES),
                    help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
-                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (2 h 46 min "
+                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (1 h 48 min "
                         "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
                         "tuned alike (1 h 0 min with --jobs 2 on 2 cores, docs/beyond/report.md); paper: the paper's "
                         "sizes and the release's 100 epochs (for GPUs; its time is not measured)")

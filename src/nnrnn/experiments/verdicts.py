@@ -632,7 +632,9 @@ def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Cla
     logs = [math.log(v) for v in back[:peak + 1]]
     power, degree = _fit_r2([math.log(s + 1) for s in range(peak + 1)], logs)
     exponential, rate = _fit_r2([float(s) for s in range(peak + 1)], logs)
-    here += (f", then {_ratio(back[-1] / back[peak])} of it by step {len(back) - 1}; a power law (s + 1)^{degree:.2f} "
+    end = back[-1] / back[peak]
+    here += (f", {'then falls to' if end < 1 else 'and is'} {_ratio(end)} of it at step {len(back) - 1}; a power law "
+             f"(s + 1)^{degree:.2f} "
              f"fits with R² {power:.3f}, an exponential e^({rate:.3f}·s) with R² {exponential:.3f}")
     return Claim(claim, paper, _scoped(here, scope), HOLDS if power >= exponential else FAILS)
 
