@@ -390,6 +390,7 @@ def test_the_step_schedule_divides_every_rate_by_ten_after_every_given_number_of
     rates = []
     for _ in range(13):  # as the trainer does: the rate of update k + 1 is set after update k
         rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
         schedule.step()
     assert rates == pytest.approx([1e-3] * 6 + [1e-4] * 6 + [1e-5])  # after epochs 2 and 4 (updates 6 and 12)
     assert optimizer.param_groups[1]["lr"] == pytest.approx(1e-7)  # every group's rate, divided twice
