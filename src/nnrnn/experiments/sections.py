@@ -91,8 +91,7 @@ def data_section(runs: list[dict]) -> list[str]:
                          "about the full test set.")
     if "ptb" in tasks:
         o = tasks["ptb"]["options"]
-        corpus = make_task("ptb", data_dir=o.get("data_dir"), batch_size=1).corpus
-        n = (len(corpus.train), len(corpus.valid), len(corpus.test))
+        n = ptb_split_sizes(o.get("data_dir"))
         lines.append(f"| PTB | {n[0]:,} characters | {n[1]:,} characters | {n[2]:,} characters | "
                      "`ptb.char.train.txt`: about 5.01 million characters (the count usually published, whose "
                      "validation and test counts, 393K and 442K, match the files here) |")
@@ -173,14 +172,16 @@ def row_scope(out: Path, runs: list[dict], setting: str, column: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _ptb_training_characters(data_dir) -> int:
-    return len(make_task("ptb", data_dir=data_dir, batch_size=1).corpus.train)
+def ptb_split_sizes(data_dir) -> tuple[int, int, int]:
+    """Characters of PTB's train, valid and test splits as the runs read them from ``data_dir``, read once."""
+    corpus = make_task("ptb", data_dir=data_dir, batch_size=1).corpus
+    return len(corpus.train), len(corpus.valid), len(corpus.test)
 
 
 def ptb_data_scope(options: dict) -> str:
     """What a PTB row's data limits: the share of the official training text its runs trained on, and that the
     paper's N = 1024 over-fits so little text (the notes); nothing when the runs had the official training file."""
-    characters = _ptb_training_characters(options.get("data_dir"))
+    characters = ptb_split_sizes(options.get("data_dir"))[0]
     if characters >= 1_000_000:
         return ""
     return (f"; trained on {characters:,} characters, as many as {characters / OFFICIAL_PTB_TRAIN:.0%} of the official "

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from scipy.stats import linregress
+
 from .paper import (GAMMA_HELD, GAMMA_ONE, NON_GATED, ORTHOGONAL, PAPER_GAMMA, PAPER_LSTM_BPC, PAPER_PTB_ACCURACY,
                     PAPER_PTB_BPC)
 from .rules import NOT_JUDGED, UNEQUAL, Claim, FAILS, HOLDS, PARTLY, UNJUDGED, UNTESTED, rule
@@ -595,17 +597,6 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scop
 
 
 
-def _fit_r2(x: list[float], y: list[float]) -> tuple[float, float]:
-    """(R², slope) of the least-squares line y = a·x + b."""
-    n = len(x)
-    mx, my = sum(x) / n, sum(y) / n
-    sxx = sum((v - mx) ** 2 for v in x)
-    sxy = sum((u - mx) * (v - my) for u, v in zip(x, y))
-    syy = sum((v - my) ** 2 for v in y)
-    slope = sxy / sxx if sxx else 0.0
-    return (1.0 if syy == 0 else sxy * sxy / (sxx * syy) if sxx else 0.0), slope
-
-
 def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation", its figure's
     "growing polynomially", and §3's "gradients explode polynomially in time rather than exponentially".  ``norms``:
@@ -630,8 +621,9 @@ def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Cla
     if peak < 2:
         return Claim(claim, paper, _scoped(here + ": it does not grow (polynomial of degree 0)", scope), HOLDS)
     logs = [math.log(v) for v in back[:peak + 1]]
-    power, degree = _fit_r2([math.log(s + 1) for s in range(peak + 1)], logs)
-    exponential, rate = _fit_r2([float(s) for s in range(peak + 1)], logs)
+    power_fit = linregress([math.log(s + 1) for s in range(peak + 1)], logs)
+    exponential_fit = linregress([float(s) for s in range(peak + 1)], logs)
+    (power, degree), (exponential, rate) = ((f.rvalue ** 2, f.slope) for f in (power_fit, exponential_fit))
     end = back[-1] / back[peak]
     here += (f", {'then falls to' if end < 1 else 'and is'} {_ratio(end)} of it at step {len(back) - 1}; a power law "
              f"(s + 1)^{degree:.2f} "

@@ -67,6 +67,19 @@ from .recurrence import NONLINEARITIES, reference_recurrence
 IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
 
 
+def stacked_repr(module: nn.Module, *extra: str) -> str:
+    """torch.nn.RNN's repr of a stacked layer's sizes and options (those at their defaults left out), with ``extra``
+    after ``num_layers``."""
+    parts = [str(module.input_size), str(module.hidden_size)]
+    parts += [f"num_layers={module.num_layers}"] if module.num_layers != 1 else []
+    parts += list(extra)
+    parts += ["bias=False"] if not module.bias else []
+    parts += ["batch_first=True"] if module.batch_first else []
+    parts += [f"dropout={module.dropout}"] if module.dropout else []
+    parts += ["bidirectional=True"] if module.bidirectional else []
+    return ", ".join(parts)
+
+
 def cell_suffix(layer: int, direction: int) -> str:
     """The parameter-name suffix torch gives one layer and direction: '_l0', '_l1_reverse', …"""
     return f"_l{layer}" + ("_reverse" if direction else "")
@@ -548,17 +561,5 @@ class RecurrentModel(nn.Module):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        s += f", nonlinearity={self.nonlinearity!r}"
-        if not self.bias:
-            s += ", bias=False"
-        if self.batch_first:
-            s += ", batch_first=True"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
-        return s
+        return stacked_repr(self, f"nonlinearity={self.nonlinearity!r}")
 

@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
 from ..parametrizations.schur import check_penalty_weights
-from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, time_major
+from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, stacked_repr, time_major
 
 
 IMPLEMENTATIONS = ("auto", "scan", "loop")
@@ -167,15 +167,4 @@ class CellModel(nn.Module):
         return state.unsqueeze(1) if unbatched else state
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if not self.bias:
-            s += ", bias=False"
-        if self.batch_first:
-            s += ", batch_first=True"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
-        return s
+        return stacked_repr(self)
