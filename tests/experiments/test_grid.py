@@ -11,9 +11,11 @@ def test_the_network_sizes_of_a_task_come_from_its_class(task, sizes):
     assert grid.sizes(task) == sizes  # adding: a task no grid runs, a KeyError before
 
 
-def test_a_setting_of_a_task_the_report_has_no_words_for_is_titled_by_the_task():
+def test_a_setting_is_titled_by_its_task_with_the_length_that_defines_it():
     runs = [{"setting": "adding", "task": "adding", "options": {"T": 50}}]
-    assert report.title(runs, "adding") == "adding"
+    assert report.title(runs, "adding") == "adding, T = 50"
+    runs = [{"setting": "p", "task": "psmnist", "options": {}}]
+    assert report.title(runs, "p") == "psMNIST"
     runs = [{"setting": "copy-9", "task": "copy", "options": {"T": 9}}]
     assert report.title(runs, "copy-9") == "copy, T = 9"
 

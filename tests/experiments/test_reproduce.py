@@ -104,7 +104,7 @@ def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_mor
 
 @pytest.fixture
 def tuned_scale(monkeypatch):
-    scale = {"seeds": [0], "tune": {"trials": 2, "share": 0.5}, "tasks": {"copy": {
+    scale = {"seeds": [0], "report": "beyond", "tune": {"trials": 2, "share": 0.5}, "tasks": {"copy": {
         "hidden": 8, "columns": ("params", "tuned"), "models": ("nnrnn", "gru"), "variants": grid.DELAY_INIT,
         "options": {"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
     monkeypatch.setitem(grid.SCALES, "tiny-tuned", scale)
@@ -191,7 +191,7 @@ def test_a_model_the_paper_has_no_entry_for_trains_by_the_tasks_procedure():
 
 def test_a_scales_length_replaces_the_procedures_for_a_model_the_paper_has_no_entry_for(monkeypatch):
     # paper-params trains psMNIST for 100 epochs; a scale that gives steps must not collide with them for the GRU
-    scale = {"seeds": [0], "tune": {"trials": 1, "share": 0.5}, "tasks": {"psmnist": {
+    scale = {"seeds": [0], "report": "beyond", "tune": {"trials": 1, "share": 0.5}, "tasks": {"psmnist": {
         "hidden": 8, "columns": ("tuned",), "models": ("gru",),
         "options": {"batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
     monkeypatch.setitem(grid.SCALES, "tiny-steps", scale)

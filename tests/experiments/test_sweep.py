@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.sweep import (ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS,
+from nnrnn.experiments.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS,
                                      default_storage, open_storage, run_sweep, search_space, summary)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +57,22 @@ def test_search_space_follows_the_paper_per_model():
     assert list(search_space("gru")) == ["lr", "alpha"]
     assert list(search_space("nngru")) == ["lr", "lr_orth", "alpha", "delta", "t_decay", "init"]
     assert list(search_space("nnrnn-complex")) == ["lr", "lr_orth", "alpha", "delta", "t_decay"]
+
+
+def test_search_space_adds_each_models_own_options_and_adams_wider_rates():
+    cornn = search_space("cornn", optimizer="adam")
+    assert list(cornn) == ["lr", "dt", "gamma", "epsilon"]
+    # the rates coRNN's and LEM's code train psMNIST with (0.0054, 0.0073) lie inside Adam's range
+    assert (cornn["lr"].low, cornn["lr"].high) == ADAM_LR_RANGE and cornn["lr"].high > 0.0073
+    assert cornn["dt"].log and cornn["dt"].low <= 0.042 and cornn["dt"].high >= 0.076
+    assert cornn["gamma"].low <= 0.4 and cornn["gamma"].high >= 66
+    assert list(search_space("lem", optimizer="adam")) == ["lr", "dt"]
+    lru = search_space("lru")
+    assert list(lru) == ["lr", "alpha", "r_min", "r_max"]
+    assert all(low < high for low in lru["r_min"].choices for high in lru["r_max"].choices)
+    assert list(search_space("mingru")) == ["lr", "alpha"]
+    # an option the user gives is held, not searched
+    assert list(search_space("cornn", fixed=["dt", "gamma"], optimizer="adam")) == ["lr", "epsilon"]
     with pytest.raises(ValueError, match="choose one of"):
         search_space("rwkv")
 

@@ -20,8 +20,8 @@ from .workload import CLASSES, PAPER_SIZES, QUICK_SIZES, Sizes, config_for, synt
 class TorchBaseline(nn.Module):
     def __init__(self, kind: str, input_size: int, hidden: int):
         super().__init__()
-        self.rnn = (nn.RNN(input_size, hidden, nonlinearity="relu") if kind == "rnn"
-                    else nn.LSTM(input_size, hidden))
+        self.rnn = {"rnn": lambda: nn.RNN(input_size, hidden, nonlinearity="relu"),
+                    "lstm": lambda: nn.LSTM(input_size, hidden), "gru": lambda: nn.GRU(input_size, hidden)}[kind]()
 
     def forward(self, x):
         return self.rnn(x)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..models import model_class
 from ..tasks.copy import baseline_loss
 from .collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
-from .grid import SCALES, metric, search_name
+from .grid import SCALES, TPE_STARTUP, metric, search_name
 from .rules import rule
 from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
 from .sweep import SEARCHED
@@ -25,7 +26,7 @@ def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | Non
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
     baseline = baseline_loss(copy_T) if copy_T else None
     lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family", date) + data_section(runs)
-    lines += tuning_section(out, scale)
+    lines += tuning_section(out, scale, runs)
     for setting in settings:
         lines += results_section(out, runs, setting, figures, baseline)
         if setting_task_of(runs, setting) == "copy" and baseline:
@@ -38,23 +39,34 @@ def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | Non
     return report
 
 
-def tuning_section(out: Path, scale: str) -> list[str]:
+BEYOND_STARTS = ("The options a search does not search are taken from `paper-params` where the paper gives the model "
+                 "hyperparameters. The paper gives no hyperparameters for GRU, nnGRU and the complex nnRNN, so they "
+                 "appear in the tuned column only, trained by the task's procedure in the paper's presets (batch "
+                 "size, read-out initialisation, PTB's embedding and plateau schedule).")
+
+
+def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND_STARTS) -> list[str]:
+    """How every model of ``runs`` was tuned: the search's budget and space, where it starts from (``starts``, in
+    words) and each pick."""
     spec = SCALES[scale]["tune"]
     picks = json.loads((out / "tuned.json").read_text()) if (out / "tuned.json").is_file() else {}
+    startup = spec.get("startup", TPE_STARTUP)
+    sampler = (f"Optuna's TPE sampler, which draws its first {startup} trials at random and models the rest on "
+               "them" if startup < spec["trials"] else
+               f"Optuna's TPE sampler, which draws its first {startup} trials at random, so all of these")
+    own = [f"{name(m)}: {', '.join(model_class(m).SEARCHED)}" for m in dict.fromkeys(r["model"] for r in runs)
+           if model_class(m).SEARCHED]
     lines = ["## How every model was tuned", "",
              f"Every model and variant got the same search on every task: {spec['trials']} "
              f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
-             f"(Optuna's TPE sampler, its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
+             f"({sampler}; its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
              "size and "
              f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
-             f"on the model ({', '.join(SEARCHED)}; `src/nnrnn/experiments/sweep.py`), the options it does not "
-             "search taken from "
-             "`paper-params` where the paper gives the model hyperparameters. The best trial's options (by the "
+             f"on the model ({', '.join(SEARCHED)}"
+             + (f"; and each model's own: {'; '.join(own)}" if own else "")
+             + "; `src/nnrnn/experiments/sweep.py` and each model's `SEARCHED`). The best trial's options (by the "
              "validation metric) are the tuned "
-             "column's; they are in `tuned.json` beside this report. The paper gives no hyperparameters for "
-             "GRU, nnGRU and the complex nnRNN, so they appear in the tuned column only, trained by the task's "
-             "procedure in the paper's presets (batch size, read-out initialisation, PTB's embedding and "
-             "plateau schedule).", "",
+             "column's; they are in `tuned.json` beside this report. " + starts, "",
              *(["Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned "
                 "pick was chosen on a seed its row then averages in, which favours every model's pick a little and "
                 "alike.", ""] if spec.get("seed", 0) in SCALES[scale]["seeds"] else

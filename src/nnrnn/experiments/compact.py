@@ -4,8 +4,9 @@ that anyone can compute the report again without the run folders.
 Per run folder: whether it finished or diverged, its wall time, and its metrics records cut to what the report
 reads (every validation and test record; of the training records the update, the gradient norm and the learning
 rate); per trained model the learned-structure statistics the claims use (``analysis/structure.json``); the
-plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column, the date and
-the lines of the first seeds' analysis figures.  :func:`materialize` writes the run folders back from it (metrics
+plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column and its
+searches' trials, the update times a modern report measured, the date and the lines of the first seeds' analysis
+figures.  :func:`materialize` writes the run folders back from it (metrics
 only, no checkpoints); :func:`nnrnn.experiments.report.regenerate` writes the report from them.
 """
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pathlib import Path
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from ..training.runlog import read_metrics
 from .collect import PROBED, STRUCTURE, probe_norms
-from .grid import PLAN, diverged, finished, run_folder
+from .grid import PLAN, SPEED, TRIALS, diverged, finished, run_folder
 
 DATA = "data.json"
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
+# files beside a report that it reads whole: the searches' trials, and the update times the modern report measures
+FILES = (TRIALS, SPEED)
 
 
 def _records(folder: Path) -> list[dict]:
@@ -55,6 +58,7 @@ def write_data(out: Path, scale: str, runs: list[dict], date: str, analysis: lis
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
             "probes": {task: norms for task in PROBED if (norms := probe_norms(out, task)) is not None},
+            "files": {name: json.loads((out / name).read_text()) for name in FILES if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = out / DATA
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
@@ -91,6 +95,8 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
         if not summary.is_file():  # the first seed's analysis, of which the claims read the probe's norms
             summary.parent.mkdir(parents=True, exist_ok=True)
             summary.write_text(json.dumps({"gradient": {"norms": norms}}))
+    for name, content in data.get("files", {}).items():
+        (out / name).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
     for name in data.get("searches", []):
         (out / "searches" / name).mkdir(parents=True, exist_ok=True)
     runs = data["runs"]

@@ -27,6 +27,7 @@ GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}
 COPY_CHECKS = {"eurnn, capacity 4": {"model": "eurnn", "capacity": 4},
                "rnn-orth, clipped at 1": {"model": "rnn-orth", "clip": 1.0}}
 TUNED = "tuned"
+TPE_STARTUP = 10  # Optuna's TPE draws this many trials at random before it models the results (its default)
 TUNE_SEED = 100  # the seed a scale's searches train on: none of the seeds its tables report, so no pick is chosen
 #                 on a run its row then averages in
 # nnRNN with T starting as a delay line (the paper's §3); α = 0.02, the largest of 0.5, 0.2, 0.1, 0.05, 0.02
@@ -41,6 +42,10 @@ LONG_PSMNIST = {"batch_size": 64, "epochs": 20, "eval_every": 125, "log_every": 
 LONG_PTB = {"bptt": 150, "batch_size": 32, "epochs": 100, "eval_every": 74, "log_every": 10, "eval_batch_size": 50}
 LONG_PTB_300 = {"bptt": 300, "batch_size": 32, "epochs": 100, "eval_every": 37, "log_every": 5,
                 "eval_batch_size": 50}
+# The modern grid (issue 50): the paper's models, the non-normal family and today's long-memory RNNs, each tuned alike
+MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru")
+# Orhan & Pitkow's chain, at the gain their released code's example trains copy with (eminorhan/nonnormal-init)
+CHAIN_INIT = {"rnn chain": {"model": "rnn", "init": "chain:1.02"}}
 SCALES = {
     "cpu": {
         "seeds": [0, 1],
@@ -73,6 +78,7 @@ SCALES = {
     # (docs/design.md).
     "beyond": {
         "seeds": [0, 1, 2],
+        "report": "beyond",
         "tune": {"trials": 5, "share": 0.2, "seed": TUNE_SEED},
         "tasks": {
             "copy": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
@@ -81,6 +87,29 @@ SCALES = {
                         "variants": DELAY_INIT, "options": {**LONG_PSMNIST, "epochs": 5}},
             "ptb": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
                     "options": {**LONG_PTB, "epochs": 30}},
+        },
+    },
+    # Today's long-memory RNNs beside the nnRNN (docs/modern/report.md): every model at nnRNN's parameter count, each
+    # with the same search (10 trials of runs a fifth as long, on seed TUNE_SEED; Optuna's TPE sampler draws its
+    # first 5 at random), on the standard long-memory protocols (--preset long-memory: copy at T = 1000, adding at
+    # T = 2000, psMNIST) and PTB at cpu-long's T_PTB. CPU scale: copy in batches of 32 rather than the protocol's
+    # 128, adding at nnRNN's N = 32 (minGRU's equal parameter count is then 169 units, at 64 it would be 631), and
+    # every task far shorter than its papers train; about three hours on 2 cores, over sittings (docs/design.md).
+    "modern": {
+        "seeds": [0, 1, 2],
+        "report": "modern",
+        "tune": {"trials": 10, "share": 0.2, "seed": TUNE_SEED, "startup": 5},
+        "tasks": {
+            "copy": {"hidden": 64, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                     "variants": CHAIN_INIT,
+                     "options": {"T": 1000, "batch_size": 32, "steps": 1000, "eval_every": 50, "log_every": 25}},
+            "adding": {"hidden": 32, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                       "variants": CHAIN_INIT,
+                       "options": {"T": 2000, "batch_size": 50, "steps": 400, "eval_every": 25, "log_every": 25}},
+            "psmnist": {"hidden": 64, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                        "variants": CHAIN_INIT, "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
+            "ptb": {"hidden": 128, "columns": (TUNED,), "models": MODERN_MODELS, "variants": CHAIN_INIT,
+                    "options": {**LONG_PTB, "epochs": 20}},
         },
     },
     "smoke": {  # a few updates per run: checks that an installation runs the whole pipeline
@@ -108,6 +137,18 @@ SCALES = {
 }
 COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
 COLUMNS = tuple(COLUMN_PRESETS)
+REPORTS = ("paper", "beyond", "modern")  # what a scale's report judges: the paper's claims, or a comparison
+
+
+def report_kind(scale: str) -> str:
+    """Which report a scale writes (its ``report``; the paper's claims by default)."""
+    return SCALES[scale].get("report", "paper")
+
+
+def column_preset(setting: dict, column: str) -> str:
+    """The preset a setting's column starts from: the setting's own (a protocol's, e.g. ``long-memory``) or the
+    column's."""
+    return setting.get("preset") or COLUMN_PRESETS[column]
 
 
 def metric(task: str) -> str:
@@ -170,8 +211,9 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     paper's hyperparameters (presets ``paper``, ``paper-params``) and leave out models the paper gives none
     for; ``tuned`` takes each label's options from ``picks[setting][label]`` (the grid's own search,
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
-    (``searching``: plans them without one, the runs a search starts from).  ``models`` and ``tasks`` filter by
-    model and task name (a variant goes with its model)."""
+    (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
+    ``preset`` (a protocol's), which then replaces the column's.  ``models`` and ``tasks`` filter by model and task
+    name (a variant goes with its model)."""
     spec = SCALES[scale]
     runs = []
     for setting_name, setting in spec["tasks"].items():
@@ -186,7 +228,7 @@ def plan(scale: str, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     for label, variant in setting.get("variants", {}).items()]
         bptt = setting["options"].get("bptt")
         for column in columns:
-            preset = COLUMN_PRESETS[column]
+            preset = column_preset(setting, column)
             reference = setting["hidden"] or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
             reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
             budget = network_parameters(reference_config, reference, io)
@@ -252,7 +294,8 @@ def diverged(folder: Path) -> bool:
 def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
     """{folder name: search} for every (setting, label) of a scale's ``tuned`` column: the run it tunes (seed
     ``tune["seed"]``, at its size, over ``paper-params`` where that covers the model), each length cut to the
-    scale's ``tune["share"]``, and ``tune["trials"]`` trials."""
+    scale's ``tune["share"]``, and ``tune["trials"]`` trials, of which the first ``tune["startup"]`` (default
+    :data:`TPE_STARTUP`) are drawn at random."""
     spec = SCALES[scale]
     found = {}
     for planned in plan(scale, models, tasks, [spec["tune"].get("seed", 0)], data_dir, searching=True):
@@ -265,7 +308,8 @@ def searches(scale: str, models=None, tasks=None, data_dir=None) -> dict:
         found[search_name(planned["setting"], planned["label"])] = {
             "setting": planned["setting"], "label": planned["label"], "task": planned["task"],
             "model": planned["model"], "preset": planned["preset"], "options": options,
-            "extra": sorted(planned["extra"]), "trials": spec["tune"]["trials"]}
+            "extra": sorted(planned["extra"]), "trials": spec["tune"]["trials"],
+            "startup": spec["tune"].get("startup", TPE_STARTUP)}
     return found
 
 
@@ -274,6 +318,8 @@ def search_name(setting: str, label: str) -> str:
     return f"{setting}-{label}".replace(" ", "-").replace("γ", "gamma").replace(",", "")
 
 
+SPEED = "speed.json"  # OUT/speed.json: the modern report's update times (nnrnn.experiments.modern)
+TRIALS = "trials.json"  # OUT/trials.json: every search's trials in order (nnrnn.experiments.reproduce.tune)
 PLAN = "plan.json"  # OUT/plan.json: what a grid recorded when it started (its scale and the rules' values)
 
 

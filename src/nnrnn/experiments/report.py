@@ -25,7 +25,8 @@ from .collect import (PROBED, STRUCTURE, bptt_of, converged, converged_table, co
 from .figures import learning_curves  # noqa: F401
 from . import rules
 from .compact import materialize, write_data
-from .grid import COLUMNS, PLAN as OUT_PLAN, SCALES, recorded_rules, run_folder
+from .grid import COLUMNS, PLAN as OUT_PLAN, recorded_rules, report_kind, run_folder
+from .modern import write_modern_report
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .rules import Claim, not_converged, rule
 from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
@@ -57,14 +58,19 @@ def analyse_first_seed(out: Path, runs: list[dict]) -> list[str]:
 # --------------------------------------------------------------------------------------------- sections
 def write_report(out: Path, scale: str, runs: list[dict], date: str | None = None,
                  analysis: list[str] | None = None) -> Path:
-    """``OUT/report.md``: the paper's claims judged, or for a scale that tunes (``beyond``) the comparison of
-    the non-normal family (:func:`write_beyond_report`); beside it ``OUT/data.json``, the compact data it is computed
+    """``OUT/report.md``: the paper's claims judged, or the comparison a scale's ``report`` names (``beyond``:
+    the non-normal family, :func:`write_beyond_report`; ``modern``: today's long-memory RNNs,
+    :func:`write_modern_report`); beside it ``OUT/data.json``, the compact data it is computed
     from (:mod:`.compact`).  ``date`` (default today) is the one the report gives; ``analysis``, the lines of the
     first seeds' analysis figures when they cannot be made from checkpoints (a report written from compact data)."""
     out = Path(out)
     date = date or datetime.date.today().isoformat()
-    if "tune" in SCALES[scale]:
+    kind = report_kind(scale)
+    if kind == "beyond":
         report = write_beyond_report(out, scale, runs, date)
+        analysis = []
+    elif kind == "modern":
+        report = write_modern_report(out, scale, runs, date)
         analysis = []
     else:
         analysis = analyse_first_seed(out, runs) if analysis is None else analysis

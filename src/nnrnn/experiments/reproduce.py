@@ -53,7 +53,9 @@ from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
-from .grid import SCALES, TUNED, finished, plan, record_plan, run_folder, searches
+from .grid import (SCALES, SPEED, TPE_STARTUP, TRIALS, TUNED, finished, plan, record_plan, report_kind, run_folder,
+                   searches)
+from .modern import measure_speed
 from .report import write_report
 from .sweep import default_storage, run_sweep
 
@@ -184,7 +186,8 @@ def _search_one(folder: Path, search: dict, threads: int | None) -> str:
         torch.set_num_threads(threads)
     start = time.time()
     lacking = search["trials"] - ended_trials(folder, search)
-    sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True)
+    sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True,
+                                         n_startup_trials=search.get("startup", TPE_STARTUP))
     study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
                       train_options={**search["options"], "preset": search["preset"]})
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
@@ -239,7 +242,17 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
             picks.setdefault(key, {})[search["label"]] = {**variant, **best}
     (out / "tuned.json").write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
     (out / "preset.json").write_text(json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
+    trials = {folder.name: trial_records(_study(folder, search)) for folder, search in todo.items()
+              if (folder / "study.db").exists()}
+    (out / TRIALS).write_text(json.dumps(trials, indent=1, sort_keys=True) + "\n")
     return picks
+
+
+def trial_records(study) -> list[dict]:
+    """Every trial of a study in the order it started: its number, state (COMPLETE, PRUNED, FAIL, ...), value (a
+    finished trial's best validation score, else None) and searched options; what a report's best-so-far reads."""
+    return [{"number": t.number, "state": t.state.name, "value": t.value, "params": t.params}
+            for t in sorted(study.trials, key=lambda t: t.number)]
 
 
 def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
@@ -297,6 +310,9 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         if "tune" in SCALES[scale]:
             runs = plan(scale, models, tasks, seeds, data_dir, tune(scale, out, models, tasks, data_dir, log, jobs))
         execute(out, runs, log, jobs)
+        if report_kind(scale) == "modern" and not (out / SPEED).is_file():
+            log("timing one update of every model against torch.nn.RNN and torch.nn.GRU (about a minute)")
+            measure_speed(out, runs)
         report = write_report(out, scale, runs)
     log(f"report: {report}")
     return report

@@ -74,6 +74,10 @@ def data_section(runs: list[dict]) -> list[str]:
         o = tasks["copy"]["options"]
         lines.append(f"| copy | {o['steps'] * o['batch_size']:,} generated sequences (T = {o['T']}) | a fixed "
                      "generated set | a fixed generated set | generated, the same task |")
+    if "adding" in tasks:
+        o = tasks["adding"]["options"]
+        lines.append(f"| adding | {o['steps'] * o['batch_size']:,} generated sequences (T = {o['T']}) | a fixed "
+                     "generated set | a fixed generated set | generated, the same task |")
     if "psmnist" in tasks:
         o = tasks["psmnist"]["options"]
         data = make_task("psmnist", data_dir=o.get("data_dir"), batch_size=1).data
@@ -193,13 +197,15 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
     _, _, label, digits = task_class(task).reported
     if task == "copy":
         label += f" (baseline {baseline:.4f})"
-    sample = next(r for r in runs if r["setting"] == setting)
+    members = [r for r in runs if r["setting"] == setting]
+    # the task's options: those every run of the setting shares (a tuned model's picks are its own, in tuned.json)
+    shared = {k: v for k, v in members[0]["options"].items() if all(r["options"].get(k) == v for r in members)}
     table = results(out, runs, setting)
     extra = results(out, runs, setting, "accuracy", "test") if task == "ptb" else None
     per_column = f"{label} | test accuracy | N" if extra else f"{label} | N"
     present = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
     lines = [f"## {title(runs, setting)}", "",
-             "Task options: " + ", ".join(f"{k}={v}" for k, v in sample["options"].items()
+             "Task options: " + ", ".join(f"{k}={v}" for k, v in shared.items()
                                           if k not in ("task", "model", "seed", "hidden", "progress", "data_dir")),
              "", "| model | " + " | ".join(f"{column_words(c)}: {per_column}" for c in present) + " |",
              "|---" * (1 + (3 if extra else 2) * len(present)) + "|"]

@@ -368,6 +368,9 @@ class RecurrentModel(nn.Module):
     GATES: int = 1
     ORTHOGONAL_FACTOR: bool = False
     SCHUR_FORM: bool = False
+    # The model's own options a hyperparameter search tunes beside the learning rates (nnrnn.experiments.sweep):
+    # name -> ("log", low, high), a log-uniform range, or ("choice", values)
+    SEARCHED: dict[str, tuple] = {}
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,

@@ -57,6 +57,7 @@ class CellModel(nn.Module):
     GATES: int = 0
     ORTHOGONAL_FACTOR: bool = False
     SCHUR_FORM: bool = False
+    SEARCHED: dict[str, tuple] = {}  # the model's own options a search tunes (models/base.py)
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

@@ -83,6 +83,7 @@ class GRU(nn.GRU):
     TRAIN_OPTIONS: tuple[str, ...] = ()
     # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
     ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
+    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates (models/base.py)
     INITS: tuple[str, ...] = INITS
     implementation = "torch"
     COMPLEX_DTYPES = True  # torch.nn.GRU's complex parameters; a Schur-form block is real

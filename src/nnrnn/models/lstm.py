@@ -64,6 +64,7 @@ class LSTM(nn.LSTM):
     TRAIN_OPTIONS: tuple[str, ...] = ()
     # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
     ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
+    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates (models/base.py)
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,

@@ -191,6 +191,7 @@ class ComplexNonNormalRNN(nn.Module):
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
     ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, 1, True, True
+    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates and the Schur form's penalties
     INITS = INITS
     NONLINEARITIES = NONLINEARITIES
     REAL_FEATURES_PER_UNIT = 2  # a read-out sees [Re h, Im h]

@@ -39,6 +39,10 @@ class AddingTask(SyntheticTask):
     predict_at = "last"
     default_steps = 3000
 
+    @classmethod
+    def title(cls, options: dict) -> str:
+        return f"adding, T = {options.get('T')}"
+
     def __init__(self, seed: int = 0, batch_size: int = 50, T: int = 200, eval_batches: int = 10, **_):
         if T < 2:
             raise ValueError(f"T must be at least 2 for the adding problem; got {T}")

@@ -1,0 +1,332 @@
+"""The modern report (``nnrnn reproduce --scale modern``): today's long-memory RNNs (coRNN, LEM, LRU, minGRU, the
+chain-initialised RNN) beside the nnRNN, the paper's models and the non-normal family, each tuned alike, on the
+standard long-memory protocols and PTB: how every model was tuned and whether its search had settled, each protocol's
+results, which model is clearly best there and where the nnRNN stands, the published figures beside ours, and each
+model's update time against torch.nn.RNN and torch.nn.GRU at equal sizes.
+
+Every comparison follows the one rule of :mod:`.statistics`.  "Clearly best" is that rule applied to every pair: the
+model with the best mean is clearly best when it is clearly better than every other model; otherwise the models not
+clearly worse than it are the leading group, and no model is clearly best.
+"""
+from __future__ import annotations
+
+import json
+import math
+import platform
+from pathlib import Path
+
+import torch
+
+from ..host import describe_cpu
+from ..tasks.copy import baseline_loss
+from .beyond import tuning_section
+from .collect import copy_speed, results, setting_task_of
+from .grid import SPEED, TRIALS, TUNED, search_name
+from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
+from .verdicts import compare
+from .words import name, title
+
+# Published figures on these protocols, each with the size and training it was measured at and where it is printed.
+# Only what was read in a paper or its authors' repository; the protocols without one (copy at T = 1000 and adding
+# at T = 2000 are plots in their papers) have none.  (setting, label, value, their scale, source)
+PUBLISHED = (
+    ("psmnist", "cornn", 97.3, "N = 256 (134K parameters), the 60,000 training images, 120 epochs",
+     "tk-rusch/coRNN README (97.34 in its first version, the last epoch's test accuracy)"),
+    ("psmnist", "lem", 96.6, "N = 128 (68K parameters), the 60,000 training images, 120 epochs",
+     "tk-rusch/LEM README (96.62 in its log)"),
+    ("psmnist", "exprnn", 96.6, "N = 512 (137K parameters), the 60,000 training images",
+     "Lezcano-Casado & Martínez-Rubio 2019, as quoted by the asRNN repository's README"),
+    ("ptb", "nnrnn", 1.47, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    ("ptb", "exprnn", 1.51, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    ("ptb", "eurnn", 1.69, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    ("ptb", "rnn-orth", 1.62, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    ("ptb", "rnn", 2.89, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    ("ptb", "lstm", 1.37, "N = 1024, the full training file", "the paper's §4.2 (its text, not a table)"),
+    ("ptb", "lem", 1.25, "N = 1024, T_PTB = 150, one layer, the full training file",
+     "tk-rusch/LEM README and its PTB configuration"),
+    ("ptb", "rnn chain", 1.308, "a 3-layer model in the awd-lstm-lm setup, the full training file (size and "
+     "T_PTB not stated)", "Orhan & Pitkow 2020, Table 1 (test loss at the end of training)"),
+)
+NO_PUBLISHED = {"copy": "copy at T = 1000 appears in expRNN's paper as a plot of the loss only, and in none of the "
+                        "other models' papers",
+                "adding": "adding at T = 2000 appears in coRNN's and LEM's papers as plots only (LEM's repository "
+                          "logs a test MSE below 0.01 after about 1,900 updates of batch 50 at N = 128)"}
+SPEED_ROUNDS = 5
+STARTS = ("Every search starts from the protocol's preset (`long-memory`, which gives coRNN and LEM their code's "
+          "values on adding and psMNIST; on PTB `paper-params` for the paper's models and the task's procedure for "
+          "the others), searches over its options as above, and keeps the preset's other options (optimizer, "
+          "read-out initialisation, clipping); the scale's sizes and lengths replace the preset's. Every model "
+          "appears in the tuned column only.")
+
+
+def write_modern_report(out: Path, scale: str, runs: list[dict], date: str | None = None) -> Path:
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
+    baseline = baseline_loss(copy_T) if copy_T else None
+    lines = introduction(out, scale, runs, "Today's long-memory RNNs beside the nnRNN", date) + data_section(runs)
+    lines += tuning_section(out, scale, runs, STARTS) + best_so_far_section(out, runs, scale, settings, figures)
+    for setting in settings:
+        lines += results_section(out, runs, setting, figures, baseline)
+        if setting_task_of(runs, setting) == "copy" and baseline:
+            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
+            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    lines += standings_section(out, runs, settings) + published_section(out, runs, settings)
+    lines += update_time_section(out) + settled_section(out, runs, settings) + notes(out)
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+# --------------------------------------------------------------------------------------------- the searches
+
+def read_trials(out: Path) -> dict:
+    """{search folder: its trials in order} (``OUT/trials.json``, :func:`nnrnn.experiments.reproduce.tune`)."""
+    path = out / TRIALS
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
+    """After each trial, the best value of the finished trials so far (None before the first finished one); a
+    pruned or failed trial has no value of its own and carries the best before it."""
+    best, curve = None, []
+    for trial in trials:
+        value = trial["value"] if trial["state"] == "COMPLETE" else None
+        if value is not None and math.isfinite(value) and (best is None or (value < best if lower else value > best)):
+            best = value
+        curve.append(best)
+    return curve
+
+
+def _lower(runs: list[dict], setting: str) -> bool:
+    return setting_task_of(runs, setting) != "psmnist"
+
+
+def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[str], figures: Path) -> list[str]:
+    trials = read_trials(out)
+    if not trials:
+        return []
+    lines = ["### Did each search settle?", "",
+             "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
+             "early has no score of its own). A search whose best came at its last trial was still improving when "
+             "its budget ran out: more trials might have found better options for that model.", "",
+             "| setting | model | trials finished / pruned / failed | best at trial | best validation score |",
+             "|---|---|---|---|---|"]
+    shown = []
+    for setting in settings:
+        lower = _lower(runs, setting)
+        for label in dict.fromkeys(r["label"] for r in runs if r["setting"] == setting):
+            found = trials.get(search_name(setting, label))
+            if not found:
+                continue
+            states = [t["state"] for t in found]
+            curve = best_so_far(found, lower)
+            best = curve[-1]
+            at = next((i + 1 for i, v in enumerate(curve) if v == best), None) if best is not None else None
+            lines.append(f"| {title(runs, setting)} | {name(label)} | {states.count('COMPLETE')} / "
+                         f"{states.count('PRUNED')} / {len(states) - states.count('COMPLETE') - states.count('PRUNED')}"
+                         f" | {at if at else 'none finished'} of {len(found)} | "
+                         f"{'n/a' if best is None else f'{best:.4g}'} |")
+        path = _best_so_far_figure(runs, setting, trials, figures / f"tuning-{setting}.png")
+        shown += [f"![{title(runs, setting)}: best validation score so far, per search]({path.relative_to(out)})",
+                  ""] if path else []
+    return lines + [""] + shown
+
+
+def _best_so_far_figure(runs: list[dict], setting: str, trials: dict, path: Path) -> Path | None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    lower = _lower(runs, setting)
+    labels = list(dict.fromkeys(r["label"] for r in runs if r["setting"] == setting))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    drawn = False
+    for index, label in enumerate(labels):
+        found = trials.get(search_name(setting, label))
+        if not found:
+            continue
+        curve = best_so_far(found, lower)
+        points = [(i + 1, v) for i, v in enumerate(curve) if v is not None]
+        if not points:
+            continue
+        ax.step(*zip(*points), where="post", color=plt.cm.tab20(index % 20),
+                linestyle="-" if index < 10 else "--", label=name(label))
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    if setting_task_of(runs, setting) in ("copy", "adding"):
+        ax.set_yscale("log")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(f"best validation {'loss' if lower and setting_task_of(runs, setting) != 'ptb' else 'score'} so far")
+    ax.set_title(f"{title(runs, setting)}: each model's search, best so far", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------------------------- the standings
+
+def leaders(table: dict, lower: bool) -> tuple[str | None, list[str]]:
+    """(the label with the best mean, the labels not clearly worse than it, itself first) by the rule; (None, [])
+    when no label has a value."""
+    valued = {label: s for label, s in table.items() if s is not None and not s.empty}
+    if not valued:
+        return None, []
+    best = (min if lower else max)(valued, key=lambda label: valued[label].mean)
+    group = [best] + [label for label in valued if label != best
+                      and compare(label, valued[label], best, valued[best], 4, lower)[1] == 0]
+    return best, group
+
+
+def standing(table: dict, label: str, lower: bool) -> dict:
+    """Where ``label`` stands: its rank by mean among the labels with a value, and the labels clearly better than
+    it, not clearly different and clearly worse (a label whose every seed failed counts as worse)."""
+    mine = table.get(label)
+    valued = {m: s for m, s in table.items() if s is not None and not s.empty}
+    order = sorted(valued, key=lambda m: valued[m].mean, reverse=not lower)
+    found = {"rank": order.index(label) + 1 if label in order else None, "of": len(order),
+             "better": [], "alike": [], "worse": []}
+    if mine is None:
+        return found
+    for other, s in table.items():
+        if other == label or s is None:
+            continue
+        sign = compare(label, mine, other, s, 4, lower)[1]
+        found["worse" if sign == 1 else "better" if sign == -1 else "alike"].append(other)
+    return found
+
+
+def _names(labels) -> str:
+    return ", ".join(name(m) for m in labels) if labels else "none"
+
+
+def standings_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+    lines = ["## Which model is clearly best, and where the nnRNN stands", "",
+             "On each protocol, by the rule: the model with the best mean is clearly best only when it is clearly "
+             "better than every other model; otherwise the leading group is every model not clearly worse than it. "
+             "Every model at nnRNN's parameter count with its own tuned options.", ""]
+    for setting in settings:
+        table = results(out, runs, setting).get(TUNED, {})
+        lower = _lower(runs, setting)
+        digits = 4 if setting_task_of(runs, setting) in ("copy", "adding") else 3
+        best, group = leaders(table, lower)
+        if best is None:
+            lines.append(f"- **{title(runs, setting)}**: no finished runs yet.")
+            continue
+        if len(group) == 1:
+            head = f"**{name(best)}** ({table[best].show(digits)}) is clearly best"
+        else:
+            head = (f"no model is clearly best; the best mean is {name(best)}'s ({table[best].show(digits)}), and "
+                    f"not clearly apart from it: {_names(group[1:])}")
+        where = standing(table, "nnrnn", lower)
+        if where["rank"] is None:
+            nn = "the nnRNN has no finished runs"
+        else:
+            nn = (f"the nnRNN ({table['nnrnn'].show(digits)}) is {where['rank']} of {where['of']} by mean; clearly "
+                  f"better than it: {_names(where['better'])}; not clearly different: {_names(where['alike'])}; "
+                  f"clearly worse: {_names(where['worse'])}")
+        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.")
+    return lines + [""]
+
+
+def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+    lines = ["## Published figures beside these", "",
+             "Each published figure with the scale it was measured at, beside this grid's result for the same model "
+             "(tuned, at nnRNN's parameter count, on the data and lengths above). The scales differ by far more "
+             "than the models do: these rows say how far this CPU scale is from the published one, not which model "
+             "is better.", "",
+             "| protocol | model | published | their scale | source | here |", "|---|---|---|---|---|---|"]
+    for setting in settings:
+        task = setting_task_of(runs, setting)
+        table = results(out, runs, setting).get(TUNED, {})
+        rows = [p for p in PUBLISHED if p[0] == task and p[1] in table]
+        for _, label, value, scale_words, source in rows:
+            here = table.get(label)
+            shown = "not finished" if here is None else (f"{here.mean * 100:.1f} ± {here.se * 100:.1f}"
+                                                         if task == "psmnist" and not here.empty
+                                                         else here.show(3))
+            lines.append(f"| {title(runs, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
+                         f"{shown} |")
+        if task in NO_PUBLISHED:
+            lines.append(f"| {title(runs, setting)} | every model | none | | {NO_PUBLISHED[task]} | |")
+    return lines + ["", "psMNIST accuracies are in percent here; LRU's and minGRU's papers report none of these "
+                        "protocols (LRU: the Long Range Arena; minGRU: selective copying, reinforcement learning and "
+                        "Shakespeare).", ""]
+
+
+# --------------------------------------------------------------------------------------------- update time
+
+def setting_sizes(runs: list[dict]) -> dict:
+    """{setting: (T, B, N, I)}: each protocol's sequence length, batch, nnRNN's hidden size and the recurrent
+    layer's input width."""
+    from ..tasks import task_class
+    from .grid import network_sizes, sizes
+    found = {}
+    for r in runs:
+        if r["setting"] in found or r["model"] != "nnrnn":
+            continue
+        cls = task_class(r["task"])
+        io = sizes(r["task"], r["options"].get("data_dir"))
+        width = network_sizes({**r["options"], "model": "nnrnn"}, io)[0] if cls.token_inputs else cls.input_size
+        found[r["setting"]] = (cls.sequence_length(r["options"]), r["options"]["batch_size"], r["hidden"], width)
+    return found
+
+
+def measure_speed(out: Path, runs: list[dict], rounds: int | None = None) -> Path:
+    """``OUT/speed.json``: one training update of every model of the grid at each protocol's size, all at nnRNN's
+    hidden size, against torch.nn.RNN(relu) and torch.nn.GRU, alternating in this process on one thread (the
+    grid's runs trained on one thread each); medians of ``rounds`` rounds (default :data:`SPEED_ROUNDS`;
+    :mod:`nnrnn.doctor.harness`)."""
+    from ..doctor.harness import alternate, medians
+    from ..doctor.timing import TorchBaseline, TimedUpdate
+    from ..models import create
+    rounds = rounds or SPEED_ROUNDS
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        models = list(dict.fromkeys(r["model"] for r in runs))
+        measured = {}
+        for setting, size in setting_sizes(runs).items():
+            calls = {"torch.nn.RNN": TimedUpdate(lambda i, n: TorchBaseline("rnn", i, n), size, torch.device("cpu")),
+                     "torch.nn.GRU": TimedUpdate(lambda i, n: TorchBaseline("gru", i, n), size, torch.device("cpu"))}
+            for model in models:
+                calls[model] = TimedUpdate((lambda m: lambda i, n: create(m, i, n))(model), size, torch.device("cpu"))
+            for call in calls.values():
+                call()  # warm-up: the optimizer's state, first-call allocations
+            measured[setting] = {"size": list(size), "seconds": medians(alternate(calls, rounds))}
+    finally:
+        torch.set_num_threads(threads)
+    path = out / SPEED
+    path.write_text(json.dumps({"host": describe_cpu(), "torch": torch.__version__, "python": platform.python_version(),
+                                "threads": 1, "rounds": rounds, "settings": measured}, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def update_time_section(out: Path) -> list[str]:
+    path = out / SPEED
+    if not path.is_file():
+        return []
+    speed = json.loads(path.read_text())
+    settings = speed["settings"]
+    lines = ["## Update time against torch.nn.RNN and torch.nn.GRU", "",
+             f"One training update (forward over the whole sequence, a read-out at every step, backward, an RMSprop "
+             f"step) of each model at each protocol's length and batch, every model at nnRNN's hidden size N (the "
+             f"complex nnRNN: N complex units), against torch.nn.RNN(relu) and torch.nn.GRU of the same N, all in "
+             f"one process, alternating, median of {speed['rounds']} rounds, {speed['threads']} thread; measured "
+             f"after the grid had trained, on {speed['host']}, torch {speed['torch']}. Each cell: × RNN / × GRU.",
+             "", "| model | " + " | ".join(f"{s} (T, B, N, I = {', '.join(map(str, v['size']))})"
+                                           for s, v in settings.items()) + " |",
+             "|---" * (1 + len(settings)) + "|"]
+    models = [m for m in next(iter(settings.values()))["seconds"] if not m.startswith("torch.")]
+    for model in ["torch.nn.RNN", "torch.nn.GRU"] + models:
+        cells = []
+        for v in settings.values():
+            s = v["seconds"]
+            cells.append(f"{s[model] / s['torch.nn.RNN']:.2f}× / {s[model] / s['torch.nn.GRU']:.2f}× "
+                         f"({s[model] * 1e3:.0f} ms)")
+        lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
+    return lines + [""]

@@ -1,0 +1,92 @@
+"""nnrnn.experiments.modern: today's long-memory RNNs beside the nnRNN, tuned alike, judged by the one rule."""
+import json
+
+import pytest
+
+from nnrnn_cli import command as cli
+from nnrnn.experiments import compact, grid, modern, reproduce
+from nnrnn.experiments.statistics import Stat
+
+TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
+
+
+@pytest.fixture
+def modern_scale(monkeypatch):
+    monkeypatch.setitem(grid.SCALES, "tiny-modern", {
+        "seeds": [0, 1], "report": "modern", "tune": {"trials": 3, "share": 0.5, "seed": 100, "startup": 2},
+        "tasks": {
+            "copy": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
+                     "models": ("nnrnn", "cornn", "lru"), "variants": grid.CHAIN_INIT, "options": TINY},
+            "adding": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
+                       "models": ("nnrnn", "mingru"), "options": TINY}}})
+    monkeypatch.setattr(modern, "SPEED_ROUNDS", 1)
+    return "tiny-modern"
+
+
+def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_parameter_count():
+    runs = grid.plan("modern", seeds=[0], searching=True, tasks=["copy", "adding"])
+    labels = {r["label"] for r in runs}
+    assert labels == set(grid.MODERN_MODELS) | {"rnn chain"}
+    assert {r["column"] for r in runs} == {grid.TUNED} and {r["preset"] for r in runs} == {"long-memory"}
+    copy = {r["label"]: r for r in runs if r["setting"] == "copy"}
+    assert copy["nnrnn"]["options"]["T"] == 1000 and copy["rnn chain"]["options"]["init"] == "chain:1.02"
+    assert {r["budget"] for r in copy.values()} == {copy["nnrnn"]["budget"]}  # one parameter budget per protocol
+    adding = {r["label"]: r for r in runs if r["setting"] == "adding"}
+    assert adding["nnrnn"]["options"]["T"] == 2000 and adding["nnrnn"]["options"]["batch_size"] == 50
+    searches = grid.searches("modern", tasks=["copy"])
+    assert {s["trials"] for s in searches.values()} == {10} and {s["startup"] for s in searches.values()} == {5}
+    assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
+    assert grid.TUNE_SEED not in grid.SCALES["modern"]["seeds"]
+
+
+def test_best_so_far_counts_only_finished_trials():
+    trials = [{"state": "PRUNED", "value": None}, {"state": "COMPLETE", "value": 0.5},
+              {"state": "FAIL", "value": None}, {"state": "COMPLETE", "value": 0.7},
+              {"state": "COMPLETE", "value": 0.2}]
+    assert modern.best_so_far(trials, lower=True) == [None, 0.5, 0.5, 0.5, 0.2]
+    assert modern.best_so_far(trials, lower=False) == [None, 0.5, 0.5, 0.7, 0.7]
+
+
+def test_a_model_is_clearly_best_only_when_clearly_better_than_every_other():
+    clear = {"a": Stat(1.0, 0.01, 3), "b": Stat(2.0, 0.01, 3), "nnrnn": Stat(3.0, 0.01, 3)}
+    assert modern.leaders(clear, lower=True) == ("a", ["a"])
+    close = {"a": Stat(1.0, 0.1, 3), "b": Stat(1.1, 0.1, 3), "nnrnn": Stat(3.0, 0.01, 3)}
+    assert modern.leaders(close, lower=True) == ("a", ["a", "b"])
+    assert modern.leaders(close, lower=False) == ("nnrnn", ["nnrnn"])  # higher is better: accuracy
+    assert modern.leaders({"a": None}, lower=True) == (None, [])
+
+
+def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse():
+    table = {"a": Stat(1.0, 0.01, 3), "b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.01, 3),
+             "c": Stat(float("nan"), float("nan"), 0, failed=3)}
+    where = modern.standing(table, "nnrnn", lower=True)
+    assert (where["rank"], where["of"]) == (2, 3)
+    assert (where["better"], where["alike"], where["worse"]) == (["a"], ["b"], ["c"])
+
+
+def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_again_from_data(tmp_path,
+                                                                                               modern_scale):
+    out = tmp_path / "grid"
+    text = reproduce.reproduce(modern_scale, out).read_text()
+    trials = json.loads((out / grid.TRIALS).read_text())
+    assert set(trials) == {"copy-nnrnn", "copy-cornn", "copy-lru", "copy-rnn-chain", "adding-nnrnn",
+                           "adding-mingru"}
+    assert all(len(found) == 3 for found in trials.values())  # the same budget for every model
+    cornn = {t["number"]: t["params"] for t in trials["copy-cornn"]}
+    assert all({"dt", "gamma", "epsilon"} <= set(p) for p in cornn.values())  # its own options searched
+    speed = json.loads((out / grid.SPEED).read_text())
+    assert set(speed["settings"]) == {"copy", "adding"} and speed["threads"] == 1
+    seconds = speed["settings"]["copy"]["seconds"]
+    assert {"torch.nn.RNN", "torch.nn.GRU", "nnrnn", "cornn", "lru", "rnn"} <= set(seconds)
+    for heading in ("## How every model was tuned", "### Did each search settle?", "## copy, T = 6",
+                    "## adding, T = 6", "## Which model is clearly best, and where the nnRNN stands",
+                    "## Published figures beside these", "## Update time against torch.nn.RNN and torch.nn.GRU"):
+        assert heading in text
+    assert "(figures/tuning-copy.png)" in text and (out / "figures" / "tuning-copy.png").is_file()
+    assert "coRNN: dt, gamma, epsilon" in text and "draws its first 2 trials at random" in text
+    # the task's options, not one model's picks
+    assert "Task options: T=6, batch_size=4, steps=4, eval_every=2, log_every=2\n" in text
+    elsewhere = tmp_path / "elsewhere"
+    assert cli.main(["reproduce", "--scale", modern_scale, "--from-data", str(out / compact.DATA),
+                     "--out", str(elsewhere)]) == 0
+    assert (elsewhere / "report.md").read_text() == text
