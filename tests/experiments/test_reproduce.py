@@ -4,7 +4,7 @@ import json
 import pytest
 
 from nnrnn.experiments import grid, reproduce
-from nnrnn.errors import TrainingDiverged, UserError
+from nnrnn.errors import OptionError, TrainingDiverged, UserError
 
 
 @pytest.fixture
@@ -212,3 +212,11 @@ def test_the_help_gives_each_grids_wall_time_as_the_readme_and_its_report_measur
     text = " ".join(make_parser()._subparsers._group_actions[0].choices["reproduce"].format_help().split())
     assert f"cpu-long: the paper's tables at small sizes ({measured} " in text  # was "about 2 h" beside 2 h 46 min
     assert f"each model tuned alike ({beyond.group(1)} " in text
+
+
+@pytest.mark.parametrize("filters, words", [({"tasks": ["adding"]}, "scale smoke has no task adding"),
+                                            ({"models": ["cornn"]}, "scale smoke has no model cornn")])
+def test_a_task_or_model_the_scale_does_not_run_is_refused_before_anything_is_written(tmp_path, filters, words):
+    with pytest.raises(OptionError, match=words):
+        reproduce.reproduce("smoke", tmp_path / "grid", **filters)
+    assert not (tmp_path / "grid").exists()

@@ -19,10 +19,14 @@ def add_arguments(p) -> None:
                    help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
                         "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (1 h 48 min "
                         "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
-                        "tuned alike (1 h 0 min with --jobs 2 on 2 cores, docs/beyond/report.md); paper: the paper's "
+                        "tuned alike (0 h 57 min with --jobs 2 on 2 cores, docs/beyond/report.md); modern: today's "
+                        "long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and the "
+                        "paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (sized for about "
+                        "3 h with --jobs 2 on 2 cores; it resumes across sittings); paper: the paper's "
                         "sizes and the release's 100 epochs (for GPUs; its time is not measured)")
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
-    p.add_argument("--tasks", nargs="+", choices=list(SCALES["cpu"]["tasks"]), help="only these tasks (default: all)")
+    every_task = sorted({s.get("task", t) for spec in SCALES.values() for t, s in spec["tasks"].items()})
+    p.add_argument("--tasks", nargs="+", choices=every_task, help="only these tasks (default: the scale's)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the MNIST and PTB files (docs/data.md)")

@@ -21,7 +21,8 @@ from ..host import describe_cpu
 from ..tasks.copy import baseline_loss
 from .beyond import tuning_section
 from .collect import copy_speed, results, setting_task_of
-from .grid import SPEED, TRIALS, TUNED, search_name
+from ..models import PAPER_MODELS
+from .grid import SCALES, SPEED, TRIALS, TUNED, search_name
 from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
 from .verdicts import compare
 from .words import name, title
@@ -72,7 +73,7 @@ def write_modern_report(out: Path, scale: str, runs: list[dict], date: str | Non
         if setting_task_of(runs, setting) == "copy" and baseline:
             every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
             lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
-    lines += standings_section(out, runs, settings) + published_section(out, runs, settings)
+    lines += standings_section(out, runs, scale, settings) + published_section(out, runs, settings)
     lines += update_time_section(out) + settled_section(out, runs, settings) + notes(out)
     report = out / "report.md"
     report.write_text("\n".join(lines))
@@ -99,6 +100,13 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
     return curve
 
 
+def planned_labels(scale: str, setting: str) -> list[str]:
+    """Every label a setting of the scale searches for, models then variants (a label none of whose trials finished
+    has no pick, hence no runs)."""
+    spec = SCALES[scale]["tasks"][setting]
+    return list(spec.get("models", PAPER_MODELS)) + list(spec.get("variants", {}))
+
+
 def _lower(runs: list[dict], setting: str) -> bool:
     return setting_task_of(runs, setting) != "psmnist"
 
@@ -111,35 +119,35 @@ def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[
              "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
              "early has no score of its own). A search whose best came at its last trial was still improving when "
              "its budget ran out: more trials might have found better options for that model.", "",
-             "| setting | model | trials finished / pruned / failed | best at trial | best validation score |",
+             "| setting | model | trials finished / pruned / diverged | best at trial | best validation score |",
              "|---|---|---|---|---|"]
     shown = []
     for setting in settings:
         lower = _lower(runs, setting)
-        for label in dict.fromkeys(r["label"] for r in runs if r["setting"] == setting):
+        for label in planned_labels(scale, setting):
             found = trials.get(search_name(setting, label))
             if not found:
                 continue
-            states = [t["state"] for t in found]
+            ended = [t["stopped"] or t["state"] for t in found]  # a diverged trial is PRUNED in Optuna's states
             curve = best_so_far(found, lower)
             best = curve[-1]
             at = next((i + 1 for i, v in enumerate(curve) if v == best), None) if best is not None else None
-            lines.append(f"| {title(runs, setting)} | {name(label)} | {states.count('COMPLETE')} / "
-                         f"{states.count('PRUNED')} / {len(states) - states.count('COMPLETE') - states.count('PRUNED')}"
-                         f" | {at if at else 'none finished'} of {len(found)} | "
+            lines.append(f"| {title(runs, setting)} | {name(label)} | {ended.count('COMPLETE')} / "
+                         f"{ended.count('pruned')} / {ended.count('diverged')} | "
+                         f"{at if at else 'none finished'} of {len(found)} | "
                          f"{'n/a' if best is None else f'{best:.4g}'} |")
-        path = _best_so_far_figure(runs, setting, trials, figures / f"tuning-{setting}.png")
+        path = _best_so_far_figure(runs, planned_labels(scale, setting), setting, trials,
+                                   figures / f"tuning-{setting}.png")
         shown += [f"![{title(runs, setting)}: best validation score so far, per search]({path.relative_to(out)})",
                   ""] if path else []
     return lines + [""] + shown
 
 
-def _best_so_far_figure(runs: list[dict], setting: str, trials: dict, path: Path) -> Path | None:
+def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trials: dict, path: Path) -> Path | None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     lower = _lower(runs, setting)
-    labels = list(dict.fromkeys(r["label"] for r in runs if r["setting"] == setting))
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     drawn = False
     for index, label in enumerate(labels):
@@ -204,7 +212,16 @@ def _names(labels) -> str:
     return ", ".join(name(m) for m in labels) if labels else "none"
 
 
-def standings_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+def untuned(out: Path, scale: str, runs: list[dict], setting: str) -> list[str]:
+    """The labels a setting searched for whose search finished no trial (every one diverged or was stopped), so that
+    they have no tuned runs."""
+    trials, ran = read_trials(out), {r["label"] for r in runs if r["setting"] == setting}
+    return [label for label in planned_labels(scale, setting) if label not in ran
+            and search_name(setting, label) in trials
+            and not any(t["state"] == "COMPLETE" for t in trials[search_name(setting, label)])]
+
+
+def standings_section(out: Path, runs: list[dict], scale: str, settings: list[str]) -> list[str]:
     lines = ["## Which model is clearly best, and where the nnRNN stands", "",
              "On each protocol, by the rule: the model with the best mean is clearly best only when it is clearly "
              "better than every other model; otherwise the leading group is every model not clearly worse than it. "
@@ -229,7 +246,10 @@ def standings_section(out: Path, runs: list[dict], settings: list[str]) -> list[
             nn = (f"the nnRNN ({table['nnrnn'].show(digits)}) is {where['rank']} of {where['of']} by mean; clearly "
                   f"better than it: {_names(where['better'])}; not clearly different: {_names(where['alike'])}; "
                   f"clearly worse: {_names(where['worse'])}")
-        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.")
+        failed = untuned(out, scale, runs, setting)
+        none = (f" No result: every trial of the search diverged (or was stopped), so there is no tuned run of "
+                f"{_names(failed)}." if failed else "")
+        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none}")
     return lines + [""]
 
 

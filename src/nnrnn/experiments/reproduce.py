@@ -47,7 +47,7 @@ import torch
 
 from .. import presets
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import model_class
+from ..models import PAPER_MODELS, model_class
 from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
@@ -249,10 +249,11 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
 
 
 def trial_records(study) -> list[dict]:
-    """Every trial of a study in the order it started: its number, state (COMPLETE, PRUNED, FAIL, ...), value (a
+    """Every trial of a study in the order it started: its number, state (COMPLETE, PRUNED, FAIL, ...), why it
+    stopped early (the sweep's ``stopped``: "pruned", "diverged", "interrupted"; None for a finished one), value (a
     finished trial's best validation score, else None) and searched options; what a report's best-so-far reads."""
-    return [{"number": t.number, "state": t.state.name, "value": t.value, "params": t.params}
-            for t in sorted(study.trials, key=lambda t: t.number)]
+    return [{"number": t.number, "state": t.state.name, "stopped": t.user_attrs.get("stopped"), "value": t.value,
+             "params": t.params} for t in sorted(study.trials, key=lambda t: t.number)]
 
 
 def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
@@ -295,12 +296,25 @@ def share_runs(out: Path, runs_dir) -> None:
     link.symlink_to(target, target_is_directory=True)
 
 
+def _check_filters(scale: str, models, tasks) -> None:
+    """An OptionError for a task or model the scale does not run (it would plan an empty grid)."""
+    settings = SCALES[scale]["tasks"].items()
+    has_tasks = list(dict.fromkeys(spec.get("task", name) for name, spec in settings))
+    has_models = list(dict.fromkeys(m for _, spec in settings for m in (
+        *spec.get("models", PAPER_MODELS), *(v["model"] for v in spec.get("variants", {}).values()))))
+    for given, has, what in ((tasks, has_tasks, "task"), (models, has_models, "model")):
+        missing = [g for g in given or () if g not in has]
+        if missing:
+            raise OptionError(f"scale {scale} has no {what} {', '.join(missing)}; its {what}s are {', '.join(has)}")
+
+
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
               runs_dir=None) -> Path:
     if scale not in SCALES:
         raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
+    _check_filters(scale, models, tasks)
     out = Path(out)
     runs = plan(scale, models, tasks, seeds, data_dir)  # every option checked before anything is written
     if runs_dir is not None:
