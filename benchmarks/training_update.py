@@ -11,6 +11,7 @@ table gives the median.  Columns:
 
 * ``median s``: median seconds per update.
 * ``× RNN``: that median divided by torch.nn.RNN(relu)'s.
+* ``× GRU``: divided by torch.nn.GRU's at the same size (n/a when ``--only`` leaves it out).
 * ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
   (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
   the LSTM's gates, 3 for the GRUs') and the read-out (6TBNC).  The composition of V from its
@@ -380,7 +381,8 @@ def main(argv=None):
         roof = roofline.best
         print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
-        print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'GFLOP':>6s} {'% roof':>6s} "
+        gru = results.get("torch.nn.GRU", (None,))[0]
+        print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'× GRU':>6s} {'GFLOP':>6s} {'% roof':>6s} "
               f"{'compose %':>9s} {'peak MB':>8s} {'saved MB':>8s}")
         for name, (seconds, gates, compose) in results.items():
             flops = matmul_flops(size, gates)
@@ -388,11 +390,9 @@ def main(argv=None):
             peak = f"{m['peak_mb']:8.1f}" if m.get("peak_mb") is not None else f"{'n/a':>8s}"
             saved = f"{m['saved_mb']:8.1f}" if "saved_mb" in m else f"{'n/a':>8s}"
             share = f"{100 * compose / seconds:9.1f}" if compose > 0 else f"{'':>9s}"
-            print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {flops / 1e9:6.2f} "
+            per_gru = f"{seconds / gru:6.2f}" if gru else f"{'n/a':>6s}"
+            print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {per_gru} {flops / 1e9:6.2f} "
                   f"{100 * flops / seconds / 1e9 / roof:6.1f} {share} {peak} {saved}")
-        for name in ("gru", "nngru", "nngru [schur_gates]", "cornn", "lem", "lru", "mingru"):
-            if name in results and "torch.nn.GRU" in results:
-                print(f"{name} / torch.nn.GRU: {results[name][0] / results['torch.nn.GRU'][0]:.2f}")
         name = "nnrnn-complex [= params]"
         if name in results and "nnrnn" in results:
             print(f"{name} (N = {complex_units(n, i)} complex units) / nnrnn: "

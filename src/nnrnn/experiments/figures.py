@@ -29,8 +29,11 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
     fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False,
                              layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
     axes = axes[0]
+    every = labels(runs, setting)
+    # one colour per label in every panel: matplotlib's 10-colour cycle, or 20 colours for a larger field
+    colors = [f"C{i}" for i in range(10)] if len(every) <= 10 else [plt.cm.tab20(i % 20) for i in range(len(every))]
     for ax, column in zip(axes, columns):
-        for index, label in enumerate(labels(runs, setting)):
+        for index, label in enumerate(every):
             members = group(runs, setting, column, label)
             curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
                        if r.get("split") == split and key in r] for m in members]
@@ -42,7 +45,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
             values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
             mean = values.mean(0)
             se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
-            color = f"C{index}"  # one colour per label in every panel
+            color = colors[index]
             style = "--" if label not in PAPER_MODELS else "-"
             ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
