@@ -84,6 +84,8 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
         assert heading in text
     assert "(figures/tuning-copy.png)" in text and (out / "figures" / "tuning-copy.png").is_file()
     assert "coRNN: dt, gamma, epsilon" in text and "draws its first 2 trials at random" in text
+    # every protocol's standing says what limits it
+    assert text.count("This scale: ") == 2 and "4 updates of batch 4, 2 seeds" in text
     # the task's options, not one model's picks
     assert "Task options: T=6, batch_size=4, steps=4, eval_every=2, log_every=2\n" in text
     elsewhere = tmp_path / "elsewhere"

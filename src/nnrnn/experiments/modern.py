@@ -18,12 +18,15 @@ from pathlib import Path
 import torch
 
 from ..host import describe_cpu
+from ..models import PAPER_MODELS
 from ..tasks.copy import baseline_loss
 from .beyond import tuning_section
-from .collect import copy_speed, results, setting_task_of
-from ..models import PAPER_MODELS
-from .grid import SCALES, SPEED, TRIALS, TUNED, search_name
-from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
+from .collect import convergence, copy_speed, group, labels, results, setting_task_of
+from .grid import SCALES, SPEED, TRIALS, TUNED, finished, run_folder, search_name
+from .rules import rule
+from .sections import (data_section, introduction, notes, ptb_data_scope, results_section, scope, settled_section,
+                       speed_section)
+from .statistics import Stat
 from .verdicts import compare
 from .words import name, title
 
@@ -221,6 +224,25 @@ def untuned(out: Path, scale: str, runs: list[dict], setting: str) -> list[str]:
             and not any(t["state"] == "COMPLETE" for t in trials[search_name(setting, label)])]
 
 
+def protocol_scope(out: Path, runs: list[dict], setting: str) -> str:
+    """What limits a protocol's standings, in words: the sizes and training length here, the seeds, PTB's data, and
+    the models whose validation curves were still moving at the end (the rule STILL_MOVING)."""
+    members = [r for r in runs if r["setting"] == setting and r["column"] == TUNED]
+    options = members[0]["options"]
+    length = (f"{options['steps']} updates" if options.get("steps") else f"{options['epochs']} epochs") + \
+        f" of batch {options['batch_size']}"
+    seeds = len({r["seed"] for r in members})
+    moving = []
+    for label in labels(runs, setting):
+        done = [r for r in group(runs, setting, TUNED, label) if finished(run_folder(out, r))]
+        share = convergence(out, done, members[0]["task"])["last_fifth_share"] if done else math.nan
+        if share > rule("STILL_MOVING"):
+            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
+    text = f"{scope(runs, setting, TUNED)}, {length}, {seeds} seeds"
+    text += ptb_data_scope(options) if members[0]["task"] == "ptb" else ""
+    return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
+
+
 def standings_section(out: Path, runs: list[dict], scale: str, settings: list[str]) -> list[str]:
     lines = ["## Which model is clearly best, and where the nnRNN stands", "",
              "On each protocol, by the rule: the model with the best mean is clearly best only when it is clearly "
@@ -249,7 +271,8 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
         failed = untuned(out, scale, runs, setting)
         none = (f" No result: every trial of the search diverged (or was stopped), so there is no tuned run of "
                 f"{_names(failed)}." if failed else "")
-        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none}")
+        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
+                     f"{protocol_scope(out, runs, setting)}.")
     return lines + [""]
 
 
@@ -266,9 +289,9 @@ def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[
         rows = [p for p in PUBLISHED if p[0] == task and p[1] in table]
         for _, label, value, scale_words, source in rows:
             here = table.get(label)
-            shown = "not finished" if here is None else (f"{here.mean * 100:.1f} ± {here.se * 100:.1f}"
-                                                         if task == "psmnist" and not here.empty
-                                                         else here.show(3))
+            if here is not None and task == "psmnist":  # in percent, as the papers print it
+                here = Stat(here.mean * 100, here.se * 100, here.n, here.failed)
+            shown = "not finished" if here is None else here.show(1 if task == "psmnist" else 3)
             lines.append(f"| {title(runs, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
                          f"{shown} |")
         if task in NO_PUBLISHED:
