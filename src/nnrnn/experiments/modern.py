@@ -269,8 +269,11 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
                   f"better than it: {_names(where['better'])}; not clearly different: {_names(where['alike'])}; "
                   f"clearly worse: {_names(where['worse'])}")
         failed = untuned(out, scale, runs, setting)
-        none = (f" No result: every trial of the search diverged (or was stopped), so there is no tuned run of "
-                f"{_names(failed)}." if failed else "")
+        seed = SCALES[scale]["tune"].get("seed", 0)
+        none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
+                f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
+                "matrix: this says that the model diverges from that start at every learning rate tried, not from "
+                "every start." if failed else "")
         lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
                      f"{protocol_scope(out, runs, setting)}.")
     return lines + [""]
