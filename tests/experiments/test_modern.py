@@ -92,3 +92,11 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     assert cli.main(["reproduce", "--scale", modern_scale, "--from-data", str(out / compact.DATA),
                      "--out", str(elsewhere)]) == 0
     assert (elsewhere / "report.md").read_text() == text
+
+
+def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path, modern_scale):
+    diverged = [{"number": i, "state": "PRUNED", "stopped": "diverged", "value": None, "params": {}} for i in range(3)]
+    finished = [{"number": 0, "state": "COMPLETE", "stopped": None, "value": 0.1, "params": {}}]
+    (tmp_path / grid.TRIALS).write_text(json.dumps({"copy-cornn": diverged, "copy-nnrnn": finished}))
+    runs = [{"setting": "copy", "label": "nnrnn"}]
+    assert modern.untuned(tmp_path, modern_scale, runs, "copy") == ["cornn"]
