@@ -75,7 +75,7 @@ def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND
              "| table | model | tuned options |", "|---|---|---|"]
     for setting, chosen in picks.items():
         for label, options in chosen.items():
-            shown = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+            shown = ", ".join(f"{k}={_short(v)}" if isinstance(v, float) else f"{k}={v}"
                               for k, v in sorted(options.items()))
             lines.append(f"| {setting} | {name(label)} | {shown} |")
     searched = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
@@ -87,6 +87,13 @@ def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND
                   "column: " + ", ".join(f"`{m}`" for m in unpicked) + "."]
     return lines + [""]
 
+
+
+def _short(value: float) -> str:
+    """Three significant digits, or as many as it takes not to show a value near 0 or 1 as 0 or 1 (an LRU ring's
+    r_max of 0.9999)."""
+    shown = f"{value:.3g}"
+    return f"{value:.6g}" if float(shown) in (0.0, 1.0) and float(shown) != value else shown
 
 
 def questions_section(out: Path, runs: list[dict], settings: list[str], baseline) -> list[str]:

@@ -268,6 +268,9 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
             nn = (f"the nnRNN ({table['nnrnn'].show(digits)}) is {where['rank']} of {where['of']} by mean; clearly "
                   f"better than it: {_names(where['better'])}; not clearly different: {_names(where['alike'])}; "
                   f"clearly worse: {_names(where['worse'])}")
+        unfinished = [label for label, s in table.items() if s is None]
+        if unfinished:
+            head = f"(so far: not finished {_names(unfinished)}) " + head
         failed = untuned(out, scale, runs, setting)
         seed = SCALES[scale]["tune"].get("seed", 0)
         none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
