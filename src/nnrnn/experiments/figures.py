@@ -16,6 +16,12 @@ from .rules import rule
 from .words import column_words, name, title
 
 
+def line_style(index: int, label: str) -> tuple[str, str]:
+    """A label's colour and line style in every figure of a report: the 10-colour cycle by its place in the plan,
+    solid for the paper's models and dashed for the others (so that a field of more than 10 models stays apart)."""
+    return f"C{index % 10}", "-" if label in PAPER_MODELS else "--"
+
+
 def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None,
                     gradients: bool = False) -> Path:
     """The validation metric (or, with ``gradients``, the training gradient norm) against the update, mean ±
@@ -26,14 +32,14 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
     task = setting_task_of(runs, setting)
     key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
     columns = [c for c in COLUMNS if any(r["setting"] == setting and r["column"] == c for r in runs)]
-    fig, axes = plt.subplots(1, len(columns), figsize=(5.2 * len(columns), 4.0), sharey=True, squeeze=False,
+    # one column of a large field (the modern grid) gets a wider panel, to hold its legend
+    width = max(5.2 * len(columns), 9.0 if len(labels(runs, setting)) > 10 else 0)
+    fig, axes = plt.subplots(1, len(columns), figsize=(width, 4.0), sharey=True, squeeze=False,
                              layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
     axes = axes[0]
-    every = labels(runs, setting)
-    # one colour per label in every panel: matplotlib's 10-colour cycle, or 20 colours for a larger field
-    colors = [f"C{i}" for i in range(10)] if len(every) <= 10 else [plt.cm.tab20(i % 20) for i in range(len(every))]
+    lowest = math.inf
     for ax, column in zip(axes, columns):
-        for index, label in enumerate(every):
+        for index, label in enumerate(labels(runs, setting)):
             members = group(runs, setting, column, label)
             curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
                        if r.get("split") == split and key in r] for m in members]
@@ -44,9 +50,9 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
             steps = np.array([p[0] for p in curves[0][:n]])
             values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
             mean = values.mean(0)
+            lowest = min(lowest, float(np.nanmin(mean)))
             se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
-            color = colors[index]
-            style = "--" if label not in PAPER_MODELS else "-"
+            color, style = line_style(index, label)
             ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
         if gradients:
@@ -54,15 +60,18 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         elif task == "copy":
             ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
             ax.axhline(rule('SOLVED_SHARE') * baseline, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
-            # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to
+            # log scale from the best model (or 1e-5) up to just above the baseline: the vanilla RNN's spikes (up to
             # 1e12) are cut off so that the region the claims are about can be read
             ax.set_yscale("log")
-            ax.set_ylim(1e-5, 3 * baseline)
+            ax.set_ylim(max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5, 3 * baseline)
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7.5, loc="best")
+            if len(labels(runs, setting)) > 10:  # a large field: beside the axes, where it covers no curve
+                ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            else:
+                ax.legend(fontsize=7.5, loc="best")
     quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
     clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""

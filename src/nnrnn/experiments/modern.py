@@ -22,7 +22,8 @@ from ..models import PAPER_MODELS
 from ..tasks.copy import baseline_loss
 from .beyond import tuning_section
 from .collect import convergence, copy_speed, group, labels, results, setting_task_of
-from .grid import SCALES, SPEED, TRIALS, TUNED, finished, run_folder, search_name
+from .figures import line_style
+from .grid import SCALES, SPEED, TRIALS, TUNED, finished, metric, run_folder, search_name
 from .rules import rule
 from .sections import (data_section, introduction, notes, ptb_data_scope, results_section, scope, settled_section,
                        speed_section)
@@ -139,8 +140,8 @@ def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[
                          f"{ended.count('pruned')} / {ended.count('diverged')} | "
                          f"{at if at else 'none finished'} of {len(found)} | "
                          f"{'n/a' if best is None else f'{best:.4g}'} |")
-        path = _best_so_far_figure(runs, planned_labels(scale, setting), setting, trials,
-                                   figures / f"tuning-{setting}.png")
+        # the labels with runs, in the order (hence the colours) of the learning curves
+        path = _best_so_far_figure(runs, labels(runs, setting), setting, trials, figures / f"tuning-{setting}.png")
         shown += [f"![{title(runs, setting)}: best validation score so far, per search]({path.relative_to(out)})",
                   ""] if path else []
     return lines + [""] + shown
@@ -151,7 +152,7 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     lower = _lower(runs, setting)
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     drawn = False
     for index, label in enumerate(labels):
         found = trials.get(search_name(setting, label))
@@ -161,8 +162,8 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
         points = [(i + 1, v) for i, v in enumerate(curve) if v is not None]
         if not points:
             continue
-        ax.step(*zip(*points), where="post", color=plt.cm.tab20(index % 20),
-                linestyle="-" if index < 10 else "--", label=name(label))
+        color, style = line_style(index, label)
+        ax.step(*zip(*points), where="post", color=color, linestyle=style, label=name(label))
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -170,10 +171,10 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
     if setting_task_of(runs, setting) in ("copy", "adding"):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
-    ax.set_ylabel(f"best validation {'loss' if lower and setting_task_of(runs, setting) != 'ptb' else 'score'} so far")
-    ax.set_title(f"{title(runs, setting)}: each model's search, best so far", fontsize=10)
+    ax.set_ylabel(f"best validation {metric(setting_task_of(runs, setting))} so far")
+    ax.set_title(f"{title(runs, setting)}: each model's search, best so far (finished trials)", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="best")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, covering no line
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
