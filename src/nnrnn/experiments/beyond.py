@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 from ..models import model_class
-from ..tasks.copy import baseline_loss
 from .collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from .grid import SCALES, TPE_STARTUP, metric, search_name
 from .rules import rule
-from .sections import data_section, introduction, notes, results_section, settled_section, speed_section
+from .sections import copy_baseline, data_section, introduction, notes, settled_section, settings_sections
 from .sweep import SEARCHED
 from .verdicts import compare, missing
 from .words import column_words, name, title
@@ -23,15 +22,10 @@ def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | Non
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
-    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
-    baseline = baseline_loss(copy_T) if copy_T else None
+    baseline = copy_baseline(runs)
     lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family", date) + data_section(runs)
     lines += tuning_section(out, scale, runs)
-    for setting in settings:
-        lines += results_section(out, runs, setting, figures, baseline)
-        if setting_task_of(runs, setting) == "copy" and baseline:
-            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
-            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    lines += settings_sections(out, runs, settings, figures, baseline)
     lines += questions_section(out, runs, settings, baseline) + family_learned_section(out, runs)
     lines += settled_section(out, runs, settings) + notes(out)
     report = out / "report.md"

@@ -19,14 +19,17 @@ import torch
 
 from ..host import describe_cpu
 from ..models import PAPER_MODELS
-from ..tasks.copy import baseline_loss
+from ..doctor.harness import alternate, medians
+from ..doctor.timing import TimedUpdate, TorchBaseline
+from ..models import create
+from ..tasks import task_class
 from .beyond import tuning_section
-from .collect import convergence, copy_speed, group, labels, results, setting_task_of
+from .collect import convergence, group, labels, results, setting_task_of
 from .figures import line_style
-from .grid import SCALES, SPEED, TRIALS, TUNED, finished, metric, run_folder, search_name
+from .grid import SCALES, SPEED, TRIALS, TUNED, finished, metric, network_sizes, run_folder, search_name, sizes
 from .rules import rule
-from .sections import (data_section, introduction, notes, ptb_data_scope, results_section, scope, settled_section,
-                       speed_section)
+from .sections import (copy_baseline, data_section, introduction, notes, ptb_data_scope, scope, settings_sections,
+                       settled_section)
 from .statistics import Stat
 from .verdicts import compare
 from .words import name, title
@@ -68,15 +71,10 @@ def write_modern_report(out: Path, scale: str, runs: list[dict], date: str | Non
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
-    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
-    baseline = baseline_loss(copy_T) if copy_T else None
+    baseline = copy_baseline(runs)
     lines = introduction(out, scale, runs, "Today's long-memory RNNs beside the nnRNN", date) + data_section(runs)
     lines += tuning_section(out, scale, runs, STARTS) + best_so_far_section(out, runs, scale, settings, figures)
-    for setting in settings:
-        lines += results_section(out, runs, setting, figures, baseline)
-        if setting_task_of(runs, setting) == "copy" and baseline:
-            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
-            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    lines += settings_sections(out, runs, settings, figures, baseline)
     lines += standings_section(out, runs, scale, settings) + published_section(out, runs, settings)
     lines += update_time_section(out) + settled_section(out, runs, settings) + notes(out)
     report = out / "report.md"
@@ -313,8 +311,6 @@ def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[
 def setting_sizes(runs: list[dict]) -> dict:
     """{setting: (T, B, N, I)}: each protocol's sequence length, batch, nnRNN's hidden size and the recurrent
     layer's input width."""
-    from ..tasks import task_class
-    from .grid import network_sizes, sizes
     found = {}
     for r in runs:
         if r["setting"] in found or r["model"] != "nnrnn":
@@ -331,9 +327,6 @@ def measure_speed(out: Path, runs: list[dict], rounds: int | None = None) -> Pat
     hidden size, against torch.nn.RNN(relu) and torch.nn.GRU, alternating in this process on one thread (the
     grid's runs trained on one thread each); medians of ``rounds`` rounds (default :data:`SPEED_ROUNDS`;
     :mod:`nnrnn.doctor.harness`)."""
-    from ..doctor.harness import alternate, medians
-    from ..doctor.timing import TorchBaseline, TimedUpdate
-    from ..models import create
     rounds = rounds or SPEED_ROUNDS
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..analysis import analyze_model, plots, theory
 from ..tasks import task_class
-from ..tasks.copy import baseline_loss
 from ..training.network import best_checkpoint, load_model
 from ..training.runlog import read_metrics
 from .beyond import goal_section, write_beyond_report  # noqa: F401 (goal_section: the report's public names)
@@ -29,8 +28,8 @@ from .grid import COLUMNS, PLAN as OUT_PLAN, recorded_rules, report_kind, run_fo
 from .modern import write_modern_report
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .rules import Claim, not_converged, rule
-from .sections import (claims_section, data_section, introduction, notes, results_section, row_scope, scope,
-                       scope_section, settled_section, speed_section)
+from .sections import (claims_section, copy_baseline, data_section, introduction, notes, row_scope, scope,
+                       scope_section, settings_sections, settled_section)
 from .statistics import Stat
 from .verdicts import (all_or_nothing_claim, backprop_claim, column_words, copy_claims, copy_columns_claim,
                        gamma_claims, gap_claims, gated_claim, gradient_claim, name, psmnist_claim, ptb_accuracy_claim,
@@ -83,14 +82,9 @@ def _paper_report(out: Path, scale: str, runs: list[dict], date: str, analysis: 
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     settings = list(dict.fromkeys(r["setting"] for r in runs))
-    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
-    baseline = baseline_loss(copy_T) if copy_T else None
+    baseline = copy_baseline(runs)
     lines = introduction(out, scale, runs, date=date) + data_section(runs) + scope_section(runs)
-    for setting in settings:
-        lines += results_section(out, runs, setting, figures, baseline)
-        if setting_task_of(runs, setting) == "copy" and baseline:
-            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
-            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    lines += settings_sections(out, runs, settings, figures, baseline)
     numbers = theory_numbers(figures)
     claims = judge(out, runs, settings, baseline, numbers)
     learned = learned_structure(out, runs)

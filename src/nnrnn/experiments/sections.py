@@ -9,9 +9,10 @@ from pathlib import Path
 
 from .. import presets
 from ..tasks import make_task, task_class
+from ..tasks.copy import baseline_loss
 from ..training.config import resolve_config
 from ..training.runfolder import WALL_SECONDS
-from .collect import convergence, group, labels, results, setting_task_of
+from .collect import convergence, copy_speed, group, labels, results, setting_task_of
 from .figures import learning_curves
 from .grid import COLUMNS, finished, network_parameters, run_folder, sizes
 from .paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
@@ -228,6 +229,24 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
     grads = learning_curves(out, runs, setting, figures / f"gradients-{setting}.png", baseline, gradients=True)
     return lines + ["", f"![{title(runs, setting)} learning curves]({curve.relative_to(out)})", "",
                     f"![{title(runs, setting)} gradient norms during training]({grads.relative_to(out)})", ""]
+
+
+def copy_baseline(runs: list[dict]) -> float | None:
+    """The baseline loss of the grid's copy setting (always predicting the blank), or None without one."""
+    copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
+    return baseline_loss(copy_T) if copy_T else None
+
+
+def settings_sections(out: Path, runs: list[dict], settings: list[str], figures: Path, baseline) -> list[str]:
+    """Every setting's results with its figures (:func:`results_section`), and for copy how fast each model solves
+    it (:func:`speed_section`): the part every report shares."""
+    lines = []
+    for setting in settings:
+        lines += results_section(out, runs, setting, figures, baseline)
+        if setting_task_of(runs, setting) == "copy" and baseline:
+            every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
+            lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)
+    return lines
 
 
 def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
