@@ -9,7 +9,8 @@ from ..tasks import TASKS
 def add_arguments(p) -> None:
     p.description = ("Check every model and task on a device (parity with float64 on the CPU, "
                        "save/load/resume, autocast, torch.compile, DDP) and time one update at the paper's sizes "
-                       "against torch.nn.RNN and torch.nn.LSTM. Prints one table; exits 1 if a check fails.")
+                       "against torch.nn.RNN, torch.nn.GRU and torch.nn.LSTM. Prints one table; exits 1 if a check "
+                       "fails.")
     p.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:1 ...")
     p.add_argument("--quick", action="store_true", help="tiny sizes; torch.compile of nnrnn only, with Dynamo's "
                    "eager backend (no code generation); no DDP; timing at a tiny size")

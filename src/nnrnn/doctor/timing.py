@@ -1,4 +1,5 @@
-"""The doctor's update timing at the paper's sizes, against torch.nn.RNN and torch.nn.LSTM in the same process."""
+"""The doctor's update timing at the paper's sizes, against torch.nn.RNN, torch.nn.GRU and torch.nn.LSTM in the same
+process."""
 from __future__ import annotations
 
 import functools
@@ -56,6 +57,7 @@ class TimedUpdate:
 def time_updates(size, device: torch.device, models, rounds: int) -> dict:
     """name -> (median seconds of one update, peak bytes or None), all in this process, alternating."""
     builders = {"torch.nn.RNN": lambda i, n: TorchBaseline("rnn", i, n),
+                "torch.nn.GRU": lambda i, n: TorchBaseline("gru", i, n),
                 "torch.nn.LSTM": lambda i, n: TorchBaseline("lstm", i, n)}
     for model in models:
         builders[model] = (lambda name: lambda i, n: create(name, i, n))(model)
@@ -97,7 +99,7 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
     for task_name, size in (QUICK_SIZES if quick else PAPER_SIZES).items():
         label = f"{task_name} {size}"
         results = time_updates(size, device, models, rounds)
-        rnn, lstm = results["torch.nn.RNN"][0], results["torch.nn.LSTM"][0]
+        rnn, gru, lstm = (results[f"torch.nn.{name}"][0] for name in ("RNN", "GRU", "LSTM"))
         # at --quick's toy sizes fixed per-call costs dominate: a ratio there says nothing of the paper's sizes
         toy = ((" (toy size, not the paper's)", "; --quick's toy size: fixed per-call costs dominate, so the ratio "
                 "does not predict the paper's sizes, which `nnrnn doctor` without --quick times; ")
@@ -105,7 +107,7 @@ def timing_rows(device: torch.device, models, quick: bool, rounds: int) -> list[
         for name, (seconds, peak) in results.items():
             memory = f"peak {peak / 2 ** 20:.0f} MB above resident" if peak is not None else "peak memory n/a on cpu"
             rows.append(Row("update time", name, label,
-                            f"{seconds / rnn:.2f}× RNN, {seconds / lstm:.2f}× LSTM{toy[0]}",
+                            f"{seconds / rnn:.2f}× RNN, {seconds / gru:.2f}× GRU, {seconds / lstm:.2f}× LSTM{toy[0]}",
                             f"median of {rounds}: {seconds * 1e3:.1f} ms{toy[1]}{memory}"))
         for model in models:
             if not graphs_apply(device):
