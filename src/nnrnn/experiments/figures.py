@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models import PAPER_MODELS
+from ..models import MODELS, PAPER_MODELS
 from ..tasks import task_class
 from ..training.runlog import read_metrics
 from .collect import group, labels, setting_task_of
@@ -16,10 +16,17 @@ from .rules import rule
 from .words import column_words, name, title
 
 
-def line_style(index: int, label: str) -> tuple[str, str]:
-    """A label's colour and line style in every figure of a report: the 10-colour cycle by its place in the plan,
-    solid for the paper's models and dashed for the others (so that a field of more than 10 models stays apart)."""
-    return f"C{index % 10}", "-" if label in PAPER_MODELS else "--"
+def line_style(label: str, runs: list[dict]) -> tuple[str, str]:
+    """A label's colour and line style, the same in every figure of a report: solid for the paper's models and dashed
+    for the others, and within each the 10-colour cycle by the label's place among the grid's labels of that style
+    (models in nnrnn's order, then variants), counted over the whole grid, not one setting, where a model missing
+    from the setting would shift every colour after it.  So no two of up to 10 models of each style look alike."""
+    paper = label in PAPER_MODELS
+    known = list(MODELS)
+    ordered = sorted(dict.fromkeys([r["label"] for r in runs] + [label]),
+                     key=lambda m: known.index(m) if m in known else len(known))  # stable: variants as planned
+    same_style = [m for m in ordered if (m in PAPER_MODELS) == paper]
+    return f"C{same_style.index(label) % 10}", "-" if paper else "--"
 
 
 def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None,
@@ -39,7 +46,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
     axes = axes[0]
     lowest = math.inf
     for ax, column in zip(axes, columns):
-        for index, label in enumerate(labels(runs, setting)):
+        for label in labels(runs, setting):
             members = group(runs, setting, column, label)
             curves = [[(r["step"], r[key]) for r in read_metrics(run_folder(out, m))
                        if r.get("split") == split and key in r] for m in members]
@@ -50,9 +57,10 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
             steps = np.array([p[0] for p in curves[0][:n]])
             values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
             mean = values.mean(0)
-            lowest = min(lowest, float(np.nanmin(mean)))
+            if np.isfinite(mean).any():  # a model whose every seed diverged at every step has no lowest point
+                lowest = min(lowest, float(np.nanmin(mean)))
             se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
-            color, style = line_style(index, label)
+            color, style = line_style(label, runs)
             ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0]['hidden']})")
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
         if gradients:
