@@ -64,6 +64,12 @@ def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(
     assert (where["better"], where["alike"], where["worse"]) == (["a"], ["b"], ["c"])
 
 
+def test_only_a_model_clearly_below_the_baseline_remembered_something():
+    table = {"a": Stat(0.010, 0.001, 3), "b": Stat(0.019, 0.001, 3), "nnrnn": Stat(8.28, 8.26, 3),
+             "c": Stat(float("nan"), float("nan"), 0, failed=3), "d": None}
+    assert modern.below_baseline(table, 0.0204) == ["a"]  # b is 1.4 standard errors below it: not clearly
+
+
 def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_again_from_data(tmp_path,
                                                                                                modern_scale):
     out = tmp_path / "grid"
@@ -86,6 +92,9 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     assert "coRNN: dt, gamma, epsilon" in text and "draws its first 2 trials at random" in text
     # every protocol's standing says what limits it
     assert text.count("This scale: ") == 2 and "4 updates of batch 4, 2 seeds" in text
+    # copy and adding say which models remembered anything, against the loss of remembering nothing
+    assert text.count("Clearly below the baseline ") == 2 and "Clearly below the baseline 0.1667 (" in text
+    assert "valid loss (baseline 0.7998)" in text and "test loss (baseline 0.1667)" in text
     # the task's options, not one model's picks
     assert "Task options: T=6, batch_size=4, steps=4, eval_every=2, log_every=2\n" in text
     elsewhere = tmp_path / "elsewhere"

@@ -28,9 +28,9 @@ from .collect import convergence, group, labels, results, setting_task_of
 from .figures import line_style
 from .grid import SCALES, SPEED, TRIALS, TUNED, finished, metric, network_sizes, run_folder, search_name, sizes
 from .rules import rule
-from .sections import (copy_baseline, data_section, introduction, notes, ptb_data_scope, scope, settings_sections,
-                       settled_section)
-from .statistics import Stat
+from .sections import (copy_baseline, data_section, introduction, memoryless_baseline, notes, ptb_data_scope, scope,
+                       settings_sections, settled_section)
+from .statistics import Stat, below_value
 from .verdicts import compare
 from .words import name, title
 
@@ -152,7 +152,7 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
     lower = _lower(runs, setting)
     fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     drawn = False
-    for index, label in enumerate(labels):
+    for label in labels:
         found = trials.get(search_name(setting, label))
         if not found:
             continue
@@ -160,7 +160,7 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
         points = [(i + 1, v) for i, v in enumerate(curve) if v is not None]
         if not points:
             continue
-        color, style = line_style(index, label)
+        color, style = line_style(label, runs)
         ax.step(*zip(*points), where="post", color=color, linestyle=style, label=name(label))
         drawn = True
     if not drawn:
@@ -208,6 +208,12 @@ def standing(table: dict, label: str, lower: bool) -> dict:
         sign = compare(label, mine, other, s, 4, lower)[1]
         found["worse" if sign == 1 else "better" if sign == -1 else "alike"].append(other)
     return found
+
+
+def below_baseline(table: dict, baseline: float) -> list[str]:
+    """The labels whose mean is clearly below ``baseline`` by the rule (more than two standard errors below it): the
+    models that remembered something, on a task whose baseline is the loss of remembering nothing."""
+    return [label for label, s in table.items() if s is not None and below_value(s, baseline)]
 
 
 def _names(labels) -> str:
@@ -276,6 +282,11 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
                 "every start." if failed else "")
+        memoryless = memoryless_baseline(runs, setting)
+        if memoryless is not None:
+            learned = below_baseline(table, memoryless)
+            none += (f" Clearly below the baseline {memoryless:.4f} (the loss of a model that remembers nothing): "
+                     f"{_names(learned)}" + ("; the others are not." if learned else "."))
         lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
                      f"{protocol_scope(out, runs, setting)}.")
     return lines + [""]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import presets
 from ..tasks import make_task, task_class
+from ..tasks.adding import BASELINE as ADDING_BASELINE
 from ..tasks.copy import baseline_loss
 from ..training.config import resolve_config
 from ..training.runfolder import WALL_SECONDS
@@ -196,8 +197,9 @@ def ptb_data_scope(options: dict) -> str:
 def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
     task = setting_task_of(runs, setting)
     _, _, label, digits = task_class(task).reported
-    if task == "copy":
-        label += f" (baseline {baseline:.4f})"
+    memoryless = memoryless_baseline(runs, setting)
+    if memoryless is not None:
+        label += f" (baseline {memoryless:.4f})"
     members = [r for r in runs if r["setting"] == setting]
     # the task's options: those every run of the setting shares (a tuned model's picks are its own, in tuned.json)
     shared = {k: v for k, v in members[0]["options"].items() if all(r["options"].get(k) == v for r in members)}
@@ -235,6 +237,14 @@ def copy_baseline(runs: list[dict]) -> float | None:
     """The baseline loss of the grid's copy setting (always predicting the blank), or None without one."""
     copy_T = next((r["options"]["T"] for r in runs if r["task"] == "copy"), None)
     return baseline_loss(copy_T) if copy_T else None
+
+
+def memoryless_baseline(runs: list[dict], setting: str) -> float | None:
+    """The loss a model that remembers nothing scores on a setting whose reported metric is that loss (copy: always
+    the blank; adding: always 1), or None for the other tasks."""
+    options = next(r["options"] for r in runs if r["setting"] == setting)
+    task = setting_task_of(runs, setting)
+    return baseline_loss(options["T"]) if task == "copy" else ADDING_BASELINE if task == "adding" else None
 
 
 def settings_sections(out: Path, runs: list[dict], settings: list[str], figures: Path, baseline) -> list[str]:
