@@ -56,7 +56,7 @@ def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
     assert probe_norms(elsewhere, "ptb") == [3.0, 2.0, 1.0] and probe_norms(elsewhere, "copy") is None
 
 
-@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond"])
+@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern"])
 def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     """Anyone can recompute a committed report: written again from the data.json beside it alone (and the notes
     written by hand beside it), it is the report committed."""
@@ -64,9 +64,6 @@ def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
 
     from tests.conftest import HAS_MNIST, HAS_PTB, REPO, SHARED
     committed = REPO / "docs" / folder
-    if not (committed / compact.DATA).is_file():
-        pytest.skip(f"docs/{folder} has no data.json yet: its grid's run folders were lost and it is being rerun "
-                    "(issue 49)")
     if not (HAS_MNIST and HAS_PTB):
         pytest.skip(f"the report's data section counts the MNIST and PTB files, not found in {SHARED}")
     shutil.copy(committed / "notes.md", tmp_path / "notes.md")

@@ -9,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CPU_LONG = REPO / "docs" / "reproduction-cpu-long"
 BEYOND = REPO / "docs" / "beyond"
+MODERN = REPO / "docs" / "modern"
 
 
 def generated(folder: Path) -> str:
@@ -47,8 +48,8 @@ def given(written: str, reports: str) -> bool:
 
 
 def test_every_mean_and_standard_error_written_by_hand_is_one_a_report_gives(report):
-    reports = report + generated(BEYOND)
-    for path in (CPU_LONG / "notes.md", BEYOND / "notes.md", REPO / "README.md"):
+    reports = report + generated(BEYOND) + generated(MODERN)
+    for path in (CPU_LONG / "notes.md", BEYOND / "notes.md", MODERN / "notes.md", REPO / "README.md"):
         written = re.findall(r"\d+\.\d+ ± \d+\.\d+", path.read_text())
         assert [x for x in written if not given(x, reports)] == [], path
     assert not given("4.29 ± 0.01", reports)
@@ -85,3 +86,29 @@ def test_the_readmes_learned_structure_is_the_reports(report):
     readme = " ".join((REPO / "README.md").read_text().split())
     assert f"their mean |T| is {to_link:.1f}× a link's" in readme
     assert "mostly inside" not in readme  # 64 in-block entries of 8128 carry a small share of ‖T‖²
+
+
+def update_time_ranges(report: str) -> dict:
+    """{model: ((lowest, highest) × torch.nn.RNN, (lowest, highest) × torch.nn.GRU)} over a modern report's
+    protocols, from its update-time table."""
+    table = report.split("## Update time against torch.nn.RNN and torch.nn.GRU")[1].split("\n### ")[0]
+    ranges = {}
+    for model, cells in re.findall(r"^\| ([^|]+) \| (.*) \|$", table, re.M):
+        pairs = [tuple(float(x) for x in m) for m in re.findall(r"([\d.]+)× / ([\d.]+)×", cells)]
+        if pairs:
+            rnn, gru = zip(*pairs)
+            ranges[model] = ((min(rnn), max(rnn)), (min(gru), max(gru)))
+    return ranges
+
+
+def test_the_modern_notes_update_times_are_the_reports():
+    ranges = update_time_ranges(generated(MODERN))
+    notes = " ".join((MODERN / "notes.md").read_text().split())
+
+    def span(pair):
+        return f"{pair[0]:.2f}–{pair[1]:.2f}×"
+    assert f"nnRNN's update took {span(ranges['nnRNN'][0])} torch.nn.RNN's time and {span(ranges['nnRNN'][1])} " \
+           "torch.nn.GRU's" in notes
+    assert f"minGRU {span(ranges['minGRU'][0])} the RNN ({span(ranges['minGRU'][1])} the GRU)" in notes
+    assert f"the LRU {span(ranges['LRU'][0])} ({span(ranges['LRU'][1])} the GRU)" in notes
+    assert f"coRNN {span(ranges['coRNN'][0])}; LEM {span(ranges['LEM'][0])}" in notes

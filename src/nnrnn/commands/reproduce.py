@@ -21,9 +21,9 @@ def add_arguments(p) -> None:
                         "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
                         "tuned alike (0 h 57 min with --jobs 2 on 2 cores, docs/beyond/report.md); modern: today's "
                         "long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and the "
-                        "paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (sized for about "
-                        "3 h with --jobs 2 on 2 cores; it resumes across sittings); paper: the paper's "
-                        "sizes and the release's 100 epochs (for GPUs; its time is not measured)")
+                        "paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (2 h 34 min "
+                        "with --jobs 2 on 2 cores, docs/modern/report.md; it resumes across sittings); paper: the "
+                        "paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)")
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
     every_task = sorted({s.get("task", t) for spec in SCALES.values() for t, s in spec["tasks"].items()})
     p.add_argument("--tasks", nargs="+", choices=every_task, help="only these tasks (default: the scale's)")

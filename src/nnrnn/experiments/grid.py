@@ -94,7 +94,7 @@ SCALES = {
     # first 5 at random), on the standard long-memory protocols (--preset long-memory: copy at T = 1000, adding at
     # T = 2000, psMNIST) and PTB at cpu-long's T_PTB. CPU scale: copy in batches of 32 rather than the protocol's
     # 128, adding at nnRNN's N = 32 (minGRU's equal parameter count is then 169 units, at 64 it would be 631), and
-    # every task far shorter than its papers train; about three hours on 2 cores, over sittings (docs/design.md).
+    # every task far shorter than its papers train; 2 h 34 min on 2 cores, over sittings (docs/design.md).
     "modern": {
         "seeds": [0, 1, 2],
         "report": "modern",
