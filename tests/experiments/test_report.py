@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from nnrnn.experiments import grid, report, reproduce
+from nnrnn.experiments import figures, grid, report, reproduce
 from nnrnn.training import runfolder
 from tests.conftest import SHARED, needs_ptb
 
@@ -119,3 +119,16 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
     diverged = {**tables, "copy": {"tuned": {"nnrnn": Stat.of([None, None, None]),
                                              "exprnn": tables["copy"]["tuned"]["exprnn"]}}}
     assert reached(diverged) == "no"
+
+
+def test_a_model_keeps_its_colour_in_every_figure_and_no_two_models_look_alike():
+    plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain"),
+            "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain")}
+    runs = [{"setting": setting, "label": label} for setting, labels in plan.items() for label in labels]
+    styles = {label: figures.line_style(label, runs) for label in plan["ptb"]}
+    assert styles["rnn"] == ("C0", "-") and styles["exprnn"] == ("C2", "-")  # nnrnn's order, though copy lacks rnn
+    assert styles["gru"] == ("C0", "--") and styles["rnn chain"] == ("C2", "--")  # not the paper's: dashed
+    assert len(set(styles.values())) == len(styles)
+    only_copy = [r for r in runs if r["setting"] == "copy"]
+    assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", runs[::-1])
+    assert figures.line_style("nnrnn", only_copy) == ("C2", "-")  # what a grid without rnn draws
