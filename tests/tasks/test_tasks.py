@@ -139,6 +139,16 @@ def test_adding_layout_and_baseline():
     assert F.mse_loss(torch.ones_like(batch.targets), batch.targets).item() == pytest.approx(1 / 6, abs=0.01)
 
 
+def test_the_adding_baseline_an_evaluation_set_realises_is_its_constant_answers_loss():
+    from nnrnn.tasks.adding import BASELINE, AddingTask
+    task = AddingTask(seed=3, T=20, batch_size=50)
+    targets = torch.cat([b.targets for b in task.eval_batches("test")])
+    assert task.realised_baseline("test") == pytest.approx(F.mse_loss(torch.ones_like(targets), targets).item())
+    realised = [AddingTask(seed=s, T=20, batch_size=50).realised_baseline("test") for s in range(3)]
+    assert len(set(realised)) == 3 and all(abs(r - BASELINE) < 0.04 for r in realised)  # 500 sequences each
+    assert task.realised_baseline("valid") != task.realised_baseline("test")
+
+
 def test_adding_batches_depend_on_seed_and_step_only_and_the_loss_metric_is_a_sum():
     from nnrnn.tasks.adding import AddingTask
     torch.manual_seed(1)

@@ -54,9 +54,8 @@ def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND
              f"Every model and variant got the same search on every task: {spec['trials']} "
              f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
              f"({sampler}; its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
-             "size and "
-             f"{spec['share']:.0%} of the task's length, over the options the paper's supplement searched that act "
-             f"on the model ({', '.join(SEARCHED)}"
+             f"size and {spec['share']:.0%} of the run's updates (or epochs), over the options the paper's "
+             f"supplement searched that act on the model ({', '.join(SEARCHED)}"
              + (f"; and each model's own: {'; '.join(own)}" if own else "")
              + "; `src/nnrnn/experiments/sweep.py` and each model's `SEARCHED`). The best trial's options (by the "
              "validation metric) are the tuned "

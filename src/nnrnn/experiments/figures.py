@@ -65,13 +65,17 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
             ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
         if gradients:
             ax.set_yscale("log")
-        elif task == "copy":
+        elif baseline is not None:  # a loss with a no-memory baseline: copy, adding
             ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
-            ax.axhline(rule('SOLVED_SHARE') * baseline, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
-            # log scale from the best model (or 1e-5) up to just above the baseline: the vanilla RNN's spikes (up to
-            # 1e12) are cut off so that the region the claims are about can be read
+            bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
+            if task == "copy":
+                solved = rule('SOLVED_SHARE') * baseline
+                ax.axhline(solved, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
+                bottom = min(bottom, solved / 2)  # the line a solved run crosses stays in view
+            # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to 1e12)
+            # are cut off so that the region the claims are about can be read
             ax.set_yscale("log")
-            ax.set_ylim(max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5, 3 * baseline)
+            ax.set_ylim(bottom, 3 * baseline)
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
@@ -82,7 +86,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
                 ax.legend(fontsize=7.5, loc="best")
     quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
-    clipped = " (axis cut at 3× the baseline)" if task == "copy" and not gradients else ""
+    clipped = " (axis cut at 3× the baseline)" if baseline is not None and not gradients else ""
     heading = f"{title(runs, setting)}: {quantity}, mean ± s.e. over seeds{clipped}"
     fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
     fig.savefig(path, dpi=130)

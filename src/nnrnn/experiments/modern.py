@@ -61,8 +61,9 @@ NO_PUBLISHED = {"copy": "copy at T = 1000 appears in expRNN's paper as a plot of
                           "logs a test MSE below 0.01 after about 1,900 updates of batch 50 at N = 128)"}
 SPEED_ROUNDS = 5
 STARTS = ("Every search starts from the protocol's preset (`long-memory`, which gives coRNN and LEM their code's "
-          "values on adding and psMNIST; on PTB `paper-params` for the paper's models and the task's procedure for "
-          "the others), searches over its options as above, and keeps the preset's other options (optimizer, "
+          "values on adding and psMNIST; on PTB `paper-params` for the paper's models and, for the others, the "
+          "task's training procedure in that preset: batch size, read-out initialisation, embedding, plateau "
+          "schedule), searches over its options as above, and keeps the preset's other options (optimizer, "
           "read-out initialisation, clipping); the scale's sizes and lengths replace the preset's. Every model "
           "appears in the tuned column only.")
 
@@ -117,10 +118,13 @@ def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[
     trials = read_trials(out)
     if not trials:
         return []
+    scores = "; ".join(f"{title(runs, setting)}: {metric(setting_task_of(runs, setting))}, "
+                       f"{'lower' if _lower(runs, setting) else 'higher'} is better" for setting in settings)
     lines = ["### Did each search settle?", "",
              "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
              "early has no score of its own). A search whose best came at its last trial was still improving when "
-             "its budget ran out: more trials might have found better options for that model.", "",
+             f"its budget ran out: more trials might have found better options for that model. The score ({scores}) "
+             "is the one each search ranks its trials by.", "",
              "| setting | model | trials finished / pruned / diverged | best at trial | best validation score |",
              "|---|---|---|---|---|"]
     shown = []
@@ -282,7 +286,7 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
                 "every start." if failed else "")
-        memoryless = memoryless_baseline(runs, setting)
+        memoryless = memoryless_baseline(runs, setting, task_class(setting_task_of(runs, setting)).reported.split)
         if memoryless is not None:
             learned = below_baseline(table, memoryless)
             none += (f" Clearly below the baseline {memoryless:.4f} (the loss of a model that remembers nothing): "

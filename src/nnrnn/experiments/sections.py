@@ -6,10 +6,10 @@ import datetime
 import functools
 import math
 from pathlib import Path
+from statistics import fmean
 
 from .. import presets
 from ..tasks import make_task, task_class
-from ..tasks.adding import BASELINE as ADDING_BASELINE
 from ..tasks.copy import baseline_loss
 from ..training.config import resolve_config
 from ..training.runfolder import WALL_SECONDS
@@ -194,10 +194,10 @@ def ptb_data_scope(options: dict) -> str:
             "training file, on which the paper's N = 1024 over-fits (the notes): the paper's size is not tested here")
 
 
-def results_section(out: Path, runs: list[dict], setting: str, figures: Path, baseline) -> list[str]:
+def results_section(out: Path, runs: list[dict], setting: str, figures: Path) -> list[str]:
     task = setting_task_of(runs, setting)
     _, _, label, digits = task_class(task).reported
-    memoryless = memoryless_baseline(runs, setting)
+    memoryless = memoryless_baseline(runs, setting, task_class(task).reported.split)
     if memoryless is not None:
         label += f" (baseline {memoryless:.4f})"
     members = [r for r in runs if r["setting"] == setting]
@@ -227,8 +227,9 @@ def results_section(out: Path, runs: list[dict], setting: str, figures: Path, ba
                 cells.append("" if not members or a is None else a.show(3))
             cells.append(str(members[0]["hidden"]) if members else "")
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
-    curve = learning_curves(out, runs, setting, figures / f"curves-{setting}.png", baseline)
-    grads = learning_curves(out, runs, setting, figures / f"gradients-{setting}.png", baseline, gradients=True)
+    drawn = memoryless_baseline(runs, setting, "valid")  # the curves are validation curves
+    curve = learning_curves(out, runs, setting, figures / f"curves-{setting}.png", drawn)
+    grads = learning_curves(out, runs, setting, figures / f"gradients-{setting}.png", drawn, gradients=True)
     return lines + ["", f"![{title(runs, setting)} learning curves]({curve.relative_to(out)})", "",
                     f"![{title(runs, setting)} gradient norms during training]({grads.relative_to(out)})", ""]
 
@@ -239,12 +240,18 @@ def copy_baseline(runs: list[dict]) -> float | None:
     return baseline_loss(copy_T) if copy_T else None
 
 
-def memoryless_baseline(runs: list[dict], setting: str) -> float | None:
-    """The loss a model that remembers nothing scores on a setting whose reported metric is that loss (copy: always
-    the blank; adding: always 1), or None for the other tasks."""
-    options = next(r["options"] for r in runs if r["setting"] == setting)
+def memoryless_baseline(runs: list[dict], setting: str, split: str) -> float | None:
+    """The loss a model that remembers nothing scores on ``split`` of a setting whose reported metric is that loss
+    (copy: always the blank; adding: always 1), the mean over the setting's seeds, each of which has its own
+    evaluation sequences; None where the reported metric is another (accuracy, bpc)."""
     task = setting_task_of(runs, setting)
-    return baseline_loss(options["T"]) if task == "copy" else ADDING_BASELINE if task == "adding" else None
+    if task_class(task).reported.metric != "loss":
+        return None
+    members = [r for r in runs if r["setting"] == setting]
+    keys = ("batch_size", *task_class(task).CONFIG_OPTIONS)
+    options = {k: members[0]["options"][k] for k in keys if members[0]["options"].get(k) is not None}
+    seeds = sorted({r["seed"] for r in members})
+    return fmean(make_task(task, seed=seed, **options).realised_baseline(split) for seed in seeds)
 
 
 def settings_sections(out: Path, runs: list[dict], settings: list[str], figures: Path, baseline) -> list[str]:
@@ -252,7 +259,7 @@ def settings_sections(out: Path, runs: list[dict], settings: list[str], figures:
     it (:func:`speed_section`): the part every report shares."""
     lines = []
     for setting in settings:
-        lines += results_section(out, runs, setting, figures, baseline)
+        lines += results_section(out, runs, setting, figures)
         if setting_task_of(runs, setting) == "copy" and baseline:
             every = next(r["options"]["eval_every"] for r in runs if r["setting"] == setting)
             lines += speed_section(copy_speed(out, runs, setting, baseline), baseline, every)

@@ -101,6 +101,11 @@ class Task:
     baseline: float | None = None
     chance: float | None = None
 
+    def realised_baseline(self, split: str) -> float | None:
+        """The loss of the no-memory prediction on this split's evaluation sequences.  :attr:`baseline` unless a
+        task's evaluation set moves it (the adding task's few hundred sequences)."""
+        return self.baseline
+
     def references(self) -> dict:
         """{metric: {"baseline": value, "chance": value}} for the metrics a run logs: the lines its curves draw
         and what its outcome is judged against.  The loss's come from :attr:`baseline` and :attr:`chance`."""

@@ -48,7 +48,7 @@ class CopyTask(SyntheticTask):
     predict_at = "all"
     default_steps = 3000
     reported = Reported("loss", "valid", "valid loss", 4)
-    curve_axis = "validation cross-entropy (nats per recalled symbol)"
+    curve_axis = "validation cross-entropy (nats per step)"  # the mean over all T + 20 steps
 
     @classmethod
     def title(cls, options: dict) -> str:
