@@ -41,6 +41,15 @@ def test_learned_means_at_least_ten_percent_below_the_baseline():
     assert said.name == outcome.NOT_LEARNED and "528% above the baseline 0.1667" in said.reason
 
 
+def test_answering_1_on_every_adding_sequence_is_not_learning_even_where_the_validation_set_favours_it():
+    from nnrnn.tasks.adding import AddingTask
+    task = AddingTask(seed=37, T=20)  # its 500 validation sequences: always answering 1 scores 0.148, 11% below 1/6
+    targets = [t for b in task.eval_batches("valid") for t in b.targets.flatten().tolist()]
+    constant = sum((t - 1) ** 2 for t in targets) / len(targets)
+    assert constant < 0.9 / 6  # against 1/6 it would read as learned
+    assert judge(valid(constant), task.baseline, task.chance).name == outcome.NOT_LEARNED
+
+
 def test_diverged_means_three_points_in_a_row_ten_times_above_baseline_chance_and_the_untrained_loss():
     assert outcome.divergence_limit(0.09, 2.2, 10) == pytest.approx(22.0)
     assert outcome.divergence_limit(0.09, 2.2, 10, initial=21.0) == pytest.approx(210.0)  # EURNN starts high
