@@ -29,6 +29,20 @@ def line_style(label: str, runs: list[dict]) -> tuple[str, str]:
     return f"C{same_style.index(label) % 10}", "-" if paper else "--"
 
 
+def baseline_axis(ax, task: str, baseline: float, lowest: float) -> None:
+    """A loss panel's baseline line (and copy's "solved" line), on a log scale from the best curve up to just above
+    the baseline: the vanilla RNN's spikes (up to 1e12) are cut off so that the region the claims are about can be
+    read."""
+    ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
+    bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
+    if task == "copy":
+        solved = rule('SOLVED_SHARE') * baseline
+        ax.axhline(solved, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
+        bottom = min(bottom, solved / 2)  # the line a solved run crosses stays in view
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, 3 * baseline)
+
+
 def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, baseline: float | None,
                     gradients: bool = False) -> Path:
     """The validation metric (or, with ``gradients``, the training gradient norm) against the update, mean ±
@@ -66,16 +80,7 @@ def learning_curves(out: Path, runs: list[dict], setting: str, path: Path, basel
         if gradients:
             ax.set_yscale("log")
         elif baseline is not None:  # a loss with a no-memory baseline: copy, adding
-            ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
-            bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
-            if task == "copy":
-                solved = rule('SOLVED_SHARE') * baseline
-                ax.axhline(solved, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
-                bottom = min(bottom, solved / 2)  # the line a solved run crosses stays in view
-            # log scale from the best model up to just above the baseline: the vanilla RNN's spikes (up to 1e12)
-            # are cut off so that the region the claims are about can be read
-            ax.set_yscale("log")
-            ax.set_ylim(bottom, 3 * baseline)
+            baseline_axis(ax, task, baseline, lowest)
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
