@@ -18,10 +18,9 @@ from pathlib import Path
 import torch
 
 from ..host import describe_cpu
-from ..models import PAPER_MODELS
 from ..doctor.harness import alternate, medians
 from ..doctor.timing import TimedUpdate, TorchBaseline
-from ..models import create
+from ..models import PAPER_MODELS, create
 from ..tasks import task_class
 from .beyond import tuning_section
 from .collect import convergence, group, labels, results, setting_task_of

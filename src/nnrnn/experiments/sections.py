@@ -12,6 +12,7 @@ from .. import presets
 from ..tasks import make_task, task_class
 from ..tasks.copy import baseline_loss
 from ..training.config import resolve_config
+from ..training.network import build_task
 from ..training.runfolder import WALL_SECONDS
 from .collect import convergence, copy_speed, group, labels, results, setting_task_of
 from .figures import learning_curves
@@ -247,11 +248,8 @@ def memoryless_baseline(runs: list[dict], setting: str, split: str) -> float | N
     task = setting_task_of(runs, setting)
     if task_class(task).reported.metric != "loss":
         return None
-    members = [r for r in runs if r["setting"] == setting]
-    keys = ("batch_size", *task_class(task).CONFIG_OPTIONS)
-    options = {k: members[0]["options"][k] for k in keys if members[0]["options"].get(k) is not None}
-    seeds = sorted({r["seed"] for r in members})
-    return fmean(make_task(task, seed=seed, **options).realised_baseline(split) for seed in seeds)
+    one_per_seed = {r["seed"]: r for r in runs if r["setting"] == setting}
+    return fmean(build_task(r["options"]).realised_baseline(split) for r in one_per_seed.values())
 
 
 def settings_sections(out: Path, runs: list[dict], settings: list[str], figures: Path, baseline) -> list[str]:
