@@ -5,7 +5,7 @@ Part 1 (leave it out with ``--no-candidates``): for each of ``--sizes``, the sha
 nnRNN training update (the loops, the N × N products of composing V, the input projection and the input's
 gradient), each candidate timed at the size in one process, alternating, median of ``--rounds`` rounds (more
 than the policy's own few tenths of a second), next to the fixed thresholds' choice and the measured policy's
-(nnrnn.kernel_tuning.pick on these medians).  ``thr / chosen`` is the thresholds' choice's time over the
+(nnrnn.kernels.tuning.pick on these medians).  ``thr / chosen`` is the thresholds' choice's time over the
 chosen one's: above 1 where measuring gains.
 
 Part 2 (leave it out with ``--no-updates``): whole nnRNN training updates (training_update.py's: forward,
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 
 from training_update import BASELINE, SIZES, Update, implementations, parse_sizes  # noqa: E402
 
-from nnrnn import kernel_candidates, kernel_policy, kernel_tuning  # noqa: E402
-from nnrnn.host import describe_cpu  # noqa: E402
+from nnrnn.kernels import candidates as kernel_candidates, policy as kernel_policy, tuning as kernel_tuning  # noqa: E402
+from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 BAR = "copy,medium,psmnist,large"
 

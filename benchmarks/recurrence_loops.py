@@ -5,7 +5,7 @@ The loops are the two sequential parts of a non-gated model's update (nnrnn/mode
 * forward: h_t = φ(V h_{t-1} + z_t) for t = 1..T, in place over H (T × B × N);
 * backward: ∂L/∂z_t = φ'(z_t) ⊙ (∂L/∂h_t + Vᵀ ∂L/∂z_{t+1}) for t = T..1;
 
-each 2TBN² matrix-product flops.  The implementations: ``compiled`` (nnrnn/csrc, one brgemm call per
+each 2TBN² matrix-product flops.  The implementations: ``compiled`` (nnrnn/kernels/csrc, one brgemm call per
 step, split over threads by output columns), ``onednn`` (oneDNN's inner product issued from Python per
 step) and ``aten`` (torch.addmm per step, MKL's sgemm).  ``chosen`` is what ``fused.choose_loops`` (the kernel policy)
 picks for this shape on this machine.  All run in one process, round-robin, after a warm-up; the table gives
@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
-from nnrnn import kernels  # noqa: E402
+from nnrnn.kernels import operations as kernels  # noqa: E402
 from nnrnn.models import fused  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

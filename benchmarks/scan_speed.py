@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
-from nnrnn.host import describe_cpu  # noqa: E402
+from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 SCANNED = ("lru", "mingru")
 

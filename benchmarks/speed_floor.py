@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 from training_update import (BASELINE, CLASSES, Roofline, Update, implementations,  # noqa: E402
                              matmul_flops, parse_sizes)
 
-from nnrnn import kernels  # noqa: E402
-from nnrnn.host import describe_cpu  # noqa: E402
+from nnrnn.kernels import operations as kernels  # noqa: E402
+from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 MODELS = (BASELINE, "rnn", "nnrnn", "nnrnn [dynamic]")
 SQUARES = 10  # N × N products per timed call, so that one call is not a single sub-millisecond sample

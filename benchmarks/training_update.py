@@ -74,9 +74,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
-from nnrnn import kernels  # noqa: E402
+from nnrnn.kernels import operations as kernels  # noqa: E402
 from nnrnn.doctor.harness import alternate, medians  # noqa: E402
-from nnrnn.host import describe_cpu  # noqa: E402
+from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
 PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
@@ -353,8 +353,8 @@ def main(argv=None):
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
     parser.add_argument("--roofline-n", type=int, default=2048, help="side of the roofline's product (default 2048)")
     parser.add_argument("--keep-freed-memory", action="store_true",
-                        help="nnrnn.kernels.keep_freed_memory() first, as the nnrnn command line does for its "
-                             "training runs (default: the allocator as a library user's program has it)")
+                        help="nnrnn.kernels.operations.keep_freed_memory() first, as the nnrnn command line "
+                             "does for its training runs (default: the allocator as a library user's program has it)")
     parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -47,7 +47,7 @@ def finished(tmp_path_factory):
 def fresh_kernel_policy():
     """Every test starts from a kernel policy that has decided nothing and read the environment as the test set it
     (a test's monkeypatched variable, a pinned record, are gone after it)."""
-    from nnrnn import kernel_policy
+    from nnrnn.kernels import policy as kernel_policy
     kernel_policy.reset()
     yield
     kernel_policy.reset()
@@ -56,7 +56,7 @@ def fresh_kernel_policy():
 @pytest.fixture
 def tuning(monkeypatch, tmp_path):
     """The measured kernel policy (NNRNN_TUNE on), with its timings cache in a folder of the test's own."""
-    from nnrnn import kernel_policy, kernel_tuning
+    from nnrnn.kernels import policy as kernel_policy, tuning as kernel_tuning
     monkeypatch.setenv("NNRNN_TUNE", "1")
     path = tmp_path / "cache" / "nnrnn" / "kernel-timings.json"
     monkeypatch.setattr(kernel_tuning, "cache_path", lambda: path)  # not XDG_CACHE_HOME: the compiled loops stay

@@ -12,8 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # lowest first; a module's layer is that of its first package below nnrnn (or of its own name at the top level)
 LAYERS = (
-    {"errors", "environment", "host", "kernels", "kernel_policy", "kernel_tuning", "kernel_candidates",
-     "kernel_report", "serialization", "presets", "data", "tasks", "parametrizations", "models"},
+    {"errors", "environment", "kernels", "serialization", "presets", "data", "tasks", "parametrizations", "models"},
     {"training"},
     {"experiments", "analysis", "doctor"},
     {"commands", "__main__"},

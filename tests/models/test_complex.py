@@ -10,7 +10,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import nnrnn
-from nnrnn import kernel_policy
+from nnrnn.kernels import policy as kernel_policy
 from nnrnn.models.nnrnn_complex import complex_fused, complex_modrelu, complex_reference
 from nnrnn.parametrizations.unitary import ComplexSchurForm, skew_hermitian, storage_of
 from helpers import assert_copies_train_apart

@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import nnrnn
-from nnrnn import kernel_policy
+from nnrnn.kernels import policy as kernel_policy
 from nnrnn.parametrizations import orthogonal, schur
 
 NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
@@ -691,7 +691,7 @@ def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
 def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
     """Eagerly, nnRNN's P (Λ + T) Pᵀ goes to oneDNN's private linear op where oneDNN is preferred and N ≥ 256.
     Traced, it must not: inductor lowers that op only for a frozen weight and fails at compile time on V's."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     if kernels.onednn() is None:
         pytest.skip("this torch build has no usable oneDNN linear op")
     monkeypatch.setenv("NNRNN_ONEDNN", "1")

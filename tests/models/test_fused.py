@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import nnrnn
-from nnrnn import kernel_policy
+from nnrnn.kernels import policy as kernel_policy
 from nnrnn.models import base
 from nnrnn.models.fused import FusedRecurrence, fused_recurrence
 from nnrnn.models.recurrence import reference_recurrence
@@ -71,7 +71,7 @@ def test_float32_matches_reference(nonlinearity, bias):
 
 def compiled_loops_or_skip():
     """The compiled loops; a failure where a C++ compiler exists (they must build there), else a skip."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     if kernels.recurrence_loops() is None:
         if shutil.which("c++") or shutil.which("g++"):
             pytest.fail(f"the C++ recurrence loops did not build: {kernels.loops_unavailable_reason()}")
@@ -84,7 +84,7 @@ def compiled_loops_or_skip():
 def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch):
     """Each implementation of the two loops (compiled, Python with oneDNN, Python with torch.mm),
     forced regardless of size."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     if loops == "onednn" and kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
@@ -110,7 +110,7 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
 def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
     """A loss on batch_first outputs alone sends the loops a gradient whose strides are (B, T, N)'s, dense
     but not contiguous; each loop must read it as such (and write ∂L/∂z in its own layout)."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     if loops == "onednn" and kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
@@ -128,7 +128,7 @@ def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
         assert relative_error(gf, gr) <= 1e-5
 
 def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     x = torch.zeros(1)
@@ -152,7 +152,7 @@ def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
 def test_loops_chosen_per_size_and_processor(preferred, size, expected, monkeypatch):
     """The measured crossovers (benchmarks/recurrence_loops.py): compiled loops below B·N² = 2²² with MKL
     (AVX2), below 2²⁴ with oneDNN (AVX-512); the products issued from Python above."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     from nnrnn.models import fused
     compiled_loops_or_skip()
     if expected == "onednn" and kernels.onednn() is None:
@@ -288,7 +288,7 @@ def test_sizes_that_take_onednn_match_the_reference(monkeypatch):
     two chunks.  tanh, because over many steps one unit of modReLU or relu may round to the other side of
     its kink in one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more
     exact)."""
-    from nnrnn import kernels
+    from nnrnn.kernels import operations as kernels
     from nnrnn.models import fused
     if kernels.onednn() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")

@@ -22,7 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 import nnrnn
-from nnrnn import kernel_policy
+from nnrnn.kernels import policy as kernel_policy
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from nnrnn import kernel_policy
+from nnrnn.kernels import policy as kernel_policy
 from nnrnn.parametrizations.expm import (MAX_SQUARINGS, NORM_SAFETY, THETA_MAX, expm_skew, fixed_plan,
                                          paterson_stockmeyer_plan, plan, spectral_norm_from_square, squarings,
                                          taylor_degree)

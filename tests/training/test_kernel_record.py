@@ -3,9 +3,9 @@ resumed in a process that would time the kernels differently is still exact, and
 import pytest
 import torch
 
-from nnrnn import kernel_policy, kernel_tuning, kernels
+from nnrnn.kernels import policy as kernel_policy, tuning as kernel_tuning, operations as kernels
 from nnrnn_cli import command as cli
-from nnrnn.kernel_policy import ATEN, COMPILED, ONEDNN, TORCH
+from nnrnn.kernels.policy import ATEN, COMPILED, ONEDNN, TORCH
 from nnrnn.training import checkpoint
 from nnrnn.training.config import resolve_config
 from nnrnn.training.runlog import read_metrics

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
-from ..kernel_policy import used_line
+from ..kernels.policy import used_line
 from ..training.network import best_checkpoint, load_saved
 from ..training.train import evaluate_saved
 

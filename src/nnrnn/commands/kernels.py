@@ -2,7 +2,7 @@
 with ``--tune SIZES`` the decisions of an update at those sizes, timed now."""
 from __future__ import annotations
 
-from .. import kernel_report
+from ..kernels import report as kernel_report
 from ..errors import UserError
 
 

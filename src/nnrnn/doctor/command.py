@@ -7,9 +7,9 @@ import time
 import torch
 
 from ..errors import UserError
-from ..host import describe_cpu
-from ..kernel_policy import policy
-from ..kernel_report import table as policy_table
+from ..kernels.host import describe_cpu
+from ..kernels.policy import policy
+from ..kernels.report import table as policy_table
 from ..models import MODELS, PAPER_MODELS
 from ..training.resources import check_device
 from .checks import check_autocast, check_compile, check_cuda_graph, check_parity, graphs_apply

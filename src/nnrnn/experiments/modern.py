@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..host import describe_cpu
+from ..kernels.host import describe_cpu
 from ..doctor.harness import alternate, medians
 from ..doctor.timing import TimedUpdate, TorchBaseline
 from ..models import PAPER_MODELS, create

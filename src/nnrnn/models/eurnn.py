@@ -24,7 +24,7 @@ import math
 import torch
 from torch import nn
 
-from ..kernels import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only, givens_chunks
+from ..kernels.operations import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only, givens_chunks
 from .base import RecurrentModel
 
 

@@ -39,10 +39,10 @@ Memory of the backward pass: ∂L/∂z (T × B × N) and, in the Python loops, �
 a chunk of steps (at most CHUNK_ELEMENTS), recomputed from h as the loop goes.
 
 The two loops have three implementations; :func:`choose_loops` asks the kernel policy
-(:mod:`nnrnn.kernel_policy`), which times them at the shape in use, or with ``NNRNN_TUNE=0`` applies the fixed
+(:mod:`nnrnn.kernels.policy`), which times them at the shape in use, or with ``NNRNN_TUNE=0`` applies the fixed
 thresholds given here:
 
-* ``compiled``: ``nnrnn/csrc/recurrence_loops.cpp``, the same loops in C++, each
+* ``compiled``: ``nnrnn/kernels/csrc/recurrence_loops.cpp``, the same loops in C++, each
   step one call of oneDNN's small-GEMM micro-kernel (``at::native::cpublas::brgemm``)
   with φ, φ' and modReLU's bias gradient fused into the same pass over the step.
   Float32 on the CPU, wherever it compiled (see :func:`nnrnn.kernels.recurrence_loops`),
@@ -59,9 +59,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import kernel_policy, kernels
-from ..kernel_policy import ATEN, COMPILED, ONEDNN  # noqa: F401 -- ATEN: one of the names choose_loops returns
-from ..kernels import exporting_to_onnx, first_order_only, recurrence_loops
+from ..kernels import operations as kernels
+from ..kernels import policy as kernel_policy
+from ..kernels.policy import ATEN, COMPILED, ONEDNN  # noqa: F401 -- ATEN: one of the names choose_loops returns
+from ..kernels.operations import exporting_to_onnx, first_order_only, recurrence_loops
 from .recurrence import NONLINEARITIES, reference_recurrence
 
 CHUNK_ELEMENTS = 1 << 20  # size of the temporaries of φ' and of the modReLU bias gradient

@@ -29,7 +29,7 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from ..kernels import LOW_PRECISION, matmul
+from ..kernels.operations import LOW_PRECISION, matmul
 from .expm import expm_skew
 from .registration import Parametrization, check_unconstrained, register
 

@@ -45,7 +45,7 @@ import numbers
 import torch
 from torch import nn
 
-from ..kernels import autocast_off, matmul
+from ..kernels.operations import autocast_off, matmul
 from .orthogonal import LOW_PRECISION, OrthogonalFactor, check_init, init_skew_, square_weight
 from .registration import register
 

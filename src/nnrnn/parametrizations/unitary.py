@@ -33,7 +33,7 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from ..kernels import fixed_exponential_plan
+from ..kernels.operations import fixed_exponential_plan
 from .expm import (MAX_SQUARINGS, NORM_SAFETY, fixed_plan, plan, spectral_norm_from_square, squarings,
                    taylor_series, within_capacity)
 from .registration import Parametrization, register

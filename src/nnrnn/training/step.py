@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernel_policy import policy
+from ..kernels.policy import policy
 from ..parametrizations import rebase_
 
 WARMUP = 3  # eager updates of one shape before it is captured (torch.cuda.make_graphed_callables warms up 3)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .. import kernel_policy
+from ..kernels import policy as kernel_policy
 from . import checkpoint, distributed, outcome, runfolder, runlock
 from .config import check_resumable, evaluation_interval, total_steps
 from .options import DEFAULTS, RESUMABLE, flag

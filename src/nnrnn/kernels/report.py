@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from . import host, kernel_policy, kernel_tuning, kernels
+from . import host, operations as kernels, policy as kernel_policy, tuning as kernel_tuning
 
 # The sizes of docs/performance.md's bar, by name: (T, B, N, I)
 NAMED_SIZES = {"copy": (220, 10, 128, 10), "medium": (100, 128, 512, 1), "psmnist": (784, 128, 512, 1),

@@ -1,4 +1,4 @@
-from nnrnn.host import cpu_fields, describe_cpu
+from nnrnn.kernels.host import cpu_fields, describe_cpu
 
 XEON = """processor\t: 0
 vendor_id\t: GenuineIntel

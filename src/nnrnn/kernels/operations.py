@@ -12,7 +12,7 @@ torch.nn.LSTM and torch.compile's CPU linear layers) is reached through
     linear.binary(X, Y, W) = X Wᵀ + Y      (the recurrence's V h_{t-1} + z_t in one call)
 
 Which of the two is faster depends on the processor and the shape; which one runs is decided by
-:mod:`nnrnn.kernel_policy`, which also decides which loops run the recurrence (this module only holds the
+:mod:`nnrnn.kernels.policy`, which also decides which loops run the recurrence (this module only holds the
 kernels).  The op is private to torch, so it is checked on first use; without it everything uses torch.mm.
 Tensors on other devices and in other dtypes always do.
 """
@@ -34,8 +34,9 @@ from pathlib import Path
 import torch
 from torch._C import _functions  # DelayedError: what once_differentiable marks gradients with
 
-from . import environment, kernel_policy
-from .kernel_policy import GIVENS_LAYERS_PER_CHUNK  # noqa: F401 -- re-exported: the chunk size EURNN uses
+from .. import environment
+from . import policy as kernel_policy
+from .policy import GIVENS_LAYERS_PER_CHUNK  # noqa: F401 -- re-exported: the chunk size EURNN uses
 
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)  # composed in float32 and rounded once: see the parametrizations
@@ -78,13 +79,13 @@ def eager_or_traced(function: type[torch.autograd.Function], op):
 def fixed_exponential_plan(like: torch.Tensor) -> bool:
     """Whether the matrix exponential (nnrnn.parametrizations.expm) runs its fixed plan, whose scaling is chosen on
     the device and which reads nothing to the host (True), or the plan made for the ‖A‖₂ read on the host
-    (False): :meth:`nnrnn.kernel_policy.KernelPolicy.fixed_exponential_plan` for ``like``'s device and dtype."""
+    (False): :meth:`nnrnn.kernels.policy.KernelPolicy.fixed_exponential_plan` for ``like``'s device and dtype."""
     return kernel_policy.policy_for(like).fixed_exponential_plan()
 
 
 def givens_chunks(like: torch.Tensor, layers: int) -> int:
     """How many chunks EURNN's Givens product composes in parallel (nnrnn.models.eurnn), 1 for the layers in
-    order: :meth:`nnrnn.kernel_policy.KernelPolicy.givens_chunks` for ``like``'s device and dtype."""
+    order: :meth:`nnrnn.kernels.policy.KernelPolicy.givens_chunks` for ``like``'s device and dtype."""
     return kernel_policy.policy_for(like).givens_chunks(layers)
 
 
@@ -198,7 +199,7 @@ class MatMul(torch.autograd.Function):
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b, by oneDNN (forward and backward) for float32 CPU matrices where the kernel policy chooses it
-    (:meth:`nnrnn.kernel_policy.KernelPolicy.products`); torch.matmul otherwise, and while torch.compile
+    (:meth:`nnrnn.kernels.policy.KernelPolicy.products`); torch.matmul otherwise, and while torch.compile
     traces: inductor lowers the oneDNN op only for a frozen (constant) weight and fails on any other."""
     if a.dim() == 2 and b.dim() == 2 and a.device.type == "cpu" and a.dtype == torch.float32 \
             and b.dtype == a.dtype and not torch.compiler.is_compiling() \
@@ -210,7 +211,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x Wᵀ (+ b) over x's last dimension, (…, K) · (M × K)ᵀ -> (…, M), contiguous; no autograd (for the
     fused recurrence's forward and backward, which run under no_grad).  By oneDNN for float32 CPU tensors
-    where the kernel policy chooses it (:meth:`nnrnn.kernel_policy.KernelPolicy.projections`), by torch
+    where the kernel policy chooses it (:meth:`nnrnn.kernels.policy.KernelPolicy.projections`), by torch
     otherwise."""
     rows = x.numel() // max(1, x.shape[-1])
     if x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == x.dtype and rows > 0 \

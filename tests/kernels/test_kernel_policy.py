@@ -7,8 +7,8 @@ import os
 import pytest
 import torch
 
-from nnrnn import kernel_policy, kernel_tuning, kernels
-from nnrnn.kernel_policy import ATEN, COMPILED, ONEDNN, TORCH
+from nnrnn.kernels import policy as kernel_policy, tuning as kernel_tuning, operations as kernels
+from nnrnn.kernels.policy import ATEN, COMPILED, ONEDNN, TORCH
 
 
 def needs_onednn():
@@ -213,7 +213,7 @@ def test_a_cache_that_cannot_be_written_is_no_reason_to_fail(how, fake_timer, mo
         assert not tuning.is_file()
         monkeypatch.setattr(kernel_tuning, "timer", no_timing)
         assert kernel_policy.policy().products(512, 512, 512)  # remembered in the process
-        from nnrnn import kernel_report
+        from nnrnn.kernels import report as kernel_report
         assert "cannot be written" in "\n".join(kernel_report.lines())
     finally:
         if tuning.parent.is_dir():

@@ -1,4 +1,4 @@
-"""What :mod:`nnrnn.kernel_policy` times for each decision: for every candidate kernel, a call that does the work
+"""What :mod:`nnrnn.kernels.policy` times for each decision: for every candidate kernel, a call that does the work
 that kernel would do at the shape in use, on made-up float32 CPU tensors.
 
 The tensors come from a generator of their own, so timing leaves torch's global random state (a training
@@ -23,7 +23,7 @@ def _random(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torc
 def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dict:
     """{name: call}: the fused recurrence's forward and backward (both loops, dV) by each loop implementation,
     over a few steps of (batch × n) states with one input."""
-    from .models import fused
+    from ..models import fused
     g = torch.Generator().manual_seed(0)
     steps = max(MIN_STEPS, min(MAX_STEPS, LOOP_WORK // max(1, batch * n * n)))
     x, h0 = _random(g, steps, batch, 1), _random(g, batch, n, scale=0.1)
@@ -47,7 +47,7 @@ def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dic
 def products(names: list[str], m: int, k: int, n: int) -> dict:
     """{name: call}: a @ b and its backward through autograd, as composing V runs them: by torch.mm, or by
     kernels.matmul's oneDNN function (whose Python autograd node costs more per call than torch.mm's)."""
-    from . import kernels
+    from . import operations as kernels
     g = torch.Generator().manual_seed(0)
     a, b, grad = _random(g, m, k).requires_grad_(), _random(g, k, n).requires_grad_(), _random(g, m, n)
     products = {"torch": torch.mm, "onednn": kernels.MatMul.apply}
@@ -64,7 +64,7 @@ def products(names: list[str], m: int, k: int, n: int) -> dict:
 def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: bool) -> dict:
     """{name: call}: x Wᵀ for x (rows × k) and W (m × k), W a transposed view where the decision is for one,
     by torch's linear or oneDNN."""
-    from . import kernels
+    from . import operations as kernels
     g = torch.Generator().manual_seed(0)
     x = _random(g, min(rows, PROJECTION_ROWS), k)
     weight = _random(g, m, k) if weight_contiguous else _random(g, k, m).t()

@@ -15,7 +15,7 @@ The decisions:
 
 The first three depend on the host and the shape: where more than one kernel can run, the policy times the
 candidates at the shape in use the first time a shape bucket (each size rounded to a power of two) is met,
-and keeps the fastest (:mod:`nnrnn.kernel_tuning`: alternating rounds, medians, a budget of a few tenths
+and keeps the fastest (:mod:`nnrnn.kernels.tuning`: alternating rounds, medians, a budget of a few tenths
 of a second, the result cached on disk for this CPU and torch version).  A candidate replaces the fixed
 threshold's choice only when it is faster by more than the timing's noise margin.  The fixed thresholds
 below (measured on the AVX-512 AMD EPYC hosts this project was first tuned on, docs/performance.md 'Loop
@@ -27,8 +27,9 @@ policy is made (:func:`reset` reads them again).  A training run records the dec
 (:meth:`KernelPolicy.record`) and a resumed run or an evaluation takes them back (:func:`pin`), since the
 kernels round float32 differently.
 
-This module sits below the kernels it chooses among: :mod:`nnrnn.kernels` and :mod:`nnrnn.kernel_candidates` (through
-:mod:`nnrnn.models.fused`) import it, so it imports them inside the functions that call them.
+This module sits below the kernels it chooses among: :mod:`nnrnn.kernels.operations` and
+:mod:`nnrnn.kernels.candidates` (through :mod:`nnrnn.models.fused`) import it, so it imports
+them inside the functions that call them.
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ import threading
 
 import torch
 
-from . import environment, kernel_tuning
+from .. import environment
+from . import tuning as kernel_tuning
 
 COMPILED, ONEDNN, ATEN, TORCH = "compiled", "onednn", "aten", "torch"
 
@@ -114,7 +116,7 @@ class KernelPolicy:
         return self.device_type == "cpu" and self.dtype == torch.float32
 
     def _onednn_candidate(self) -> bool:
-        from . import kernels
+        from . import operations as kernels
         return self._float32_cpu() and self.settings.onednn is not False and kernels.onednn() is not None
 
     def _measuring(self) -> bool:
@@ -162,7 +164,7 @@ class KernelPolicy:
     # ------------------------------------------------------------------------- the decisions
 
     def loop_candidates(self) -> list[str]:
-        from . import kernels
+        from . import operations as kernels
         compiled = self._float32_cpu() and self.settings.cpp and kernels.recurrence_loops() is not None
         return [COMPILED] * compiled + [ONEDNN] * self._onednn_candidate() + [ATEN]
 
@@ -360,15 +362,15 @@ def used_line() -> str:
 
 
 def candidates_for_loops(names, batch, n, nonlinearity):
-    from .kernel_candidates import loops
+    from .candidates import loops
     return loops(names, batch, n, nonlinearity)
 
 
 def candidates_for_products(names, m, k, n):
-    from .kernel_candidates import products
+    from .candidates import products
     return products(names, m, k, n)
 
 
 def candidates_for_projections(names, rows, k, m, weight_contiguous):
-    from .kernel_candidates import projections
+    from .candidates import projections
     return projections(names, rows, k, m, weight_contiguous)

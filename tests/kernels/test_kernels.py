@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import nnrnn
-from nnrnn import kernel_policy, kernels
+from nnrnn.kernels import policy as kernel_policy, operations as kernels
 
 
 def relative_error(a, b):
@@ -88,7 +88,7 @@ def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
 def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
     """The thresholds' rule (NNRNN_TUNE=0, as in the suite): oneDNN where torch reports AVX-512, unless
     NNRNN_ONEDNN says otherwise; with it off, N × N products go to torch.mm."""
-    from nnrnn.kernel_policy import Settings, onednn_preferred
+    from nnrnn.kernels.policy import Settings, onednn_preferred
     for capability, expected in (("AVX2", False), ("AVX512", True), ("DEFAULT", False)):
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
         monkeypatch.delenv("NNRNN_ONEDNN", raising=False)
@@ -130,7 +130,7 @@ def test_nnrnn_onednn_off_and_nnrnn_cpp_false_read_as_off(monkeypatch, fresh_loo
 
 @pytest.mark.subprocess
 def test_nnrnn_onednn_is_read_by_the_policy_in_a_new_process():
-    code = "from nnrnn import kernel_policy; print(kernel_policy.settings().onednn)"
+    code = "from nnrnn.kernels import policy as kernel_policy; print(kernel_policy.settings().onednn)"
     repo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     for value, expected in (("off", "False"), ("on", "True")):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -183,7 +183,7 @@ def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path
     if not (shutil.which("c++") or shutil.which("g++")):
         pytest.skip("no C++ compiler here")
     env = dict(os.environ, NNRNN_EXTENSIONS_DIR=str(tmp_path))
-    script = "from nnrnn import kernels; assert kernels.recurrence_loops() is not None"
+    script = "from nnrnn.kernels import operations as kernels; assert kernels.recurrence_loops() is not None"
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     assert "compiling the C++ recurrence loops" in first.stderr

@@ -1,4 +1,4 @@
-"""Timing the candidate kernels of one decision of :mod:`nnrnn.kernel_policy` at the shape in use, and the cache
+"""Timing the candidate kernels of one decision of :mod:`nnrnn.kernels.policy` at the shape in use, and the cache
 that keeps the results between processes.
 
 How a decision is measured: each candidate runs once to warm up (oneDNN builds its primitive, pages are
@@ -10,7 +10,7 @@ a busy machine medians still move by several percent, a short timing is not the 
 may not fit the caches as the timed ones do), and a change of kernel also changes float32 rounding.
 
 The cache: one JSON file in the per-user cache folder (``$XDG_CACHE_HOME/nnrnn/kernel-timings.json``), one entry
-per key of CPU (:func:`nnrnn.host.describe_cpu`), torch version, threads, device and dtype, and shape bucket, so
+per key of CPU (:func:`nnrnn.kernels.host.describe_cpu`), torch version, threads, device and dtype, and shape bucket, so
 that an entry measured on another CPU or with another torch is never used.  It is written atomically (a
 temporary file renamed over it).  A corrupt or unreadable file counts as empty, and a folder that cannot be
 written only means the next process measures again: the cache is never a reason to fail.
@@ -27,7 +27,8 @@ import time
 
 import torch
 
-from . import environment, host
+from .. import environment
+from . import host
 
 BUDGET_S = 0.3  # per decision: well under a second, once per shape bucket, CPU and torch version
 MIN_ROUNDS, MAX_ROUNDS, FEWEST_ROUNDS = 5, 15, 3
