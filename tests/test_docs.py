@@ -70,6 +70,58 @@ def test_every_command_line_of_the_readme_and_training_md_parses(path):
         make_parser().parse_args(shlex.split(line))
 
 
+def inline_commands(path: Path) -> list[str]:
+    """The ``nnrnn ...`` command lines quoted inline (`` `nnrnn reproduce --scale beyond` ``) outside fenced blocks,
+    joined where a line break splits them."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+    spans = (" ".join(span.split()) for span in re.findall(r"`([^`]+)`", text))
+    return [span.removeprefix("nnrnn ") for span in spans if span.startswith("nnrnn ")]
+
+
+@pytest.mark.parametrize("path", [README, DOCS / "results.md"], ids=lambda path: path.name)
+def test_every_command_quoted_in_the_readme_and_results_md_parses(path):
+    """The commands that say how a result was measured (the grids, `nnrnn doctor`) must still be ones to type."""
+    from nnrnn_cli.command import make_parser
+    lines = inline_commands(path)
+    assert any(line.startswith("reproduce --scale cpu-long") for line in lines), path
+    for line in lines:
+        make_parser().parse_args(shlex.split(line))
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def links(path: Path) -> list[str]:
+    """The relative link targets of a Markdown file, outside fenced blocks."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+    return [target for target in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", target)]
+
+
+MARKDOWN = [README, *sorted(DOCS.rglob("*.md"))]
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda path: str(path.relative_to(DOCS.parent)))
+def test_every_relative_link_reaches_a_file_and_heading_that_exist(path):
+    """Results moved from the README to docs/results.md; a link to the old place (a file or an anchor) fails here."""
+    broken = []
+    for target in links(path):
+        name, _, heading = target.partition("#")
+        dest = path.parent / name if name else path
+        if not dest.exists():
+            broken.append(target)
+        elif heading and dest.suffix == ".md":
+            text = re.sub(r"```.*?```", "", dest.read_text(), flags=re.DOTALL)
+            if heading not in {anchor(h) for h in re.findall(r"^#+ (.*)$", text, re.M)}:
+                broken.append(target)
+    assert broken == [], path
+
+
+def test_the_readme_links_the_full_results():
+    assert "docs/results.md" in links(README)
+
+
 def test_the_long_memory_models_example_of_layers_md_gives_the_shapes_it_states():
     block = next(block for block in python_blocks(DOCS / "layers.md") if 'nnrnn.create("lem"' in block)
     namespace = {"torch": torch, "nnrnn": nnrnn}
