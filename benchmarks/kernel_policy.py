@@ -36,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 
 from training_update import BASELINE, SIZES, Update, implementations, parse_sizes  # noqa: E402
 
-from nnrnn.kernels import candidates as kernel_candidates, policy as kernel_policy, tuning as kernel_tuning  # noqa: E402
+from nnrnn.kernels import candidates as kernel_candidates  # noqa: E402
+from nnrnn.kernels import policy as kernel_policy  # noqa: E402
+from nnrnn.kernels import settings as kernel_settings  # noqa: E402
+from nnrnn.kernels import tuning as kernel_tuning  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 BAR = "copy,medium,psmnist,large"
@@ -44,7 +47,7 @@ BAR = "copy,medium,psmnist,large"
 
 def policies():
     """(the thresholds' policy, the measured policy) for float32 on the CPU, the environment's other settings."""
-    settings = kernel_policy.settings()
+    settings = kernel_settings.current()
     fixed = kernel_policy.KernelPolicy("cpu", torch.float32, dataclasses.replace(settings, tune=False))
     measured = kernel_policy.KernelPolicy("cpu", torch.float32, dataclasses.replace(settings, tune=True),
                                           remeasure=True)

@@ -1,13 +1,13 @@
 """Time the fused recurrence's time loops alone, every implementation this machine has, at one size.
 
-The loops are the two sequential parts of a non-gated model's update (nnrnn/models/fused.py):
+The loops are the two sequential parts of a non-gated model's update (nnrnn/kernels/loops.py):
 
 * forward: h_t = φ(V h_{t-1} + z_t) for t = 1..T, in place over H (T × B × N);
 * backward: ∂L/∂z_t = φ'(z_t) ⊙ (∂L/∂h_t + Vᵀ ∂L/∂z_{t+1}) for t = T..1;
 
 each 2TBN² matrix-product flops.  The implementations: ``compiled`` (nnrnn/kernels/csrc, one brgemm call per
 step, split over threads by output columns), ``onednn`` (oneDNN's inner product issued from Python per
-step) and ``aten`` (torch.addmm per step, MKL's sgemm).  ``chosen`` is what ``fused.choose_loops`` (the kernel policy)
+step) and ``aten`` (torch.addmm per step, MKL's sgemm).  ``chosen`` is what ``choose_loops`` (the kernel policy)
 picks for this shape on this machine.  All run in one process, round-robin, after a warm-up; the table gives
 medians, GFLOP/s and the share of the float32 matrix-product roofline (the best of torch.mm and oneDNN
 on 2048³, sampled between rounds).
@@ -29,8 +29,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
-from nnrnn.kernels import operations as kernels  # noqa: E402
-from nnrnn.models import fused  # noqa: E402
+from nnrnn.kernels import extension, onednn  # noqa: E402
+from nnrnn.kernels import loops as loop_kernels  # noqa: E402
+from nnrnn.kernels.operations import choose_loops  # noqa: E402
+from nnrnn.kernels.settings import ATEN, COMPILED, ONEDNN  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_update import Roofline  # noqa: E402
@@ -54,17 +56,17 @@ def main(argv=None):
     grad = torch.randn(steps, batch, n)
     bias = torch.full((n,), -0.01) if args.nonlinearity == "modrelu" else None
     h = z.clone()
-    fused._forward_loop(h, h0, v, args.nonlinearity, bias, fused.choose_loops(h, args.nonlinearity))
-    options = [fused.ATEN]
-    if kernels.onednn() is not None:
-        options.append(fused.ONEDNN)
-    if kernels.recurrence_loops() is not None:
-        options.append(fused.COMPILED)
+    loop_kernels.forward_loop(h, h0, v, args.nonlinearity, bias, choose_loops(h, args.nonlinearity))
+    options = [ATEN]
+    if onednn.kernel() is not None:
+        options.append(ONEDNN)
+    if extension.recurrence_loops() is not None:
+        options.append(COMPILED)
     work = {}
     for loops in options:
-        work[f"{loops} forward"] = (lambda loops=loops: fused._forward_loop(z.clone(), h0, v, args.nonlinearity,
+        work[f"{loops} forward"] = (lambda loops=loops: loop_kernels.forward_loop(z.clone(), h0, v, args.nonlinearity,
                                                                            bias, loops))
-        work[f"{loops} backward"] = (lambda loops=loops: fused._backward_loop(grad, h, args.nonlinearity, v,
+        work[f"{loops} backward"] = (lambda loops=loops: loop_kernels.backward_loop(grad, h, args.nonlinearity, v,
                                                                              loops, None))
     roofline = Roofline(args.roofline_n)
     roofline.sample(3)
@@ -79,7 +81,7 @@ def main(argv=None):
             times[name].append(time.perf_counter() - start)
         roofline.sample()
     flops = 2 * steps * batch * n * n
-    chosen = fused.choose_loops(h, args.nonlinearity)
+    chosen = choose_loops(h, args.nonlinearity)
     print(f"(T, B, N) = ({steps}, {batch}, {n}), {args.nonlinearity}, {torch.get_num_threads()} threads, "
           f"{args.repeats} rounds; roofline {roofline.best:.0f} GFLOP/s ({roofline.best_kernel}); chosen: {chosen}")
     print(f"{'loops':22s} {'median ms':>10s} {'GFLOP/s':>8s} {'% roof':>7s} {'× chosen':>9s}")

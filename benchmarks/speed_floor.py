@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 from training_update import (BASELINE, CLASSES, Roofline, Update, implementations,  # noqa: E402
                              matmul_flops, parse_sizes)
 
-from nnrnn.kernels import operations as kernels  # noqa: E402
+from nnrnn.kernels import onednn  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 MODELS = (BASELINE, "rnn", "nnrnn", "nnrnn [dynamic]")
@@ -98,7 +98,7 @@ def main(argv=None) -> None:
     roofline = Roofline(args.roofline_n)
     roofline.sample(5)
     print(f"{describe_cpu()}; torch {torch.__version__}, {args.threads} thread(s), oneDNN "
-          f"{'available' if kernels.onednn() is not None else 'unavailable'}", flush=True)
+          f"{'available' if onednn.kernel() is not None else 'unavailable'}", flush=True)
     for label, (t, b, n, i) in parse_sizes(args.sizes):
         torch.manual_seed(0)
         updates = {name: Update(impls[name][0], (t, b, n, i)) for name in MODELS}
@@ -121,7 +121,7 @@ def main(argv=None) -> None:
 
         def loops_onednn():
             for step in range(2 * t):
-                kernels.onednn().binary(state, z[step % t], v, None, "add")
+                onednn.kernel().binary(state, z[step % t], v, None, "add")
 
         def read_out():
             readout_opt.zero_grad(set_to_none=True)
@@ -135,17 +135,17 @@ def main(argv=None) -> None:
 
         def squares_onednn():
             for _ in range(SQUARES):
-                kernels.onednn()(square_a, square_b, None, "none", [], "")
+                onednn.kernel()(square_a, square_b, None, "none", [], "")
 
         parts = {"loops (torch.addmm)": loops_addmm, "read-out": read_out, "N×N (torch.mm)": squares_mm,
                  "dV (torch.mm)": lambda: torch.mm(dz.t(), h),
                  "projection (torch.mm)": lambda: torch.mm(x, w_ih.t()),
                  "dW_ih (torch.mm)": lambda: torch.mm(dz.t(), x)}
-        if kernels.onednn() is not None:
+        if onednn.kernel() is not None:
             parts.update({"loops (oneDNN)": loops_onednn, "N×N (oneDNN)": squares_onednn,
-                          "dV (oneDNN)": lambda: kernels.onednn()(dz.t(), h.t(), None, "none", [], ""),
-                          "projection (oneDNN)": lambda: kernels.onednn()(x, w_ih, None, "none", [], ""),
-                          "dW_ih (oneDNN)": lambda: kernels.onednn()(dz.t(), x.t(), None, "none", [], "")})
+                          "dV (oneDNN)": lambda: onednn.kernel()(dz.t(), h.t(), None, "none", [], ""),
+                          "projection (oneDNN)": lambda: onednn.kernel()(x, w_ih, None, "none", [], ""),
+                          "dW_ih (oneDNN)": lambda: onednn.kernel()(dz.t(), x.t(), None, "none", [], "")})
         jobs = {**{name: updates[name] for name in MODELS}, **parts}
         for job in jobs.values():  # warm-up
             job()

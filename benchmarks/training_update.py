@@ -74,7 +74,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
-from nnrnn.kernels import operations as kernels  # noqa: E402
+from nnrnn.kernels import memory, onednn  # noqa: E402
 from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
@@ -203,8 +203,8 @@ class Roofline:
         self.out = torch.empty(n, n)
         self.best = 0.0
         self.kernels = {"torch.mm": lambda: torch.mm(self.a, self.b, out=self.out)}
-        if kernels.onednn() is not None:
-            self.kernels["oneDNN"] = lambda: kernels.onednn()(self.a, self.b, None, "none", [], "")
+        if onednn.kernel() is not None:
+            self.kernels["oneDNN"] = lambda: onednn.kernel()(self.a, self.b, None, "none", [], "")
         self.best_kernel = None
         for kernel in self.kernels.values():
             kernel()
@@ -353,7 +353,7 @@ def main(argv=None):
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
     parser.add_argument("--roofline-n", type=int, default=2048, help="side of the roofline's product (default 2048)")
     parser.add_argument("--keep-freed-memory", action="store_true",
-                        help="nnrnn.kernels.operations.keep_freed_memory() first, as the nnrnn command line "
+                        help="nnrnn.kernels.memory.keep_freed_memory() first, as the nnrnn command line "
                              "does for its training runs (default: the allocator as a library user's program has it)")
     parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
@@ -366,7 +366,7 @@ def main(argv=None):
         memory_worker(parse_sizes(args.memory_worker)[0][1], only, args.threads)
         return
     torch.set_num_threads(args.threads)
-    if args.keep_freed_memory and not kernels.keep_freed_memory():
+    if args.keep_freed_memory and not memory.keep_freed_memory():
         print("--keep-freed-memory: not available here (glibc's malloc only)", flush=True)
     sizes = parse_sizes(args.sizes)
     roofline = Roofline(args.roofline_n)

@@ -1,6 +1,7 @@
-"""The package's layers (docs/contributing.md): each imports only from the layers below it and its own, so that
-the library never depends on the command line, nor the models on training; and the command modules import at
-their top.  Read from the source (every import statement, at any depth), not from what a run happens to import."""
+"""The package's floors (docs/contributing.md): each part imports only from its own floor and those below, so that
+the library never depends on the command line, nor the models on training; no module imports, at any depth,
+one that imports it back (no circle between files); and the command modules import at their top.  Read from the
+source (every import statement, at any depth), not from what a run happens to import."""
 from __future__ import annotations
 
 import ast
@@ -10,11 +11,14 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# lowest first; a module's layer is that of its first package below nnrnn (or of its own name at the top level)
+# lowest first; a module's floor is that of its first package below nnrnn (or of its own name at the top level)
 LAYERS = (
-    {"errors", "environment", "kernels", "serialization", "presets", "data", "tasks", "parametrizations", "models"},
+    {"errors", "environment"},
+    {"kernels"},
+    {"parametrizations", "tasks", "data", "presets"},
+    {"models", "serialization"},
     {"training"},
-    {"experiments", "analysis", "doctor"},
+    {"analysis", "doctor", "experiments"},
     {"commands", "__main__"},
 )
 
@@ -36,9 +40,9 @@ def imported(path: Path, src: Path = SRC) -> list[tuple[int, str]]:
             if node.level:  # relative: `..` is the package above this file's
                 parts = package.split(".")
                 base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            # `from . import x` may name a submodule: count it as one
-            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names] if not node.module else \
-                [(node.lineno, base)]
+            # `from .x import y` names a submodule y or a name in x: both are counted, and module_of keeps
+            # the longest that is a file
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
     return [(line, name) for line, name in found if name.split(".")[0] == "nnrnn"]
 
 
@@ -77,4 +81,79 @@ def test_an_import_from_above_is_found_at_any_depth_and_in_any_form(tmp_path):
     model.parent.mkdir(parents=True)
     model.write_text("import torch\nfrom . import base\nfrom ..errors import UserError\n"
                      "def f():\n    from ..training import train\n    import nnrnn.commands.eval\n")
-    assert upward(model, tmp_path) == ["line 5: nnrnn.training", "line 6: nnrnn.commands.eval"]
+    assert upward(model, tmp_path) == ["line 5: nnrnn.training.train", "line 6: nnrnn.commands.eval"]
+
+
+def module_of(name: str, modules: dict[str, Path]) -> str | None:
+    """The module (file) an imported dotted ``name`` lands in: the longest prefix that is one."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    """{module: the nnrnn modules it imports, at any depth}, a package standing for its ``__init__``."""
+    modules = {}
+    for path in (src / "nnrnn").rglob("*.py"):
+        parts = path.relative_to(src).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for module, path in modules.items():
+        targets = {module_of(name, modules) for _, name in imported(path, src)}
+        graph[module] = {target for target in targets if target and target != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert circles(import_graph()) == []
+
+
+def test_a_circle_through_an_import_inside_a_function_is_found(tmp_path):
+    kernels = tmp_path / "nnrnn" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "__init__.py").write_text("")
+    (kernels / "policy.py").write_text("def f():\n    from . import loops\n")
+    (kernels / "loops.py").write_text("from .policy import f\n")
+    (kernels / "onednn.py").write_text("from . import loops\n")
+    assert circles(import_graph(tmp_path)) == [["nnrnn.kernels.loops", "nnrnn.kernels.policy"]]
+
+
+def test_the_kernels_are_one_package_below_everything_but_the_errors():
+    """Everything that chooses or runs a kernel lives in nnrnn/kernels/; the kernels import only the lowest floor."""
+    graph = import_graph()
+    kernel_modules = [m for m in graph if m.startswith("nnrnn.kernels")]
+    assert {"nnrnn.kernels.policy", "nnrnn.kernels.loops", "nnrnn.kernels.operations"} <= set(kernel_modules)
+    assert not any(m.startswith("nnrnn.kernel_") for m in graph)
+    below = {f"nnrnn.{name}" for name in LAYERS[0]}
+    outside = {t for m in kernel_modules for t in graph[m] if not t.startswith("nnrnn.kernels")}
+    assert outside <= below, outside

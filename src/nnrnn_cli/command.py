@@ -194,7 +194,7 @@ def entry(argv: list[str] | None = None) -> None:
         try:
             from nnrnn.environment import flag  # the command's module has imported nnrnn by now
             if flag("NNRNN_KEEP_FREED_MEMORY", default=True):
-                from nnrnn.kernels.operations import keep_freed_memory
+                from nnrnn.kernels.memory import keep_freed_memory
                 keep_freed_memory()
         finally:
             if starting:

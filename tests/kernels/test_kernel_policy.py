@@ -7,17 +7,20 @@ import os
 import pytest
 import torch
 
-from nnrnn.kernels import policy as kernel_policy, tuning as kernel_tuning, operations as kernels
-from nnrnn.kernels.policy import ATEN, COMPILED, ONEDNN, TORCH
+from nnrnn.kernels import extension, onednn
+from nnrnn.kernels import policy as kernel_policy
+from nnrnn.kernels import tuning as kernel_tuning
+from nnrnn.kernels.operations import choose_loops, matmul
+from nnrnn.kernels.settings import ATEN, COMPILED, ONEDNN, TORCH
 
 
 def needs_onednn():
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
 
 
 def needs_compiled_loops():
-    if kernels.recurrence_loops() is None:
+    if extension.recurrence_loops() is None:
         pytest.skip("no compiled recurrence loops here")
 
 
@@ -58,29 +61,28 @@ def test_a_planted_wrong_threshold_is_corrected_by_measuring(monkeypatch, fake_t
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     timer = fake_timer({TORCH: 2e-3, ONEDNN: 1e-3})
     a = torch.randn(512, 512, requires_grad=True)
-    out = kernels.matmul(a, a)
+    out = matmul(a, a)
     assert type(out.grad_fn).__name__ == "MatMulBackward"  # oneDNN's product
     assert set(timer.calls) == {TORCH, ONEDNN} and len(timer.calls) >= 2 * kernel_tuning.MIN_ROUNDS
     rows = {row[0]: row for row in kernel_policy.policy().describe()}
     assert rows["products M512 K512 N512"][1] == ONEDNN and "thresholds: torch" in rows["products M512 K512 N512"][2]
     monkeypatch.setenv("NNRNN_TUNE", "0")
     kernel_policy.reset()
-    assert type(kernels.matmul(a, a).grad_fn).__name__ == "MmBackward0"
+    assert type(matmul(a, a).grad_fn).__name__ == "MmBackward0"
 
 
 def test_a_planted_wrong_loop_threshold_is_corrected_by_measuring(monkeypatch, fake_timer):
     """At the copy task's size the thresholds say the compiled loops; a timer that finds the aten loops faster
     makes the recurrence run those, and its result still matches the reference."""
     needs_compiled_loops()
-    from nnrnn.models import fused
     fake_timer({COMPILED: 3e-3, ONEDNN: 2e-3, ATEN: 1e-3})
     h = torch.zeros(220, 10, 128)
-    assert fused.choose_loops(h, "modrelu") == ATEN
+    assert choose_loops(h, "modrelu") == ATEN
     monkeypatch.setattr(kernel_tuning, "timer", no_timing)  # decided once per bucket and process
-    assert fused.choose_loops(torch.zeros(50, 11, 120), "modrelu") == ATEN  # the same bucket (8, 128)
+    assert choose_loops(torch.zeros(50, 11, 120), "modrelu") == ATEN  # the same bucket (8, 128)
     monkeypatch.setenv("NNRNN_TUNE", "0")
     kernel_policy.reset()
-    assert fused.choose_loops(h, "modrelu") == COMPILED
+    assert choose_loops(h, "modrelu") == COMPILED
 
 
 def test_the_thresholds_choice_stays_unless_another_is_faster_by_the_margin(fake_timer, monkeypatch):
@@ -114,7 +116,7 @@ def test_measuring_alternates_takes_medians_and_keeps_to_its_budget(monkeypatch)
 def test_measuring_leaves_the_global_random_state_alone(tuning):
     """A run that measures draws the same random numbers as one that found its choices cached (the check for
     oneDNN's kernel, made on first use, included)."""
-    kernels.onednn.cache_clear()
+    onednn.kernel.cache_clear()
     before = torch.get_rng_state()
     kernel_policy.policy().products(256, 256, 256)
     kernel_policy.policy().loops(4, 64, "relu")

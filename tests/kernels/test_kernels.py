@@ -10,7 +10,9 @@ import pytest
 import torch
 
 import nnrnn
-from nnrnn.kernels import policy as kernel_policy, operations as kernels
+from nnrnn.kernels import extension, memory, onednn
+from nnrnn.kernels import operations as kernels
+from nnrnn.kernels import policy as kernel_policy
 
 
 def relative_error(a, b):
@@ -20,7 +22,7 @@ def relative_error(a, b):
 @pytest.mark.parametrize("shape", [(256, 300, 256), (260, 256, 512)])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch):
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setenv("NNRNN_ONEDNN", "1")  # the oneDNN path on any CPU
     kernel_policy.reset()  # the policy reads the environment once
@@ -42,7 +44,7 @@ def test_matmul_value_and_gradients_match_float64(shape, transposed, monkeypatch
 
 
 def test_matmul_refuses_gradients_of_gradients(monkeypatch):
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setenv("NNRNN_ONEDNN", "1")
     kernel_policy.reset()  # the policy reads the environment once
@@ -67,12 +69,12 @@ def test_matmul_falls_back_to_torch(a, b, monkeypatch):
 def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
     """The recurrence's input projection (3-D input, bias) and input gradient (a transposed weight view, no
     bias) by kernels.linear: oneDNN at ≥ 1024 rows and a side ≥ 128 where preferred, torch elsewhere."""
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setenv("NNRNN_ONEDNN", "1" if preferred else "0")
     kernel_policy.reset()  # the policy reads the environment once
     calls = []
-    monkeypatch.setattr(kernels, "onednn", lambda op=kernels.onednn(): lambda *args: calls.append(1) or op(*args))
+    monkeypatch.setattr(onednn, "kernel", lambda op=onednn.kernel(): lambda *args: calls.append(1) or op(*args))
     g = torch.Generator().manual_seed(3)
     for x, weight, bias in ((torch.randn(40, 32, 7, generator=g), torch.randn(256, 7, generator=g),
                              torch.randn(256, generator=g)),
@@ -88,7 +90,8 @@ def test_linear_matches_torch_on_every_path(preferred, monkeypatch):
 def test_onednn_is_preferred_only_with_avx512_unless_forced(monkeypatch):
     """The thresholds' rule (NNRNN_TUNE=0, as in the suite): oneDNN where torch reports AVX-512, unless
     NNRNN_ONEDNN says otherwise; with it off, N × N products go to torch.mm."""
-    from nnrnn.kernels.policy import Settings, onednn_preferred
+    from nnrnn.kernels.policy import onednn_preferred
+    from nnrnn.kernels.settings import Settings
     for capability, expected in (("AVX2", False), ("AVX512", True), ("DEFAULT", False)):
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
         monkeypatch.delenv("NNRNN_ONEDNN", raising=False)
@@ -124,13 +127,13 @@ def test_nnrnn_onednn_off_and_nnrnn_cpp_false_read_as_off(monkeypatch, fresh_loo
         assert kernel_policy.onednn_preferred(kernel_policy.Settings.read()) is False, off
     monkeypatch.setenv("NNRNN_CPP", "false")
     kernel_policy.reset()
-    monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
-    assert kernels.recurrence_loops() is None
+    monkeypatch.setattr(extension, "_build_loops", lambda *a: pytest.fail("must not compile"))
+    assert extension.recurrence_loops() is None
 
 
 @pytest.mark.subprocess
 def test_nnrnn_onednn_is_read_by_the_policy_in_a_new_process():
-    code = "from nnrnn.kernels import policy as kernel_policy; print(kernel_policy.settings().onednn)"
+    code = "from nnrnn.kernels import settings; print(settings.current().onednn)"
     repo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     for value, expected in (("off", "False"), ("on", "True")):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -143,7 +146,7 @@ def test_nnrnn_onednn_is_read_by_the_policy_in_a_new_process():
 @pytest.fixture
 def fresh_loops(monkeypatch, tmp_path):
     """recurrence_loops() as in a new process, caching into tmp_path."""
-    monkeypatch.setattr(kernels, "_loops", {})
+    monkeypatch.setattr(extension, "_loops", {})
     monkeypatch.setenv("NNRNN_EXTENSIONS_DIR", str(tmp_path))
     return tmp_path
 
@@ -155,10 +158,10 @@ def test_failed_build_says_why_in_one_line_once_and_training_falls_back_to_pytho
             "Error building extension 'x': [1/2] /nonexistent/c++ -MMD -c loops.cpp -o loops.o \n"
             "FAILED: loops.o \n/nonexistent/c++ -MMD -c loops.cpp -o loops.o \n"
             "/bin/sh: 1: /nonexistent/c++: not found\nninja: build stopped: subcommand failed.\n")
-    monkeypatch.setattr(kernels, "_build_loops", no_compiler)
-    assert kernels.recurrence_loops() is None
-    assert kernels.recurrence_loops() is None  # no second attempt, no second message
-    assert kernels.loops_unavailable_reason() == "/bin/sh: 1: /nonexistent/c++: not found"
+    monkeypatch.setattr(extension, "_build_loops", no_compiler)
+    assert extension.recurrence_loops() is None
+    assert extension.recurrence_loops() is None  # no second attempt, no second message
+    assert extension.loops_unavailable_reason() == "/bin/sh: 1: /nonexistent/c++: not found"
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "unavailable (/bin/sh: 1: /nonexistent/c++: not found)" in lines[0]
     assert "install g++" in lines[0] and "NNRNN_CPP=0" in lines[0]
@@ -171,9 +174,9 @@ def test_failed_build_says_why_in_one_line_once_and_training_falls_back_to_pytho
 def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):
     monkeypatch.setenv("NNRNN_CPP", "0")
     kernel_policy.reset()
-    monkeypatch.setattr(kernels, "_build_loops", lambda *a: pytest.fail("must not compile"))
-    assert kernels.recurrence_loops() is None
-    assert kernels.loops_unavailable_reason() == "NNRNN_CPP=0"
+    monkeypatch.setattr(extension, "_build_loops", lambda *a: pytest.fail("must not compile"))
+    assert extension.recurrence_loops() is None
+    assert extension.loops_unavailable_reason() == "NNRNN_CPP=0"
 
 
 @pytest.mark.subprocess
@@ -183,7 +186,7 @@ def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path
     if not (shutil.which("c++") or shutil.which("g++")):
         pytest.skip("no C++ compiler here")
     env = dict(os.environ, NNRNN_EXTENSIONS_DIR=str(tmp_path))
-    script = "from nnrnn.kernels import operations as kernels; assert kernels.recurrence_loops() is not None"
+    script = "from nnrnn.kernels import extension; assert extension.recurrence_loops() is not None"
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     assert "compiling the C++ recurrence loops" in first.stderr
@@ -205,7 +208,7 @@ def _rss_bytes() -> int:
 def test_keep_freed_memory_keeps_a_freed_tensor_for_reuse():
     """After keep_freed_memory(), a freed 64 MB tensor stays with the process (the next one of that size
     reuses its pages instead of faulting in fresh ones); glibc's default hands it back at once."""
-    assert kernels.keep_freed_memory()
+    assert memory.keep_freed_memory()
     big = torch.ones(1 << 24)  # 64 MB, written
     before = _rss_bytes()
     del big
@@ -218,7 +221,7 @@ def test_the_command_keeps_freed_memory_unless_told_not(monkeypatch, capsys):
     from nnrnn_cli import command as nnrnn_cli
     from nnrnn.commands import kernels as command
     calls = []
-    monkeypatch.setattr(kernels, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(memory, "keep_freed_memory", lambda: calls.append(1) or True)
     monkeypatch.setattr(command, "run", lambda args: 0)  # a command that imports torch, doing nothing here
     monkeypatch.delenv("NNRNN_KEEP_FREED_MEMORY", raising=False)
     assert nnrnn_cli.main(["kernels"]) == 0 and calls == []

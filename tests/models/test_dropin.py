@@ -691,8 +691,8 @@ def test_default_compile_traces_a_training_update_as_one_graph(name, kwargs):
 def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
     """Eagerly, nnRNN's P (Λ + T) Pᵀ goes to oneDNN's private linear op where oneDNN is preferred and N ≥ 256.
     Traced, it must not: inductor lowers that op only for a frozen weight and fails at compile time on V's."""
-    from nnrnn.kernels import operations as kernels
-    if kernels.onednn() is None:
+    from nnrnn.kernels import onednn
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no usable oneDNN linear op")
     monkeypatch.setenv("NNRNN_ONEDNN", "1")
     kernel_policy.reset()  # the policy reads the environment once
@@ -708,6 +708,7 @@ def test_compiled_graphs_leave_the_products_of_v_to_the_compiler(monkeypatch):
 def test_the_custom_ops_match_the_eager_autograd_functions():
     """torch.compile sees the recurrence, the Givens product and the exponential as custom ops with their own
     autograd registration; called eagerly they must give the eager functions' values and gradients."""
+    from nnrnn.kernels import loops as loop_kernels
     from nnrnn.models import eurnn, fused
     from nnrnn.parametrizations import expm
     torch.manual_seed(10)
@@ -722,7 +723,7 @@ def test_the_custom_ops_match_the_eager_autograd_functions():
 
     x, h0, w, b = torch.randn(7, 3, 2), torch.randn(3, 5), torch.randn(5, 2), torch.randn(5)
     v, mb = torch.randn(5, 5) / 3, torch.rand(5) * 0.1
-    for name, kind in fused._KIND.items():
+    for name, kind in loop_kernels.KIND.items():
         if name is None:
             continue
         extra = mb if name == "modrelu" else None

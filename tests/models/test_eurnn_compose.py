@@ -105,7 +105,7 @@ def test_the_product_uses_the_chunks_the_chooser_gives(monkeypatch):
     """GivensProduct (and so the model and the compiled op) composes by chunks when NNRNN_GIVENS_CHUNKS asks,
     gradcheck-exact in float64; on the CPU the chooser keeps the reference, elsewhere it cuts the layers into
     chunks of GIVENS_LAYERS_PER_CHUNK."""
-    from nnrnn.kernels import operations as kernels
+    from nnrnn.kernels import policy as kernels
     assert givens_chunks(torch.zeros(1), 64) == 1
     meta = torch.empty(0, device="meta")  # stands for a GPU tensor: any device but the CPU
     assert givens_chunks(meta, 64) == 64 // kernels.GIVENS_LAYERS_PER_CHUNK and givens_chunks(meta, 3) == 1

@@ -5,7 +5,10 @@ import pytest
 import torch
 
 import nnrnn
+from nnrnn.kernels import loops as loop_kernels
 from nnrnn.kernels import policy as kernel_policy
+from nnrnn.kernels.operations import choose_loops
+from nnrnn.kernels.settings import COMPILED, ONEDNN
 from nnrnn.models import base
 from nnrnn.models.fused import FusedRecurrence, fused_recurrence
 from nnrnn.models.recurrence import reference_recurrence
@@ -71,12 +74,12 @@ def test_float32_matches_reference(nonlinearity, bias):
 
 def compiled_loops_or_skip():
     """The compiled loops; a failure where a C++ compiler exists (they must build there), else a skip."""
-    from nnrnn.kernels import operations as kernels
-    if kernels.recurrence_loops() is None:
+    from nnrnn.kernels import extension
+    if extension.recurrence_loops() is None:
         if shutil.which("c++") or shutil.which("g++"):
-            pytest.fail(f"the C++ recurrence loops did not build: {kernels.loops_unavailable_reason()}")
+            pytest.fail(f"the C++ recurrence loops did not build: {extension.loops_unavailable_reason()}")
         pytest.skip("no C++ compiler here, so no compiled recurrence loops")
-    return kernels.recurrence_loops()
+    return extension.recurrence_loops()
 
 
 @pytest.mark.parametrize("nonlinearity", NONLINEARITIES)
@@ -84,8 +87,8 @@ def compiled_loops_or_skip():
 def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch):
     """Each implementation of the two loops (compiled, Python with oneDNN, Python with torch.mm),
     forced regardless of size."""
-    from nnrnn.kernels import operations as kernels
-    if loops == "onednn" and kernels.onednn() is None:
+    from nnrnn.kernels import onednn
+    if loops == "onednn" and onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
         compiled_loops_or_skip()
@@ -110,8 +113,8 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
 def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
     """A loss on batch_first outputs alone sends the loops a gradient whose strides are (B, T, N)'s, dense
     but not contiguous; each loop must read it as such (and write ∂L/∂z in its own layout)."""
-    from nnrnn.kernels import operations as kernels
-    if loops == "onednn" and kernels.onednn() is None:
+    from nnrnn.kernels import onednn
+    if loops == "onednn" and onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     if loops == "compiled":
         compiled_loops_or_skip()
@@ -127,20 +130,21 @@ def test_incoming_gradient_laid_out_batch_first(loops, monkeypatch):
     for gf, gr in zip(grads_f, grads_r):
         assert relative_error(gf, gr) <= 1e-5
 
+
 def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
-    from nnrnn.kernels import operations as kernels
-    if kernels.onednn() is None:
+    from nnrnn.kernels import onednn, operations
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     x = torch.zeros(1)
     monkeypatch.setenv("NNRNN_CPP", "0")  # the choice between the two Python loops
     kernel_policy.reset()  # the policy reads the environment once
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # the thresholds' rule
-    assert kernels.use_onednn(x, 128, 512) and kernels.use_onednn(x, 10, 512)
-    assert not kernels.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
-    assert not kernels.use_onednn(x.double(), 128, 512)
+    assert operations.use_onednn(x, 128, 512) and operations.use_onednn(x, 10, 512)
+    assert not operations.use_onednn(x, 10, 128)  # the copy task: per-call overhead dominates
+    assert not operations.use_onednn(x.double(), 128, 512)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # MKL is as fast or faster
     kernel_policy.reset()
-    assert not kernels.use_onednn(x, 128, 512)
+    assert not operations.use_onednn(x, 128, 512)
 
 
 @pytest.mark.parametrize("preferred,size,expected", [
@@ -152,22 +156,20 @@ def test_onednn_is_chosen_only_where_it_is_faster(monkeypatch):
 def test_loops_chosen_per_size_and_processor(preferred, size, expected, monkeypatch):
     """The measured crossovers (benchmarks/recurrence_loops.py): compiled loops below B·N² = 2²² with MKL
     (AVX2), below 2²⁴ with oneDNN (AVX-512); the products issued from Python above."""
-    from nnrnn.kernels import operations as kernels
-    from nnrnn.models import fused
+    from nnrnn.kernels import onednn
     compiled_loops_or_skip()
-    if expected == "onednn" and kernels.onednn() is None:
+    if expected == "onednn" and onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512" if preferred else "AVX2")
-    assert fused.choose_loops(torch.zeros(size)) == expected
-    assert fused.choose_loops(torch.zeros(size, dtype=torch.float64)) == "aten"
+    assert choose_loops(torch.zeros(size)) == expected
+    assert choose_loops(torch.zeros(size, dtype=torch.float64)) == "aten"
 
 
 def test_modrelu_bias_gradient_in_chunks(monkeypatch):
-    from nnrnn.models import fused
     x, h0, w, b, v, mb = make_inputs(9, 6, 3, 2, torch.float64, "modrelu", seed=4)  # B > N
     out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
     whole, = torch.autograd.grad(out.sum(), mb)
-    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 2 * 6 * 3)  # two steps a chunk, the last one short
+    monkeypatch.setattr(loop_kernels, "CHUNK_ELEMENTS", 2 * 6 * 3)  # two steps a chunk, the last one short
     out, _ = fused_recurrence(x, h0, w, b, v, "modrelu", mb)
     chunked, = torch.autograd.grad(out.sum(), mb)
     torch.testing.assert_close(chunked, whole)
@@ -288,15 +290,14 @@ def test_sizes_that_take_onednn_match_the_reference(monkeypatch):
     two chunks.  tanh, because over many steps one unit of modReLU or relu may round to the other side of
     its kink in one kernel and not the other, which moves the gradient by ~1e-3 (neither is then the more
     exact)."""
-    from nnrnn.kernels import operations as kernels
-    from nnrnn.models import fused
-    if kernels.onednn() is None:
+    from nnrnn.kernels import onednn
+    if onednn.kernel() is None:
         pytest.skip("this torch build has no oneDNN linear kernel")
     monkeypatch.setenv("NNRNN_ONEDNN", "1")
     kernel_policy.reset()  # the policy reads the environment once
     steps, batch, hidden = 40, 64, 512
-    assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.ONEDNN
-    assert steps > fused.DV_CHUNK_ELEMENTS // (batch * hidden) + 1
+    assert choose_loops(torch.zeros(steps, batch, hidden)) == ONEDNN
+    assert steps > loop_kernels.DV_CHUNK_ELEMENTS // (batch * hidden) + 1
     x, h0, w, b, v, _ = make_inputs(steps, batch, hidden, 3, torch.float32, "tanh", seed=7)
     assert_matches_reference(x, h0, w, b, v, "tanh", None)
 
@@ -304,10 +305,9 @@ def test_sizes_that_take_onednn_match_the_reference(monkeypatch):
 def test_copy_task_sizes_take_the_compiled_loops_and_match_the_reference():
     """No forcing: the copy task's sizes (T = 220, B = 10, N = 128) with nnRNN's modReLU run in the
     compiled loops, and agree with the reference loop, the modReLU bias gradient included."""
-    from nnrnn.models import fused
     compiled_loops_or_skip()
     steps, batch, hidden = 220, 10, 128
-    assert fused.choose_loops(torch.zeros(steps, batch, hidden)) == fused.COMPILED
+    assert choose_loops(torch.zeros(steps, batch, hidden)) == COMPILED
     x, h0, w, b, v, mb = make_inputs(steps, batch, hidden, 10, torch.float32, "modrelu", seed=9)
     assert_matches_reference(x, h0, w, b, v, "modrelu", mb)
 

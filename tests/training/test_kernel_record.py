@@ -3,9 +3,11 @@ resumed in a process that would time the kernels differently is still exact, and
 import pytest
 import torch
 
-from nnrnn.kernels import policy as kernel_policy, tuning as kernel_tuning, operations as kernels
+from nnrnn.kernels import onednn
+from nnrnn.kernels import policy as kernel_policy
+from nnrnn.kernels import tuning as kernel_tuning
 from nnrnn_cli import command as cli
-from nnrnn.kernels.policy import ATEN, COMPILED, ONEDNN, TORCH
+from nnrnn.kernels.settings import ATEN, COMPILED, ONEDNN, TORCH
 from nnrnn.training import checkpoint
 from nnrnn.training.config import resolve_config
 from nnrnn.training.runlog import read_metrics
@@ -44,7 +46,7 @@ def interrupted_then_resumed(tmp_path, monkeypatch, pin=True):
 
 
 def test_a_resumed_run_uses_the_kernels_it_trained_with(tmp_path, monkeypatch, tuning):
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("no oneDNN kernel here: one kernel fewer to choose from")
     timing(monkeypatch, ONEDNN)
     train(resolve_config({**TINY, "out": str(tmp_path / "whole")}))
@@ -60,7 +62,7 @@ def test_a_resumed_run_uses_the_kernels_it_trained_with(tmp_path, monkeypatch, t
 
 
 def test_eval_says_which_kernels_it_used(tmp_path, monkeypatch, tuning, capsys):
-    if kernels.onednn() is None:
+    if onednn.kernel() is None:
         pytest.skip("no oneDNN kernel here: one kernel fewer to choose from")
     timing(monkeypatch, ONEDNN)
     train(resolve_config({**TINY, "out": str(tmp_path / "run"), "steps": 4}))

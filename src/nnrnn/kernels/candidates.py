@@ -1,4 +1,4 @@
-"""What :mod:`nnrnn.kernels.policy` times for each decision: for every candidate kernel, a call that does the work
+"""What :mod:`.policy` times for each decision: for every candidate kernel, a call that does the work
 that kernel would do at the shape in use, on made-up float32 CPU tensors.
 
 The tensors come from a generator of their own, so timing leaves torch's global random state (a training
@@ -7,6 +7,9 @@ run's) unchanged, and a run that measured draws the same numbers as one that fou
 from __future__ import annotations
 
 import torch
+
+from . import loops as loop_kernels
+from . import onednn
 
 LOOP_WORK = 1 << 28  # steps × B·N² per timed call of the loops: enough steps that per-call costs weigh as in use
 MIN_STEPS, MAX_STEPS = 4, 32
@@ -23,7 +26,6 @@ def _random(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torc
 def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dict:
     """{name: call}: the fused recurrence's forward and backward (both loops, dV) by each loop implementation,
     over a few steps of (batch × n) states with one input."""
-    from ..models import fused
     g = torch.Generator().manual_seed(0)
     steps = max(MIN_STEPS, min(MAX_STEPS, LOOP_WORK // max(1, batch * n * n)))
     x, h0 = _random(g, steps, batch, 1), _random(g, batch, n, scale=0.1)
@@ -31,15 +33,14 @@ def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dic
     v = _random(g, n, n, scale=0.9 / n ** 0.5)  # a spectral radius below 1: the states stay finite
     mb = _random(g, n, scale=0.01) if nonlinearity == "modrelu" else None
     grad = _random(g, steps, batch, n)
-    needs = (False, False, False, False, True, nonlinearity == "modrelu")
 
     projected = torch.nn.functional.linear(x, w, b)  # the same for every candidate: left out of the timing
 
     def run(name):
         def call():
             h = projected.clone()
-            fused._forward_loop(h, h0, v, nonlinearity, mb, name)
-            fused._backward(grad, h, h0, x, w, v, nonlinearity, True, needs, loops=name)
+            loop_kernels.forward_loop(h, h0, v, nonlinearity, mb, name)
+            loop_kernels.backward(grad, h, h0, v, nonlinearity, name, need_v=True, need_modrelu_bias=mb is not None)
         return call
     return {name: run(name) for name in names}
 
@@ -47,10 +48,9 @@ def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dic
 def products(names: list[str], m: int, k: int, n: int) -> dict:
     """{name: call}: a @ b and its backward through autograd, as composing V runs them: by torch.mm, or by
     kernels.matmul's oneDNN function (whose Python autograd node costs more per call than torch.mm's)."""
-    from . import operations as kernels
     g = torch.Generator().manual_seed(0)
     a, b, grad = _random(g, m, k).requires_grad_(), _random(g, k, n).requires_grad_(), _random(g, m, n)
-    products = {"torch": torch.mm, "onednn": kernels.MatMul.apply}
+    products = {"torch": torch.mm, "onednn": onednn.MatMul.apply}
 
     def run(product):
         def call():
@@ -64,11 +64,10 @@ def products(names: list[str], m: int, k: int, n: int) -> dict:
 def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: bool) -> dict:
     """{name: call}: x Wᵀ for x (rows × k) and W (m × k), W a transposed view where the decision is for one,
     by torch's linear or oneDNN."""
-    from . import operations as kernels
     g = torch.Generator().manual_seed(0)
     x = _random(g, min(rows, PROJECTION_ROWS), k)
     weight = _random(g, m, k) if weight_contiguous else _random(g, k, m).t()
-    op = kernels.onednn()
+    op = onednn.kernel()
     calls = {"torch": lambda: torch.nn.functional.linear(x, weight).contiguous(),
              "onednn": lambda: op(x, weight, None, "none", [], "")}
     return {name: calls[name] for name in names}

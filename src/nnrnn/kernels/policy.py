@@ -2,11 +2,11 @@
 
 The decisions:
 
-* **loops**: which implementation runs the fused recurrence's two time loops (``models/fused.py``): the
+* **loops**: which implementation runs the fused recurrence's two time loops (:mod:`.loops`): the
   compiled C++ loops, Python issuing oneDNN products, or Python issuing torch.addmm (``aten``);
-* **products**: whether an N × N matrix product and its gradient (``kernels.matmul``: composing V) go to
+* **products**: whether an N × N matrix product and its gradient (``operations.matmul``: composing V) go to
   oneDNN or to torch.mm;
-* **projections**: whether the input projection of all steps and the input's gradient (``kernels.linear``) go
+* **projections**: whether the input projection of all steps and the input's gradient (``operations.linear``) go
   to oneDNN or to torch's linear;
 * **exponential plan**: the matrix exponential's fixed plan (nothing read to the host) or the plan read from
   ‖A‖₂ (fewer products);
@@ -27,9 +27,8 @@ policy is made (:func:`reset` reads them again).  A training run records the dec
 (:meth:`KernelPolicy.record`) and a resumed run or an evaluation takes them back (:func:`pin`), since the
 kernels round float32 differently.
 
-This module sits below the kernels it chooses among: :mod:`nnrnn.kernels.operations` and
-:mod:`nnrnn.kernels.candidates` (through :mod:`nnrnn.models.fused`) import it, so it imports
-them inside the functions that call them.
+The policy sits above the kernels it chooses among and what it times (:mod:`.candidates`, :mod:`.loops`,
+:mod:`.onednn`, :mod:`.extension`), and below :mod:`.operations`, which asks it before each call.
 """
 from __future__ import annotations
 
@@ -39,10 +38,11 @@ import threading
 
 import torch
 
-from .. import environment
-from . import tuning as kernel_tuning
+from . import candidates as timed
+from . import extension, onednn, tuning
+from . import settings as kernel_settings
+from .settings import ATEN, COMPILED, ONEDNN, TORCH, Settings
 
-COMPILED, ONEDNN, ATEN, TORCH = "compiled", "onednn", "aten", "torch"
 
 # The fixed thresholds (the fallback), from docs/performance.md 'Loop choice'.
 COMPILED_MAX_WORK = {True: 1 << 24, False: 1 << 22}  # compiled loops below this B·N², {oneDNN preferred: …}
@@ -52,26 +52,6 @@ ONEDNN_LINEAR_MIN_ROWS, ONEDNN_LINEAR_MIN_SIDE = 1024, 128  # projections by one
 GIVENS_LAYERS_PER_CHUNK = 8
 # Below these sizes oneDNN's cost per call (about 15 µs) is never repaid: torch without timing.
 MEASURE_MIN_SIDE, MEASURE_MIN_ROWS = 32, 256
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """What the environment asks of the policy, read once (docs/training.md's table)."""
-    tune: bool
-    onednn: bool | None
-    cpp: bool
-    loops: str | None
-    expm_plan: str | None
-    givens_chunks: int | None
-
-    @classmethod
-    def read(cls) -> Settings:
-        return cls(tune=bool(environment.flag("NNRNN_TUNE", default=True)),
-                   onednn=environment.flag("NNRNN_ONEDNN", default=None),
-                   cpp=bool(environment.flag("NNRNN_CPP", default=True)),
-                   loops=environment.choice("NNRNN_LOOPS", (COMPILED, ONEDNN, ATEN)),
-                   expm_plan=environment.choice("NNRNN_EXPM_PLAN", ("fixed", "read")),
-                   givens_chunks=environment.positive_integer("NNRNN_GIVENS_CHUNKS"))
 
 
 def _bucket(size: int) -> int:
@@ -116,8 +96,7 @@ class KernelPolicy:
         return self.device_type == "cpu" and self.dtype == torch.float32
 
     def _onednn_candidate(self) -> bool:
-        from . import operations as kernels
-        return self._float32_cpu() and self.settings.onednn is not False and kernels.onednn() is not None
+        return self._float32_cpu() and self.settings.onednn is not False and onednn.kernel() is not None
 
     def _measuring(self) -> bool:
         return (self.settings.tune and self.settings.onednn is None and self._float32_cpu()
@@ -145,27 +124,26 @@ class KernelPolicy:
     def _measured(self, key: str, candidates: list[str], threshold: Decision, runners) -> Decision:
         """The decision for ``key`` from the cache, else by timing ``runners(candidates)``; the threshold's when
         timing fails (a kernel that raises at this shape, say: measuring is never a reason to fail)."""
-        full = kernel_tuning.cache_key(self.name, key)
-        entry = None if self.remeasure else kernel_tuning.lookup(full, candidates)
+        full = tuning.cache_key(self.name, key)
+        entry = None if self.remeasure else tuning.lookup(full, candidates)
         if entry is not None:
-            times = kernel_tuning.format_times(entry["times_ms"])
+            times = tuning.format_times(entry["times_ms"])
             return Decision(entry["choice"], f"measured on this CPU before ({times}; thresholds: {threshold.choice})",
                             entry["times_ms"])
         try:
-            seconds = kernel_tuning.measure(runners(candidates))
+            seconds = tuning.measure(runners(candidates))
         except Exception as error:  # noqa: BLE001 -- any failure: the thresholds decide
             return Decision(threshold.choice, f"{threshold.reason} (timing failed: {type(error).__name__})")
         times_ms = {name: round(s * 1e3, 4) for name, s in seconds.items()}
-        choice = kernel_tuning.pick(seconds, threshold.choice)
-        kernel_tuning.store(full, {"choice": choice, "times_ms": times_ms})
-        return Decision(choice, f"measured ({kernel_tuning.format_times(times_ms)}; thresholds: "
+        choice = tuning.pick(seconds, threshold.choice)
+        tuning.store(full, {"choice": choice, "times_ms": times_ms})
+        return Decision(choice, f"measured ({tuning.format_times(times_ms)}; thresholds: "
                                 f"{threshold.choice})", times_ms)
 
     # ------------------------------------------------------------------------- the decisions
 
     def loop_candidates(self) -> list[str]:
-        from . import operations as kernels
-        compiled = self._float32_cpu() and self.settings.cpp and kernels.recurrence_loops() is not None
+        compiled = self._float32_cpu() and self.settings.cpp and extension.recurrence_loops() is not None
         return [COMPILED] * compiled + [ONEDNN] * self._onednn_candidate() + [ATEN]
 
     def loops(self, batch: int, n: int, nonlinearity: str | None = "relu") -> str:
@@ -176,7 +154,7 @@ class KernelPolicy:
             return forced
         key = f"loops {nonlinearity} B{_bucket(batch)} N{_bucket(n)}"
         return self._decide(key, candidates, self._loops_threshold(candidates, batch, n),
-                            lambda names: candidates_for_loops(names, batch, n, nonlinearity))
+                            lambda names: timed.loops(names, batch, n, nonlinearity))
 
     def _loops_threshold(self, candidates: list[str], batch: int, n: int) -> Decision:
         preferred, work = onednn_preferred(self.settings), batch * n * n
@@ -200,7 +178,7 @@ class KernelPolicy:
         threshold = (Decision(ONEDNN, "threshold: every side ≥ 256, oneDNN preferred")
                      if preferred and side >= ONEDNN_PRODUCT_MIN_SIDE else
                      Decision(TORCH, "threshold: oneDNN not preferred, or a side below 256"))
-        runners = (lambda names: candidates_for_products(names, m, k, n)) if side >= MEASURE_MIN_SIDE else None
+        runners = (lambda names: timed.products(names, m, k, n)) if side >= MEASURE_MIN_SIDE else None
         return self._decide(key, candidates, threshold, runners) == ONEDNN
 
     def projections(self, rows: int, k: int, m: int, weight_contiguous: bool) -> bool:
@@ -217,7 +195,7 @@ class KernelPolicy:
                      if preferred and rows >= ONEDNN_LINEAR_MIN_ROWS and max(k, m) >= ONEDNN_LINEAR_MIN_SIDE else
                      Decision(TORCH, "threshold: oneDNN not preferred, or below 1024 rows or a side of 128"))
         big = rows >= MEASURE_MIN_ROWS and max(k, m) >= MEASURE_MIN_SIDE
-        runners = (lambda names: candidates_for_projections(names, rows, k, m, weight_contiguous)) if big else None
+        runners = (lambda names: timed.projections(names, rows, k, m, weight_contiguous)) if big else None
         return self._decide(key, candidates, threshold, runners) == ONEDNN
 
     def fixed_exponential_plan(self) -> bool:
@@ -298,22 +276,12 @@ class KernelPolicy:
 # ----------------------------------------------------------------------------- the policies of this process
 
 _policies: dict[tuple[str, torch.dtype], KernelPolicy] = {}
-_settings: list[Settings] = []
-
-
-def settings() -> Settings:
-    """The environment's settings, read on first use."""
-    if not _settings:
-        _settings.append(Settings.read())
-    return _settings[0]
-
-
 def policy(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KernelPolicy:
     """The policy of ``device``'s type and ``dtype`` (one per process)."""
     device_type = torch.device(device).type
     found = _policies.get((device_type, dtype))
     if found is None:
-        found = _policies.setdefault((device_type, dtype), KernelPolicy(device_type, dtype, settings()))
+        found = _policies.setdefault((device_type, dtype), KernelPolicy(device_type, dtype, kernel_settings.current()))
     return found
 
 
@@ -332,8 +300,8 @@ def install(chosen: KernelPolicy) -> None:
 def reset() -> None:
     """Forget every decision and pin and read the environment again (tests; a process whose settings changed)."""
     _policies.clear()
-    _settings.clear()
-    kernel_tuning.reset()
+    kernel_settings.reset()
+    tuning.reset()
 
 
 def record() -> dict[str, dict[str, str]]:
@@ -359,18 +327,3 @@ def used_line() -> str:
     if here:
         parts.append(f"{len(here)} chosen here, for shapes the run did not record ({'; '.join(here)})")
     return "kernels: " + (", ".join(parts) if parts else "none chosen") + " (`nnrnn kernels` says why)"
-
-
-def candidates_for_loops(names, batch, n, nonlinearity):
-    from .candidates import loops
-    return loops(names, batch, n, nonlinearity)
-
-
-def candidates_for_products(names, m, k, n):
-    from .candidates import products
-    return products(names, m, k, n)
-
-
-def candidates_for_projections(names, rows, k, m, weight_contiguous):
-    from .candidates import projections
-    return projections(names, rows, k, m, weight_contiguous)

@@ -6,7 +6,9 @@ import dataclasses
 
 import torch
 
-from . import host, operations as kernels, policy as kernel_policy, tuning as kernel_tuning
+from . import extension, host, onednn, tuning
+from . import policy as kernel_policy
+from . import settings as kernel_settings
 
 # The sizes of docs/performance.md's bar, by name: (T, B, N, I)
 NAMED_SIZES = {"copy": (220, 10, 128, 10), "medium": (100, 128, 512, 1), "psmnist": (784, 128, 512, 1),
@@ -36,15 +38,15 @@ def table(rows: list[tuple[str, str, str]], head=("decision", "choice", "why")) 
 
 def lines() -> list[str]:
     """The header and the CPU float32 policy's table, as ``nnrnn kernels`` prints them."""
-    loops = kernels.recurrence_loops()
-    built = (f"yes (cached in {kernels.extensions_dir()})" if loops
-             else f"no, Python loops instead ({kernels.loops_unavailable_reason()})")
+    loops = extension.recurrence_loops()
+    built = (f"yes (cached in {extension.extensions_dir()})" if loops
+             else f"no, Python loops instead ({extension.loops_unavailable_reason()})")
     out = [f"{host.describe_cpu()}, CPU capability {torch.backends.cpu.get_cpu_capability()}",
            f"torch {torch.__version__}, {torch.get_num_threads()} threads",
            f"compiled recurrence loops: {built}",
-           "oneDNN products: " + ("available" if kernels.onednn() is not None else "no usable oneDNN kernel here"),
-           f"timings cache: {kernel_tuning.cache_path()}"
-           + (f" (cannot be written: {kernel_tuning.write_error()})" if kernel_tuning.write_error() else ""), ""]
+           "oneDNN products: " + ("available" if onednn.kernel() is not None else "no usable oneDNN kernel here"),
+           f"timings cache: {tuning.cache_path()}"
+           + (f" (cannot be written: {tuning.write_error()})" if tuning.write_error() else ""), ""]
     policy = kernel_policy.policy("cpu", torch.float32)
     return out + [f"kernel policy, {policy.name}:"] + table(policy.describe())
 
@@ -52,7 +54,7 @@ def lines() -> list[str]:
 def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
     """Time every shape-dependent decision a training update at each size makes (loops, N × N products, input
     projection and input gradient), whatever the cache holds, store the results, and return the table."""
-    settings = dataclasses.replace(kernel_policy.settings(), tune=True)
+    settings = dataclasses.replace(kernel_settings.current(), tune=True)
     policy = kernel_policy.KernelPolicy("cpu", torch.float32, settings, remeasure=True)
     rows = []
     for t, b, n, i in sizes:
@@ -65,7 +67,7 @@ def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
             decide()
             for key in [k for k in policy.decisions if k not in before]:
                 made = policy.decisions[key]
-                times = kernel_tuning.format_times(made.times_ms) if made.times_ms else "not timed"
+                times = tuning.format_times(made.times_ms) if made.times_ms else "not timed"
                 rows.append((f"({t}, {b}, {n}, {i})", what, key, made.choice, times, made.reason.split(" (")[0]))
     head = ("size", "decision", "bucket", "choice", "median times", "how")
     return table(rows, head)

@@ -58,7 +58,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from ..kernels.operations import autocast_enabled, autocast_off
+from ..kernels.autograd import autocast_enabled, autocast_off
 from ..parametrizations.schur import check_penalty_weights
 from .fused import fused_recurrence
 from .init import check_scheme, init_

@@ -24,7 +24,9 @@ import math
 import torch
 from torch import nn
 
-from ..kernels.operations import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only, givens_chunks
+from ..kernels.autograd import LOW_PRECISION, eager_or_traced, exporting_to_onnx, first_order_only
+
+from ..kernels.operations import givens_chunks
 from .base import RecurrentModel
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from ..kernels.operations import autocast_enabled
+from ..kernels.autograd import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
 from .base import cell_suffix, check_constructor, check_input, check_state
 from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain

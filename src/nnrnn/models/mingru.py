@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..kernels.operations import exporting_to_onnx
+from ..kernels.autograd import exporting_to_onnx
 from .cells import CellModel, use_scan
 
 # batch × N at and below which the log-space scan beat the loop on a CPU (docs/performance.md, "Parallel scans")

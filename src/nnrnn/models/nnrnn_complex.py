@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ..kernels.operations import autocast_off, exporting_to_onnx
+from ..kernels.autograd import autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
 from .base import as_given, assign_constrained, cell_suffix, check_constructor, check_hx, stack_layers, time_major
 from .init import check_scheme, init_

@@ -55,7 +55,9 @@ import math
 
 import torch
 
-from ..kernels.operations import autocast_off, exporting_to_onnx, first_order_only, fixed_exponential_plan, matmul
+from ..kernels.autograd import autocast_off, exporting_to_onnx, first_order_only
+
+from ..kernels.operations import fixed_exponential_plan, matmul
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1

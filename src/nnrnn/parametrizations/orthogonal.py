@@ -29,7 +29,9 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from ..kernels.operations import LOW_PRECISION, matmul
+from ..kernels.autograd import LOW_PRECISION
+
+from ..kernels.operations import matmul
 from .expm import expm_skew
 from .registration import Parametrization, check_unconstrained, register
 

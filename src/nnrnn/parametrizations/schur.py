@@ -45,7 +45,9 @@ import numbers
 import torch
 from torch import nn
 
-from ..kernels.operations import autocast_off, matmul
+from ..kernels.autograd import autocast_off
+
+from ..kernels.operations import matmul
 from .orthogonal import LOW_PRECISION, OrthogonalFactor, check_init, init_skew_, square_weight
 from .registration import register
 
