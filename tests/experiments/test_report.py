@@ -103,7 +103,7 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
 
 
 def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one():
-    from nnrnn.experiments.verdicts import Stat
+    from nnrnn.experiments.statistics import Stat
     tables = {"ptb-150": {"tuned": {"nnrnn": Stat.of([1.40, 1.41, 1.40]), "lstm": Stat.of([1.60, 1.61, 1.60])}},
               "copy": {"tuned": {"nnrnn": Stat.of([0.0, 0.0, 0.0]), "exprnn": Stat.of([0.0, 0.0, 0.0])}},
               "psmnist": {"tuned": {"nnrnn": Stat.of([0.95, 0.95, 0.96]), "exprnn": Stat.of([0.95, 0.96, 0.95])}}}

@@ -11,8 +11,9 @@ from .collect import copy_speed, early_stat, group, learned_structure, results, 
 from .grid import SCALES, TPE_STARTUP, metric, search_name
 from .rules import rule
 from .sections import copy_baseline, data_section, introduction, notes, settled_section, settings_sections
+from .sentences import compare
+from .statistics import missing
 from .sweep import SEARCHED
-from .verdicts import compare, missing
 from .words import column_words, name, title
 
 NON_NORMAL = ("nnrnn", "nnrnn delay", "nnrnn-complex", "nngru")

@@ -30,7 +30,7 @@ from .rules import rule
 from .sections import (copy_baseline, data_section, introduction, memoryless_baseline, notes, ptb_data_scope, scope,
                        settings_sections, settled_section)
 from .statistics import Stat, below_value
-from .verdicts import compare
+from .sentences import compare
 from .words import name, title
 
 # Published figures on these protocols, each with the size and training it was measured at and where it is printed.

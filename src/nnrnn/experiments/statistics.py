@@ -10,7 +10,7 @@ fixed value it is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is a
 smallest gap the rule can see with these seeds: where a claim rests on "not clearly different", its sentence
 gives that gap, so that a large s.e. from few seeds is not read as agreement.
 
-The rule compares finite means only (:func:`below`, :func:`differ`, :func:`relation`): a result whose every
+The rule compares finite means only (:func:`below`, :func:`differ`, :func:`order`): a result whose every
 seed failed (diverged, or never reached a threshold) is below nothing and nothing is below it.  Each claim
 says what such a result means for it, in its sentence:
 
@@ -109,12 +109,26 @@ def differ(a: Stat, b: Stat) -> bool:
     return below(a, b) or below(b, a)
 
 
-def relation(a: Stat, b: Stat) -> str:
-    """"clearly below", "clearly above" or "not clearly different from" by the rule, and "not comparable with"
-    when either has no finite value."""
-    if a.empty or b.empty or math.isnan(margin(a, b)):
-        return "not comparable with"
-    return "clearly below" if below(a, b) else "clearly above" if below(b, a) else "not clearly different from"
+def order(a: Stat, b: Stat) -> int:
+    """−1 when a is clearly below b by the rule, 1 when clearly above, 0 when neither (or either has no finite
+    value)."""
+    return -1 if below(a, b) else 1 if below(b, a) else 0
+
+
+def comparable(a: Stat, b: Stat) -> bool:
+    """Both have a finite value and the rule has a margin for them (not two single seeds)."""
+    return not (a.empty or b.empty or math.isnan(margin(a, b)))
+
+
+def ranking(a, b, lower_is_better: bool = True) -> int:
+    """1 when a is better than b by the rule (lower is better when ``lower_is_better``), −1 when worse, 0 when
+    neither or when a result is missing or every seed of both failed; a result whose every seed failed is worse
+    than one with values."""
+    if missing(a, b) or (a.empty and b.empty):
+        return 0
+    if a.empty or b.empty:
+        return -1 if a.empty else 1
+    return order(a, b) * (-1 if lower_is_better else 1)
 
 
 def below_value(a: Stat, x: float) -> bool:
