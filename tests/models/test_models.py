@@ -23,14 +23,17 @@ from torch.func import functional_call
 
 import nnrnn
 from nnrnn import kernel_policy
+from nnrnn.models.cells import CellModel
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/models/test_cells.py
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"] + MODERN
-GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/models/test_gru.py for the GRUs)
+NAMES = list(nnrnn.MODELS)
+# their own cells (nnrnn/models/cells.py): tests/models/test_cells.py
+MODERN = [n for n in NAMES if issubclass(nnrnn.MODELS[n], CellModel)]
+# their own equations, not h_t = φ(V h_{t-1} + W_ih x_t + b) (tests/models/test_gru.py for the GRUs)
+GATED = [n for n in NAMES if nnrnn.MODELS[n].GATES != 1]
 # the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/models/test_complex.py has its versions
-REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]
+REAL_STATE = [n for n in NAMES if nnrnn.MODELS[n].REAL_FEATURES_PER_UNIT == 1 and n not in MODERN]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
@@ -134,7 +137,7 @@ def params(model):
 # --------------------------------------------------------------------------- registry
 
 def test_registry_and_create():
-    assert list(nnrnn.MODELS) == NAMES
+    assert set(nnrnn.models.PAPER_MODELS) <= set(NAMES)
     for name in NAMES:
         model = nnrnn.create(name, 3, 4)
         assert isinstance(model, nnrnn.MODELS[name])

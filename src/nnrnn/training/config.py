@@ -116,7 +116,7 @@ def _check_model_options(config: dict) -> None:
         raise OptionError(f"init must be one of {names} for {config['model']}; got {config['init']!r}")
     if (config.get("r_min") or 0.9) >= (config.get("r_max") or 0.999):
         raise OptionError(f"r_min must be below r_max; got {config.get('r_min')!r} and {config.get('r_max')!r}")
-    allowed = getattr(model, "NONLINEARITIES", None)  # a model that takes fewer than the common four says so
+    allowed = model.NONLINEARITIES  # a model that takes fewer than the common four says so
     if config["nonlinearity"] is not None and allowed is not None \
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
         names = ", ".join("none" if a is None else a for a in allowed)
