@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
                    "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
 
 
-def run(args) -> int:
+def main(args) -> int:
     sizes = None
     if args.tune is not None:
         try:
