@@ -228,6 +228,16 @@ def test_every_option_acts_where_it_is_given_or_is_refused_naming_it():
 
 
 
+def test_an_lru_ring_is_checked_at_the_values_given_and_the_model_defaults_otherwise():
+    """r_min must be below r_max, each taken at LRU's default when left out; an explicit 0 is a value, not a
+    missing one."""
+    resolve_config({"task": "copy", "model": "lru", "r_min": 0.0, "r_max": 0.5})
+    with pytest.raises(OptionError, match="r_min must be below r_max"):
+        resolve_config({"task": "copy", "model": "lru", "r_min": 0.9995})  # above the default r_max, 0.999
+    with pytest.raises(OptionError, match="r_min must be below r_max"):
+        resolve_config({"task": "copy", "model": "lru", "r_max": 0.5})  # below the default r_min, 0.9
+
+
 def test_a_preset_sets_what_applies_without_refusal():
     """A preset covers several models: the values it holds are never refused for not applying."""
     for model in PAPER_MODELS:
