@@ -425,7 +425,7 @@ def test_nnrnn_strict_in_block_entry_moves_the_eigenvalues():
     assert torch.all(block.schur_form.triangular_factor() == 0)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "lstm"])
+@pytest.mark.parametrize("name", [n for n in NAMES if not nnrnn.MODELS[n].SCHUR_FORM])
 def test_regularization_is_zero_for_the_other_models(name):
     reg = make(name).regularization(1.0, 1.0)
     assert reg.shape == () and reg.item() == 0.0
@@ -943,7 +943,7 @@ def test_reset_parameters_puts_a_dynamic_exprnns_base_back_to_the_identity():
     torch.testing.assert_close(after, before)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"])
+@pytest.mark.parametrize("name", NON_GATED)
 def test_modrelu_bias_starts_uniform_in_plus_minus_one_hundredth(name):
     """expRNN's choice, which nnrnn takes for every modReLU model: b ~ U(-0.01, 0.01), modReLU close to the
     identity at the start; every layer and direction draws its own."""
@@ -973,7 +973,7 @@ def test_repr_lists_the_constructor_arguments_as_torch_rnn_does():
     assert ours.replace(", nonlinearity='relu'", "") == torch_repr[len("RNN("):-1]
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"])
+@pytest.mark.parametrize("name", nnrnn.models.PAPER_MODELS)
 def test_every_parameter_takes_the_dtype_asked(name):
     model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True, dtype=torch.float64)
     for pname, p in model.named_parameters():
