@@ -184,16 +184,17 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert "smoke:" in scale and "cpu-long:" in scale and "1 h 48 min" in scale and "(default: cpu)" in scale
 
 
-def test_every_command_of_the_table_is_a_module_with_its_arguments_and_its_run_function():
+def test_every_command_of_the_table_is_a_module_with_its_arguments_and_its_main_function():
     import importlib
+    import importlib.metadata
 
     import nnrnn
     from nnrnn_cli import command as nnrnn_cli
-    assert nnrnn_cli.VERSION == nnrnn.__version__
+    assert nnrnn_cli.version() == nnrnn.__version__ == importlib.metadata.version("nnrnn")  # pyproject.toml's
     listed = " ".join(nnrnn_cli.make_parser().format_help().split())
     for name, (module, text) in nnrnn_cli.COMMANDS.items():
         command = importlib.import_module(f"nnrnn.commands.{module}")
-        assert callable(command.add_arguments) and callable(command.run), name
+        assert callable(command.add_arguments) and callable(command.main), name
         assert f"{name} {text}" in listed, name  # the help line is the table's, said once
 
 

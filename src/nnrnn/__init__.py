@@ -7,13 +7,18 @@ entry point, :mod:`nnrnn_cli`, parses the command line first and imports nnrnn f
 """
 from __future__ import annotations
 
+import importlib.metadata
+
 from . import parametrizations
 from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,
                      NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups,
                      parameter_count, regularization)
 from .serialization import allow_weights_only_loading
 
-__version__ = "0.1.0"
+try:  # the version is pyproject.toml's, read from the installed package's metadata
+    __version__ = importlib.metadata.version("nnrnn")
+except importlib.metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+    __version__ = "unknown (not installed: pip install -e .)"
 
 __all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
            "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create",

@@ -17,7 +17,7 @@ unset: timed where it is a candidate (the thresholds with NNRNN_TUNE=0: where th
 
 A boolean is off for ``0``, ``false``, ``no`` and ``off`` (any case), on for any other non-empty value, and
 takes its default when unset or empty.  The kernel settings are read once per process, when the kernel policy
-is first asked (:mod:`nnrnn.kernel_policy`; ``kernel_policy.reset()`` reads them again).
+is first asked (:mod:`nnrnn.kernels.policy`; ``kernel_policy.reset()`` reads them again).
 """
 from __future__ import annotations
 

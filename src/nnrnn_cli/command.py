@@ -4,7 +4,7 @@ importing torch.
 This package is not :mod:`nnrnn`: ``import nnrnn`` imports torch (as any library built on torch does), so the
 command's entry point lives beside it and imports nnrnn only for the command it runs.  ``nnrnn --help`` and
 ``--version`` read this table and import nothing else.  Each command is a module of :mod:`nnrnn.commands`
-with ``add_arguments(parser)`` (its options and its description) and ``run(args) -> int`` (the exit
+with ``add_arguments(parser)`` (its options and its description) and ``main(args) -> int`` (the exit
 code); its help line is the table's.  A command's parser gets its options when it is used (parsed, or its
 help shown): that is when its module, and torch, are imported.
 
@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import importlib.metadata
 import os
 import signal
 import sys
 import threading
 
-VERSION = "0.1.0"  # nnrnn.__version__, here so that --version imports no torch (tests/test_cli.py holds them equal)
+NOT_INSTALLED = "unknown (not installed: pip install -e .)"
 
 # name: (module of nnrnn.commands, help line).  The order is the order `nnrnn --help` lists them in.
 COMMANDS = {
@@ -76,7 +77,7 @@ class Parser(argparse.ArgumentParser):
         if command is not None:
             module = importlib.import_module(f"nnrnn.commands.{command}")
             module.add_arguments(self)
-            self.set_defaults(handler=module.run)
+            self.set_defaults(handler=module.main)
         return self
 
     def parse_known_args(self, args=None, namespace=None):
@@ -123,10 +124,19 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
+def version() -> str:
+    """nnrnn's version, read from its package metadata (pyproject.toml's, written there once), so that
+    ``--version`` imports no torch; a source tree on PYTHONPATH that was never installed has none."""
+    try:
+        return importlib.metadata.version("nnrnn")
+    except importlib.metadata.PackageNotFoundError:
+        return NOT_INSTALLED
+
+
 def make_parser() -> Parser:
     """The whole command line, from :data:`COMMANDS`; building it imports no command module."""
     parser = Parser(prog="nnrnn", description="Non-normal RNNs and their baselines: train, evaluate, analyse.")
-    parser.add_argument("--version", action="version", version=f"nnrnn {VERSION}")
+    parser.add_argument("--version", action="version", version=f"nnrnn {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (module, text) in COMMANDS.items():
         sub.add_parser(name, help=text, command=module)

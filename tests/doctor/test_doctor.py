@@ -11,7 +11,9 @@ from helpers import FakeGraphs
 from nnrnn.training import checkpoint, step
 from nnrnn.doctor import checks, command, resume, workload
 from nnrnn_cli.command import main, make_parser
+from nnrnn.models import MODELS as ALL_MODELS
 from nnrnn.models import PAPER_MODELS as MODELS  # what doctor runs by default
+from nnrnn.models.cells import CellModel
 from nnrnn.models import fused
 
 SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
@@ -168,7 +170,7 @@ def test_a_resume_row_without_data_names_the_folder_searched_and_the_fix(task, t
     assert f"nnrnn data fetch {'mnist' if task == 'psmnist' else task}" in row.result and "--data-dir" in row.result
 
 
-@pytest.mark.parametrize("model", ["cornn", "lem", "lru", "mingru"])
+@pytest.mark.parametrize("model", [name for name, cls in ALL_MODELS.items() if issubclass(cls, CellModel)])
 def test_parity_of_a_model_with_its_own_cell_compares_its_parameters(model):
     """coRNN, LEM, LRU and minGRU have no single V: parity compares losses, gradients and every parameter."""
     row = checks.check_parity(model, "adding", torch.device("cpu"), workload.QUICK)

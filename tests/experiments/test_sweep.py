@@ -314,3 +314,18 @@ def test_cli(sweep, capsys, tmp_path):
     # a line or two per trial: the run's own lines (its folder listing above all) go to the trial's log
     assert "[nnrnn]" not in out and "logs/trial-0000.log" in out
     assert "[nnrnn] run folder" in (tmp_path / "cli" / "logs" / "trial-0000.log").read_text()
+
+
+def test_the_options_a_sweep_holds_fixed_are_spelled_and_read_as_nnrnn_train_reads_them():
+    """Each training option `nnrnn sweep` passes to its trials takes the value `nnrnn train` would read from
+    the same words (flag, type, constant), so a command line moves from one command to the other unchanged."""
+    from nnrnn.commands.sweep import HELD_FIXED
+    words = ["--steps", "30", "--epochs", "2", "--hidden", "16", "--batch-size", "4", "--T", "7", "--bptt", "20",
+             "--no-permute", "--nonlinearity", "tanh", "--clip", "0.5", "--seed", "3", "--eval-every", "5",
+             "--log-every", "2", "--max-bad-steps", "4", "--data-dir", "/data", "--device", "cpu"]
+    swept = vars(parser().parse_args(["sweep", "copy", *words]))
+    trained = vars(parser().parse_args(["train", "copy", *words]))
+    assert {name: swept[name] for name in HELD_FIXED} == {name: trained[name] for name in HELD_FIXED}
+    assert set(HELD_FIXED) == {w.removeprefix("--").replace("-", "_").replace("no_", "") for w in words
+                               if w.startswith("--")}
+    assert swept["permute"] is False and swept["T"] == 7 and swept["clip"] == 0.5

@@ -1,4 +1,4 @@
-"""nnrnn.kernel_policy and nnrnn.kernel_tuning: one object per device and dtype makes every kernel decision, the
+"""nnrnn.kernels.policy and nnrnn.kernels.tuning: one object per device and dtype makes every kernel decision, the
 environment overrides it, the shape-dependent ones are timed where they run (here with a fake timer, so that
 the answers are the test's), and the timings cache is used only for this CPU and torch, never a reason to fail."""
 import json

@@ -1,5 +1,6 @@
-"""nnrnn.kernels: oneDNN for large float32 CPU products (torch elsewhere), the compiled loops, the allocator setting.
-(Which kernel runs where is nnrnn.kernel_policy's: tests/test_kernel_policy.py.)"""
+"""nnrnn.kernels (operations, onednn, extension, memory): oneDNN for large float32 CPU products (torch elsewhere),
+the compiled loops, the allocator setting.
+(Which kernel runs where is nnrnn.kernels.policy's: tests/kernels/test_kernel_policy.py.)"""
 import os
 import platform
 import shutil

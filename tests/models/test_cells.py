@@ -15,10 +15,11 @@ from torch.nn.utils.rnn import pack_padded_sequence
 import nnrnn
 from nnrnn.models import lru as lru_module
 from nnrnn.models import mingru as mingru_module
+from nnrnn.models.cells import CellModel
 from nnrnn.models.lru import lru_loop, lru_scan
 from nnrnn.models.mingru import mingru_loop, mingru_scan
 
-MODERN = ["cornn", "lem", "lru", "mingru"]
+MODERN = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, CellModel)]
 D64 = torch.float64
 
 

@@ -17,11 +17,14 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import nnrnn
 from nnrnn.kernels import policy as kernel_policy
+from nnrnn.models import RecurrentModel
+from nnrnn.models.cells import CellModel
 from nnrnn.parametrizations import orthogonal, schur
 
-NON_GATED = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"]
-GATED = ["lstm", "gru", "nngru"]
-MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): GRU's arguments
+NON_GATED = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, RecurrentModel)]
+GATED = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, (nn.LSTM, nn.GRU))]  # torch's layers beneath
+# their own cells (nnrnn/models/cells.py): GRU's arguments
+MODERN = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, CellModel)]
 TWO_STATES = ("lstm", "cornn", "lem")  # a state of two vectors, (h, c) or (y, z), as torch.nn.LSTM's
 # nnrnn-complex: tests/models/test_complex.py (its state and outputs are [Re h, Im h], 2N wide)
 ALL = NON_GATED + GATED + MODERN

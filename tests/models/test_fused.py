@@ -14,7 +14,7 @@ from nnrnn.models.fused import FusedRecurrence, fused_recurrence
 from nnrnn.models.recurrence import reference_recurrence
 
 NONLINEARITIES = ["modrelu", "tanh", "relu", None]
-RECURRENT_MODELS = ["nnrnn", "exprnn", "eurnn", "rnn", "rnn-orth"]
+RECURRENT_MODELS = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, base.RecurrentModel)]
 
 
 def make_inputs(steps, batch, hidden, inputs, dtype, nonlinearity, seed=0, bias=True, hx_grad=True):

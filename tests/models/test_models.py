@@ -23,14 +23,17 @@ from torch.func import functional_call
 
 import nnrnn
 from nnrnn.kernels import policy as kernel_policy
+from nnrnn.models.cells import CellModel
 from nnrnn.parametrizations import schur, skew, triangular_mask
 
 DEVICE = torch.device(os.environ.get("NNRNN_TEST_DEVICE", "cpu"))
-MODERN = ["cornn", "lem", "lru", "mingru"]  # their own cells (nnrnn/models/cells.py): tests/models/test_cells.py
-NAMES = ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm", "gru", "nngru", "nnrnn-complex"] + MODERN
-GATED = ["lstm", "gru", "nngru"] + MODERN  # their own equations (tests/models/test_gru.py for the GRUs)
+NAMES = list(nnrnn.MODELS)
+# their own cells (nnrnn/models/cells.py): tests/models/test_cells.py
+MODERN = [n for n in NAMES if issubclass(nnrnn.MODELS[n], CellModel)]
+# their own equations, not h_t = φ(V h_{t-1} + W_ih x_t + b) (tests/models/test_gru.py for the GRUs)
+GATED = [n for n in NAMES if nnrnn.MODELS[n].GATES != 1]
 # the complex nnRNN's state and outputs are [Re h, Im h], 2N wide: tests/models/test_complex.py has its versions
-REAL_STATE = [n for n in NAMES if n != "nnrnn-complex" and n not in MODERN]
+REAL_STATE = [n for n in NAMES if nnrnn.MODELS[n].REAL_FEATURES_PER_UNIT == 1 and n not in MODERN]
 NON_GATED = [n for n in REAL_STATE if n not in GATED]
 
 
@@ -134,7 +137,7 @@ def params(model):
 # --------------------------------------------------------------------------- registry
 
 def test_registry_and_create():
-    assert list(nnrnn.MODELS) == NAMES
+    assert set(nnrnn.models.PAPER_MODELS) <= set(NAMES)
     for name in NAMES:
         model = nnrnn.create(name, 3, 4)
         assert isinstance(model, nnrnn.MODELS[name])
@@ -422,7 +425,7 @@ def test_nnrnn_strict_in_block_entry_moves_the_eigenvalues():
     assert torch.all(block.schur_form.triangular_factor() == 0)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "lstm"])
+@pytest.mark.parametrize("name", [n for n in NAMES if not nnrnn.MODELS[n].SCHUR_FORM])
 def test_regularization_is_zero_for_the_other_models(name):
     reg = make(name).regularization(1.0, 1.0)
     assert reg.shape == () and reg.item() == 0.0
@@ -940,7 +943,7 @@ def test_reset_parameters_puts_a_dynamic_exprnns_base_back_to_the_identity():
     torch.testing.assert_close(after, before)
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"])
+@pytest.mark.parametrize("name", NON_GATED)
 def test_modrelu_bias_starts_uniform_in_plus_minus_one_hundredth(name):
     """expRNN's choice, which nnrnn takes for every modReLU model: b ~ U(-0.01, 0.01), modReLU close to the
     identity at the start; every layer and direction draws its own."""
@@ -970,7 +973,7 @@ def test_repr_lists_the_constructor_arguments_as_torch_rnn_does():
     assert ours.replace(", nonlinearity='relu'", "") == torch_repr[len("RNN("):-1]
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"])
+@pytest.mark.parametrize("name", nnrnn.models.PAPER_MODELS)
 def test_every_parameter_takes_the_dtype_asked(name):
     model = nnrnn.create(name, 3, 4, num_layers=2, bidirectional=True, dtype=torch.float64)
     for pname, p in model.named_parameters():

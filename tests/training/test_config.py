@@ -3,6 +3,7 @@
 import pytest
 from helpers import TINY, one_line, run_cli
 
+from nnrnn.models import MODELS, PAPER_MODELS, RecurrentModel
 from nnrnn.training import config as config_module
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
@@ -183,7 +184,7 @@ def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
 TASK_OPTIONS = {"T": {"copy", "adding"}, "bptt": {"ptb"}, "permute": {"psmnist"}, "shuffle": {"psmnist"},
                 "data_dir": {"psmnist", "ptb"}, "eval_batch_size": {"psmnist", "ptb"}, "embedding": {"ptb"}}
 
-NON_GATED = {"rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn"}
+NON_GATED = {name for name in PAPER_MODELS if issubclass(MODELS[name], RecurrentModel)}
 
 MODEL_OPTIONS = {"capacity": {"eurnn"}, "triangular": {"nnrnn"}, "delta": {"nnrnn"}, "t_decay": {"nnrnn"},
                  "fixed_gamma": {"nnrnn"}, "t_init": {"nnrnn"}, "lr_orth": {"nnrnn", "exprnn"},
@@ -207,7 +208,7 @@ def test_every_option_acts_where_it_is_given_or_is_refused_naming_it():
     option acts, and otherwise refused with a sentence naming the option's flag."""
     cases = 0
     for task in ("copy", "adding", "psmnist", "ptb"):
-        for model in ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"):
+        for model in PAPER_MODELS:
             for optimizer in ("rmsprop", "adam"):
                 for option, value in VALUES.items():
                     where = TASK_OPTIONS.get(option) or MODEL_OPTIONS.get(option) or OPTIMIZER_OPTIONS[option]
@@ -223,13 +224,23 @@ def test_every_option_acts_where_it_is_given_or_is_refused_naming_it():
                         with pytest.raises(OptionError, match=f"^{flag} applies to"):
                             resolve_config(options)
                     cases += 1
-    assert cases == 4 * 6 * 2 * len(VALUES)
+    assert cases == 4 * len(PAPER_MODELS) * 2 * len(VALUES)
 
+
+
+def test_an_lru_ring_is_checked_at_the_values_given_and_the_model_defaults_otherwise():
+    """r_min must be below r_max, each taken at LRU's default when left out; an explicit 0 is a value, not a
+    missing one."""
+    resolve_config({"task": "copy", "model": "lru", "r_min": 0.0, "r_max": 0.5})
+    with pytest.raises(OptionError, match="r_min must be below r_max"):
+        resolve_config({"task": "copy", "model": "lru", "r_min": 0.9995})  # above the default r_max, 0.999
+    with pytest.raises(OptionError, match="r_min must be below r_max"):
+        resolve_config({"task": "copy", "model": "lru", "r_max": 0.5})  # below the default r_min, 0.9
 
 
 def test_a_preset_sets_what_applies_without_refusal():
     """A preset covers several models: the values it holds are never refused for not applying."""
-    for model in ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm"):
+    for model in PAPER_MODELS:
         for task in ("copy", "psmnist", "ptb"):
             resolve_config({"task": task, "model": model}, "paper")
 

@@ -1,4 +1,4 @@
-"""A run's kernel choices (nnrnn.kernel_policy): recorded in its checkpoints, taken back by a resume, so that a run
+"""A run's kernel choices (nnrnn.kernels.policy): recorded in its checkpoints, taken back by a resume, so that a run
 resumed in a process that would time the kernels differently is still exact, and named by ``nnrnn eval``."""
 import pytest
 import torch

@@ -27,17 +27,17 @@ def valid(*losses):
     return [{"step": 10 * (i + 1), "split": "valid", "loss": loss} for i, loss in enumerate(losses)]
 
 
-def judge(records, baseline, chance, factor=outcome.DIVERGENCE_FACTOR, initial=None):
+def outcome_of(records, baseline, chance, factor=outcome.DIVERGENCE_FACTOR, initial=None):
     limit = outcome.divergence_limit(baseline, chance, factor, initial)
-    return outcome.judge(records, baseline, chance, limit, factor)
+    return outcome.from_records(records, baseline, chance, limit, factor)
 
 
 def test_learned_means_at_least_ten_percent_below_the_baseline():
-    assert judge(valid(0.5, 0.089), baseline=0.1, chance=2.2).name == outcome.LEARNED
-    assert judge(valid(0.5, 0.091), baseline=0.1, chance=2.2).name == outcome.NOT_LEARNED
+    assert outcome_of(valid(0.5, 0.089), baseline=0.1, chance=2.2).name == outcome.LEARNED
+    assert outcome_of(valid(0.5, 0.091), baseline=0.1, chance=2.2).name == outcome.NOT_LEARNED
     # the best validation counts, not the last (best.pt holds the best)
-    assert judge(valid(0.05, 0.3), baseline=0.1, chance=2.2).name == outcome.LEARNED
-    said = judge(valid(1.047), baseline=1 / 6, chance=7 / 6)  # the adding run
+    assert outcome_of(valid(0.05, 0.3), baseline=0.1, chance=2.2).name == outcome.LEARNED
+    said = outcome_of(valid(1.047), baseline=1 / 6, chance=7 / 6)  # the adding run
     assert said.name == outcome.NOT_LEARNED and "528% above the baseline 0.1667" in said.reason
 
 
@@ -47,21 +47,21 @@ def test_answering_1_on_every_adding_sequence_is_not_learning_even_where_the_val
     targets = [t for b in task.eval_batches("valid") for t in b.targets.flatten().tolist()]
     constant = sum((t - 1) ** 2 for t in targets) / len(targets)
     assert constant < 0.9 / 6  # against 1/6 it would read as learned
-    assert judge(valid(constant), task.baseline, task.chance).name == outcome.NOT_LEARNED
+    assert outcome_of(valid(constant), task.baseline, task.chance).name == outcome.NOT_LEARNED
 
 
 def test_diverged_means_three_points_in_a_row_ten_times_above_baseline_chance_and_the_untrained_loss():
     assert outcome.divergence_limit(0.09, 2.2, 10) == pytest.approx(22.0)
     assert outcome.divergence_limit(0.09, 2.2, 10, initial=21.0) == pytest.approx(210.0)  # EURNN starts high
     assert outcome.divergence_limit(0.09, 2.2, 0) is None  # factor 0: only non-finite losses diverge
-    assert judge(valid(1.0, 22.1, 23, 24), 0.09, 2.2).name == outcome.DIVERGED
-    assert judge(valid(22.1, 23, 1.0, 24, 25), 0.09, 2.2).name == outcome.NOT_LEARNED  # spikes, then bad
-    assert judge(valid(1.0, 21.9, 21.9, 21.9), 0.09, 2.2).name == outcome.NOT_LEARNED  # bad, not diverged
-    assert judge(valid(1.0, 23, 24, 25), 0.09, 2.2, initial=3.0).name == outcome.NOT_LEARNED
-    assert judge(valid(1.0, math.inf), 0.09, 2.2).name == outcome.DIVERGED  # a non-finite last validation
-    assert judge(valid(1.0, 100.0, 100.0, 100.0), 0.09, 2.2, factor=100).name == outcome.NOT_LEARNED
+    assert outcome_of(valid(1.0, 22.1, 23, 24), 0.09, 2.2).name == outcome.DIVERGED
+    assert outcome_of(valid(22.1, 23, 1.0, 24, 25), 0.09, 2.2).name == outcome.NOT_LEARNED  # spikes, then bad
+    assert outcome_of(valid(1.0, 21.9, 21.9, 21.9), 0.09, 2.2).name == outcome.NOT_LEARNED  # bad, not diverged
+    assert outcome_of(valid(1.0, 23, 24, 25), 0.09, 2.2, initial=3.0).name == outcome.NOT_LEARNED
+    assert outcome_of(valid(1.0, math.inf), 0.09, 2.2).name == outcome.DIVERGED  # a non-finite last validation
+    assert outcome_of(valid(1.0, 100.0, 100.0, 100.0), 0.09, 2.2, factor=100).name == outcome.NOT_LEARNED
     # psMNIST at the old default: losses far above chance (ln 10) however much they fell
-    said = judge(valid(2.4e7, 1e5, 8.8e3), math.log(10), math.log(10))
+    said = outcome_of(valid(2.4e7, 1e5, 8.8e3), math.log(10), math.log(10))
     assert said.name == outcome.DIVERGED and "the validation loss at update 30 is 8800, the last of 3" in said.reason
 
 

@@ -45,7 +45,7 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
     return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
 
 
-def run(args) -> int:
+def main(args) -> int:
     model, config, saved, source = load_saved(args.path)
     step = saved.get("step")
     print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))

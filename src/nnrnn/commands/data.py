@@ -33,7 +33,7 @@ def add_arguments(data) -> None:
                         f"(default {DEADLINE:g})")
 
 
-def run(args) -> int:
+def main(args) -> int:
     """``nnrnn data fetch``, the one subcommand."""
     for option in ("timeout", "deadline"):  # checked here too, to name the command line's flag
         try:

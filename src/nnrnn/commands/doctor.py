@@ -22,5 +22,5 @@ def add_arguments(p) -> None:
     p.add_argument("--rounds", type=int, help="timing rounds (default 5, 7 with --quick)")
 
 
-def run(args) -> int:
+def main(args) -> int:
     return run_doctor(args)

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
                    help="the data's folder (default: the run's own, else NNRNN_DATA or the cache; docs/training.md)")
 
 
-def run(args) -> int:
+def main(args) -> int:
     given = Path(args.run)
     path = best_checkpoint(given) if given.is_dir() else given
     if given.is_dir() and not path.is_file():

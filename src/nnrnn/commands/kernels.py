@@ -1,4 +1,4 @@
-"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernel_policy), and
+"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernels.policy), and
 with ``--tune SIZES`` the decisions of an update at those sizes, timed now."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
                    "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
 
 
-def run(args) -> int:
+def main(args) -> int:
     sizes = None
     if args.tune is not None:
         try:

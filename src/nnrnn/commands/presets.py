@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
     p.add_argument("--model", help="only this model's rows")
 
 
-def run(args) -> int:
+def main(args) -> int:
     names = [args.name] if args.name else presets.preset_names()
     shown = [format_preset(name, args.task, args.model) for name in names]
     if not any(shown):

@@ -37,7 +37,7 @@ def add_arguments(p) -> None:
                    "share finished runs between grids that have runs in common")
 
 
-def run(args) -> int:
+def main(args) -> int:
     if args.from_data:
         if not Path(args.from_data).is_file():
             raise UserError(f"no compact data at {args.from_data}; give the data.json beside a grid's report")

@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="a folder of runs, such as runs, or a run folder")
 
 
-def run(args) -> int:
+def main(args) -> int:
     rows = []
     for folder in args.folders:
         if not Path(folder).is_dir():

@@ -7,10 +7,18 @@ import optuna
 
 from ..errors import Interrupted, OptionError, UserError
 from ..experiments.sweep import PRUNE_STARTUP_TRIALS, PRUNE_WARMUP_FRACTION, run_sweep, summary
+from ..training.options import BY_NAME, add_option
 
-
-TRAIN_PASS_THROUGH = ("steps", "epochs", "hidden", "batch_size", "T", "bptt", "permute", "seed", "clip",
-                      "nonlinearity", "eval_every", "log_every", "max_bad_steps", "data_dir", "device", "preset")
+# The training options every trial holds fixed, each declared by nnrnn train's table (nnrnn.training.options), with
+# the help line said per trial where the table's would mislead; the searched ones are nnrnn.experiments.sweep's.
+HELD_FIXED = {"steps": "updates per trial", "epochs": "epochs per trial (psmnist, ptb)",
+              "hidden": "hidden units (default: the preset's, else nnrnn train's)", "batch_size": None, "T": None,
+              "bptt": None, "permute": None, "nonlinearity": None, "clip": None,
+              "seed": "training seed, the same in every trial",
+              "eval_every": "updates between validations (pruning points)", "log_every": None,
+              "max_bad_steps": "end a trial after this many updates in a row with a non-finite loss or gradient",
+              "data_dir": None, "device": None}
+TRAIN_PASS_THROUGH = (*HELD_FIXED, "preset")
 
 
 def add_arguments(p) -> None:
@@ -38,27 +46,11 @@ def add_arguments(p) -> None:
     g = p.add_argument_group("training options held fixed in every trial")
     g.add_argument("--preset", help="a preset of `nnrnn presets` (paper, paper-params, ...): sizes and defaults; "
                    "searched options override it")
-    g.add_argument("--steps", type=int, help="updates per trial")
-    g.add_argument("--epochs", type=int, help="epochs per trial (psmnist, ptb)")
-    g.add_argument("--hidden", type=int, help="hidden units (default: the preset's, else nnrnn train's)")
-    g.add_argument("--batch-size", dest="batch_size", type=int, help="sequences per update (default: the task's)")
-    g.add_argument("--T", dest="T", type=int, help="copy/adding sequence length")
-    g.add_argument("--bptt", type=int, help="PTB truncation length")
-    g.add_argument("--no-permute", dest="permute", action="store_const", const=False,
-                   help="psmnist: sequential MNIST")
-    g.add_argument("--nonlinearity", choices=["modrelu", "tanh", "relu", "none"],
-                   help="the recurrence's nonlinearity (default: the model's)")
-    g.add_argument("--clip", type=float, help="max gradient norm (0: off)")
-    g.add_argument("--seed", type=int, help="training seed, the same in every trial")
-    g.add_argument("--eval-every", dest="eval_every", type=int, help="updates between validations (pruning points)")
-    g.add_argument("--log-every", dest="log_every", type=int, help="updates between training points in metrics.jsonl")
-    g.add_argument("--max-bad-steps", dest="max_bad_steps", type=int,
-                   help="end a trial after this many updates in a row with a non-finite loss or gradient")
-    g.add_argument("--data-dir", dest="data_dir", help="folder with the data files (psmnist, ptb; docs/data.md)")
-    g.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
+    for name, text in HELD_FIXED.items():
+        add_option(g, BY_NAME[name], text)
 
 
-def run(args) -> int:
+def main(args) -> int:
     for name in ("out", "storage", "study"):  # an empty value would otherwise fall back to the default
         if getattr(args, name) == "":
             raise OptionError(f"--{name} must not be empty; leave it out for the default")

@@ -206,6 +206,6 @@ def run_prop2(args) -> int:
     return 0 if all(f["is_polynomial"] for f in fits) else 1
 
 
-def run(args) -> int:
+def main(args) -> int:
     """The subcommand given: ``table3``, ``figure1``, ``prop1`` or ``prop2``."""
     return args.subcommand(args)

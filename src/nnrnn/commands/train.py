@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
     options.add_arguments(p, groups)
 
 
-def run(args) -> int:
+def main(args) -> int:
     if args.resume and args.overwrite:
         raise OptionError("give --resume or --overwrite, not both")
     typed = {k: v for k, v in vars(args).items()  # what the user typed: argparse leaves the rest None

@@ -134,7 +134,7 @@ def parameter_count(name: str, input_size: int, hidden_size: int, output_size: i
     if vocab_size:
         count += vocab_size * input_size
     # the complex nnRNN's read-out sees [Re h, Im h]: two real features per unit
-    features = hidden_size * getattr(cls, "REAL_FEATURES_PER_UNIT", 1) * (2 if options.get("bidirectional") else 1)
+    features = hidden_size * cls.REAL_FEATURES_PER_UNIT * (2 if options.get("bidirectional") else 1)
     return count + features * output_size + output_size
 
 

@@ -63,6 +63,7 @@ from ..parametrizations.schur import check_penalty_weights
 from .fused import fused_recurrence
 from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
+from .traits import Traits
 
 IMPLEMENTATIONS = {"fused": fused_recurrence, "reference": reference_recurrence}
 
@@ -345,7 +346,7 @@ def as_given(module: nn.Module, output: torch.Tensor, h_n: torch.Tensor, input, 
     return (output.transpose(0, 1) if module.batch_first else output), h_n
 
 
-class RecurrentModel(nn.Module):
+class RecurrentModel(nn.Module, Traits):
     """Multi-layer, optionally bidirectional h_t = φ(V h_{t-1} + W_ih x_t + b); see the module docstring.
 
     Subclasses create each cell's recurrent parameters in :meth:`_make_recurrent` and compose its V in
@@ -353,24 +354,7 @@ class RecurrentModel(nn.Module):
     """
 
     implementation = "fused"
-    # The options of a training configuration this model's constructor takes (nnrnn.training.config.model_options),
-    # and the orthogonal initialisation schemes its ``init`` accepts (empty: it has no ``init``).
-    CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")
-    INITS: tuple[str, ...] = ()
-    # The training options that act on this model beyond its constructor's (nnrnn.training.config.inapplicable refuses
-    # the others when given explicitly): lr_orth needs an orthogonal factor, delta and t_decay a Schur form.
-    TRAIN_OPTIONS: tuple[str, ...] = ()
-    # What the experiments read off a model (nnrnn.experiments): whether it is one of the paper's "orthogonal RNNs"
-    # (its recurrent matrix orthogonal or unitary, at least at its start), its gate count (1: not gated; a
-    # gated model's recurrent matrix is that many N×N blocks), whether it trains an orthogonal factor under its
-    # own learning rate (lr_orth) and whether it has a Schur form's γ and T (delta, t_decay).
-    ORTHOGONAL: bool = False
-    GATES: int = 1
-    ORTHOGONAL_FACTOR: bool = False
-    SCHUR_FORM: bool = False
-    # The model's own options a hyperparameter search tunes beside the learning rates (nnrnn.experiments.sweep):
-    # name -> ("log", low, high), a log-uniform range, or ("choice", values)
-    SEARCHED: dict[str, tuple] = {}
+    CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")  # the other traits: Traits'
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,

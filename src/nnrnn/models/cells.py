@@ -25,6 +25,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from ..parametrizations.schur import check_penalty_weights
 from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, stacked_repr, time_major
+from .traits import Traits
 
 
 IMPLEMENTATIONS = ("auto", "scan", "loop")
@@ -45,20 +46,12 @@ def use_scan(implementation: str, x: torch.Tensor, width: int, crossover: int) -
     return x.device.type != "cpu" or x.shape[1] * width <= crossover
 
 
-class CellModel(nn.Module):
+class CellModel(nn.Module, Traits):
     """The shared layer of the models with their own cell; see the module docstring."""
 
     CONFIG_OPTIONS: tuple[str, ...] = ("bias",)
-    TRAIN_OPTIONS: tuple[str, ...] = ()
-    INITS: tuple[str, ...] = ()
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
-    # What the experiments read off a model (models/base.py says each): none of these is orthogonal or has a
-    # Schur form; GATES counts a cell's N × N recurrent blocks (0: its recurrence is elementwise)
-    ORTHOGONAL: bool = False
-    GATES: int = 0
-    ORTHOGONAL_FACTOR: bool = False
-    SCHUR_FORM: bool = False
-    SEARCHED: dict[str, tuple] = {}  # the model's own options a search tunes (models/base.py)
+    GATES: int = 0  # a cell's N × N recurrent blocks (0: its recurrence is elementwise); the other traits: Traits'
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

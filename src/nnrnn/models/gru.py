@@ -12,6 +12,7 @@ from torch.nn.utils.rnn import PackedSequence
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, stack_layers,
                    time_major)
 from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from .traits import Traits
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
 INITS = ("xavier", "torch", *CHAINS)
@@ -52,7 +53,7 @@ def gru_reference(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tenso
     return torch.stack(outputs), h
 
 
-class GRU(nn.GRU):
+class GRU(nn.GRU, Traits):
     r"""``torch.nn.GRU`` (its fused kernels and equations) with the paper's LSTM initialisation and nnrnn's
     interface (``recurrent_matrix``, ``regularization``, ``parameter_count``, a reference loop).
 
@@ -79,11 +80,8 @@ class GRU(nn.GRU):
     ``"torch"`` (torch's kernels, the default) or ``"reference"`` (:func:`gru_reference`, an autograd loop).
     """
 
-    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")
-    TRAIN_OPTIONS: tuple[str, ...] = ()
-    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
-    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
-    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates (models/base.py)
+    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    GATES = len(GATES)
     INITS: tuple[str, ...] = INITS
     implementation = "torch"
     COMPLEX_DTYPES = True  # torch.nn.GRU's complex parameters; a Schur-form block is real

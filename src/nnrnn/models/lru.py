@@ -14,6 +14,7 @@ from .cornn import check_positive
 
 # batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
 CPU_SCAN_CROSSOVER = 2048
+R_MIN, R_MAX = 0.9, 0.999  # the ring |λ| starts in: the LRU paper's setting for its long-range tasks
 
 
 def lru_loop(br, bi, lr, li):
@@ -96,7 +97,7 @@ class LRU(CellModel):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None, *, state_size: int | None = None, r_min: float = 0.9, r_max: float = 0.999,
+                 dtype=None, *, state_size: int | None = None, r_min: float = R_MIN, r_max: float = R_MAX,
                  max_phase: float = 2 * math.pi):
         if not (isinstance(r_min, (int, float)) and isinstance(r_max, (int, float)) and not isinstance(r_min, bool)
                 and not isinstance(r_max, bool) and 0 <= r_min < r_max <= 1):

@@ -11,6 +11,7 @@ from ..kernels.autograd import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
 from .base import cell_suffix, check_constructor, check_input, check_state
 from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from .traits import Traits
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
 INITS = ("xavier", "concat", *CHAINS)
@@ -37,7 +38,7 @@ def check_lstm_init(init) -> str:
     return init
 
 
-class LSTM(nn.LSTM):
+class LSTM(nn.LSTM, Traits):
     r"""``torch.nn.LSTM`` (its fused kernels and equations) with the paper's or the release's initialisation.
 
     Args:
@@ -60,11 +61,8 @@ class LSTM(nn.LSTM):
     ``bias_hh_l[k]`` (4N)), gates in torch's order (input, forget, cell, output).
     """
 
-    CONFIG_OPTIONS = ("init", "bias")
-    TRAIN_OPTIONS: tuple[str, ...] = ()
-    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
-    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, len(GATES), False, False
-    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates (models/base.py)
+    CONFIG_OPTIONS = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    GATES = len(GATES)
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,

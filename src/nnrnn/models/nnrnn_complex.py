@@ -9,6 +9,7 @@ from ..kernels.autograd import autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
 from .base import as_given, assign_constrained, cell_suffix, check_constructor, check_hx, stack_layers, time_major
 from .init import check_scheme, init_
+from .traits import Traits
 
 NONLINEARITIES = ("modrelu", None)
 IMPLEMENTATIONS = ("fused", "reference")
@@ -136,7 +137,7 @@ def complex_fused(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,
 RECURRENCES = {"fused": complex_fused, "reference": complex_reference}
 
 
-class ComplexNonNormalRNN(nn.Module):
+class ComplexNonNormalRNN(nn.Module, Traits):
     r"""The nnRNN with a complex hidden state: for each element of the input sequence, each layer and
     direction computes
 
@@ -189,9 +190,7 @@ class ComplexNonNormalRNN(nn.Module):
 
     CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
-    # as RecurrentModel's (nnrnn.models.base): what the experiments read off a model
-    ORTHOGONAL, GATES, ORTHOGONAL_FACTOR, SCHUR_FORM = False, 1, True, True
-    SEARCHED: dict[str, tuple] = {}  # nothing beyond the learning rates and the Schur form's penalties
+    ORTHOGONAL_FACTOR, SCHUR_FORM = True, True  # the traits beyond these: Traits' (nnrnn.models.traits)
     INITS = INITS
     NONLINEARITIES = NONLINEARITIES
     REAL_FEATURES_PER_UNIT = 2  # a read-out sees [Re h, Im h]

@@ -15,6 +15,7 @@ from .. import presets
 from ..errors import OptionError, UserError
 from ..models import MODELS, model_class
 from ..models.init import CHAINS, accepts_init
+from ..models.lru import R_MAX, R_MIN
 from ..tasks import TASKS, task_class
 from .options import BY_NAME, DEFAULTS, RESUMABLE, check_values, flag
 from .rates import default_rates
@@ -114,9 +115,11 @@ def _check_model_options(config: dict) -> None:
     if config["init"] is not None and "init" in model.CONFIG_OPTIONS and not accepts_init(model.INITS, config["init"]):
         names = ", ".join(f"{i}:GAIN" if i in CHAINS else i for i in model.INITS)
         raise OptionError(f"init must be one of {names} for {config['model']}; got {config['init']!r}")
-    if (config.get("r_min") or 0.9) >= (config.get("r_max") or 0.999):
+    r_min, r_max = (R_MIN if config.get("r_min") is None else config["r_min"],
+                    R_MAX if config.get("r_max") is None else config["r_max"])
+    if r_min >= r_max:
         raise OptionError(f"r_min must be below r_max; got {config.get('r_min')!r} and {config.get('r_max')!r}")
-    allowed = getattr(model, "NONLINEARITIES", None)  # a model that takes fewer than the common four says so
+    allowed = model.NONLINEARITIES  # a model that takes fewer than the common four says so
     if config["nonlinearity"] is not None and allowed is not None \
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
         names = ", ".join("none" if a is None else a for a in allowed)

@@ -10,13 +10,12 @@ from torch import nn
 
 from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
+from .options import DEFAULT_EMBEDDING, DEFAULTS
 from ..data.paths import DataNotFound
 from ..errors import OptionError, RunNotFound, UserError
 from ..models import create
 from ..models.init import init_
 from ..tasks import make_task, task_class
-
-DEFAULT_EMBEDDING = 200  # the paper's code embeds PTB characters in 200 dimensions
 
 
 class OneHot(nn.Module):
@@ -87,8 +86,10 @@ def build_network(config: dict, input_size: int, output_size: int, predict_at: s
     elif config.get("embedding"):
         raise OptionError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
     rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
-    return SequenceModel(rnn, output_size, predict_at, encoder, config.get("readout_init", "xavier"),
-                         config.get("readout_bias_init", "zeros"))
+    # .get: a configuration saved before the read-out's options had them at their defaults
+    return SequenceModel(rnn, output_size, predict_at, encoder,
+                         config.get("readout_init", DEFAULTS["readout_init"]),
+                         config.get("readout_bias_init", DEFAULTS["readout_bias_init"]))
 
 
 def build_task(config: dict):

@@ -4,7 +4,8 @@ Each row gives an option's configuration key (a run's ``config.json`` key, and t
 default, its command-line form (type, choices, flag, ``nargs``), its help line, the check of its value alone
 and whether it may change on ``--resume``.  From the table come :data:`DEFAULTS`, :data:`RESUMABLE`,
 :func:`flag` (an option's flag, for messages), :func:`check_values` (the checks ``validate`` runs first) and
-:func:`add_arguments` (the ``nnrnn train`` parser's options, the one place they are declared).  Checks that
+:func:`add_arguments` (the ``nnrnn train`` parser's options, the one place they are declared) and
+:func:`add_option` (one of them, for another command: ``nnrnn sweep``'s options held fixed).  Checks that
 relate several options (a model and its ``init``, ``--steps`` and ``--epochs``) are in
 :mod:`nnrnn.training.config`.
 
@@ -21,6 +22,7 @@ import torch
 from ..errors import OptionError
 from ..models import MODELS
 from ..models.init import check_scheme
+from ..models.lru import R_MAX, R_MIN
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
 from ..tasks import TASKS
 from . import rates
@@ -32,6 +34,7 @@ LR_SCHEDULES = ("none", "plateau", "step")
 SHUFFLES = ("epoch", "fixed")
 GROUPS = ("model", "optimisation", "data", "logging")  # the train command's option groups, in its help's order
 NO_VALUE = object()  # a flag that takes a value, rather than storing a constant
+DEFAULT_EMBEDDING = 200  # the paper's code embeds PTB characters in 200 dimensions (--embedding left out)
 
 
 # --------------------------------------------------------------------------- checks of one value
@@ -177,9 +180,9 @@ OPTIONS = (
     O("gamma", None, "coRNN: γ, its oscillators' stiffness (default 0.4)", "model", float,
       check=optional(positive_number)),
     O("epsilon", None, "coRNN: ε, their damping (default 8)", "model", float, check=optional(positive_number)),
-    O("r_min", None, "LRU: |λ| starts in the ring [r_min, r_max] (default 0.9)", "model", float,
+    O("r_min", None, f"LRU: |λ| starts in the ring [r_min, r_max] (default {R_MIN})", "model", float,
       check=optional(closed_unit_interval)),
-    O("r_max", None, "LRU: the ring's outer radius (default 0.999)", "model", float,
+    O("r_max", None, f"LRU: the ring's outer radius (default {R_MAX})", "model", float,
       check=optional(closed_unit_interval)),
     O("capacity", None, "EURNN layers (default: hidden // 2)", "model", int, check=positive_integer),
     O("triangular", None, "nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})", "model",
@@ -199,7 +202,8 @@ OPTIONS = (
     O("readout_init", "xavier", "read-out weight: a scheme as above", "model", check=init_scheme, metavar="SCHEME"),
     O("readout_bias_init", "zeros", "read-out bias: a scheme as above", "model", check=init_scheme,
       metavar="SCHEME"),
-    O("embedding", None, "ptb: embedding size (default 200; 0: one-hot inputs)", "model", int, check=embedding),
+    O("embedding", None, f"ptb: embedding size (default {DEFAULT_EMBEDDING}; 0: one-hot inputs)", "model", int,
+      check=embedding),
     # optimisation
     O("optimizer", "rmsprop", "the optimizer", "optimisation", choices=OPTIMIZERS, check=one_of(*OPTIMIZERS)),
     # without --lr, --lr-orth or a preset a run takes the task's and model's rates (training/rates.py); 1e-3 and
@@ -293,17 +297,23 @@ def add_arguments(parser, groups: dict | None = None) -> None:
     what was left out; the help line shows the table's default."""
     groups = groups or {name: parser.add_argument_group(name) for name in GROUPS}
     for option in OPTIONS:
-        where = parser if option.group is None else groups[option.group]
-        if option.flag == option.name:  # positional
-            where.add_argument(option.name, help=option.help)
-            continue
-        shown = " ".join(map(str, option.default)) if isinstance(option.default, list) else option.default
-        text = option.help if option.default is None or option.const is not NO_VALUE or "default" in option.help \
-            else f"{option.help} (default: {shown})"
-        if option.const is not NO_VALUE:
-            where.add_argument(flag(option.name), dest=option.name, action="store_const", const=option.const,
-                               help=text)
-        else:
-            where.add_argument(flag(option.name), dest=option.name, type=option.type,
-                               choices=list(option.choices) if option.choices else None, nargs=option.nargs,
-                               metavar=option.metavar, help=text)
+        add_option(parser if option.group is None else groups[option.group], option)
+
+
+def add_option(where, option: Option, help: str | None = None) -> None:
+    """``option`` as an argument of ``where`` (a parser or an argument group), its flag, type, choices and
+    default as the table gives them; ``help`` in place of the table's help line (another command's wording,
+    ``nnrnn sweep``'s "per trial").  argparse's default stays None (see :func:`add_arguments`)."""
+    text = option.help if help is None else help
+    if option.flag == option.name:  # positional
+        where.add_argument(option.name, help=text)
+        return
+    shown = " ".join(map(str, option.default)) if isinstance(option.default, list) else option.default
+    if not (option.default is None or option.const is not NO_VALUE or "default" in text):
+        text = f"{text} (default: {shown})"
+    if option.const is not NO_VALUE:
+        where.add_argument(flag(option.name), dest=option.name, action="store_const", const=option.const, help=text)
+    else:
+        where.add_argument(flag(option.name), dest=option.name, type=option.type,
+                           choices=list(option.choices) if option.choices else None, nargs=option.nargs,
+                           metavar=option.metavar, help=text)

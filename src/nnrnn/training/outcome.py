@@ -87,8 +87,8 @@ def divergence(what: str, loss: float, limit: float | None, factor: float | None
             f"--divergence-factor sets the factor)")
 
 
-def judge(records: list[dict], baseline: float | None, chance: float | None, limit: float | None,
-          factor: float | None = DIVERGENCE_FACTOR) -> Outcome:
+def from_records(records: list[dict], baseline: float | None, chance: float | None, limit: float | None,
+                 factor: float | None = DIVERGENCE_FACTOR) -> Outcome:
     """The outcome of a run that trained to its end, from its metrics records (see the module docstring), with
     ``limit`` from :func:`divergence_limit` (``factor`` is what it was made with, for the sentence)."""
     valid = [r for r in records if r.get("split") == "valid" and isinstance(r.get("loss"), (int, float))]

@@ -39,7 +39,7 @@ def detach_state(state):
 
 
 @dataclass
-class Outcome:
+class StepResult:
     """What one update produced: the task's loss (a 0-d tensor on the device) and metric sums, the gradient norm
     before clipping, whether both were finite (else the update was skipped), and the state to carry on."""
 
@@ -92,7 +92,7 @@ class TrainStep:
         if self.config.get("rebase_every") and number % self.config["rebase_every"] == 0:
             rebase_(self.net)
 
-    def __call__(self, inputs: torch.Tensor, targets: torch.Tensor, carried, number: int) -> Outcome:
+    def __call__(self, inputs: torch.Tensor, targets: torch.Tensor, carried, number: int) -> StepResult:
         """Update ``number`` (counted from 1) on one batch, from the carried state ``carried`` (or None)."""
         self.optimizer.zero_grad(set_to_none=True)
         loss, stats, grad_norm, new_carried = self.gradients(inputs, targets, detach_state(carried))
@@ -100,7 +100,7 @@ class TrainStep:
         if finite:
             self.apply()
             self.rebase(number)
-        return Outcome(loss.detach(), stats, grad_norm, finite, new_carried if finite else detach_state(carried))
+        return StepResult(loss.detach(), stats, grad_norm, finite, new_carried if finite else detach_state(carried))
 
 
 class CudaGraphs:
@@ -166,7 +166,7 @@ def _shape(value):
 
 class CapturedStep:
     """:class:`TrainStep` replayed from CUDA graphs for every batch of a shape seen :data:`WARMUP` times before
-    (see the module's docstring); called as a :class:`TrainStep` is, with the same outcome.
+    (see the module's docstring); called as a :class:`TrainStep` is, with the same :class:`StepResult`.
 
     On CUDA the optimizer must be capturable (:func:`capturable`), its step counters on the device.  The
     learning rates are part of what a graph holds, so a change of them (the plateau schedule) starts a new
@@ -188,7 +188,7 @@ class CapturedStep:
         rates = tuple(group["lr"] for group in self.step.optimizer.param_groups)
         return _shape(inputs), _shape(targets), _shape(carried), rates
 
-    def __call__(self, inputs: torch.Tensor, targets: torch.Tensor, carried, number: int) -> Outcome:
+    def __call__(self, inputs: torch.Tensor, targets: torch.Tensor, carried, number: int) -> StepResult:
         if self.eager_because is not None:
             return self.step(inputs, targets, carried, number)
         key = self._key(inputs, targets, carried)
@@ -203,7 +203,7 @@ class CapturedStep:
         _copy_into(self.static, (inputs, targets, detach_state(carried)))
         return self._replay(number, carried)
 
-    def _give_up(self, why: str, inputs, targets, carried, number) -> Outcome:
+    def _give_up(self, why: str, inputs, targets, carried, number) -> StepResult:
         self.eager_because = why
         self.graphs = self.results = self.static = None
         warnings.warn(f"every training update runs eagerly, without a CUDA graph: {why}", RuntimeWarning,
@@ -222,15 +222,15 @@ class CapturedStep:
             return False
         return True
 
-    def _warm(self, key, inputs, targets, carried, number) -> Outcome:
+    def _warm(self, key, inputs, targets, carried, number) -> StepResult:
         if self.captures == 0 and self.pending is None and not self._probe(inputs, targets, carried):
             return self._give_up(self.eager_because, inputs, targets, carried, number)
         if key != self.pending:
             self.pending, self.seen = key, 0
         with GRAPHS.warmup(self.device):
-            outcome = self.step(inputs, targets, carried, number)
-        self.seen += outcome.finite  # a capture needs the optimizer's state that a real step makes
-        return outcome
+            result = self.step(inputs, targets, carried, number)
+        self.seen += result.finite  # a capture needs the optimizer's state that a real step makes
+        return result
 
     def _capture(self, key, inputs, targets, carried) -> None:
         self.graphs = self.results = None  # the previous pair's memory goes back to the allocator
@@ -242,7 +242,7 @@ class CapturedStep:
         self.pending, self.seen = None, 0
         self.captures += 1
 
-    def _replay(self, number: int, carried) -> Outcome:
+    def _replay(self, number: int, carried) -> StepResult:
         gradients, update = self.graphs
         gradients.replay()
         loss, stats, grad_norm, new_carried = self.results
@@ -255,7 +255,7 @@ class CapturedStep:
         kept = _clone(new_carried) if finite else detach_state(carried)
         stats = {name: tuple(_clone(v) if isinstance(v, torch.Tensor) else v for v in sums)
                  for name, sums in stats.items()}
-        return Outcome(loss.detach().clone(), stats, grad_norm.clone(), finite, kept)
+        return StepResult(loss.detach().clone(), stats, grad_norm.clone(), finite, kept)
 
 
 def capturable(optimizer: torch.optim.Optimizer, on: bool) -> None:

@@ -3,7 +3,7 @@
 A run writes into a run folder (its layout: :mod:`nnrnn.training.runfolder`).
 
 Batches are a pure function of (seed, step), and everything that changes during training is in one
-:class:`RunState`, saved to ``last.pt`` and restored from it in one place, so a resumed run continues
+:class:`Progress`, saved to ``last.pt`` and restored from it in one place, so a resumed run continues
 exactly as if uninterrupted.
 """
 from __future__ import annotations
@@ -38,9 +38,9 @@ CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "b
 
 
 @dataclass
-class RunState:
-    """Everything about a run that changes while it trains, besides the network's parameters and the
-    optimizer's and schedule's own state: what ``last.pt`` holds and a resume restores."""
+class Progress:
+    """A run's progress: everything about it that changes while it trains, besides the network's parameters
+    and the optimizer's and schedule's own state; what ``last.pt`` holds and a resume restores."""
 
     step: int = 0             # updates done
     best: float | None = None  # best validation score so far (the task's monitor)
@@ -57,14 +57,15 @@ class RunState:
                 "above_limit": self.above_limit}
 
     @classmethod
-    def from_checkpoint(cls, saved: dict, carried) -> RunState:
+    def from_checkpoint(cls, saved: dict, carried) -> Progress:
         return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried,
                    saved.get("initial_loss"), saved.get("above_limit", 0))
 
 
 @dataclass
-class Run:
-    """A run being trained: its configuration and folder, what was built from them, and its state."""
+class Training:
+    """A training under way, as one object: the run's configuration and folder, what was built from them, and
+    its :class:`Progress`.  (A *run* is what the user starts and its folder; this is the process training it.)"""
 
     config: dict
     folder: Path
@@ -76,7 +77,7 @@ class Run:
     model: nn.Module          # the network, or its DistributedDataParallel wrapper
     optimizer: torch.optim.Optimizer
     schedule: object
-    state: RunState
+    progress: Progress
     steps: int
     data_state: dict | None
     train_step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
@@ -177,24 +178,24 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
                                          lambda f: f.write(json.dumps(config, indent=1).encode()))
         if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
-        run = start(config, task, folder, restoring, distributed.local_device(device), rank, world, last)
-        if run.main:  # restored (or refused, leaving the folder as it was): the outcome is judged anew at the end
+        training = start(config, task, folder, restoring, distributed.local_device(device), rank, world, last)
+        if training.main:  # restored (or refused, leaving the folder as it was): the outcome is judged anew at the end
             outcome.clear(folder)
-        if run.main and restoring:  # once the checkpoint is restored: the options that may change are now these
+        if training.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
-        if restoring and (run.state.step == run.steps or plateau_reached(config, run.optimizer)):
-            return finish(run)
+        if restoring and (training.progress.step == training.steps or plateau_reached(config, training.optimizer)):
+            return finish(training)
         try:
-            return loop(run, restoring, on_eval)
+            return loop(training, restoring, on_eval)
         except TrainingDiverged as exc:
-            if run.main:
-                conclude(run, outcome.Outcome(outcome.DIVERGED, str(exc).removeprefix("training diverged: "), None,
-                                              *loss_references(run.task)))
+            if training.main:
+                why = str(exc).removeprefix("training diverged: ")
+                conclude(training, outcome.Outcome(outcome.DIVERGED, why, None, *loss_references(training.task)))
             raise
 
 
 def start(config: dict, task, folder: Path, restoring: bool, device: torch.device, rank: int, world: int,
-          last: dict | None = None) -> Run:
+          last: dict | None = None) -> Training:
     """Build the network, optimizer and schedule for ``task``; restore them and the run's state from ``last.pt``
     (``last``, when already read) when resuming."""
     net = seeded_network(config, task)
@@ -210,74 +211,75 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
 
     # DDP's all-reduce is not captured: several processes update eagerly
     train_step = make_step(TrainStep(config, net, optimizer, task, forward=model, agree=agree if world > 1 else None),
-                           device, config.get("cuda_graph", True) and world == 1)
-    run = Run(config, folder, device, rank, world, task, net, model, optimizer, schedule, RunState(),
-              total_steps(config, task), task.data_state(), train_step)
+                           device, config.get("cuda_graph", DEFAULTS["cuda_graph"]) and world == 1)
+    training = Training(config, folder, device, rank, world, task, net, model, optimizer, schedule, Progress(),
+                        total_steps(config, task), task.data_state(), train_step)
     capturable(optimizer, isinstance(train_step, CapturedStep) and device.type == "cuda")
     if restoring:
-        restore(run, last)
-    return run
+        restore(training, last)
+    return training
 
 
-def save(run: Run) -> None:
+def save(training: Training) -> None:
     """Write ``last.pt``: the run's state, parameters, optimizer, schedule, RNG and data description.  Every
     rank takes part (the carried state is gathered from all of them); rank 0 writes."""
-    carried = distributed.gather_batch(run.state.carried, run.world)
-    if run.main:
-        checkpoint.save(run.last_path, {"config": run.config, "sizes": network_sizes(run.task),
-                                        "model": run.net.state_dict(),
-                                        "optimizer": run.optimizer.state_dict(),
-                                        "schedule": run.schedule.state_dict() if run.schedule is not None else None,
-                                        "rng": torch.get_rng_state(), "data": run.data_state,
-                                        "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
-                                        **run.state.to_checkpoint(carried)})
+    carried = distributed.gather_batch(training.progress.carried, training.world)
+    if training.main:
+        schedule = training.schedule.state_dict() if training.schedule is not None else None
+        checkpoint.save(training.last_path, {"config": training.config, "sizes": network_sizes(training.task),
+                                             "model": training.net.state_dict(),
+                                             "optimizer": training.optimizer.state_dict(), "schedule": schedule,
+                                             "rng": torch.get_rng_state(), "data": training.data_state,
+                                             "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
+                                             **training.progress.to_checkpoint(carried)})
 
 
-def restore(run: Run, saved: dict | None = None) -> None:
+def restore(training: Training, saved: dict | None = None) -> None:
     """The inverse of :func:`save` (of ``saved``, ``last.pt`` already read, else of the file), refusing a
     checkpoint that is not a run's last one, or that holds another model, configuration or data."""
     if saved is None:
-        saved = checkpoint.load(run.last_path, map_location=run.device)
+        saved = checkpoint.load(training.last_path, map_location=training.device)
     else:  # read on the CPU: its tensors go where the file's would have been loaded to
-        saved = checkpoint.to_device(saved, run.device)
+        saved = checkpoint.to_device(saved, training.device)
     missing = [key for key in CHECKPOINT_KEYS if key not in saved]
     if missing:
-        raise UserError(f"{run.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a best.pt "
-                        f"holds only the model); put the run's own last.pt back or start a new run")
-    config, before = run.config, saved["config"]
+        raise UserError(f"{training.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a "
+                        f"best.pt holds only the model); put the run's own last.pt back or start a new run")
+    config, before = training.config, saved["config"]
     for key in ("task", "model", "hidden"):
         if before.get(key) != config.get(key):
-            raise UserError(f"{run.last_path} holds a {before.get('model')} run on {before.get('task')} with "
+            raise UserError(f"{training.last_path} holds a {before.get('model')} run on {before.get('task')} with "
                             f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
                             f"for; start a new run elsewhere")
-    check_resumable(before, config, run.folder)
-    check_own_checkpoint(run, before)
+    check_resumable(before, config, training.folder)
+    check_own_checkpoint(training, before)
     if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
-        run.task.check_data_state(saved["data"])
-    check_weights(run.net, saved["model"], run.last_path, run.task)
-    run.net.load_state_dict(saved["model"])
+        training.task.check_data_state(saved["data"])
+    check_weights(training.net, saved["model"], training.last_path, training.task)
+    training.net.load_state_dict(saved["model"])
     try:
-        run.optimizer.load_state_dict(saved["optimizer"])
-        capturable(run.optimizer, isinstance(run.train_step, CapturedStep) and run.device.type == "cuda")
-        if run.schedule is not None:
-            run.schedule.load_state_dict(saved["schedule"])
+        training.optimizer.load_state_dict(saved["optimizer"])
+        capturable(training.optimizer, isinstance(training.train_step, CapturedStep) and training.device.type == "cuda")
+        if training.schedule is not None:
+            training.schedule.load_state_dict(saved["schedule"])
     except (RuntimeError, ValueError, KeyError) as error:
-        raise UserError(f"the optimizer state in {run.last_path} does not fit the {run.config['optimizer']} "
+        raise UserError(f"the optimizer state in {training.last_path} does not fit the {training.config['optimizer']} "
                         f"optimizer its configuration describes ({type(error).__name__}: {error}); restore the "
                         f"run's own last.pt or start a new run") from None
-    run.state = RunState.from_checkpoint(saved, distributed.shard_state(saved["state"], run.rank, run.world))
-    if run.state.step > run.steps:
-        raise UserError(f"{run.folder} is already at update {run.state.step}, past the {run.steps} updates asked "
-                        f"for; give a larger --steps (or --epochs) to train further")
+    carried = distributed.shard_state(saved["state"], training.rank, training.world)
+    training.progress = Progress.from_checkpoint(saved, carried)
+    if training.progress.step > training.steps:
+        raise UserError(f"{training.folder} is already at update {training.progress.step}, past the {training.steps} "
+                        f"updates asked for; give a larger --steps (or --epochs) to train further")
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
     kernel_policy.pin(saved.get("kernels"))  # the kernels the run trained with, whatever this process would time
 
 
-def check_own_checkpoint(run: Run, before: dict) -> None:
+def check_own_checkpoint(training: Training, before: dict) -> None:
     """UserError naming every option that may not change on resume and differs between ``last.pt``'s
     configuration ``before`` and the run folder's config.json: a checkpoint copied in from another run, which a
     resume must neither continue nor write its options over the run's own (config.json, metrics) with."""
-    path = runfolder.config_file(run.folder)
+    path = runfolder.config_file(training.folder)
     if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
         return
     try:
@@ -290,94 +292,95 @@ def check_own_checkpoint(run: Run, before: dict) -> None:
     if differ:
         shown = "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
                           for key in differ)
-        raise UserError(f"{run.last_path} is another run's checkpoint, not this run's ({shown}); put the run's own "
-                        f"last.pt back, or resume the other run in its own folder")
+        raise UserError(f"{training.last_path} is another run's checkpoint, not this run's ({shown}); put the run's "
+                        f"own last.pt back, or resume the other run in its own folder")
 
 
-def finish(run: Run) -> dict:
+def finish(training: Training) -> dict:
     """A resumed run that had already trained to its end: what it was stopped before doing (its test evaluation
     and its plot are part of the run) is done now; otherwise there is nothing to do."""
-    if not run.main:
-        return result(run.folder, run.main)
-    records = read_metrics(run.folder)
-    if not (records and records[-1].get("split") == "test") and "test" in run.task.splits \
-            and run.best_path.exists():
-        log = MetricsLog(run.folder, run.state.step)
+    if not training.main:
+        return result(training.folder, training.main)
+    records = read_metrics(training.folder)
+    if not (records and records[-1].get("split") == "test") and "test" in training.task.splits \
+            and training.best_path.exists():
+        log = MetricsLog(training.folder, training.progress.step)
         try:
-            test = score_test(run, log)
+            test = score_test(training, log)
         finally:
             log.close()
-            plot_curves(run.folder, run.task.references())
-        conclude(run, judge(run))
-        return result(run.folder, run.main, test)
-    if not (run.folder / runfolder.CURVES).exists():
-        plot_curves(run.folder, run.task.references())
-    why = (f"already finished its {run.steps} updates" if run.state.step == run.steps else
-           f"already stopped after {halvings(run.config, run.optimizer)} halvings of the learning rate")
-    print(f"[nnrnn] {run.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
-    conclude(run, judge(run))
-    return result(run.folder, run.main)
+            plot_curves(training.folder, training.task.references())
+        conclude(training, final_outcome(training))
+        return result(training.folder, training.main, test)
+    if not (training.folder / runfolder.CURVES).exists():
+        plot_curves(training.folder, training.task.references())
+    why = (f"already finished its {training.steps} updates" if training.progress.step == training.steps else
+           f"already stopped after {halvings(training.config, training.optimizer)} halvings of the learning rate")
+    print(f"[nnrnn] {training.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
+    conclude(training, final_outcome(training))
+    return result(training.folder, training.main)
 
 
-def loop(run: Run, restoring: bool, on_eval) -> dict:
-    """Train from ``run.state.step`` to the end (or the plateau stop), validating, checkpointing and logging
+def loop(training: Training, restoring: bool, on_eval) -> dict:
+    """Train from ``training.progress.step`` to the end (or the plateau stop), validating, checkpointing and logging
     on the way; then score the best checkpoint on the test split."""
     from tqdm import tqdm
-    config, task, state = run.config, run.task, run.state
+    config, task, state = training.config, training.task, training.progress
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
-    log = MetricsLog(run.folder, state.step if restoring else None) if run.main else None
+    log = MetricsLog(training.folder, state.step if restoring else None) if training.main else None
     print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
     print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
-          f"{sum(p.numel() for p in run.net.parameters())} parameter entries, {run.steps} updates on {run.device}, "
-          f"{torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
-    if restoring and run.main:
-        print(f"[nnrnn] resuming {run.folder} from update {state.step} of {run.steps} ({run.last_path})", flush=True)
+          f"{sum(p.numel() for p in training.net.parameters())} parameter entries, {training.steps} updates on "
+          f"{training.device}, {torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
+    if restoring and training.main:
+        print(f"[nnrnn] resuming {training.folder} from update {state.step} of {training.steps} "
+              f"({training.last_path})", flush=True)
     # a bar only on a terminal (disable=None): redirected, its carriage returns would pile up into one line
-    bar = tqdm(total=run.steps, initial=state.step, disable=None if config["progress"] and run.main else True,
+    bar = tqdm(total=training.steps, initial=state.step, disable=None if config["progress"] and training.main else True,
                unit="upd", dynamic_ncols=True)
     last_valid = last_train = None
-    run.net.train()
+    training.net.train()
     try:
         with StopRequested() as stop:
-            while state.step < run.steps:
-                update(run, log)
+            while state.step < training.steps:
+                update(training, log)
                 done = state.step
                 bar.update(1)
-                if (done % config["log_every"] == 0 or done == run.steps) and state.window:
-                    last_train = log_training(run, log)
+                if (done % config["log_every"] == 0 or done == training.steps) and state.window:
+                    last_train = log_training(training, log)
                     bar.set_postfix(loss=f"{last_train['loss']:.4f}")
-                evaluated = done % eval_every == 0 or done == run.steps
+                evaluated = done % eval_every == 0 or done == training.steps
                 if evaluated:
-                    last_valid = validation_pass(run, log)
-                    if run.main:  # above the bar on a terminal, a plain line otherwise
-                        tqdm.write(validation_line(done, run.steps, last_train, last_valid, state.best,
-                                                   task.monitor[0], run.optimizer.param_groups[0]["lr"]))
+                    last_valid = validation_pass(training, log)
+                    if training.main:  # above the bar on a terminal, a plain line otherwise
+                        tqdm.write(validation_line(done, training.steps, last_train, last_valid, state.best,
+                                                   task.monitor[0], training.optimizer.param_groups[0]["lr"]))
                         sys.stdout.flush()
-                    if plateau_reached(config, run.optimizer):  # the validation score has stopped improving
-                        if run.main:
+                    if plateau_reached(config, training.optimizer):  # the validation score has stopped improving
+                        if training.main:
                             log.log({"step": done, "split": "train", "event": "stopped",
-                                     "reason": f"learning rates halved {halvings(config, run.optimizer)} times"})
-                        save(run)
+                                     "reason": f"learning rates halved {halvings(config, training.optimizer)} times"})
+                        save(training)
                         break
-                if done % checkpoint_every == 0 or done == run.steps:
-                    save(run)
-                if run.main and on_eval is not None and evaluated:
+                if done % checkpoint_every == 0 or done == training.steps:
+                    save(training)
+                if training.main and on_eval is not None and evaluated:
                     on_eval(done, last_valid)
                 if stop.signal is not None:
-                    save(run)
-                    raise Interrupted(stop.signal, run.last_path)
-        test = score_test(run, log)
+                    save(training)
+                    raise Interrupted(stop.signal, training.last_path)
+        test = score_test(training, log)
     finally:
         bar.close()
-        if run.main:
+        if training.main:
             log.close()
-            plot_curves(run.folder, task.references())
-    check_converged(run, last_valid)
-    if run.main:
-        print("\n".join(summary_lines(run.folder, task.monitor)), flush=True)
-        conclude(run, judge(run))
-    return result(run.folder, run.main, test)
+            plot_curves(training.folder, task.references())
+    check_converged(training, last_valid)
+    if training.main:
+        print("\n".join(summary_lines(training.folder, task.monitor)), flush=True)
+        conclude(training, final_outcome(training))
+    return result(training.folder, training.main, test)
 
 
 def loss_references(task) -> tuple[float | None, float | None]:
@@ -386,51 +389,54 @@ def loss_references(task) -> tuple[float | None, float | None]:
     return loss.get("baseline"), loss.get("chance")
 
 
-def divergence_limit(run: Run) -> float | None:
-    return outcome.divergence_limit(*loss_references(run.task), divergence_factor(run.config), run.state.initial_loss)
+def divergence_limit(training: Training) -> float | None:
+    return outcome.divergence_limit(*loss_references(training.task), divergence_factor(training.config),
+                                    training.progress.initial_loss)
 
 
 def divergence_factor(config: dict) -> float | None:
-    return config.get("divergence_factor", outcome.DIVERGENCE_FACTOR)
+    return config.get("divergence_factor", DEFAULTS["divergence_factor"])
 
 
-def judge(run: Run) -> outcome.Outcome:
-    """The outcome of a run that trained to its end (:func:`nnrnn.training.outcome.judge`)."""
-    return outcome.judge(read_metrics(run.folder), *loss_references(run.task), divergence_limit(run),
-                         divergence_factor(run.config))
+def final_outcome(training: Training) -> outcome.Outcome:
+    """The outcome of a run that trained to its end (:func:`nnrnn.training.outcome.from_records`)."""
+    return outcome.from_records(read_metrics(training.folder), *loss_references(training.task),
+                                divergence_limit(training), divergence_factor(training.config))
 
 
-def conclude(run: Run, ended: outcome.Outcome) -> None:
+def conclude(training: Training, ended: outcome.Outcome) -> None:
     """Record the run's outcome in its folder, in its curves' title, and print it as its last lines."""
-    outcome.write(run.folder, ended)
-    plot_curves(run.folder, run.task.references())
+    outcome.write(training.folder, ended)
+    plot_curves(training.folder, training.task.references())
     print("\n".join(ended.lines()), flush=True)
 
 
-def stop_if_diverged(run: Run, loss: float, what: str) -> None:
+def stop_if_diverged(training: Training, loss: float, what: str) -> None:
     """TrainingDiverged, ending the run now, when ``loss`` is the :data:`~nnrnn.training.outcome.PATIENCE`th
     logged loss in a row far above the task's baseline and chance (:mod:`nnrnn.training.outcome`).  Non-finite
     losses are left to --max-bad-steps and :func:`check_converged`."""
-    run.state.above_limit = outcome.points_above(run.state.above_limit, loss, divergence_limit(run))
-    if run.state.above_limit >= outcome.PATIENCE and math.isfinite(loss):
-        why = outcome.divergence(what, loss, divergence_limit(run), divergence_factor(run.config))
-        kept = (f"the last good checkpoint is {run.last_path}" if run.last_path.exists()
+    progress = training.progress
+    progress.above_limit = outcome.points_above(progress.above_limit, loss, divergence_limit(training))
+    if progress.above_limit >= outcome.PATIENCE and math.isfinite(loss):
+        why = outcome.divergence(what, loss, divergence_limit(training), divergence_factor(training.config))
+        kept = (f"the last good checkpoint is {training.last_path}" if training.last_path.exists()
                 else "no checkpoint had been written yet")
         raise TrainingDiverged(f"training diverged: {why}; {kept}; lower --lr or set --clip")
 
 
-def update(run: Run, log: MetricsLog | None) -> None:
-    """One training update on batch ``run.state.step`` (:mod:`.step`); a non-finite loss or gradient skips it
+def update(training: Training, log: MetricsLog | None) -> None:
+    """One training update on batch ``training.progress.step`` (:mod:`.step`); a non-finite loss or gradient skips it
     (parameters and the carried state stay as they were) and too many in a row end the run."""
-    config, task, state = run.config, run.task, run.state
+    config, task, state = training.config, training.task, training.progress
     batch = task.train_batch(state.step)
-    inputs = distributed.shard(batch.inputs, run.rank, run.world).to(run.device)
-    targets = distributed.shard(batch.targets, run.rank, run.world, 1 if task.predict_at == "all" else 0).to(run.device)
+    inputs = distributed.shard(batch.inputs, training.rank, training.world).to(training.device)
+    time_axis = 1 if task.predict_at == "all" else 0
+    targets = distributed.shard(batch.targets, training.rank, training.world, time_axis).to(training.device)
     if config["check_inputs"] and not torch.isfinite(inputs).all():
         raise UserError(f"the input batch of update {state.step} holds NaN or Inf values; check the data files")
-    if isinstance(run.schedule, torch.optim.lr_scheduler.StepLR) and state.step > 0:
-        run.schedule.step()  # the rate of update state.step + 1: divided after every lr_step_epochs' updates
-    stepped = run.train_step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
+    if isinstance(training.schedule, torch.optim.lr_scheduler.StepLR) and state.step > 0:
+        training.schedule.step()  # the rate of update state.step + 1: divided after every lr_step_epochs' updates
+    stepped = training.train_step(inputs, targets, state.carried if batch.carry else None, state.step + 1)
     state.step += 1
     state.carried = stepped.carried
     if stepped.finite:
@@ -442,59 +448,61 @@ def update(run: Run, log: MetricsLog | None) -> None:
         return
     state.bad_steps += 1
     state.skipped += 1
-    if run.main:
+    if training.main:
         log.log({"step": state.step, "split": "train", "event": "skipped update",
                  "reason": "non-finite loss or gradient"})
     if state.bad_steps >= config["max_bad_steps"]:
-        kept = (f"the last good checkpoint is {run.last_path}" if run.last_path.exists()
+        kept = (f"the last good checkpoint is {training.last_path}" if training.last_path.exists()
                 else "no checkpoint had been written yet")
         raise TrainingDiverged(f"training diverged: {state.bad_steps} non-finite losses or gradients in a row at "
                                f"update {state.step}; {kept}; lower --lr or set --clip")
 
 
-def log_training(run: Run, log: MetricsLog | None) -> dict:
+def log_training(training: Training, log: MetricsLog | None) -> dict:
     """Log the training metrics summed since the last logged point (over every process) and start a new window."""
-    record = {"step": run.state.step, "split": "train",
-              **run.task.summarize(distributed.sum_stats(run.state.window, run.world)),
-              "lr": run.optimizer.param_groups[0]["lr"]}
-    if run.main:
+    record = {"step": training.progress.step, "split": "train",
+              **training.task.summarize(distributed.sum_stats(training.progress.window, training.world)),
+              "lr": training.optimizer.param_groups[0]["lr"]}
+    if training.main:
         log.log(record)
-    run.state.window = {}
+    training.progress.window = {}
     if "loss" in record:
-        stop_if_diverged(run, record["loss"], f"the training loss at update {record['step']}")
+        stop_if_diverged(training, record["loss"], f"the training loss at update {record['step']}")
     return record
 
 
-def validation_pass(run: Run, log: MetricsLog | None) -> dict | None:
+def validation_pass(training: Training, log: MetricsLog | None) -> dict | None:
     """Score the validation split (rank 0), keep ``best.pt`` when it improved, and step the schedule on the score
     (every rank, on rank 0's score, so that all keep one learning rate).  Returns rank 0's record."""
-    monitor, mode = run.task.monitor
+    monitor, mode = training.task.monitor
     record = None
-    if run.main:
-        record = {"step": run.state.step, "split": "valid", **evaluate(run.net, run.task, "valid", run.device)}
+    if training.main:
+        scores = evaluate(training.net, training.task, "valid", training.device)
+        record = {"step": training.progress.step, "split": "valid", **scores}
         log.log(record)
-        score, best = record[monitor], run.state.best
+        score, best = record[monitor], training.progress.best
         if math.isfinite(score) and (best is None or (score < best if mode == "min" else score > best)):
-            run.state.best = score
-            checkpoint.save(run.best_path, {"config": run.config, "sizes": network_sizes(run.task),
-                                            "model": run.net.state_dict(), "step": run.state.step, "valid": record,
-                                            "data": run.data_state, "kernels": kernel_policy.record()})
-    if isinstance(run.schedule, torch.optim.lr_scheduler.ReduceLROnPlateau):
-        run.schedule.step(distributed.broadcast_float(record[monitor] if run.main else 0.0, run.world))
+            training.progress.best = score
+            checkpoint.save(training.best_path, {"config": training.config, "sizes": network_sizes(training.task),
+                                                 "model": training.net.state_dict(), "step": training.progress.step,
+                                                 "valid": record, "data": training.data_state,
+                                                 "kernels": kernel_policy.record()})
+    if isinstance(training.schedule, torch.optim.lr_scheduler.ReduceLROnPlateau):
+        training.schedule.step(distributed.broadcast_float(record[monitor] if training.main else 0.0, training.world))
     # every rank stops together, on rank 0's validation loss
-    loss = distributed.broadcast_float(record["loss"] if run.main else 0.0, run.world)
-    stop_if_diverged(run, loss, f"the validation loss at update {run.state.step}")
+    loss = distributed.broadcast_float(record["loss"] if training.main else 0.0, training.world)
+    stop_if_diverged(training, loss, f"the validation loss at update {training.progress.step}")
     return record
 
 
-def score_test(run: Run, log: MetricsLog | None) -> dict | None:
+def score_test(training: Training, log: MetricsLog | None) -> dict | None:
     """Training is over: the test metrics of the best-validation parameters (rank 0, tasks with a test split)."""
-    if not (run.main and "test" in run.task.splits and run.best_path.exists()):
+    if not (training.main and "test" in training.task.splits and training.best_path.exists()):
         return None
-    run.net.load_state_dict(checkpoint.load(run.best_path, map_location=run.device)["model"])
-    test = evaluate(run.net, run.task, "test", run.device)
-    log.log({"step": run.state.step, "split": "test", **test})
-    check_finite(test, "test", run.best_path)
+    training.net.load_state_dict(checkpoint.load(training.best_path, map_location=training.device)["model"])
+    test = evaluate(training.net, training.task, "test", training.device)
+    log.log({"step": training.progress.step, "split": "test", **test})
+    check_finite(test, "test", training.best_path)
     return test
 
 
@@ -506,19 +514,19 @@ def check_finite(metrics: dict, split: str, path: Path) -> None:
                                f"not finite, so the run is not trustworthy; retrain with a lower --lr or --clip")
 
 
-def check_converged(run: Run, last_valid: dict | None) -> None:
+def check_converged(training: Training, last_valid: dict | None) -> None:
     """TrainingDiverged when the run's results cannot be trusted: too many updates were skipped as
     non-finite, or the last validation score is not finite."""
-    skipped, steps, config = run.state.skipped, run.steps, run.config
+    skipped, steps, config = training.progress.skipped, training.steps, training.config
     if skipped and (skipped >= steps or skipped > config["max_bad_steps"]):
         how_many = "all of them" if skipped >= steps else f"more than --max-bad-steps {config['max_bad_steps']}"
         raise TrainingDiverged(f"training diverged: {skipped} of the {steps} updates had a non-finite loss or "
-                               f"gradient and were skipped ({how_many}); the results in {run.folder} are not "
+                               f"gradient and were skipped ({how_many}); the results in {training.folder} are not "
                                f"trustworthy; lower --lr or set --clip")
-    monitor = run.task.monitor[0]
+    monitor = training.task.monitor[0]
     if last_valid is not None and not math.isfinite(last_valid[monitor]):
         raise TrainingDiverged(f"training diverged: the validation {monitor} after update {last_valid['step']} is "
-                               f"{last_valid[monitor]}; the results in {run.folder} are not trustworthy; lower "
+                               f"{last_valid[monitor]}; the results in {training.folder} are not trustworthy; lower "
                                f"--lr or set --clip")
 
 

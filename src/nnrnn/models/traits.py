@@ -1,0 +1,35 @@
+"""What a model class says about itself, stated once: :class:`Traits`, the defaults every root model class
+inherits (:class:`~nnrnn.models.base.RecurrentModel`, :class:`~nnrnn.models.cells.CellModel`, the GRU, the
+LSTM and the complex nnRNN), each of which states only where it differs."""
+from __future__ import annotations
+
+
+class Traits:
+    """A model class's traits, read off the class (never an instance) by the training configuration
+    (:mod:`nnrnn.training.config`), the read-out's width (:func:`nnrnn.models.parameter_count`) and the
+    experiments (:mod:`nnrnn.experiments`).  The defaults are a plain, non-gated, real model with no option of
+    its own."""
+
+    # The options of a training configuration this model's constructor takes (nnrnn.training.config.model_options),
+    # and the orthogonal initialisation schemes its ``init`` accepts (empty: it has no ``init``).
+    CONFIG_OPTIONS: tuple[str, ...] = ()
+    INITS: tuple[str, ...] = ()
+    # The training options that act on this model beyond its constructor's (nnrnn.training.config.inapplicable
+    # refuses the others when given explicitly): lr_orth needs an orthogonal factor, delta and t_decay a Schur form.
+    TRAIN_OPTIONS: tuple[str, ...] = ()
+    # The nonlinearities its ``nonlinearity`` takes where they are fewer than the common four (None: all of them,
+    # or it has no such option).
+    NONLINEARITIES: tuple | None = None
+    # Whether it is one of the paper's "orthogonal RNNs" (its recurrent matrix orthogonal or unitary, at least at
+    # its start), its gate count (1: not gated; 0: an elementwise recurrence; a gated model's recurrent matrix is
+    # that many N×N blocks), whether it trains an orthogonal factor under its own learning rate (lr_orth) and
+    # whether it has a Schur form's γ and T (delta, t_decay).
+    ORTHOGONAL: bool = False
+    GATES: int = 1
+    ORTHOGONAL_FACTOR: bool = False
+    SCHUR_FORM: bool = False
+    # The model's own options a hyperparameter search tunes beside the learning rates (nnrnn.experiments.sweep):
+    # name -> ("log", low, high), a log-uniform range, or ("choice", values).
+    SEARCHED: dict[str, tuple] = {}
+    # The real features a read-out sees per hidden unit (2 for a complex state: [Re h, Im h]).
+    REAL_FEATURES_PER_UNIT: int = 1
