@@ -64,7 +64,7 @@ class GridFolder:
 
     def run_folder(self, planned: PlannedRun) -> Path:
         """Runs with identical settings (e.g. nnRNN in both columns) share one folder."""
-        return self.out / "runs" / planned.name
+        return self.runs / planned.name
 
     @property
     def runs(self) -> Path:
@@ -219,7 +219,7 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
     ``preset`` (a protocol's), which then replaces the column's.  ``models`` and ``tasks`` filter by model and task
     name (a variant goes with its model)."""
-    runs = []
+    found = []
     for setting_name, setting in spec["tasks"].items():
         task = setting.get("task", setting_name)
         if tasks and task not in tasks:
@@ -254,10 +254,10 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                                **procedure, **setting["options"], **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
-                    runs.append(PlannedRun(setting_name, task, column, label, model, seed, hidden, base, options,
-                                           budget, run_name(options, base),
-                                           {k: v for k, v in variant.items() if k != "model"}))
-    return runs
+                    found.append(PlannedRun(setting_name, task, column, label, model, seed, hidden, base, options,
+                                            budget, run_name(options, base),
+                                            {k: v for k, v in variant.items() if k != "model"}))
+    return found
 
 
 def budget_hidden(model: str, budget: int, config: dict, io) -> int:
