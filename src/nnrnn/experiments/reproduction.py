@@ -24,10 +24,10 @@ from .rules import Claim, not_converged, rule
 from .sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section, settings_sections,
                        settled_section)
 from .statistics import Stat
-from .verdicts import (all_or_nothing_claim, backprop_claim, column_words, copy_claims, copy_columns_claim,
-                       gamma_claims, gap_claims, gated_claim, gradient_claim, name, psmnist_claim, ptb_accuracy_claim,
-                       ptb_claim, regularization_claim, structure_claims, theory_claims)
-from .words import title
+from .verdicts import (all_or_nothing_claim, backprop_claim, copy_claims, copy_columns_claim, gamma_claims,
+                       gap_claims, gated_claim, gradient_claim, psmnist_claim, ptb_accuracy_claim, ptb_claim,
+                       regularization_claim, structure_claims, theory_claims)
+from .words import column_words, name, title
 
 
 def analyse_first_seed(grid: Grid) -> list[str]:
