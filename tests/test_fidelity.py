@@ -83,7 +83,7 @@ def test_presets_carry_the_release_procedure(preset, task, bptt):
 
 def test_the_paper_scale_trains_the_releases_lengths():
     """copytask.py trains 1500 updates (hard-coded), sMNIST.py and language_task.py 100 epochs."""
-    from nnrnn.experiments.grid import SCALES
+    from nnrnn.experiments.grids import SCALES
     tasks = SCALES["paper"]["tasks"]
     assert tasks["copy"]["options"]["steps"] == 1500
     assert tasks["psmnist"]["options"]["epochs"] == RELEASE["psmnist"]["epochs"] == 100

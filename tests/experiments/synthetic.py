@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from nnrnn.experiments import grid
+from nnrnn.experiments import grid, grids
+from nnrnn.experiments.collect import STRUCTURE as MEASURED
+from nnrnn.experiments.report import planned_grid
 from nnrnn.training import runfolder
 
 # the final metric each model reaches, per task (about the cpu-long report's numbers)
@@ -31,20 +33,27 @@ def _curve(rng, task: str, level: float, points: int, stuck: bool) -> list[float
     return [float(level + (start - level) * s + abs(level) * 0.02 * rng.standard_normal()) for s in shape]
 
 
-def write_run(folder: Path, planned: dict, diverged: bool = False, stuck: bool = False) -> None:
+def planned(**given) -> grid.PlannedRun:
+    """A planned run with only the fields a test gives (the others empty)."""
+    empty = {"setting": "", "task": "", "column": "", "label": "", "model": "", "seed": 0, "hidden": 0,
+             "preset": None, "options": {}, "budget": 0, "name": ""}
+    return grid.PlannedRun(**{**empty, **given})
+
+
+def write_run(folder: Path, planned: grid.PlannedRun, diverged: bool = False, stuck: bool = False) -> None:
     """One finished (or diverged) run: training points with gradient norms and learning rates, validation points,
     a test record."""
-    rng = np.random.default_rng(zlib.crc32(planned["name"].encode()))
+    rng = np.random.default_rng(zlib.crc32(planned.name.encode()))
     folder.mkdir(parents=True, exist_ok=True)
     if diverged:
         (folder / runfolder.DIVERGED_MARKER).write_text("training diverged: synthetic\n")
         (folder / "metrics.jsonl").write_text(json.dumps({"step": 10, "split": "train", "loss": 1.0}) + "\n")
         return
-    task, key = planned["task"], grid.metric(planned["task"])
-    level = LEVEL[task].get(planned["model"], LEVEL[task]["nnrnn"]) * (1 + 0.01 * rng.standard_normal())
+    task, key = planned.task, grid.metric(planned.task)
+    level = LEVEL[task].get(planned.model, LEVEL[task]["nnrnn"]) * (1 + 0.01 * rng.standard_normal())
     records, points = [], 12
     for i in range(4 * points):
-        norm = float(np.exp(rng.standard_normal()) * (300.0 if planned["seed"] == 1 and i == 30 else 1.0))
+        norm = float(np.exp(rng.standard_normal()) * (300.0 if planned.seed == 1 and i == 30 else 1.0))
         records.append({"step": 5 * (i + 1), "split": "train", "loss": 1.0, "grad_norm": norm,
                         "lr": 1e-3 / 2 ** (i // 20)})
     curve = _curve(rng, task, level, points, stuck)
@@ -64,34 +73,33 @@ def write_run(folder: Path, planned: dict, diverged: bool = False, stuck: bool =
 STRUCTURE = {"copy": 0.02, "psmnist": 0.2, "ptb": 0.4}
 
 
-def write_structure(out: Path, runs: list[dict]) -> None:
+def write_structure(made: grid.Grid) -> None:
     """The learned-structure cache of every finished nnRNN run, as if measured from its checkpoint."""
-    from nnrnn.experiments import report
     cache = {}
-    for planned in runs:
-        if planned["model"] != "nnrnn" or planned["label"] != "nnrnn":
+    for planned in made.planned:
+        if planned.model != "nnrnn" or planned.label != "nnrnn":
             continue
-        folder = grid.run_folder(out, planned)
+        folder = made.run_folder(planned)
         rng = np.random.default_rng(zlib.crc32(folder.name.encode()) + 1)
-        base = STRUCTURE[planned["task"]]
+        base = STRUCTURE[planned.task]
         values = {"triangular_fraction": base + 0.01 * rng.random(), "departure": base + 0.01 * rng.random(),
                   "mean_modulus": 0.99 - base / 10, "angle_concentration": 0.05 + base / 4 * rng.random(),
                   "delay_line": 1 + base + 0.1 * rng.random(), "in_block": 0.01 * rng.random(),
                   "in_block_to_link": 0.5 + rng.random(), "mean_gamma": 0.99 - base / 10}
-        cache[folder.name] = {"stamp": "", "quantities": sorted(report.STRUCTURE), "values": values}
-    (out / "analysis").mkdir(parents=True, exist_ok=True)
-    (out / "analysis" / "structure.json").write_text(json.dumps(cache, indent=1))
+        cache[folder.name] = {"stamp": "", "quantities": sorted(MEASURED), "values": values}
+    made.structure.parent.mkdir(parents=True, exist_ok=True)
+    made.structure.write_text(json.dumps(cache, indent=1))
 
 
-def build(out: Path, scale: str, data_dir=None) -> list[dict]:
-    """Every run of ``scale`` written under ``out/runs``; its plan returned.  Diverged: the RNN's seed 2 in every
+def build(out: Path, scale: str, data_dir=None) -> grid.Grid:
+    """Every run of ``scale`` written under ``out/runs``; the grid returned.  Diverged: the RNN's seed 2 in every
     setting; stuck at its start: γ = 1's seed 0."""
-    runs = grid.plan(scale, data_dir=data_dir)
-    for planned in runs:
-        folder = grid.run_folder(out, planned)
+    made = planned_grid(out, scale, grid.plan(grids.SCALES[scale], data_dir=data_dir))
+    for planned in made.planned:
+        folder = made.run_folder(planned)
         if folder.exists():
             continue
-        write_run(folder, planned, diverged=planned["model"] == "rnn" and planned["seed"] == 2,
-                  stuck=planned["label"].endswith("γ=1") and planned["seed"] == 0)
-    write_structure(out, runs)
-    return runs
+        write_run(folder, planned, diverged=planned.model == "rnn" and planned.seed == 2,
+                  stuck=planned.label.endswith("γ=1") and planned.seed == 0)
+    write_structure(made)
+    return made

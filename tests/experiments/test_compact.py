@@ -1,10 +1,11 @@
 """nnrnn.experiments.compact: a grid's report can be computed again from the compact data beside it alone."""
+import dataclasses
 import json
 
 import pytest
 
 from nnrnn_cli import command as cli
-from nnrnn.experiments import compact, grid, report
+from nnrnn.experiments import compact, grid, grids, report
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -12,18 +13,18 @@ COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grid.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
         "copy": {"hidden": 16, "columns": ("hidden", "params"), "options": COPY}}})
     return "copy-only"
 
 
 def test_a_report_is_written_again_from_its_compact_data_alone(tmp_path, copy_scale):
     out = tmp_path / "grid"
-    runs = synthetic.build(out, copy_scale)
+    made = synthetic.build(out, copy_scale)
     grid.record_plan(out, copy_scale)
-    (out / "notes.md").write_text("Written by hand.\n")
-    first = report.write_report(out, copy_scale, runs).read_text()
-    data = out / compact.DATA
+    made.notes.write_text("Written by hand.\n")
+    first = report.write_report(made).read_text()
+    data = made.data
     assert data.is_file() and data.stat().st_size < 3_000_000
     stored = json.loads(data.read_text())
     some = next(iter(stored["folders"].values()))
@@ -44,16 +45,17 @@ def test_from_data_names_a_missing_file_in_one_line(tmp_path, capsys, copy_scale
 def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
     from nnrnn.experiments.collect import probe_norms
     out = tmp_path / "grid"
-    runs = synthetic.build(out, copy_scale)
-    (out / "analysis" / "ptb").mkdir(parents=True)
-    (out / "analysis" / "ptb" / "summary.json").write_text(json.dumps({"model": "nnrnn", "gradient": {
+    made = synthetic.build(out, copy_scale)
+    made.analysis("ptb").mkdir(parents=True)
+    made.probe("ptb").write_text(json.dumps({"model": "nnrnn", "gradient": {
         "description": "probe", "norms": [3.0, 2.0, 1.0]}}))
-    report.write_report(out, copy_scale, runs, analysis=[])
-    stored = json.loads((out / compact.DATA).read_text())
+    report.write_report(dataclasses.replace(made, analysis_lines=[]))
+    stored = json.loads(made.data.read_text())
     assert stored["probes"] == {"ptb": [3.0, 2.0, 1.0]}
     elsewhere = tmp_path / "elsewhere"
     compact.materialize(stored, elsewhere)
-    assert probe_norms(elsewhere, "ptb") == [3.0, 2.0, 1.0] and probe_norms(elsewhere, "copy") is None
+    there = grid.GridFolder(elsewhere)
+    assert probe_norms(there, "ptb") == [3.0, 2.0, 1.0] and probe_norms(there, "copy") is None
 
 
 @pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern"])
@@ -67,5 +69,5 @@ def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     if not (HAS_MNIST and HAS_PTB):
         pytest.skip(f"the report's data section counts the MNIST and PTB files, not found in {SHARED}")
     shutil.copy(committed / "notes.md", tmp_path / "notes.md")
-    report.regenerate(committed / compact.DATA, tmp_path, SHARED)
+    report.regenerate(grid.GridFolder(committed).data, tmp_path, SHARED)
     assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()

@@ -2,7 +2,9 @@
 nnrnn.tasks needs nothing in grid.py or report.py."""
 import pytest
 
-from nnrnn.experiments import grid, report
+from nnrnn.experiments import grid, grids
+from nnrnn.experiments.words import title
+from tests.experiments.synthetic import planned
 
 
 @pytest.mark.parametrize(("task", "sizes"), [("copy", (10, 9, None)), ("adding", (2, 1, None)),
@@ -12,12 +14,9 @@ def test_the_network_sizes_of_a_task_come_from_its_class(task, sizes):
 
 
 def test_a_setting_is_titled_by_its_task_with_the_length_that_defines_it():
-    runs = [{"setting": "adding", "task": "adding", "options": {"T": 50}}]
-    assert report.title(runs, "adding") == "adding, T = 50"
-    runs = [{"setting": "p", "task": "psmnist", "options": {}}]
-    assert report.title(runs, "p") == "psMNIST"
-    runs = [{"setting": "copy-9", "task": "copy", "options": {"T": 9}}]
-    assert report.title(runs, "copy-9") == "copy, T = 9"
+    assert title([planned(setting="adding", task="adding", options={"T": 50})], "adding") == "adding, T = 50"
+    assert title([planned(setting="p", task="psmnist")], "p") == "psMNIST"
+    assert title([planned(setting="copy-9", task="copy", options={"T": 9})], "copy-9") == "copy, T = 9"
 
 
 def test_finished_and_diverged_are_the_trainers_outcome(tmp_path):
@@ -58,8 +57,7 @@ def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
 
 
 def test_a_scales_searches_train_on_a_seed_its_tables_do_not_report():
-    from nnrnn.experiments import grid
-    spec = grid.SCALES["beyond"]
-    found = grid.searches("beyond", models=["gru"], tasks=["copy"])
+    spec = grids.SCALES["beyond"]
+    found = grid.searches(spec, models=["gru"], tasks=["copy"])
     assert found and all(s["options"]["seed"] == spec["tune"]["seed"] for s in found.values())
     assert spec["tune"]["seed"] not in spec["seeds"]

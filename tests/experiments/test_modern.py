@@ -4,20 +4,23 @@ import json
 import pytest
 
 from nnrnn_cli import command as cli
-from nnrnn.experiments import compact, grid, modern, reproduce
+from nnrnn.experiments import grid, grids, modern, reproduce
+from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.statistics import Stat
+from nnrnn.experiments.report import planned_grid
 from nnrnn.tasks import make_task
+from tests.experiments import synthetic
 
 TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
 
 
 @pytest.fixture
 def modern_scale(monkeypatch):
-    monkeypatch.setitem(grid.SCALES, "tiny-modern", {
-        "seeds": [0, 1], "report": "modern", "tune": {"trials": 3, "share": 0.5, "seed": 100, "startup": 2},
+    monkeypatch.setitem(grids.SCALES, "tiny-modern", {
+        "seeds": [0, 1], "report": modern_grid.REPORT, "tune": {"trials": 3, "share": 0.5, "seed": 100, "startup": 2},
         "tasks": {
             "copy": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
-                     "models": ("nnrnn", "cornn", "lru"), "variants": grid.CHAIN_INIT, "options": TINY},
+                     "models": ("nnrnn", "cornn", "lru"), "variants": modern_grid.CHAIN_INIT, "options": TINY},
             "adding": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
                        "models": ("nnrnn", "mingru"), "options": TINY}}})
     monkeypatch.setattr(modern, "SPEED_ROUNDS", 1)
@@ -25,19 +28,19 @@ def modern_scale(monkeypatch):
 
 
 def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_parameter_count():
-    runs = grid.plan("modern", seeds=[0], searching=True, tasks=["copy", "adding"])
-    labels = {r["label"] for r in runs}
-    assert labels == set(grid.MODERN_MODELS) | {"rnn chain"}
-    assert {r["column"] for r in runs} == {grid.TUNED} and {r["preset"] for r in runs} == {"long-memory"}
-    copy = {r["label"]: r for r in runs if r["setting"] == "copy"}
-    assert copy["nnrnn"]["options"]["T"] == 1000 and copy["rnn chain"]["options"]["init"] == "chain:1.02"
-    assert {r["budget"] for r in copy.values()} == {copy["nnrnn"]["budget"]}  # one parameter budget per protocol
-    adding = {r["label"]: r for r in runs if r["setting"] == "adding"}
-    assert adding["nnrnn"]["options"]["T"] == 2000 and adding["nnrnn"]["options"]["batch_size"] == 50
-    searches = grid.searches("modern", tasks=["copy"])
+    runs = grid.plan(grids.SCALES["modern"], seeds=[0], searching=True, tasks=["copy", "adding"])
+    labels = {r.label for r in runs}
+    assert labels == set(modern_grid.MODERN_MODELS) | {"rnn chain"}
+    assert {r.column for r in runs} == {grid.TUNED} and {r.preset for r in runs} == {"long-memory"}
+    copy = {r.label: r for r in runs if r.setting == "copy"}
+    assert copy["nnrnn"].options["T"] == 1000 and copy["rnn chain"].options["init"] == "chain:1.02"
+    assert {r.budget for r in copy.values()} == {copy["nnrnn"].budget}  # one parameter budget per protocol
+    adding = {r.label: r for r in runs if r.setting == "adding"}
+    assert adding["nnrnn"].options["T"] == 2000 and adding["nnrnn"].options["batch_size"] == 50
+    searches = grid.searches(grids.SCALES["modern"], tasks=["copy"])
     assert {s["trials"] for s in searches.values()} == {10} and {s["startup"] for s in searches.values()} == {5}
     assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
-    assert grid.TUNE_SEED not in grid.SCALES["modern"]["seeds"]
+    assert grid.TUNE_SEED not in grids.SCALES["modern"]["seeds"]
 
 
 def test_best_so_far_counts_only_finished_trials():
@@ -75,13 +78,14 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
                                                                                                modern_scale):
     out = tmp_path / "grid"
     text = reproduce.reproduce(modern_scale, out).read_text()
-    trials = json.loads((out / grid.TRIALS).read_text())
+    files = grid.GridFolder(out)
+    trials = json.loads(files.trials.read_text())
     assert set(trials) == {"copy-nnrnn", "copy-cornn", "copy-lru", "copy-rnn-chain", "adding-nnrnn",
                            "adding-mingru"}
     assert all(len(found) == 3 for found in trials.values())  # the same budget for every model
     cornn = {t["number"]: t["params"] for t in trials["copy-cornn"]}
     assert all({"dt", "gamma", "epsilon"} <= set(p) for p in cornn.values())  # its own options searched
-    speed = json.loads((out / grid.SPEED).read_text())
+    speed = json.loads(files.speed.read_text())
     assert set(speed["settings"]) == {"copy", "adding"} and speed["threads"] == 1
     seconds = speed["settings"]["copy"]["seconds"]
     assert {"torch.nn.RNN", "torch.nn.GRU", "nnrnn", "cornn", "lru", "rnn"} <= set(seconds)
@@ -102,7 +106,7 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     # the task's options, not one model's picks
     assert "Task options: T=6, batch_size=4, steps=4, eval_every=2, log_every=2\n" in text
     elsewhere = tmp_path / "elsewhere"
-    assert cli.main(["reproduce", "--scale", modern_scale, "--from-data", str(out / compact.DATA),
+    assert cli.main(["reproduce", "--scale", modern_scale, "--from-data", str(files.data),
                      "--out", str(elsewhere)]) == 0
     assert (elsewhere / "report.md").read_text() == text
 
@@ -110,6 +114,6 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
 def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path, modern_scale):
     diverged = [{"number": i, "state": "PRUNED", "stopped": "diverged", "value": None, "params": {}} for i in range(3)]
     finished = [{"number": 0, "state": "COMPLETE", "stopped": None, "value": 0.1, "params": {}}]
-    (tmp_path / grid.TRIALS).write_text(json.dumps({"copy-cornn": diverged, "copy-nnrnn": finished}))
-    runs = [{"setting": "copy", "label": "nnrnn"}]
-    assert modern.untuned(tmp_path, modern_scale, runs, "copy") == ["cornn"]
+    made = planned_grid(tmp_path, modern_scale, [synthetic.planned(setting="copy", label="nnrnn")])
+    made.trials.write_text(json.dumps({"copy-cornn": diverged, "copy-nnrnn": finished}))
+    assert modern.untuned(made, "copy") == ["cornn"]

@@ -5,6 +5,7 @@ import pytest
 from nnrnn.experiments import paper
 from nnrnn.experiments.reproduce import expected_cost
 from nnrnn.models import MODELS
+from tests.experiments import synthetic
 
 
 def test_the_papers_groups_are_read_from_the_model_classes():
@@ -23,7 +24,7 @@ def test_a_models_flags_agree_with_the_training_options_it_takes(name):
 
 def test_a_runs_rough_cost_comes_from_its_task_and_model_classes():
     def planned(task, model, **options):
-        return {"task": task, "model": model, "hidden": 64, "options": {"batch_size": 1, **options}}
+        return synthetic.planned(task=task, model=model, hidden=64, options={"batch_size": 1, **options})
     # copy: T + 20 steps; an LSTM's four gates cost four N×N products
     assert expected_cost(planned("copy", "lstm", T=80, steps=10)) == 10 * 100 * (4 * 64 ** 2 + 64 ** 2)
     assert expected_cost(planned("psmnist", "rnn", epochs=2)) == 2 * 125 * 784 * 2 * 64 ** 2

@@ -4,9 +4,13 @@ import math
 
 import pytest
 
-from nnrnn.experiments import figures, grid, report, reproduce
+from nnrnn.experiments import figures, grid, grids, report, reproduce
+from nnrnn.experiments.beyond import goal_section
+from nnrnn.experiments.collect import converged, spike, updates_to_solve
+from nnrnn.experiments.reproduction import _per_run
 from nnrnn.training import runfolder
 from tests.conftest import SHARED, needs_ptb
+from tests.experiments.synthetic import planned
 
 COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
 HELD = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}}
@@ -18,25 +22,26 @@ def scale(monkeypatch):
         "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",), "variants": HELD, "options": COPY},
         "copy-9": {"task": "copy", "hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                    "options": {**COPY, "T": 9}}}}
-    monkeypatch.setitem(grid.SCALES, "two-settings", spec)
+    monkeypatch.setitem(grids.SCALES, "two-settings", spec)
     return "two-settings"
 
 
 def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
-    runs = grid.plan(scale)
-    assert {(r["setting"], r["label"]) for r in runs} == {("copy", "nnrnn"), ("copy", "nnrnn γ=1"),
+    runs = grid.plan(grids.SCALES[scale])
+    assert {(r.setting, r.label) for r in runs} == {("copy", "nnrnn"), ("copy", "nnrnn γ=1"),
                                                           ("copy-9", "nnrnn")}
-    held = next(r for r in runs if r["label"] == "nnrnn γ=1")
-    assert held["options"]["fixed_gamma"] == 1.0 and held["column"] == "hidden"
-    assert len({r["name"] for r in runs}) == 6  # the variant and T = 9 are runs of their own
+    held = next(r for r in runs if r.label == "nnrnn γ=1")
+    assert held.options["fixed_gamma"] == 1.0 and held.column == "hidden"
+    assert len({r.name for r in runs}) == 6  # the variant and T = 9 are runs of their own
     text = reproduce.reproduce(scale, tmp_path, log=lambda m: None).read_text()
     assert "## copy, T = 5" in text and "## copy, T = 9" in text
     assert "| nnRNN, γ = 1 |" in text  # the variant's own row
     assert "validated every 2 updates" in text
     assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
     assert (tmp_path / "figures" / "gradients-copy-9.png").is_file()  # the supplement's gradient norms
-    (tmp_path / "notes.md").write_text("EURNN's capacity explains it.\n")
-    text = report.write_report(tmp_path, scale, runs).read_text()  # written again: the hand-written notes stay
+    grid.GridFolder(tmp_path).notes.write_text("EURNN's capacity explains it.\n")
+    made = report.planned_grid(tmp_path, scale, runs)
+    text = report.write_report(made).read_text()  # written again: the hand-written notes stay
     assert text.endswith("## Notes on this grid (written by hand, from notes.md)\n\nEURNN's capacity explains it.\n")
     # the learned structure is measured on every seed, once
     cache = json.loads((tmp_path / "analysis" / "structure.json").read_text())
@@ -58,8 +63,8 @@ def test_updates_to_solve_is_the_step_after_which_the_loss_stays_below(tmp_path)
     (folder / "metrics.jsonl").write_text("".join(
         json.dumps({"step": 100 * (i + 1), "split": "valid", "loss": v}) + "\n" for i, v in enumerate(losses))
         + json.dumps({"step": 500, "split": "test", "loss": 0.03}) + "\n")
-    assert report.updates_to_solve(folder, 0.1) == 400.0
-    assert report.updates_to_solve(folder, 0.01) is None  # never below
+    assert updates_to_solve(folder, 0.1) == 400.0
+    assert updates_to_solve(folder, 0.01) is None  # never below
 
 
 def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
@@ -73,13 +78,13 @@ def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
             + json.dumps({"step": 1000, "split": "test", "bpc": min(valid)}) + "\n")
         return folder
     learned = run([4.5, 3.0, 2.3], "learned")  # a gradient spike at its start does not matter
-    assert report.converged(learned) and report.spike(learned) == pytest.approx(200)
+    assert converged(learned) and spike(learned) == pytest.approx(200)
     stuck = run([4.5, 4.29, 4.31], "stuck")  # 5% below its first validation, then flat
-    assert not report.converged(stuck)
-    assert report._per_run(stuck, "bpc", "test") == ("4.290 (validation 4.50 first, 4.29 best; largest gradient norm "
+    assert not converged(stuck)
+    assert _per_run(stuck, "bpc", "test") == ("4.290 (validation 4.50 first, 4.29 best; largest gradient norm "
                                                      "200× its median), did not converge")
     (learned / runfolder.DIVERGED_MARKER).write_text("")
-    assert report.spike(learned) is None and not report.converged(learned)
+    assert spike(learned) is None and not converged(learned)
 
 
 @needs_ptb
@@ -87,7 +92,7 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
     ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
     spec = {"seeds": [0], "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                                             "variants": HELD, "options": ptb}}}
-    monkeypatch.setitem(grid.SCALES, "ptb-tiny", spec)
+    monkeypatch.setitem(grids.SCALES, "ptb-tiny", spec)
     text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
     assert "test bpc | test accuracy | N" in text
     assert "## nnRNN with γ held (supplementary Table 7)" in text and "| nnRNN, γ = 1 |" in text
@@ -110,7 +115,7 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
     task_of = {"ptb-150": "ptb", "copy": "copy", "psmnist": "psmnist"}
 
     def reached(tables):
-        row = next(line for line in report.goal_section(tables, task_of, {}).splitlines() if "nnRNN" in line)
+        row = next(line for line in goal_section(tables, task_of, {}).splitlines() if "nnRNN" in line)
         return row.rstrip(" |").rsplit("| ", 1)[1]
 
     assert reached(tables) == "yes"
@@ -124,11 +129,11 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
 def test_a_model_keeps_its_colour_in_every_figure_and_no_two_models_look_alike():
     plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain"),
             "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain")}
-    runs = [{"setting": setting, "label": label} for setting, labels in plan.items() for label in labels]
+    runs = [planned(setting=setting, label=label) for setting, labels in plan.items() for label in labels]
     styles = {label: figures.line_style(label, runs) for label in plan["ptb"]}
     assert styles["rnn"] == ("C0", "-") and styles["exprnn"] == ("C2", "-")  # nnrnn's order, though copy lacks rnn
     assert styles["gru"] == ("C0", "--") and styles["rnn chain"] == ("C2", "--")  # not the paper's: dashed
     assert len(set(styles.values())) == len(styles)
-    only_copy = [r for r in runs if r["setting"] == "copy"]
+    only_copy = [r for r in runs if r.setting == "copy"]
     assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", runs[::-1])
     assert figures.line_style("nnrnn", only_copy) == ("C2", "-")  # what a grid without rnn draws

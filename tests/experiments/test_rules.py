@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from nnrnn.experiments import grid, report, rules
+from nnrnn.experiments import grid, grids, report, rules
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -12,7 +12,7 @@ COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grid.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
         "copy": {"hidden": 16, "columns": ("hidden",), "options": COPY}}})
     return "copy-only"
 
@@ -36,13 +36,13 @@ def test_a_grid_records_its_rules_when_it_starts_and_keeps_them_when_it_resumes(
 
 
 def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_now(tmp_path, copy_scale, monkeypatch):
-    runs = synthetic.build(tmp_path, copy_scale)
+    built = synthetic.build(tmp_path, copy_scale)
     grid.record_plan(tmp_path, copy_scale)  # the grid starts under today's rules ...
-    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    text = report.write_report(built).read_text()
     assert "They are the rules this grid recorded when it started" in text
     # ... and mid-way "solved" is redefined as a loss below 0.01% of the baseline, which no model reaches
     monkeypatch.setitem(rules.RULES, "SOLVED_SHARE", rules.Rule(0.0001, "a stricter copy criterion"))
-    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    text = report.write_report(built).read_text()
     assert "**The rules changed after this grid started**" in text and "SOLVED_SHARE 0.1 → 0.0001" in text
     section = text.split("**The rules changed after this grid started**")[1].split("## ")[0]
     moved = [line for line in section.splitlines() if line.startswith("| copy")]
@@ -58,7 +58,7 @@ def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_
 
 def test_a_rule_added_mid_way_is_shown_with_the_verdict_the_behaviour_before_it_gave(tmp_path, copy_scale,
                                                                                    monkeypatch):
-    runs = synthetic.build(tmp_path, copy_scale)
+    built = synthetic.build(tmp_path, copy_scale)
     grid.record_plan(tmp_path, copy_scale)
     # a rule added after the grid started, whose earlier behaviour ("before") was a stricter copy criterion
     monkeypatch.setitem(rules.RULES, "SOLVED_SHARE", rules.Rule(0.1, "the copy criterion, now a rule of its own",
@@ -68,7 +68,7 @@ def test_a_rule_added_mid_way_is_shown_with_the_verdict_the_behaviour_before_it_
     (tmp_path / grid.PLAN).write_text(json.dumps(recorded))
     assert rules.as_recorded(recorded["rules"])["SOLVED_SHARE"] == 0.0001
     assert rules.as_recorded(recorded["rules"])["SPIKE"] == rules.RULES["SPIKE"].value
-    text = report.write_report(tmp_path, copy_scale, runs).read_text()
+    text = report.write_report(built).read_text()
     assert "SOLVED_SHARE added: 0.1 (before it: 0.0001)" in text
     section = text.split("**The rules changed after this grid started**")[1].split("## ")[0]
     solved = next(line for line in section.splitlines() if "all orthogonal RNNs" in line)

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from nnrnn.analysis import theory
-from nnrnn.experiments import report, sentences, theory_verdicts
+from nnrnn.experiments import reproduction, sentences, theory_verdicts
 from nnrnn.experiments.rules import FAILS, HOLDS, PARTLY
 from nnrnn.experiments.statistics import Stat
 
@@ -156,11 +156,11 @@ def test_the_measured_numbers_give_these_verdicts_at_the_papers_settings():
 
 def test_theory_section_adds_its_claims_to_the_reports_list_or_shows_them_itself(tmp_path):
     claims = []
-    lines = report.theory_section(tmp_path, claims)
+    lines = reproduction.theory_section(tmp_path, claims)
     assert len(claims) == 9 and not any("The claims of §3" in line for line in lines)
     assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
         {p.name for p in tmp_path.iterdir()}
-    alone = report.theory_section(tmp_path)
+    alone = reproduction.theory_section(tmp_path)
     assert "### The claims of §3 judged" in alone
     assert sum(line.endswith("**partly** |") or line.endswith("**holds** |") for line in alone) == 9
 

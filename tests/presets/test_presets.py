@@ -4,7 +4,8 @@ import json
 import pytest
 
 from nnrnn import presets
-from nnrnn.experiments import grid, reproduce
+from nnrnn.experiments import reproduce
+from nnrnn.experiments.grids import SCALES, beyond
 from nnrnn.training.config import resolve_config
 from nnrnn.models import MODELS
 
@@ -30,12 +31,12 @@ def test_the_beyond_preset_is_the_beyond_grids_tuned_column():
     preset = presets.load("beyond")
     # every model of the grid on every task, at the grid's lengths
     assert {(t, m) for t, m in entries("beyond")} == {(t, m) for t in ("copy", "psmnist", "ptb-150")
-                                                      for m in grid.BEYOND_MODELS}
-    assert preset["ptb-150"]["gru"]["epochs"] == grid.SCALES["beyond"]["tasks"]["ptb"]["options"]["epochs"]
+                                                      for m in beyond.BEYOND_MODELS}
+    assert preset["ptb-150"]["gru"]["epochs"] == SCALES["beyond"]["tasks"]["ptb"]["options"]["epochs"]
     # nnRNN's size is the grid's reference, and the LSTM's is smaller: the same parameter count
     assert preset["copy"]["nnrnn"]["hidden"] == 128 and preset["copy"]["lstm"]["hidden"] < 128
     delay = preset["_variants"]["copy"]["nnrnn delay"]
-    assert delay["model"] == "nnrnn" and delay["t_init"] == grid.DELAY_INIT["nnrnn delay"]["t_init"]
+    assert delay["model"] == "nnrnn" and delay["t_init"] == beyond.DELAY_INIT["nnrnn delay"]["t_init"]
     resolve_config({"task": "copy", **delay})  # a variant's entry is a whole configuration too
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..experiments.grids import SCALES
 from ..experiments.report import regenerate
-from ..experiments.grid import SCALES
 from ..experiments.reproduce import reproduce
 from ..models import MODELS
 
@@ -16,14 +16,7 @@ def add_arguments(p) -> None:
                     "claims, with its tables and figures. Stopped at any moment, the same command continues: "
                     "finished runs are kept, interrupted ones resume. See docs/training.md.")
     p.add_argument("--scale", default="cpu", choices=list(SCALES),
-                   help="smoke: the pipeline at tiny sizes (about a minute); cpu: a few epochs of each run (runs "
-                        "summing to about 16 min on 2 cores); cpu-long: the paper's tables at small sizes (1 h 48 min "
-                        "with --jobs 2 on a 2-core AMD EPYC, README.md); beyond: the non-normal family, each model "
-                        "tuned alike (0 h 57 min with --jobs 2 on 2 cores, docs/beyond/report.md); modern: today's "
-                        "long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and the "
-                        "paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (2 h 34 min "
-                        "with --jobs 2 on 2 cores, docs/modern/report.md; it resumes across sittings); paper: the "
-                        "paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)")
+                   help="; ".join(spec["about"] for spec in SCALES.values() if "about" in spec))
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
     every_task = sorted({s.get("task", t) for spec in SCALES.values() for t, s in spec["tasks"].items()})
     p.add_argument("--tasks", nargs="+", choices=every_task, help="only these tasks (default: the scale's)")

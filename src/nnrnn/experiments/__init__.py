@@ -1,16 +1,22 @@
 """Experiments: grids of training runs, searches and the reports that judge the paper's claims.
 
-Layered bottom to top, each importing only those below it:
+Layered bottom to top, each module importing only from those listed before it:
 
-* :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the two-standard-error rule;
 * :mod:`.rules`: the words of a verdict and every threshold and window a claim is judged by;
+* :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the two-standard-error rule;
 * :mod:`.paper`: the paper's published numbers, and its groups of models read from the model classes;
 * :mod:`.words`: names and results as sentences show them;
 * :mod:`.theory_verdicts`, :mod:`.verdicts`: one function per claim, numbers in, (verdict, evidence) rows out (no
   files);
-* :mod:`.grid`: the scales as data and their planning (one entry per run, its folder);
+* :mod:`.sweep`: Optuna searches over training options (nothing else of this package);
+* :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
+  the name of every file in it, its scale, its planned runs);
 * :mod:`.collect`: what the reports read from run folders;
-* :mod:`.figures`, :mod:`.sections`: the reports' figures and shared markdown;
-* :mod:`.beyond`, :mod:`.report`: the beyond report and the paper's report;
-* :mod:`.sweep`: Optuna searches over training options;
-* :mod:`.reproduce`: running a grid (a process pool, tuning, the tuned preset) and its command line."""
+* :mod:`.figures`, :mod:`.sections`: the reports' figures, the shape of a report (:class:`~.sections.Report`) and
+  the sections several reports share;
+* :mod:`.beyond`, :mod:`.modern`, :mod:`.reproduction`: each report's own sections (the non-normal family, today's
+  long-memory RNNs, the paper's claims judged);
+* :mod:`.grids`: every grid, one module each (its scale and its report), found by :data:`.grids.SCALES`;
+* :mod:`.compact`: a report's compact data (``data.json``), written and read back;
+* :mod:`.report`: the report skeleton every grid shares, and a report written again from its compact data;
+* :mod:`.reproduce`: running a grid (a process pool, tuning, the tuned preset)."""

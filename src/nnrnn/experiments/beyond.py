@@ -1,16 +1,15 @@
-"""The beyond report (``nnrnn reproduce --scale beyond``): the non-normal family against the paper's models, each tuned
-alike: how every model was tuned, the comparisons the family was built for, the project's own goal and what each
-model learned."""
+"""The beyond report's own sections (``nnrnn reproduce --scale beyond``, :mod:`.grids.beyond`): the non-normal family
+against the paper's models, each tuned alike: how every model was tuned, the comparisons the family was built for,
+the project's own goal and what each model learned."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from ..models import model_class
 from .collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
-from .grid import SCALES, TPE_STARTUP, metric, search_name
+from .grid import TPE_STARTUP, Grid, metric, search_name
 from .rules import rule
-from .sections import copy_baseline, data_section, introduction, notes, settled_section, settings_sections
+from .sections import copy_baseline
 from .sentences import compare
 from .statistics import missing
 from .sweep import SEARCHED
@@ -19,37 +18,22 @@ from .words import column_words, name, title
 NON_NORMAL = ("nnrnn", "nnrnn delay", "nnrnn-complex", "nngru")
 
 
-def write_beyond_report(out: Path, scale: str, runs: list[dict], date: str | None = None) -> Path:
-    figures = out / "figures"
-    figures.mkdir(parents=True, exist_ok=True)
-    settings = list(dict.fromkeys(r["setting"] for r in runs))
-    baseline = copy_baseline(runs)
-    lines = introduction(out, scale, runs, "Beyond the paper: the non-normal family", date) + data_section(runs)
-    lines += tuning_section(out, scale, runs)
-    lines += settings_sections(out, runs, settings, figures, baseline)
-    lines += questions_section(out, runs, settings, baseline) + family_learned_section(out, runs)
-    lines += settled_section(out, runs, settings) + notes(out)
-    report = out / "report.md"
-    report.write_text("\n".join(lines))
-    return report
-
-
 BEYOND_STARTS = ("The options a search does not search are taken from `paper-params` where the paper gives the model "
                  "hyperparameters. The paper gives no hyperparameters for GRU, nnGRU and the complex nnRNN, so they "
                  "appear in the tuned column only, trained by the task's procedure in the paper's presets (batch "
                  "size, read-out initialisation, PTB's embedding and plateau schedule).")
 
 
-def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND_STARTS) -> list[str]:
-    """How every model of ``runs`` was tuned: the search's budget and space, where it starts from (``starts``, in
+def tuning_section(grid: Grid, starts: str = BEYOND_STARTS) -> list[str]:
+    """How every model of the grid was tuned: the search's budget and space, where it starts from (``starts``, in
     words) and each pick."""
-    spec = SCALES[scale]["tune"]
-    picks = json.loads((out / "tuned.json").read_text()) if (out / "tuned.json").is_file() else {}
+    spec = grid.spec["tune"]
+    picks = json.loads(grid.tuned.read_text()) if grid.tuned.is_file() else {}
     startup = spec.get("startup", TPE_STARTUP)
     sampler = (f"Optuna's TPE sampler, which draws its first {startup} trials at random and models the rest on "
                "them" if startup < spec["trials"] else
                f"Optuna's TPE sampler, which draws its first {startup} trials at random, so all of these")
-    own = [f"{name(m)}: {', '.join(model_class(m).SEARCHED)}" for m in dict.fromkeys(r["model"] for r in runs)
+    own = [f"{name(m)}: {', '.join(model_class(m).SEARCHED)}" for m in dict.fromkeys(r.model for r in grid.planned)
            if model_class(m).SEARCHED]
     lines = ["## How every model was tuned", "",
              f"Every model and variant got the same search on every task: {spec['trials']} "
@@ -63,7 +47,7 @@ def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND
              "column's; they are in `tuned.json` beside this report. " + starts, "",
              *(["Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned "
                 "pick was chosen on a seed its row then averages in, which favours every model's pick a little and "
-                "alike.", ""] if spec.get("seed", 0) in SCALES[scale]["seeds"] else
+                "alike.", ""] if spec.get("seed", 0) in grid.spec["seeds"] else
                [f"No table reports seed {spec['seed']}, on which every search trained: no pick was chosen on a run "
                 "its row averages in.", ""]),
              "| table | model | tuned options |", "|---|---|---|"]
@@ -72,7 +56,7 @@ def tuning_section(out: Path, scale: str, runs: list[dict], starts: str = BEYOND
             shown = ", ".join(f"{k}={_short(v)}" if isinstance(v, float) else f"{k}={v}"
                               for k, v in sorted(options.items()))
             lines.append(f"| {setting} | {name(label)} | {shown} |")
-    searched = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
+    searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
               for setting in (key, key.split("-")[0])}  # the setting is named by the task or the table key
     unpicked = [folder for folder in searched if folder not in picked]
@@ -90,13 +74,14 @@ def _short(value: float) -> str:
     return f"{value:.6g}" if float(shown) in (0.0, 1.0) and float(shown) != value else shown
 
 
-def questions_section(out: Path, runs: list[dict], settings: list[str], baseline) -> list[str]:
+def questions_section(grid: Grid) -> list[str]:
+    settings, baseline = grid.settings, copy_baseline(grid.planned)
     lines = ["## What the comparison shows", "",
              "Each sentence compares two results by the rule above (\"clearly\": more than two combined standard "
              "errors apart). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
              "accuracy.", ""]
-    tables = {s: results(out, runs, s) for s in settings}
-    task_of = {s: setting_task_of(runs, s) for s in settings}
+    tables = {s: results(grid, s) for s in settings}
+    task_of = {s: setting_task_of(grid.planned, s) for s in settings}
     lower = {s: task_of[s] != "psmnist" for s in settings}
     digits = {s: 4 if task_of[s] == "copy" else 3 for s in settings}
 
@@ -107,22 +92,23 @@ def questions_section(out: Path, runs: list[dict], settings: list[str], baseline
             final, _ = compare("nnrnn delay", t.get("nnrnn delay"), "nnrnn", t.get("nnrnn"), digits[setting],
                                lower[setting])
             if task_of[setting] == "copy" and baseline:
-                sp = copy_speed(out, runs, setting, baseline).get(column, {})
+                sp = copy_speed(grid, setting, baseline).get(column, {})
                 speed, _ = compare("nnrnn delay", sp.get("nnrnn delay"), "nnrnn", sp.get("nnrnn"), 0, True,
                                    failed="never solved")
                 speed = "updates until solved: " + speed
             else:
                 key = metric(task_of[setting])
-                early = {m: early_stat(out, group(runs, setting, column, m), key) for m in ("nnrnn delay", "nnrnn")}
+                early = {m: early_stat(grid, group(grid.planned, setting, column, m), key)
+                         for m in ("nnrnn delay", "nnrnn")}
                 speed, _ = compare("nnrnn delay", early["nnrnn delay"], "nnrnn", early["nnrnn"], digits[setting],
                                    lower[setting])
                 speed = "validation score after a quarter of training: " + speed
-            lines.append(f"- {title(runs, setting)}, {column_words(column)}: final: {final}; {speed}.")
+            lines.append(f"- {title(grid.planned, setting)}, {column_words(column)}: final: {final}; {speed}.")
     lines += ["", "### Complex against real nnRNN (equal real parameter count, both tuned)", ""]
     for setting in settings:
         t = tables[setting].get("tuned", {})
-        lines.append(f"- {title(runs, setting)}: " + compare("nnrnn-complex", t.get("nnrnn-complex"), "nnrnn",
-                                                              t.get("nnrnn"), digits[setting], lower[setting])[0] + ".")
+        lines.append(f"- {title(grid.planned, setting)}: " + compare(
+            "nnrnn-complex", t.get("nnrnn-complex"), "nnrnn", t.get("nnrnn"), digits[setting], lower[setting])[0] + ".")
     ptb = next((s for s in settings if task_of[s] == "ptb"), None)
     if ptb:
         t = tables[ptb].get("tuned", {})
@@ -164,7 +150,7 @@ def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
     return "\n".join(rows)
 
 
-def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
+def family_learned_section(grid: Grid) -> list[str]:
     lines = ["## What each model learned", "",
              "Every seed's trained model in the tuned column (its best checkpoint), mean ± s.e.: the mean |λ| of "
              "the recurrent matrix (a gated model's candidate or cell matrix), its departure from normality "
@@ -173,8 +159,8 @@ def family_learned_section(out: Path, runs: list[dict]) -> list[str]:
              "entries inside Λ's 2×2 blocks are not links and are left out).", "",
              "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |",
              "|---|---|---|---|---|---|"]
-    for label in dict.fromkeys(r["label"] for r in runs if r["column"] == "tuned"):
-        for task, stats in learned_structure(out, runs, "tuned", label).items():
+    for label in dict.fromkeys(r.label for r in grid.planned if r.column == "tuned"):
+        for task, stats in learned_structure(grid, "tuned", label).items():
             cells = [stats[q].show(3, failed="n/a") for q in ("mean_modulus", "departure", "triangular_fraction")]
             # T ≈ 0 (expRNN): the delay line would be a ratio of rounding noise
             near_zero = not stats["triangular_fraction"].empty and stats["triangular_fraction"].mean < rule('NO_T')

@@ -17,7 +17,7 @@ from ..training import outcome, runfolder
 from ..training.network import best_checkpoint, load_model
 from ..training.runlog import read_metrics
 from ..training.train import lr_halvings
-from .grid import COLUMNS, diverged, finished, metric, run_folder
+from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric
 from .paper import GAMMA_ONE
 from .rules import rule
 from .statistics import Stat
@@ -29,13 +29,13 @@ STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departu
 
 
 
-def labels(runs: list[dict], setting: str) -> list[str]:
+def labels(planned: list[PlannedRun], setting: str) -> list[str]:
     """The labels of a setting's runs in plan order (models first, then variants)."""
-    return list(dict.fromkeys(r["label"] for r in runs if r["setting"] == setting))
+    return list(dict.fromkeys(r.label for r in planned if r.setting == setting))
 
 
-def group(runs: list[dict], setting: str, column: str, label: str) -> list[dict]:
-    return [r for r in runs if (r["setting"], r["column"], r["label"]) == (setting, column, label)]
+def group(planned: list[PlannedRun], setting: str, column: str, label: str) -> list[PlannedRun]:
+    return [r for r in planned if (r.setting, r.column, r.label) == (setting, column, label)]
 
 
 def final_value(folder: Path, key: str, split: str) -> float | None:
@@ -47,27 +47,27 @@ def final_value(folder: Path, key: str, split: str) -> float | None:
     return values[-1] if values else None
 
 
-def stat(out: Path, runs: list[dict], key: str, split: str) -> Stat | None:
+def stat(grid: GridFolder, members: list[PlannedRun], key: str, split: str) -> Stat | None:
     """Mean ± s.e. of ``key`` over a group of runs; None when none has finished (a diverged run counts as
     failed)."""
-    folders = [run_folder(out, r) for r in runs]
+    folders = [grid.run_folder(r) for r in members]
     if not any(finished(f) for f in folders):
         return None
     return Stat.of(final_value(f, key, split) for f in folders if finished(f))
 
 
-def results(out: Path, runs: list[dict], setting: str, key: str | None = None, split: str | None = None) -> dict:
+def results(grid: Grid, setting: str, key: str | None = None, split: str | None = None) -> dict:
     """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
-    task = setting_task_of(runs, setting)
+    task = setting_task_of(grid.planned, setting)
     default_key, default_split, _, _ = task_class(task).reported
     key, split = key or default_key, split or default_split
-    return {column: {label: stat(out, group(runs, setting, column, label), key, split)
-                     for label in labels(runs, setting) if group(runs, setting, column, label)}
+    return {column: {label: stat(grid, group(grid.planned, setting, column, label), key, split)
+                     for label in labels(grid.planned, setting) if group(grid.planned, setting, column, label)}
             for column in COLUMNS}
 
 
-def setting_task_of(runs: list[dict], setting: str) -> str:
-    return next(r["task"] for r in runs if r["setting"] == setting)
+def setting_task_of(planned: list[PlannedRun], setting: str) -> str:
+    return next(r.task for r in planned if r.setting == setting)
 
 
 def updates_to_solve(folder: Path, threshold: float) -> float | None:
@@ -86,17 +86,17 @@ def updates_to_solve(folder: Path, threshold: float) -> float | None:
     return float(step)
 
 
-def copy_speed(out: Path, runs: list[dict], setting: str, baseline: float) -> dict:
+def copy_speed(grid: Grid, setting: str, baseline: float) -> dict:
     """{column: {label: Stat of updates until the loss stays below 10% of the baseline}} (a seed that never
     gets there counts as failed)."""
     speed = {}
     for column in COLUMNS:
-        for label in labels(runs, setting):
-            members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))]
+        for label in labels(grid.planned, setting):
+            members = [r for r in group(grid.planned, setting, column, label) if finished(grid.run_folder(r))]
             if members:  # read at validations eval_every updates apart: that is its resolution
                 speed.setdefault(column, {})[label] = Stat.of(
-                    (updates_to_solve(run_folder(out, r), rule('SOLVED_SHARE') * baseline) for r in members),
-                    resolution=members[0]["options"].get("eval_every", 0))
+                    (updates_to_solve(grid.run_folder(r), rule('SOLVED_SHARE') * baseline) for r in members),
+                    resolution=members[0].options.get("eval_every", 0))
     return speed
 
 
@@ -126,19 +126,19 @@ def structure_of(folder: Path) -> dict | None:
     return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
 
 
-def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label: str = "nnrnn") -> dict:
+def learned_structure(grid: Grid, column: str = "hidden", label: str = "nnrnn") -> dict:
     """{task: {quantity: Stat over every seed}} of ``label``'s trained models in ``column``, in the copy, psMNIST
     and the first PTB setting; measured once per checkpoint (cached in ``OUT/analysis/structure.json``)."""
-    cache_path = out / "analysis" / "structure.json"
+    cache_path = grid.structure
     cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
     learned = {}
     for task in ("copy", "psmnist", "ptb"):
-        setting = next((r["setting"] for r in runs if r["task"] == task), None)
-        members = [r for r in group(runs, setting, column, label) if finished(run_folder(out, r))] \
+        setting = next((r.setting for r in grid.planned if r.task == task), None)
+        members = [r for r in group(grid.planned, setting, column, label) if finished(grid.run_folder(r))] \
             if setting else []
         per_seed = []
         for r in members:
-            folder = run_folder(out, r)
+            folder = grid.run_folder(r)
             checkpoints = folder / runfolder.CHECKPOINTS
             stamp = str(checkpoints.stat().st_mtime) if checkpoints.exists() else ""
             entry = cache.get(folder.name)
@@ -148,7 +148,7 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
                 cache[folder.name] = entry
             if entry["values"]:
                 per_seed.append({**entry["values"], "triangle_per_entry": triangle_per_entry(
-                    entry["values"].get("triangular_fraction"), r["hidden"])})
+                    entry["values"].get("triangular_fraction"), r.hidden)})
         if per_seed:
             learned[task] = {q: Stat.of(v[q] for v in per_seed) for q in (*STRUCTURE, "triangle_per_entry")}
     cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,10 +160,10 @@ def learned_structure(out: Path, runs: list[dict], column: str = "hidden", label
 PROBED = ("copy", "psmnist", "ptb")  # the tasks whose first nnRNN seed the report analyses
 
 
-def probe_norms(out: Path, task: str) -> list[float] | None:
+def probe_norms(folder: GridFolder, task: str) -> list[float] | None:
     """‖∂L/∂h_t‖, t = 1..T, of the gradient probe of ``task``'s first nnRNN seed (its analysis,
     ``OUT/analysis/TASK/summary.json``: :func:`nnrnn.analysis.trained.gradient_propagation`); None without it."""
-    summary = Path(out) / "analysis" / task / "summary.json"
+    summary = folder.probe(task)
     try:
         norms = json.loads(summary.read_text())["gradient"]["norms"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -182,13 +182,13 @@ def triangle_per_entry(fraction: float | None, n: int) -> float | None:
     return fraction / math.sqrt(1 - fraction ** 2) * math.sqrt(entries_lambda / entries_t)
 
 
-def bptt_of(runs: list[dict], setting: str) -> int:
-    return next(r["options"]["bptt"] for r in runs if r["setting"] == setting)
+def bptt_of(planned: list[PlannedRun], setting: str) -> int:
+    return next(r.options["bptt"] for r in planned if r.setting == setting)
 
 
 
-def done(out: Path, members: list[dict]) -> list[dict]:
-    return [r for r in members if finished(run_folder(out, r))]
+def done(grid: GridFolder, members: list[PlannedRun]) -> list[PlannedRun]:
+    return [r for r in members if finished(grid.run_folder(r))]
 
 
 def spike(folder: Path, skip: float = 0.0) -> float | None:
@@ -213,30 +213,30 @@ def converged(folder: Path) -> bool:
     return bool(curve) and outcome.clearly_below(min(curve), curve[0], rule('LEARNED'))  # the trainer's rule
 
 
-def converged_table(out: Path, runs: list[dict], setting: str) -> dict:
+def converged_table(grid: Grid, setting: str) -> dict:
     """The fixed-hidden-units test bpc of a setting, with γ = 1 over the runs that converged only (the others
     count as failed), as the paper reads its Table 7."""
-    table = dict(results(out, runs, setting)["hidden"])
-    members = done(out, group(runs, setting, "hidden", GAMMA_ONE))
+    table = dict(results(grid, setting)["hidden"])
+    members = done(grid, group(grid.planned, setting, "hidden", GAMMA_ONE))
     if members:
         key, split, _, _ = task_class("ptb").reported
-        table[GAMMA_ONE] = Stat.of(final_value(run_folder(out, r), key, split)
-                                   if converged(run_folder(out, r)) else None for r in members)
+        table[GAMMA_ONE] = Stat.of(final_value(grid.run_folder(r), key, split)
+                                   if converged(grid.run_folder(r)) else None for r in members)
     return table
 
 
-def held_gamma(runs: list[dict], setting: str) -> bool:
+def held_gamma(planned: list[PlannedRun], setting: str) -> bool:
     """Whether a setting has runs of nnRNN with γ held (supplementary Table 7)."""
-    return any(r["options"].get("fixed_gamma") is not None for r in runs if r["setting"] == setting)
+    return any(r.options.get("fixed_gamma") is not None for r in planned if r.setting == setting)
 
 
 
-def early_stat(out: Path, members: list[dict], key: str, share: float = 0.25) -> Stat | None:
+def early_stat(grid: GridFolder, members: list[PlannedRun], key: str, share: float = 0.25) -> Stat | None:
     """The validation ``key`` at the first validation after ``share`` of each run's training (a measure of
     learning speed for tasks without a solved threshold)."""
     values = []
     for r in members:
-        folder = run_folder(out, r)
+        folder = grid.run_folder(r)
         if not finished(folder):
             continue
         curve = [(x["step"], x[key]) for x in read_metrics(folder) if x.get("split") == "valid" and key in x]
@@ -249,13 +249,13 @@ def early_stat(out: Path, members: list[dict], key: str, share: float = 0.25) ->
 
 
 
-def convergence(out: Path, runs: list[dict], task: str) -> dict:
+def convergence(grid: GridFolder, members: list[PlannedRun], task: str) -> dict:
     """How settled a group of runs is: the validation metric's change over the last 20% of training relative
     to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
     key = metric(task)
     shares, halvings = [], []
-    for planned in runs:
-        records = read_metrics(run_folder(out, planned))
+    for planned in members:
+        records = read_metrics(grid.run_folder(planned))
         curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
         if len(curve) >= 5:
             tail = curve[-max(2, len(curve) // 5):]

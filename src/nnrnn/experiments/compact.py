@@ -18,9 +18,8 @@ from pathlib import Path
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from ..training.runlog import read_metrics
 from .collect import PROBED, STRUCTURE, probe_norms
-from .grid import PLAN, SPEED, TRIALS, diverged, finished, run_folder
+from .grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished
 
-DATA = "data.json"
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
 # files beside a report that it reads whole: the searches' trials, and the update times the modern report measures
 FILES = (TRIALS, SPEED)
@@ -42,35 +41,37 @@ def _folder(folder: Path) -> dict:
             "records": _records(folder)}
 
 
-def write_data(out: Path, scale: str, runs: list[dict], date: str, analysis: list[str]) -> Path:
+def write_data(grid: Grid) -> Path:
     """``OUT/data.json``: the compact data of a grid's report (see the module's docstring)."""
-    out = Path(out)
-    folders = {run_folder(out, r).name: run_folder(out, r) for r in runs}
-    structure = out / "analysis" / "structure.json"
+    out = grid.out
+    folders = {grid.run_folder(r).name: grid.run_folder(r) for r in grid.planned}
+    structure = grid.structure
     cache = json.loads(structure.read_text()) if structure.is_file() else {}
-    plan = out / PLAN
-    tuned = out / "tuned.json"
-    searches = sorted(p.name for p in (out / "searches").iterdir()) if (out / "searches").is_dir() else []
-    notes = out / "notes.md"
-    data = {"scale": scale, "date": date, "runs": runs, "analysis": analysis,
+    plan = grid.plan_record
+    tuned = grid.tuned
+    searches = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
+    notes = grid.notes
+    data = {"scale": grid.scale, "date": grid.date, "runs": [r.as_dict() for r in grid.planned],
+            "analysis": grid.analysis_lines,
             "notes": notes.read_text() if notes.is_file() else None,
             "plan": json.loads(plan.read_text()) if plan.is_file() else None,
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
-            "probes": {task: norms for task in PROBED if (norms := probe_norms(out, task)) is not None},
+            "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
             "files": {name: json.loads((out / name).read_text()) for name in FILES if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
-    path = out / DATA
+    path = grid.data
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
     return path
 
 
-def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
+def materialize(data: dict, out: Path, data_dir=None) -> list[PlannedRun]:
     """Write ``data``'s run folders (metrics.jsonl, DIVERGED, wall_seconds), structure cache, plan and picks into
     ``out``; return its plan, with ``data_dir`` (when given) as every run's data folder."""
-    out = Path(out)
+    grid = GridFolder(Path(out))
+    out = grid.out
     for name, entry in data["folders"].items():
-        folder = out / "runs" / name
+        folder = grid.runs / name
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -82,25 +83,25 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[dict]:
     # no checkpoints here: an entry stamped "" is what the report's cache holds for a folder without them
     cache = {name: {"stamp": "", "quantities": sorted(STRUCTURE), "values": values}
              for name, values in data["structure"].items()}
-    (out / "analysis").mkdir(parents=True, exist_ok=True)
-    (out / "analysis" / "structure.json").write_text(json.dumps(cache, indent=1))
+    grid.structure.parent.mkdir(parents=True, exist_ok=True)
+    grid.structure.write_text(json.dumps(cache, indent=1))
     if data.get("plan"):
-        (out / PLAN).write_text(json.dumps(data["plan"], indent=1, sort_keys=True) + "\n")
+        grid.plan_record.write_text(json.dumps(data["plan"], indent=1, sort_keys=True) + "\n")
     if data.get("tuned") is not None:
-        (out / "tuned.json").write_text(json.dumps(data["tuned"], indent=1, sort_keys=True) + "\n")
-    if data.get("notes") is not None and not (out / "notes.md").is_file():
-        (out / "notes.md").write_text(data["notes"])
+        grid.tuned.write_text(json.dumps(data["tuned"], indent=1, sort_keys=True) + "\n")
+    if data.get("notes") is not None and not grid.notes.is_file():
+        grid.notes.write_text(data["notes"])
     for task, norms in data.get("probes", {}).items():
-        summary = out / "analysis" / task / "summary.json"
+        summary = grid.probe(task)
         if not summary.is_file():  # the first seed's analysis, of which the claims read the probe's norms
             summary.parent.mkdir(parents=True, exist_ok=True)
             summary.write_text(json.dumps({"gradient": {"norms": norms}}))
     for name, content in data.get("files", {}).items():
         (out / name).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
     for name in data.get("searches", []):
-        (out / "searches" / name).mkdir(parents=True, exist_ok=True)
-    runs = data["runs"]
+        (grid.searches / name).mkdir(parents=True, exist_ok=True)
+    planned = data["runs"]
     if data_dir is not None:
-        runs = [{**r, "options": {**r["options"], "data_dir": str(data_dir)}} if "data_dir" in r["options"] else r
-                for r in runs]
-    return runs
+        planned = [{**r, "options": {**r["options"], "data_dir": str(data_dir)}} if "data_dir" in r["options"] else r
+                   for r in planned]
+    return [PlannedRun(**r) for r in planned]

@@ -1,10 +1,10 @@
-"""The modern report (``nnrnn reproduce --scale modern``): today's long-memory RNNs (coRNN, LEM, LRU, minGRU, the
-chain-initialised RNN) beside the nnRNN, the paper's models and the non-normal family, each tuned alike, on the
-standard long-memory protocols and PTB: how every model was tuned and whether its search had settled, each protocol's
-results, which model is clearly best there and where the nnRNN stands, the published figures beside ours, and each
-model's update time against torch.nn.RNN and torch.nn.GRU at equal sizes.
+"""The modern report's own sections (``nnrnn reproduce --scale modern``, :mod:`.grids.modern`): today's long-memory RNNs
+(coRNN, LEM, LRU, minGRU, the chain-initialised RNN) beside the nnRNN, the paper's models and the non-normal family,
+each tuned alike, on the standard long-memory protocols and PTB: how every model was tuned and whether its search had
+settled, each protocol's results, which model is clearly best there and where the nnRNN stands, the published figures
+beside ours, and each model's update time against torch.nn.RNN and torch.nn.GRU at equal sizes.
 
-Every comparison follows the one rule of :mod:`.statistics`.  "Clearly best" is that rule applied to every pair: the
+Every comparison follows the one rule of :mod:`.statistics`. "Clearly best" is that rule applied to every pair: the
 model with the best mean is clearly best when it is clearly better than every other model; otherwise the models not
 clearly worse than it are the leading group, and no model is clearly best.
 """
@@ -25,10 +25,9 @@ from ..tasks import task_class
 from .beyond import tuning_section
 from .collect import convergence, group, labels, results, setting_task_of
 from .figures import line_style
-from .grid import SCALES, SPEED, TRIALS, TUNED, finished, metric, network_sizes, run_folder, search_name, sizes
+from .grid import TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name, sizes
 from .rules import rule
-from .sections import (copy_baseline, data_section, introduction, memoryless_baseline, notes, ptb_data_scope, scope,
-                       settings_sections, settled_section)
+from .sections import memoryless_baseline, ptb_data_scope, scope
 from .statistics import Stat, below_value
 from .sentences import compare
 from .words import name, title
@@ -67,26 +66,23 @@ STARTS = ("Every search starts from the protocol's preset (`long-memory`, which 
           "appears in the tuned column only.")
 
 
-def write_modern_report(out: Path, scale: str, runs: list[dict], date: str | None = None) -> Path:
-    figures = out / "figures"
-    figures.mkdir(parents=True, exist_ok=True)
-    settings = list(dict.fromkeys(r["setting"] for r in runs))
-    baseline = copy_baseline(runs)
-    lines = introduction(out, scale, runs, "Today's long-memory RNNs beside the nnRNN", date) + data_section(runs)
-    lines += tuning_section(out, scale, runs, STARTS) + best_so_far_section(out, runs, scale, settings, figures)
-    lines += settings_sections(out, runs, settings, figures, baseline)
-    lines += standings_section(out, runs, scale, settings) + published_section(out, runs, settings)
-    lines += update_time_section(out) + settled_section(out, runs, settings) + notes(out)
-    report = out / "report.md"
-    report.write_text("\n".join(lines))
-    return report
+def tuned_section(grid: Grid) -> list[str]:
+    """How every model was tuned (:func:`.beyond.tuning_section`), from the protocol's preset."""
+    return tuning_section(grid, STARTS)
+
+
+def measure_speed_once(grid: Grid, log=print) -> None:
+    """The update times the report shows (:func:`measure_speed`), measured once per grid."""
+    if not grid.speed.is_file():
+        log("timing one update of every model against torch.nn.RNN and torch.nn.GRU (about a minute)")
+        measure_speed(grid)
 
 
 # --------------------------------------------------------------------------------------------- the searches
 
-def read_trials(out: Path) -> dict:
+def read_trials(folder: GridFolder) -> dict:
     """{search folder: its trials in order} (``OUT/trials.json``, :func:`nnrnn.experiments.reproduce.tune`)."""
-    path = out / TRIALS
+    path = folder.trials
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
@@ -102,23 +98,24 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
     return curve
 
 
-def planned_labels(scale: str, setting: str) -> list[str]:
+def planned_labels(grid: Grid, setting: str) -> list[str]:
     """Every label a setting of the scale searches for, models then variants (a label none of whose trials finished
     has no pick, hence no runs)."""
-    spec = SCALES[scale]["tasks"][setting]
+    spec = grid.spec["tasks"][setting]
     return list(spec.get("models", PAPER_MODELS)) + list(spec.get("variants", {}))
 
 
-def _lower(runs: list[dict], setting: str) -> bool:
-    return setting_task_of(runs, setting) != "psmnist"
+def _lower(planned: list[PlannedRun], setting: str) -> bool:
+    return setting_task_of(planned, setting) != "psmnist"
 
 
-def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[str], figures: Path) -> list[str]:
-    trials = read_trials(out)
+def best_so_far_section(grid: Grid) -> list[str]:
+    settings, figures = grid.settings, grid.figures
+    trials = read_trials(grid)
     if not trials:
         return []
-    scores = "; ".join(f"{title(runs, setting)}: {metric(setting_task_of(runs, setting))}, "
-                       f"{'lower' if _lower(runs, setting) else 'higher'} is better" for setting in settings)
+    scores = "; ".join(f"{title(grid.planned, setting)}: {metric(setting_task_of(grid.planned, setting))}, "
+                       f"{'lower' if _lower(grid.planned, setting) else 'higher'} is better" for setting in settings)
     lines = ["### Did each search settle?", "",
              "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
              "early has no score of its own). A search whose best came at its last trial was still improving when "
@@ -128,8 +125,8 @@ def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[
              "|---|---|---|---|---|"]
     shown = []
     for setting in settings:
-        lower = _lower(runs, setting)
-        for label in planned_labels(scale, setting):
+        lower = _lower(grid.planned, setting)
+        for label in planned_labels(grid, setting):
             found = trials.get(search_name(setting, label))
             if not found:
                 continue
@@ -137,22 +134,25 @@ def best_so_far_section(out: Path, runs: list[dict], scale: str, settings: list[
             curve = best_so_far(found, lower)
             best = curve[-1]
             at = next((i + 1 for i, v in enumerate(curve) if v == best), None) if best is not None else None
-            lines.append(f"| {title(runs, setting)} | {name(label)} | {ended.count('COMPLETE')} / "
+            lines.append(f"| {title(grid.planned, setting)} | {name(label)} | {ended.count('COMPLETE')} / "
                          f"{ended.count('pruned')} / {ended.count('diverged')} | "
                          f"{at if at else 'none finished'} of {len(found)} | "
                          f"{'n/a' if best is None else f'{best:.4g}'} |")
         # the labels with runs, in the order (hence the colours) of the learning curves
-        path = _best_so_far_figure(runs, labels(runs, setting), setting, trials, figures / f"tuning-{setting}.png")
-        shown += [f"![{title(runs, setting)}: best validation score so far, per search]({path.relative_to(out)})",
+        path = _best_so_far_figure(grid.planned, labels(grid.planned, setting), setting, trials,
+                                   figures / f"tuning-{setting}.png")
+        shown += [f"![{title(grid.planned, setting)}: best validation score so far, per search]"
+                  f"({path.relative_to(grid.out)})",
                   ""] if path else []
     return lines + [""] + shown
 
 
-def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trials: dict, path: Path) -> Path | None:
+def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: str, trials: dict,
+                        path: Path) -> Path | None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    lower = _lower(runs, setting)
+    lower = _lower(planned, setting)
     fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     drawn = False
     for label in labels:
@@ -163,17 +163,17 @@ def _best_so_far_figure(runs: list[dict], labels: list[str], setting: str, trial
         points = [(i + 1, v) for i, v in enumerate(curve) if v is not None]
         if not points:
             continue
-        color, style = line_style(label, runs)
+        color, style = line_style(label, planned)
         ax.step(*zip(*points), where="post", color=color, linestyle=style, label=name(label))
         drawn = True
     if not drawn:
         plt.close(fig)
         return None
-    if setting_task_of(runs, setting) in ("copy", "adding"):
+    if setting_task_of(planned, setting) in ("copy", "adding"):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
-    ax.set_ylabel(f"best validation {metric(setting_task_of(runs, setting))} so far")
-    ax.set_title(f"{title(runs, setting)}: each model's search, best so far (finished trials)", fontsize=10)
+    ax.set_ylabel(f"best validation {metric(setting_task_of(planned, setting))} so far")
+    ax.set_title(f"{title(planned, setting)}: each model's search, best so far (finished trials)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, covering no line
     fig.savefig(path, dpi=130)
@@ -223,46 +223,47 @@ def _names(labels) -> str:
     return ", ".join(name(m) for m in labels) if labels else "none"
 
 
-def untuned(out: Path, scale: str, runs: list[dict], setting: str) -> list[str]:
+def untuned(grid: Grid, setting: str) -> list[str]:
     """The labels a setting searched for whose search finished no trial (every one diverged or was stopped), so that
     they have no tuned runs."""
-    trials, ran = read_trials(out), {r["label"] for r in runs if r["setting"] == setting}
-    return [label for label in planned_labels(scale, setting) if label not in ran
+    trials, ran = read_trials(grid), {r.label for r in grid.planned if r.setting == setting}
+    return [label for label in planned_labels(grid, setting) if label not in ran
             and search_name(setting, label) in trials
             and not any(t["state"] == "COMPLETE" for t in trials[search_name(setting, label)])]
 
 
-def protocol_scope(out: Path, runs: list[dict], setting: str) -> str:
+def protocol_scope(grid: Grid, setting: str) -> str:
     """What limits a protocol's standings, in words: the sizes and training length here, the seeds, PTB's data, and
     the models whose validation curves were still moving at the end (the rule STILL_MOVING)."""
-    members = [r for r in runs if r["setting"] == setting and r["column"] == TUNED]
-    options = members[0]["options"]
+    members = [r for r in grid.planned if r.setting == setting and r.column == TUNED]
+    options = members[0].options
     length = (f"{options['steps']} updates" if options.get("steps") else f"{options['epochs']} epochs") + \
         f" of batch {options['batch_size']}"
-    seeds = len({r["seed"] for r in members})
+    seeds = len({r.seed for r in members})
     moving = []
-    for label in labels(runs, setting):
-        done = [r for r in group(runs, setting, TUNED, label) if finished(run_folder(out, r))]
-        share = convergence(out, done, members[0]["task"])["last_fifth_share"] if done else math.nan
+    for label in labels(grid.planned, setting):
+        done = [r for r in group(grid.planned, setting, TUNED, label) if finished(grid.run_folder(r))]
+        share = convergence(grid, done, members[0].task)["last_fifth_share"] if done else math.nan
         if share > rule("STILL_MOVING"):
             moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
-    text = f"{scope(runs, setting, TUNED)}, {length}, {seeds} seeds"
-    text += ptb_data_scope(options) if members[0]["task"] == "ptb" else ""
+    text = f"{scope(grid.planned, setting, TUNED)}, {length}, {seeds} seeds"
+    text += ptb_data_scope(options) if members[0].task == "ptb" else ""
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
 
-def standings_section(out: Path, runs: list[dict], scale: str, settings: list[str]) -> list[str]:
+def standings_section(grid: Grid) -> list[str]:
+    settings = grid.settings
     lines = ["## Which model is clearly best, and where the nnRNN stands", "",
              "On each protocol, by the rule: the model with the best mean is clearly best only when it is clearly "
              "better than every other model; otherwise the leading group is every model not clearly worse than it. "
              "Every model at nnRNN's parameter count with its own tuned options.", ""]
     for setting in settings:
-        table = results(out, runs, setting).get(TUNED, {})
-        lower = _lower(runs, setting)
-        digits = 4 if setting_task_of(runs, setting) in ("copy", "adding") else 3
+        table = results(grid, setting).get(TUNED, {})
+        lower = _lower(grid.planned, setting)
+        digits = 4 if setting_task_of(grid.planned, setting) in ("copy", "adding") else 3
         best, group = leaders(table, lower)
         if best is None:
-            lines.append(f"- **{title(runs, setting)}**: no finished runs yet.")
+            lines.append(f"- **{title(grid.planned, setting)}**: no finished runs yet.")
             continue
         if len(group) == 1:
             head = f"**{name(best)}** ({table[best].show(digits)}) is clearly best"
@@ -279,23 +280,25 @@ def standings_section(out: Path, runs: list[dict], scale: str, settings: list[st
         unfinished = [label for label, s in table.items() if s is None]
         if unfinished:
             head = f"(so far: not finished {_names(unfinished)}) " + head
-        failed = untuned(out, scale, runs, setting)
-        seed = SCALES[scale]["tune"].get("seed", 0)
+        failed = untuned(grid, setting)
+        seed = grid.spec["tune"].get("seed", 0)
         none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
                 "every start." if failed else "")
-        memoryless = memoryless_baseline(runs, setting, task_class(setting_task_of(runs, setting)).reported.split)
+        split = task_class(setting_task_of(grid.planned, setting)).reported.split
+        memoryless = memoryless_baseline(grid.planned, setting, split)
         if memoryless is not None:
             learned = below_baseline(table, memoryless)
             none += (f" Clearly below the baseline {memoryless:.4f} (the loss of a model that remembers nothing): "
                      f"{_names(learned)}" + ("; the others are not." if learned else "."))
-        lines.append(f"- **{title(runs, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
-                     f"{protocol_scope(out, runs, setting)}.")
+        lines.append(f"- **{title(grid.planned, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
+                     f"{protocol_scope(grid, setting)}.")
     return lines + [""]
 
 
-def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[str]:
+def published_section(grid: Grid) -> list[str]:
+    settings = grid.settings
     lines = ["## Published figures beside these", "",
              "Each published figure with the scale it was measured at, beside this grid's result for the same model "
              "(tuned, at nnRNN's parameter count, on the data and lengths above). The scales differ by far more "
@@ -303,18 +306,18 @@ def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[
              "is better.", "",
              "| protocol | model | published | their scale | source | here |", "|---|---|---|---|---|---|"]
     for setting in settings:
-        task = setting_task_of(runs, setting)
-        table = results(out, runs, setting).get(TUNED, {})
+        task = setting_task_of(grid.planned, setting)
+        table = results(grid, setting).get(TUNED, {})
         rows = [p for p in PUBLISHED if p[0] == task and p[1] in table]
         for _, label, value, scale_words, source in rows:
             here = table.get(label)
             if here is not None and task == "psmnist":  # in percent, as the papers print it
                 here = Stat(here.mean * 100, here.se * 100, here.n, here.failed)
             shown = "not finished" if here is None else here.show(1 if task == "psmnist" else 3)
-            lines.append(f"| {title(runs, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
+            lines.append(f"| {title(grid.planned, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
                          f"{shown} |")
         if task in NO_PUBLISHED:
-            lines.append(f"| {title(runs, setting)} | every model | none | | {NO_PUBLISHED[task]} | |")
+            lines.append(f"| {title(grid.planned, setting)} | every model | none | | {NO_PUBLISHED[task]} | |")
     return lines + ["", "psMNIST accuracies are in percent here; LRU's and minGRU's papers report none of these "
                         "protocols (LRU: the Long Range Arena; minGRU: selective copying, reinforcement learning and "
                         "Shakespeare).", ""]
@@ -322,21 +325,21 @@ def published_section(out: Path, runs: list[dict], settings: list[str]) -> list[
 
 # --------------------------------------------------------------------------------------------- update time
 
-def setting_sizes(runs: list[dict]) -> dict:
+def setting_sizes(planned: list[PlannedRun]) -> dict:
     """{setting: (T, B, N, I)}: each protocol's sequence length, batch, nnRNN's hidden size and the recurrent
     layer's input width."""
     found = {}
-    for r in runs:
-        if r["setting"] in found or r["model"] != "nnrnn":
+    for r in planned:
+        if r.setting in found or r.model != "nnrnn":
             continue
-        cls = task_class(r["task"])
-        io = sizes(r["task"], r["options"].get("data_dir"))
-        width = network_sizes({**r["options"], "model": "nnrnn"}, io)[0] if cls.token_inputs else cls.input_size
-        found[r["setting"]] = (cls.sequence_length(r["options"]), r["options"]["batch_size"], r["hidden"], width)
+        cls = task_class(r.task)
+        io = sizes(r.task, r.options.get("data_dir"))
+        width = network_sizes({**r.options, "model": "nnrnn"}, io)[0] if cls.token_inputs else cls.input_size
+        found[r.setting] = (cls.sequence_length(r.options), r.options["batch_size"], r.hidden, width)
     return found
 
 
-def measure_speed(out: Path, runs: list[dict], rounds: int | None = None) -> Path:
+def measure_speed(grid: Grid, rounds: int | None = None) -> Path:
     """``OUT/speed.json``: one training update of every model of the grid at each protocol's size, all at nnRNN's
     hidden size, against torch.nn.RNN(relu) and torch.nn.GRU, alternating in this process on one thread (the
     grid's runs trained on one thread each); medians of ``rounds`` rounds (default :data:`SPEED_ROUNDS`;
@@ -345,9 +348,9 @@ def measure_speed(out: Path, runs: list[dict], rounds: int | None = None) -> Pat
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        models = list(dict.fromkeys(r["model"] for r in runs))
+        models = list(dict.fromkeys(r.model for r in grid.planned))
         measured = {}
-        for setting, size in setting_sizes(runs).items():
+        for setting, size in setting_sizes(grid.planned).items():
             calls = {"torch.nn.RNN": TimedUpdate(lambda i, n: TorchBaseline("rnn", i, n), size, torch.device("cpu")),
                      "torch.nn.GRU": TimedUpdate(lambda i, n: TorchBaseline("gru", i, n), size, torch.device("cpu"))}
             for model in models:
@@ -357,14 +360,14 @@ def measure_speed(out: Path, runs: list[dict], rounds: int | None = None) -> Pat
             measured[setting] = {"size": list(size), "seconds": medians(alternate(calls, rounds))}
     finally:
         torch.set_num_threads(threads)
-    path = out / SPEED
+    path = grid.speed
     path.write_text(json.dumps({"host": describe_cpu(), "torch": torch.__version__, "python": platform.python_version(),
                                 "threads": 1, "rounds": rounds, "settings": measured}, indent=1, sort_keys=True) + "\n")
     return path
 
 
-def update_time_section(out: Path) -> list[str]:
-    path = out / SPEED
+def update_time_section(grid: Grid) -> list[str]:
+    path = grid.speed
     if not path.is_file():
         return []
     speed = json.loads(path.read_text())

@@ -13,22 +13,8 @@ repeated.  ``--jobs N`` trains N runs at once, each in its own process with
 one thread (on 2 cores, small models train more per second that way than one
 run on two threads).
 
-Scales (data: the MNIST test set split 8000/1000/1000 and PTB trained on 90%
-of its validation file when only ``shared/data`` is present):
-
-* ``cpu``: short (docs/reproduction-cpu/report.md); a few epochs, so it measures early
-  learning speed, not the converged models the paper's claims are about.
-* ``cpu-long``: long runs at small sizes, 3 seeds: copy (4000 updates) and psMNIST
-  (20 epochs) in the fixed-hidden-units column (the paper's main-text figures), PTB
-  in both columns (its Table 1) for 150 epochs with the plateau schedule.  Hours on
-  a CPU; ``--jobs`` runs several at once (docs/reproduction-cpu-long/report.md).
-* ``beyond``: the non-normal family (nnRNN, nnRNN started as a delay line, complex nnRNN, nnGRU) against
-  GRU, LSTM and expRNN at nnRNN's parameter count, 3 seeds, at cpu-long's sizes and sequence lengths with
-  shorter training (copy 2000 updates, psMNIST 5 epochs, PTB 30 epochs), in the paper's column and a tuned
-  one (the same small Optuna search for every model); about an hour on 2 cores (docs/beyond/report.md).
-* ``smoke``: a few updates per run at 16 units, one seed; a check that the whole pipeline runs.
-* ``paper``: the paper's sizes and the release's lengths (copy 1500 updates, psMNIST and PTB
-  100 epochs); meant for GPUs.
+The scales are the modules of :mod:`.grids`, one file each (data: the MNIST test set split 8000/1000/1000 and PTB
+trained on 90% of its validation file when only ``shared/data`` is present).
 """
 from __future__ import annotations
 
@@ -53,10 +39,9 @@ from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
-from .grid import (SCALES, SPEED, TPE_STARTUP, TRIALS, TUNED, finished, plan, record_plan, report_kind, run_folder,
-                   searches)
-from .modern import measure_speed
-from .report import write_report
+from .grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
+from .grids import SCALES
+from .report import planned_grid, report_of, write_report
 from .sweep import default_storage, run_sweep
 
 
@@ -66,11 +51,11 @@ def run_log(folder: Path) -> Path:
     return folder.parent / f"{folder.name}.log"
 
 
-def _train_one(folder: Path, planned: dict, threads: int | None) -> str:
+def _train_one(folder: Path, planned: PlannedRun, threads: int | None) -> str:
     """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
     if threads:
         torch.set_num_threads(threads)
-    config = resolve_config({**planned["options"], "out": str(folder)}, planned["preset"])
+    config = resolve_config({**planned.options, "out": str(folder)}, planned.preset)
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
     # what the run prints (a line per validation, its summary) goes to runs/NAME.log beside its folder, so that
@@ -91,29 +76,29 @@ def _train_one(folder: Path, planned: dict, threads: int | None) -> str:
     return f"{folder.name}: {seconds:.0f} s" + (" (resumed)" if resume else "")
 
 
-def expected_cost(planned: dict) -> float:
+def expected_cost(planned: PlannedRun) -> float:
     """A rough relative cost of a run (recurrent steps × units², gated models × their gate count), to order the
     queue; not a prediction of time."""
-    options = planned["options"]
-    task = task_class(planned["task"])
+    options = planned.options
+    task = task_class(planned.task)
     length = task.sequence_length(options)
     updates = options.get("steps") or (options.get("epochs") or 1) * task.rough_updates_per_epoch(options)
-    gates = model_class(planned["model"]).GATES
-    return updates * length * options.get("batch_size", 1) * (gates * planned["hidden"] ** 2 + 64 ** 2)
+    gates = model_class(planned.model).GATES
+    return updates * length * options.get("batch_size", 1) * (gates * planned.hidden ** 2 + 64 ** 2)
 
 
-def execute(out: Path, runs: list[dict], log=print, jobs: int = 1) -> None:
+def execute(grid: Grid, log=print, jobs: int = 1) -> None:
     """Train every planned run that has not finished (resuming interrupted ones); runs that share a folder
     (identical settings) train once.  ``jobs`` > 1 trains that many at once, each in its own process with
     one thread."""
     todo = {}
-    for planned in runs:
-        folder = run_folder(out, planned)
+    for planned in grid.planned:
+        folder = grid.run_folder(planned)
         if not finished(folder) and folder not in todo:
             todo[folder] = planned
     # longest first: with several jobs the grid then ends with short runs filling both processes
     todo = dict(sorted(todo.items(), key=lambda item: -expected_cost(item[1])))
-    run_all(out, todo, _train_one, "runs to train", log, jobs)
+    run_all(grid.out, todo, _train_one, "runs to train", log, jobs)
 
 
 def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) -> None:
@@ -227,7 +212,9 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     holds the options that make it): every label gets the same search (the scale's ``tune`` budget) in
     ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, and the tuned column as a whole
     preset (:func:`tuned_preset`) to ``OUT/preset.json``, which can be installed as ``nnrnn/presets/SCALE.json``."""
-    todo = {out / "searches" / name: search for name, search in searches(scale, models, tasks, data_dir).items()}
+    files = GridFolder(Path(out))
+    todo = {files.searches / name: search
+            for name, search in searches(SCALES[scale], models, tasks, data_dir).items()}
     pending = {}
     for folder, search in todo.items():
         if ended_trials(folder, search) < search["trials"]:
@@ -240,11 +227,11 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
             key = presets.table_key(search["task"], search["options"].get("bptt"))
             variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
             picks.setdefault(key, {})[search["label"]] = {**variant, **best}
-    (out / "tuned.json").write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
-    (out / "preset.json").write_text(json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
+    files.tuned.write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
+    files.preset.write_text(json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
     trials = {folder.name: trial_records(_study(folder, search)) for folder, search in todo.items()
               if (folder / "study.db").exists()}
-    (out / TRIALS).write_text(json.dumps(trials, indent=1, sort_keys=True) + "\n")
+    files.trials.write_text(json.dumps(trials, indent=1, sort_keys=True) + "\n")
     return picks
 
 
@@ -265,19 +252,19 @@ def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
     preset: dict = {"_description": f"The `{scale}` grid's tuned column (nnrnn reproduce --scale {scale}): each "
                                     "model at nnRNN's parameter count with the options its search picked.",
                     "_source": f"nnrnn reproduce --scale {scale}, OUT/tuned.json; docs/design.md says how it searched"}
-    for planned in plan(scale, picks=picks, seeds=[0], data_dir=data_dir):
-        if planned["column"] != TUNED:
+    for planned in plan(SCALES[scale], picks=picks, seeds=[0], data_dir=data_dir):
+        if planned.column != TUNED:
             continue
-        bptt = planned["options"].get("bptt")
-        base = presets.lookup(planned["preset"], planned["task"], planned["model"], bptt) if planned["preset"] else {}
-        entry = {**base, **{k: v for k, v in planned["options"].items()
+        bptt = planned.options.get("bptt")
+        base = presets.lookup(planned.preset, planned.task, planned.model, bptt) if planned.preset else {}
+        entry = {**base, **{k: v for k, v in planned.options.items()
                             if k not in ("task", "model", "seed", "progress", "data_dir")}}
-        key = presets.table_key(planned["task"], bptt)
-        if planned["label"] == planned["model"]:
-            preset.setdefault(key, {})[planned["model"]] = entry
+        key = presets.table_key(planned.task, bptt)
+        if planned.label == planned.model:
+            preset.setdefault(key, {})[planned.model] = entry
         else:
             variants = preset.setdefault("_variants", {}).setdefault(key, {})
-            variants[planned["label"]] = {"model": planned["model"], **entry}
+            variants[planned.label] = {"model": planned.model, **entry}
     return preset
 
 
@@ -285,7 +272,7 @@ def share_runs(out: Path, runs_dir) -> None:
     """Make ``OUT/runs`` a link to ``runs_dir``, a folder of run folders that several grids share (a run is
     named by its settings, so a grid finds the finished runs of another grid it has in common)."""
     target = Path(runs_dir).resolve()
-    link = out / "runs"
+    link = GridFolder(out).runs
     if link.is_symlink() and link.resolve() == target:
         return
     if link.exists() or link.is_symlink():
@@ -310,23 +297,26 @@ def _check_filters(scale: str, models, tasks) -> None:
 
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
               runs_dir=None) -> Path:
+    """Run the grid of ``scale`` (a module of :mod:`.grids`) in ``out``: its searches when it has a tuned column,
+    every run not finished, then its report; ``models``, ``tasks`` and ``seeds`` narrow it, ``runs_dir`` keeps its
+    run folders elsewhere (:func:`share_runs`)."""
     if scale not in SCALES:
         raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
     _check_filters(scale, models, tasks)
-    out = Path(out)
-    runs = plan(scale, models, tasks, seeds, data_dir)  # every option checked before anything is written
+    spec = SCALES[scale]
+    grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
     if runs_dir is not None:
-        share_runs(out, runs_dir)
-    with runlock.hold(out):  # one reproduce per folder; its runs lock their own folders as they train
-        record_plan(out, scale)  # the rules fixed before the runs: a report says if they change while it runs
-        if "tune" in SCALES[scale]:
-            runs = plan(scale, models, tasks, seeds, data_dir, tune(scale, out, models, tasks, data_dir, log, jobs))
-        execute(out, runs, log, jobs)
-        if report_kind(scale) == "modern" and not (out / SPEED).is_file():
-            log("timing one update of every model against torch.nn.RNN and torch.nn.GRU (about a minute)")
-            measure_speed(out, runs)
-        report = write_report(out, scale, runs)
+        share_runs(grid.out, runs_dir)
+    with runlock.hold(grid.out):  # one reproduce per folder; its runs lock their own folders as they train
+        record_plan(grid.out, scale)  # the rules fixed before the runs: a report says if they change while it runs
+        if "tune" in spec:
+            picks = tune(scale, grid.out, models, tasks, data_dir, log, jobs)
+            grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))
+        execute(grid, log, jobs)
+        if report_of(grid).prepare:
+            report_of(grid).prepare(grid, log)
+        report = write_report(grid)
     log(f"report: {report}")
     return report

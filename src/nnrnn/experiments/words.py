@@ -65,7 +65,9 @@ def _ratio(r) -> str:
     return text + "×"
 
 
-def title(runs: list[dict], setting: str) -> str:
-    sample = next(r for r in runs if r["setting"] == setting)
-    return task_class(sample["task"]).title(sample["options"])
+def title(planned: list, setting: str) -> str:
+    """A setting's title from its first planned run (:class:`~.grid.PlannedRun`): its task's, with the length that
+    defines it."""
+    sample = next(r for r in planned if r.setting == setting)
+    return task_class(sample.task).title(sample.options)
 

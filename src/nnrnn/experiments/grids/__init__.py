@@ -1,0 +1,20 @@
+"""Every grid ``nnrnn reproduce --scale NAME`` runs, one module each: a module of this package that declares
+``NAME`` (the scale's name on the command line) and ``SCALE`` (its seeds, settings and, under ``"report"``, the
+:class:`~nnrnn.experiments.sections.Report` it writes) is a grid.  :data:`SCALES` is read from the package's modules,
+so adding a grid is adding one file here."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def _scales() -> dict[str, dict]:
+    """{name: scale} of every module in this package, in the order of their names."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found[module.NAME] = module.SCALE
+    return found
+
+
+SCALES = _scales()

@@ -1,0 +1,41 @@
+"""The ``modern`` grid (docs/modern/report.md): today's long-memory RNNs beside the nnRNN, every model at nnRNN's
+parameter count, each with the same search (10 trials of runs a fifth as long, on seed TUNE_SEED; Optuna's TPE sampler
+draws its first 5 at random), on the standard long-memory protocols (--preset long-memory: copy at T = 1000, adding at
+T = 2000, psMNIST) and PTB at cpu-long's T_PTB.  CPU scale: copy in batches of 32 rather than the protocol's 128,
+adding at nnRNN's N = 32 (minGRU's equal parameter count is then 169 units, at 64 it would be 631), and every task
+far shorter than its papers train; 2 h 34 min on 2 cores, over sittings (docs/design.md)."""
+from ...models import PAPER_MODELS
+from ..grid import TUNE_SEED, TUNED
+from ..modern import (best_so_far_section, measure_speed_once, published_section, standings_section, tuned_section,
+                      update_time_section)
+from ..sections import Report, settings_sections, settled_section
+from .cpu_long import LONG_PSMNIST, LONG_PTB
+
+# the paper's models, the non-normal family and today's long-memory RNNs, each tuned alike (issue 50)
+MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru")
+# Orhan & Pitkow's chain, at the gain their released code's example trains copy with (eminorhan/nonnormal-init)
+CHAIN_INIT = {"rnn chain": {"model": "rnn", "init": "chain:1.02"}}
+REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
+    tuned_section, best_so_far_section, settings_sections, standings_section, published_section, update_time_section,
+    settled_section), prepare=measure_speed_once)
+NAME = "modern"
+SCALE = {
+    "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
+             "the paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (2 h 34 min with "
+             "--jobs 2 on 2 cores, docs/modern/report.md; it resumes across sittings)",
+    "seeds": [0, 1, 2],
+    "report": REPORT,
+    "tune": {"trials": 10, "share": 0.2, "seed": TUNE_SEED, "startup": 5},
+    "tasks": {
+        "copy": {"hidden": 64, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                 "variants": CHAIN_INIT,
+                 "options": {"T": 1000, "batch_size": 32, "steps": 1000, "eval_every": 50, "log_every": 25}},
+        "adding": {"hidden": 32, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                   "variants": CHAIN_INIT,
+                   "options": {"T": 2000, "batch_size": 50, "steps": 400, "eval_every": 25, "log_every": 25}},
+        "psmnist": {"hidden": 64, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
+                    "variants": CHAIN_INIT, "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
+        "ptb": {"hidden": 128, "columns": (TUNED,), "models": MODERN_MODELS, "variants": CHAIN_INIT,
+                "options": {**LONG_PTB, "epochs": 20}},
+    },
+}
