@@ -157,3 +157,31 @@ def test_the_kernels_are_one_package_below_everything_but_the_errors():
     below = {f"nnrnn.{name}" for name in LAYERS[0]}
     outside = {t for m in kernel_modules for t in graph[m] if not t.startswith("nnrnn.kernels")}
     assert outside <= below, outside
+
+
+def docstring_order(package: Path) -> dict[str, int]:
+    """{module: its rank} from the package docstring's bullet list, bottom first: each bullet's ``:mod:`.x``` names
+    before its first colon share a rank."""
+    import re
+    ranks = {}
+    for line in ast.get_docstring(ast.parse((package / "__init__.py").read_text())).splitlines():
+        if line.startswith("* "):
+            for module in re.findall(r":mod:`\.(\w+)`", line[2:].split("`: ")[0] + "`"):
+                ranks[module] = len({*ranks.values()})
+    return ranks
+
+
+def test_the_experiments_modules_import_in_the_order_their_package_describes():
+    package = SRC / "nnrnn" / "experiments"
+    ranks = docstring_order(package)
+    modules = {p.relative_to(package).parts[0].removesuffix(".py") for p in package.rglob("*.py")} - {"__init__"}
+    assert modules <= set(ranks), f"not in the package's docstring: {sorted(modules - set(ranks))}"
+    upward = []
+    for path in sorted(package.rglob("*.py")):
+        own = path.relative_to(package).parts[0].removesuffix(".py")
+        for line, name in imported(path):
+            parts = name.split(".")
+            if own != "__init__" and parts[:2] == ["nnrnn", "experiments"] and len(parts) > 2 \
+                    and parts[2] in ranks and parts[2] != own and ranks[parts[2]] > ranks[own]:
+                upward.append(f"{path.relative_to(package)} line {line}: {name}")
+    assert upward == []

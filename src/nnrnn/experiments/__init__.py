@@ -6,8 +6,9 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the two-standard-error rule;
 * :mod:`.paper`: the paper's published numbers, and its groups of models read from the model classes;
 * :mod:`.words`: names and results as sentences show them;
-* :mod:`.theory_verdicts`, :mod:`.verdicts`: one function per claim, numbers in, (verdict, evidence) rows out (no
-  files);
+* :mod:`.theory_verdicts`, :mod:`.verdicts`: one function per claim, numbers in, a judgement out (the verdict and
+  the comparisons behind it; no files);
+* :mod:`.sentences`: judgements in English, as the reports' claim rows;
 * :mod:`.sweep`: Optuna searches over training options (nothing else of this package);
 * :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
   the name of every file in it, its scale, its planned runs);
