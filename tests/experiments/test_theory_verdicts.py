@@ -10,7 +10,7 @@ from nnrnn.experiments.rules import FAILS, HOLDS, PARTLY
 from nnrnn.experiments.statistics import Stat
 
 
-def run(peak, t, se=0.01, last=1.0, after=0.0):
+def transient(peak, t, se=0.01, last=1.0, after=0.0):
     return {"peak": peak, "peak_se": se, "peak_t": t, "start": 1.0, "last": last, "after": after}
 
 
@@ -18,7 +18,7 @@ def transients(peaks, times=None, changes=None):
     """Fig. 1b's numbers: ``peaks`` and ``times`` in the order (0.95, 0), (0.95, 0.005), (1, 0), … (1.05, 0.005)."""
     keys = [(a, b) for a in (0.95, 1.0, 1.05) for b in (0.0, 0.005)]
     times = times or [0] * len(keys)
-    runs = {key: run(p, t) for key, p, t in zip(keys, peaks, times)}
+    runs = {key: transient(p, t) for key, p, t in zip(keys, peaks, times)}
     for key, values in (changes or {}).items():
         runs[key].update(values)
     return {"n": 100, "n_init": 1000, "d": 0.0, "runs": runs}

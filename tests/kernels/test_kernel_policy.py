@@ -31,8 +31,8 @@ class FakeTimer:
     def __init__(self, times: dict[str, float]):
         self.times, self.calls = times, []
 
-    def __call__(self, name, run):
-        run()
+    def __call__(self, name, call):
+        call()
         self.calls.append(name)
         return self.times[name]
 
@@ -46,7 +46,7 @@ def fake_timer(monkeypatch, tuning):
     return plant
 
 
-def no_timing(name, run):
+def no_timing(name, call):
     pytest.fail(f"{name} was timed, where the decision had to come from elsewhere")
 
 
@@ -101,7 +101,7 @@ def test_measuring_alternates_takes_medians_and_keeps_to_its_budget(monkeypatch)
     monkeypatch.setattr(kernel_tuning, "clock", lambda: now[0])
     order, durations = [], {"a": iter([1.0, 1.0, 9.0, 1.0] * 3), "b": iter([2.0] * 12)}
 
-    def timer(name, run):
+    def timer(name, call):
         order.append(name)
         seconds = next(durations[name])
         now[0] += seconds
@@ -317,8 +317,8 @@ def test_slow_candidates_get_the_fewest_rounds(monkeypatch):
     def slow():
         now[0] += 1.0
 
-    def timer(name, run):
-        run()
+    def timer(name, call):
+        call()
         return 1.0
     monkeypatch.setattr(kernel_tuning, "timer", timer)
     calls = []

@@ -22,7 +22,7 @@ def timing(monkeypatch, *fastest: str):
     """A fake timer by which the kernels ``fastest`` win their decisions, in a fresh policy with no timings cached
     (as in a new process on another host)."""
     times = {name: 1e-3 if name in fastest else 3e-3 for name in (COMPILED, ONEDNN, ATEN, TORCH)}
-    monkeypatch.setattr(kernel_tuning, "timer", lambda name, run: times[name])
+    monkeypatch.setattr(kernel_tuning, "timer", lambda name, call: times[name])
     kernel_tuning.cache_path().unlink(missing_ok=True)
     kernel_policy.reset()
 

@@ -21,9 +21,9 @@ def _settings(keys) -> str:
     return ", ".join(f"α = {a:g} (β = " + ", ".join(f"{b:g}" for x, b in keys if x == a) + ")" for a in alphas)
 
 
-def _peak(run: dict, n_init: int) -> Stat:
+def _peak(transient: dict, n_init: int) -> Stat:
     """The peak of the mean ‖h_t‖ with its standard error over the initial conditions."""
-    return Stat(run["peak"], run["peak_se"], n_init)
+    return Stat(transient["peak"], transient["peak_se"], n_init)
 
 
 def _steps(runs: dict, n_init: int) -> tuple[list, list]:
@@ -66,8 +66,8 @@ def transient_claims(numbers: dict) -> list[Claim]:
     return claims + [_strength_claim(runs, n_init, setting)]
 
 
-def _when(run: dict) -> str:
-    return f"{run['peak_t']}" + (" (no transient)" if run["peak_t"] == 0 else "")
+def _when(transient: dict) -> str:
+    return f"{transient['peak_t']}" + (" (no transient)" if transient["peak_t"] == 0 else "")
 
 
 def _strength_claim(runs: dict, n_init: int, setting: str) -> Claim:

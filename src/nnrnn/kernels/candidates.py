@@ -36,13 +36,13 @@ def loops(names: list[str], batch: int, n: int, nonlinearity: str | None) -> dic
 
     projected = torch.nn.functional.linear(x, w, b)  # the same for every candidate: left out of the timing
 
-    def run(name):
+    def timed(name):
         def call():
             h = projected.clone()
             loop_kernels.forward_loop(h, h0, v, nonlinearity, mb, name)
             loop_kernels.backward(grad, h, h0, v, nonlinearity, name, need_v=True, need_modrelu_bias=mb is not None)
         return call
-    return {name: run(name) for name in names}
+    return {name: timed(name) for name in names}
 
 
 def products(names: list[str], m: int, k: int, n: int) -> dict:
@@ -52,13 +52,13 @@ def products(names: list[str], m: int, k: int, n: int) -> dict:
     a, b, grad = _random(g, m, k).requires_grad_(), _random(g, k, n).requires_grad_(), _random(g, m, n)
     products = {"torch": torch.mm, "onednn": onednn.MatMul.apply}
 
-    def run(product):
+    def timed(product):
         def call():
             with torch.enable_grad():
                 product(a, b).backward(grad)
             a.grad = b.grad = None
         return call
-    return {name: run(products[name]) for name in names}
+    return {name: timed(products[name]) for name in names}
 
 
 def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: bool) -> dict:

@@ -38,10 +38,10 @@ clock = time.perf_counter
 _state: dict = {}  # {"entries": the file's entries as read, "write_error": why the last write failed}
 
 
-def timer(name: str, run) -> float:
-    """Seconds one call of ``run`` (candidate ``name``) takes; a test replaces this with a fake timer."""
+def timer(name: str, call) -> float:
+    """Seconds one call of ``call`` (candidate ``name``) takes; a test replaces this with a fake timer."""
     start = clock()
-    run()
+    call()
     return clock() - start
 
 
