@@ -223,7 +223,7 @@ def test_the_command_keeps_freed_memory_unless_told_not(monkeypatch, capsys):
     from nnrnn.commands import kernels as command
     calls = []
     monkeypatch.setattr(memory, "keep_freed_memory", lambda: calls.append(1) or True)
-    monkeypatch.setattr(command, "run", lambda args: 0)  # a command that imports torch, doing nothing here
+    monkeypatch.setattr(command, "main", lambda args: 0)  # a command that imports torch, doing nothing here
     monkeypatch.delenv("NNRNN_KEEP_FREED_MEMORY", raising=False)
     assert nnrnn_cli.main(["kernels"]) == 0 and calls == []
     for setting, kept in (("", 1), ("1", 1), ("0", 0), ("false", 0), ("Off", 0), ("no", 0)):
