@@ -1,5 +1,5 @@
-"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernels.policy), and
-with ``--tune SIZES`` the decisions of an update at those sizes, timed now."""
+"""``nnrnn kernels``: the kernel policy on this machine, every decision with its reason (nnrnn.kernels.policy); with
+``--tune SIZES`` the decisions of an update at those sizes, timed now; with ``--retune`` the cached ones timed again."""
 from __future__ import annotations
 
 from ..kernels import report as kernel_report
@@ -11,6 +11,8 @@ def add_arguments(p) -> None:
                      "and why (compiling the C++ loops if they are not yet).")
     p.add_argument("--tune", metavar="SIZES", help="time the choices of an update at these sizes now and print "
                    "them (copy, medium, psmnist, large or TxBxN[xI], comma-separated); the results are cached")
+    p.add_argument("--retune", action="store_true", help="time again every decision the timings cache holds for "
+                   "this machine and show what changed (a timing taken while the machine is busy is not stored)")
 
 
 def main(args) -> int:
@@ -24,4 +26,7 @@ def main(args) -> int:
     if sizes:
         print("\nmeasured now (" + ", ".join(f"{t}x{b}x{n}x{i}" for t, b, n, i in sizes) + "):")
         print("\n".join(kernel_report.tune(sizes)))
+    if args.retune:
+        print("\ncached decisions, timed again:")
+        print("\n".join(kernel_report.retune()))
     return 0

@@ -131,10 +131,15 @@ class KernelPolicy:
             return Decision(entry["choice"], f"measured on this CPU before ({times}; thresholds: {threshold.choice})",
                             entry["times_ms"])
         try:
-            seconds = tuning.measure(runners(candidates))
+            timing = tuning.measure(runners(candidates))
         except Exception as error:  # noqa: BLE001 -- any failure: the thresholds decide
             return Decision(threshold.choice, f"{threshold.reason} (timing failed: {type(error).__name__})")
+        seconds = timing.medians()
         times_ms = {name: round(s * 1e3, 4) for name, s in seconds.items()}
+        untrusted = tuning.trusted(timing)
+        if untrusted:  # a busy minute decides nothing and is not cached: a later process times again
+            return Decision(threshold.choice, f"{threshold.reason} (timed, not trusted: {untrusted}; "
+                                              f"{tuning.format_times(times_ms)})", times_ms)
         choice = tuning.pick(seconds, threshold.choice)
         tuning.store(full, {"choice": choice, "times_ms": times_ms})
         return Decision(choice, f"measured ({tuning.format_times(times_ms)}; thresholds: "

@@ -1,5 +1,6 @@
-"""What ``nnrnn kernels`` prints: the kernel policy of this host whole, with the reason for each choice, and with
-``--tune SIZES`` the decisions a training update at each size makes, timed now (docs/performance.md)."""
+"""What ``nnrnn kernels`` prints: the kernel policy of this host whole, with the reason for each choice; with
+``--tune SIZES`` the decisions a training update at each size makes, timed now; with ``--retune`` every decision
+the timings cache holds for this host, timed again, beside what it said (docs/performance.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -68,6 +69,53 @@ def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
             for key in [k for k in policy.decisions if k not in before]:
                 made = policy.decisions[key]
                 times = tuning.format_times(made.times_ms) if made.times_ms else "not timed"
-                rows.append((f"({t}, {b}, {n}, {i})", what, key, made.choice, times, made.reason.split(" (")[0]))
+                how = ("thresholds' choice, the timing not trusted: " + _untrusted(made.reason)
+                       if "not trusted: " in made.reason else made.reason.split(" (")[0])
+                rows.append((f"({t}, {b}, {n}, {i})", what, key, made.choice, times, how))
     head = ("size", "decision", "bucket", "choice", "median times", "how")
     return table(rows, head)
+
+
+def _untrusted(reason: str) -> str:
+    """Why a timing was not trusted, from its decision's reason."""
+    return reason.split("not trusted: ", 1)[1].rsplit("; ", 1)[0]
+
+
+def _decide(policy: kernel_policy.KernelPolicy, bucket: str):
+    """A call that makes ``policy``'s decision for a cache entry's ``bucket`` key ("loops relu B8 N128",
+    "products M512 K512 N512", "projections R4096 K1 M128 transposed"), or None for a key of another kind."""
+    words = bucket.split()
+    sizes = {w[0]: int(w[1:]) for w in words[1:] if w[:1].isupper() and w[1:].isdigit()}
+    if words[0] == "loops" and len(words) == 4:
+        nonlinearity = None if words[1] == "None" else words[1]
+        return lambda: policy.loops(sizes["B"], sizes["N"], nonlinearity)
+    if words[0] == "products" and len(sizes) == 3:
+        return lambda: policy.products(sizes["M"], sizes["K"], sizes["N"])
+    if words[0] == "projections" and len(sizes) == 3:
+        return lambda: policy.projections(sizes["R"], sizes["K"], sizes["M"], words[-1] != "transposed")
+    return None
+
+
+def retune() -> list[str]:
+    """Time again every decision the cache holds for this CPU, torch and thread count, store what can be trusted,
+    and return the table of what each entry said and what it says now."""
+    settings = dataclasses.replace(kernel_settings.current(), tune=True)
+    policy = kernel_policy.KernelPolicy("cpu", torch.float32, settings, remeasure=True)
+    prefix = tuning.cache_key(policy.name, "")
+    rows = []
+    for key, entry in sorted(tuning.entries().items()):
+        decide = _decide(policy, key[len(prefix):]) if key.startswith(prefix) and isinstance(entry, dict) else None
+        if decide is None:
+            continue
+        bucket = key[len(prefix):]
+        decide()
+        made = policy.decisions[bucket]
+        before = f"{entry.get('choice')} ({entry.get('date', 'no date')})"
+        kept = "not trusted" not in made.reason
+        change = ("changed" if made.choice != entry.get("choice") else "same") if kept else \
+            "not stored: " + _untrusted(made.reason)
+        times = tuning.format_times(made.times_ms) if made.times_ms else "not timed"
+        rows.append((bucket, before, made.choice, times, change))
+    if not rows:
+        return ["the timings cache holds no decision for this CPU, torch version and thread count"]
+    return table(rows, ("bucket", "cached (date)", "now", "median times now", "what changed"))

@@ -14,9 +14,19 @@ per key of CPU (:func:`nnrnn.kernels.host.describe_cpu`), torch version, threads
 that an entry measured on another CPU or with another torch is never used.  It is written atomically (a
 temporary file renamed over it).  A corrupt or unreadable file counts as empty, and a folder that cannot be
 written only means the next process measures again: the cache is never a reason to fail.
+
+A busy minute must not worsen a host for good, so a timing is kept only when it can be trusted
+(:func:`trusted`): no candidate's rounds spread by more than SPREAD_MAX (the interquartile range over the
+median), and the other processes on the machine left this one the cores it runs on while it timed (the CPU time
+the machine spent besides this process, read from ``/proc/stat``, left at least its threads' worth of cores
+free).  An untrusted timing decides nothing: the thresholds' choice stands for this process and nothing is
+cached, so a later process times again.  Each entry carries the date it was measured and is timed again once it
+is older than MAX_AGE_DAYS; an entry without a date (written before this rule) counts as stale.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import functools
 import json
 import math
@@ -33,6 +43,8 @@ from . import host
 BUDGET_S = 0.3  # per decision: well under a second, once per shape bucket, CPU and torch version
 MIN_ROUNDS, MAX_ROUNDS, FEWEST_ROUNDS = 5, 15, 3
 MARGIN = 0.10  # above the ±7% that medians of alternating rounds moved by on a shared host (docs/performance.md)
+SPREAD_MAX = 0.25  # a candidate's rounds: interquartile range over median (docs/performance.md, 'Loop choice')
+MAX_AGE_DAYS = 30  # an entry older than this is timed again: drivers, BIOS settings and neighbours change
 FORMAT, VERSION = "nnrnn-kernel-timings", 1
 clock = time.perf_counter
 _state: dict = {}  # {"entries": the file's entries as read, "write_error": why the last write failed}
@@ -45,8 +57,49 @@ def timer(name: str, call) -> float:
     return clock() - start
 
 
-def measure(runners: dict, budget: float = BUDGET_S) -> dict[str, float]:
-    """Median seconds of each candidate in ``runners`` ({name: callable}), alternating (see the module's text)."""
+@dataclasses.dataclass
+class Timing:
+    """What timing the candidates of one decision gave: each one's rounds in seconds, and the cores the rest of
+    the machine used meanwhile (None where it cannot be read)."""
+    rounds: dict[str, list[float]]
+    others: float | None = None
+
+    def medians(self) -> dict[str, float]:
+        return {name: statistics.median(values) for name, values in self.rounds.items()}
+
+    def spread(self) -> float:
+        """The largest interquartile range over the median among the candidates (0 with fewer than 3 rounds)."""
+        worst = 0.0
+        for values in self.rounds.values():
+            if len(values) >= 3 and statistics.median(values) > 0:
+                low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+                worst = max(worst, (high - low) / statistics.median(values))
+        return worst
+
+
+def cpu_seconds() -> tuple[float, float] | None:
+    """(CPU seconds the whole machine has spent busy since boot, those of this process), or None where the
+    machine's are not readable (no ``/proc/stat``): a test replaces this with a quiet or a busy machine."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal …: idle and iowait are the idle time
+    busy = sum(fields[:3]) + sum(fields[5:8])
+    own = os.times()
+    return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system
+
+
+def _others(before, after, seconds: float) -> float | None:
+    """Cores the other processes kept busy over ``seconds`` of wall time, from two :func:`cpu_seconds` readings."""
+    if before is None or after is None or seconds <= 0:
+        return None
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / seconds
+
+
+def measure(runners: dict, budget: float = BUDGET_S) -> Timing:
+    """Each candidate in ``runners`` ({name: callable}) timed in alternating rounds (see the module's text)."""
     names = list(runners)
     with torch.no_grad():
         start = clock()
@@ -56,13 +109,41 @@ def measure(runners: dict, budget: float = BUDGET_S) -> dict[str, float]:
         # fewest rounds whose median still drops one outlier
         least = FEWEST_ROUNDS if (clock() - start) * MIN_ROUNDS > 2 * budget else MIN_ROUNDS
         times = {name: [] for name in names}
+        before, wall = cpu_seconds(), time.monotonic()
         start = clock()
         for done in range(MAX_ROUNDS):
             for name in (names if done % 2 == 0 else names[::-1]):
                 times[name].append(timer(name, runners[name]))
             if done + 1 >= least and clock() - start > budget:
                 break
-    return {name: statistics.median(values) for name, values in times.items()}
+        others = _others(before, cpu_seconds(), time.monotonic() - wall)
+    return Timing(times, others)
+
+
+def trusted(timing: Timing, threads: int | None = None) -> str:
+    """"" where ``timing`` may decide and be cached, else why not (in words): its rounds spread by more than
+    SPREAD_MAX, or the other processes left this one fewer free cores than its ``threads`` (torch's)."""
+    threads = threads or torch.get_num_threads()
+    cores = os.cpu_count() or 1
+    if timing.others is not None and cores - timing.others < 0.9 * min(threads, cores):
+        return f"the machine was busy ({min(timing.others, cores):.1f} of {cores} cores used by other processes)"
+    if timing.spread() > SPREAD_MAX:
+        return f"the rounds spread by {timing.spread():.0%} (more than {SPREAD_MAX:.0%})"
+    return ""
+
+
+def today() -> datetime.date:
+    return datetime.datetime.now(datetime.timezone.utc).date()
+
+
+def stale(entry: dict) -> bool:
+    """Whether a cached entry must be timed again: no date (an entry of the first format), or older than
+    MAX_AGE_DAYS."""
+    try:
+        measured = datetime.date.fromisoformat(entry["date"])
+    except (KeyError, TypeError, ValueError):
+        return True
+    return (today() - measured).days > MAX_AGE_DAYS
 
 
 def pick(times: dict[str, float], threshold_choice: str) -> str:
@@ -99,7 +180,7 @@ def _read() -> dict:
 
 
 def lookup(key: str, candidates: list[str]) -> dict | None:
-    """The cached entry for ``key`` if it is well-formed and measured the same ``candidates``, else None."""
+    """The cached entry for ``key`` if it is well-formed, measured the same ``candidates`` and not stale, else None."""
     if "entries" not in _state:
         _state["entries"] = _read()
     entry = _state["entries"].get(key)
@@ -107,14 +188,20 @@ def lookup(key: str, candidates: list[str]) -> dict | None:
         return None
     times = entry.get("times_ms")
     if not isinstance(times, dict) or sorted(times) != sorted(candidates) or not all(
-            isinstance(t, (int, float)) and math.isfinite(t) for t in times.values()):
+            isinstance(t, (int, float)) and math.isfinite(t) for t in times.values()) or stale(entry):
         return None
     return entry
 
 
+def entries() -> dict:
+    """Every entry of the cache file, {key: entry}, as read now."""
+    return _read()
+
+
 def store(key: str, entry: dict) -> None:
-    """Add ``entry`` to the cache file (merged with what other processes wrote meanwhile), atomically; a
-    failure to write is remembered for ``nnrnn kernels`` and otherwise ignored."""
+    """Add ``entry`` (its date added) to the cache file (merged with what other processes wrote meanwhile),
+    atomically; a failure to write is remembered for ``nnrnn kernels`` and otherwise ignored."""
+    entry = {**entry, "date": today().isoformat()}
     _state.setdefault("entries", {})[key] = entry
     path = cache_path()
     try:
