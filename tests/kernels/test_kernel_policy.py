@@ -40,11 +40,10 @@ class FakeTimer:
 
 @pytest.fixture
 def fake_timer(monkeypatch, tuning):
-    # a fake timer's rounds are steady, and the machine counts as quiet: what the suite's other worker does is
-    # not a busy minute for these tests (test_a_busy_machine_decides_nothing makes one)
-    monkeypatch.setattr(kernel_tuning, "cpu_seconds", lambda: None)
-
     def plant(times):
+        # a fake timer's rounds are steady, and the machine counts as quiet: what the suite's other worker does
+        # is not a busy minute for these tests (test_a_busy_machine_decides_nothing_and_caches_nothing makes one)
+        monkeypatch.setattr(kernel_tuning, "cpu_seconds", lambda: None)
         timer = FakeTimer(times)
         monkeypatch.setattr(kernel_tuning, "timer", timer)
         return timer
