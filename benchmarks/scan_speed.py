@@ -1,5 +1,6 @@
-"""The parallel scans against their loops: the LRU's odd-even scan and minGRU's log-space scan, each timed against
-the same layer computing time step by step (``implementation = "loop"``), forward and backward of one layer.
+"""The parallel scans against their loops: the LRU's odd-even scan, minGRU's log-space scan and the nnlru's
+odd-even scan with matrix powers, each timed against the same layer computing time step by step
+(``implementation = "loop"``), forward and backward of one layer.
 
 Each (model, T) pair runs the two implementations in one process, alternating, after a warm-up; the table gives
 each one's median and the ratio loop / scan (above 1: the scan is faster).  A shared machine's speed moves between
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 import nnrnn  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
-SCANNED = ("lru", "mingru")
+SCANNED = ("lru", "mingru", "nnlru")
 
 
 def update_seconds(model: torch.nn.Module, x: torch.Tensor) -> float:

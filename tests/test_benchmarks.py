@@ -25,6 +25,7 @@ SMOKE = {  # script: (arguments at a tiny size, a line its output must hold)
                            "compiled / eager self CPU time"),
     "copy_task.py": (["--steps", "2", "--T", "3", "--models", "rnn"], "x baseline"),
     "scan_speed.py": (["--steps", "5", "--batch", "2", "--hidden", "4", "--repeats", "1"], "loop/scan"),
+    "nnlru_speed.py": (["--steps", "5", "--batch", "2", "--hidden", "4", "--repeats", "1"], "/ nnlru"),
     "defaults_learn.py": (["--tasks", "copy", "--small", "--steps", "2"], "best valid loss"),
     "threads.py": (["--rounds", "1"], "an update with 2 threads takes"),
 }

@@ -21,8 +21,8 @@ from matplotlib.ticker import MaxNLocator
 from . import theory
 from ._blas import single_threaded_blas
 
-__all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients", "plot_schur",
-           "plot_spectrum"]
+__all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients",
+           "plot_linear_recurrence", "plot_schur", "plot_spectrum"]
 
 DPI = 200
 STYLE = {
@@ -398,4 +398,31 @@ def plot_training_gradients(steps, norms, path, title: str = "") -> str:
         ax.set_xlabel("update")
         ax.set_ylabel(r"$\|\nabla_\theta L\|_2$ (window mean)")
         ax.set_title(title or "gradient norm during training")
+        return _save(fig, path)
+
+
+def plot_linear_recurrence(eigenvalues: np.ndarray, t_abs: np.ndarray, curve: np.ndarray | None, path,
+                           title: str = "") -> str:
+    """A linear recurrence A = Λ + T in complex Schur form (the nnlru's): Λ's eigenvalues with the unit circle
+    (left), |T| (middle) and its Fisher memory curve J(k) (right; left blank when there is none, ρ(A) = 1)."""
+    eigenvalues = np.asarray(eigenvalues)
+    with _figure(9.0, 3.0) as fig:
+        ax_e, ax_t, ax_j = fig.subplots(1, 3)
+        phi = np.linspace(0, 2 * math.pi, 400)
+        ax_e.plot(np.cos(phi), np.sin(phi), color="0.4", lw=0.9)
+        ax_e.scatter(eigenvalues.real, eigenvalues.imag, s=9, color="C3", alpha=0.75, lw=0)
+        ax_e.set_xlim(-1.15, 1.15)
+        ax_e.set_ylim(-1.15, 1.15)
+        ax_e.set_aspect("equal")
+        ax_e.set_title(r"eigenvalues $\lambda_j$ (diag $\Lambda$)")
+        image = ax_t.imshow(t_abs, cmap="magma", interpolation="nearest")
+        fig.colorbar(image, ax=ax_t, shrink=0.8)
+        ax_t.set_title(r"$|T|$ (strictly upper)")
+        ax_t.grid(False)
+        if curve is not None and len(curve):
+            ax_j.semilogy(np.arange(len(curve)), np.maximum(curve, np.finfo(float).tiny), color="C0")
+        ax_j.set_xlabel("k (steps ago)")
+        ax_j.set_title("Fisher memory $J(k)$")
+        if title:
+            fig.suptitle(title, fontsize=10)
         return _save(fig, path)

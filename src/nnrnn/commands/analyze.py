@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..analysis.linear import analyze_nnlru
 from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
-from ..models import ComplexNonNormalRNN
+from ..models import ComplexNonNormalRNN, NonNormalLRU
 from ..training.network import initial_network, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
@@ -57,6 +58,8 @@ def main(args) -> int:
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     name = run_name(args.path)
+    if isinstance(getattr(model, "rnn", model), NonNormalLRU):
+        return _linear(getattr(model, "rnn", model), out, name, extra)
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
         summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra,
                                 title=f"{name} ({model_name(recurrent_layer(model))})",
@@ -71,8 +74,24 @@ def main(args) -> int:
     for k in keys:
         v = summary.get(k)
         print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
+    _written(out, summary["files"])
+    return 0
+
+
+def _linear(layer: NonNormalLRU, out: Path, name: str, extra: dict) -> int:
+    """An nnlru's recurrence is linear: its eigenvalues, |T| and exact Fisher memory curve (nnrnn.analysis.linear);
+    the Schur-form and gradient figures of the other models do not apply to its block."""
+    with hold(out):
+        summary = analyze_nnlru(layer, out, title=f"{name} (NonNormalLRU)", extra=extra)
+    for k in ("model", "spectral_radius", "departure_from_normality", "triangular_fraction", "fisher_memory_total"):
+        v = summary.get(k)
+        print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
+    _written(out, summary["files"])
+    return 0
+
+
+def _written(out: Path, files: list[str]) -> None:
     print(f"{'written to':36s} {out}")
-    for f in summary["files"]:
+    for f in files:
         print(f"  {out / f}")
     sys.stdout.flush()
-    return 0

@@ -25,6 +25,7 @@ from .lru import LRU
 from .lstm import LSTM
 from .mingru import MinGRU
 from .nngru import NonNormalGRU
+from .nnlru import NonNormalLRU
 from .nnrnn import NonNormalRNN
 from .nnrnn_complex import ComplexNonNormalRNN
 from .rnn import OrthogonalInitRNN, VanillaRNN
@@ -43,6 +44,7 @@ MODELS: dict[str, type[nn.Module]] = {
     "lem": LEM,
     "lru": LRU,
     "mingru": MinGRU,
+    "nnlru": NonNormalLRU,
 }
 # torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
 allow_weights_only_loading(*MODELS.values())
@@ -102,7 +104,8 @@ def regularization(model: nn.Module, delta: float = 0.0, t_decay: float = 0.0) -
     """The whole model's penalty to add to the loss: δ Σ(1 - γ)² + (t_decay / 2) ‖T‖² summed over every Schur
     form in ``model`` (a scalar tensor, zero when there is none), wherever it sits: an nnRNN, nnGRU or complex
     nnRNN nested at any depth, or a torch module given the constraint by
-    :func:`nnrnn.parametrizations.schur`.  It finds them as :func:`param_groups` finds the orthogonal generators,
+    :func:`nnrnn.parametrizations.schur`, and every nnlru's decay on its T.  It finds them as :func:`param_groups`
+    finds the orthogonal generators,
     each as its :class:`~nnrnn.parametrizations.registration.Parametrization` says, so the two agree on what
     the model holds.  ``delta`` and ``t_decay`` are
     checked as each layer's own ``regularization`` checks them."""
@@ -114,6 +117,8 @@ def regularization(model: nn.Module, delta: float = 0.0, t_decay: float = 0.0) -
              if parametrize.is_parametrized(module) for plist in module.parametrizations.values()
              if isinstance(plist[0], Parametrization)]
     terms = [term for term in terms if term is not None]
+    # the nnlru's T is a plain (packed) parameter, not a Parametrization: its layer gives its own penalty
+    terms += [module.regularization(delta, t_decay) for module in model.modules() if isinstance(module, NonNormalLRU)]
     if terms:
         return sum(terms[1:], terms[0])
     first = next(model.parameters(), None)
@@ -158,6 +163,6 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
 
 
 __all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "LEM", "LRU", "MinGRU", "ExpRNN", "GRU", "LSTM", "MODELS",
-           "NonNormalGRU", "NonNormalRNN",
+           "NonNormalGRU", "NonNormalLRU", "NonNormalRNN",
            "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
            "model_class", "orthogonal_parameters", "param_groups", "parameter_count", "regularization"]

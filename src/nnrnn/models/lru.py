@@ -156,7 +156,6 @@ class LRU(CellModel):
         return torch.polar(modulus, torch.exp(getattr(self, "theta_log" + suffix)))
 
     def _run(self, suffix, x, h0):
-        scan = use_scan(self.implementation, x, self.state_width, CPU_SCAN_CROSSOVER)
         p = lambda name: getattr(self, name + suffix)  # noqa: E731
         u = F.linear(x, p("weight_ih"), p("bias_ih") if self.bias else None)
         v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"))
@@ -164,13 +163,20 @@ class LRU(CellModel):
         lr, li = modulus * torch.cos(angle), modulus * torch.sin(angle)
         gamma = torch.exp(p("gamma_log"))
         br, bi = gamma * (v @ p("b_real").t()), gamma * (v @ p("b_imag").t())
-        sr, si = h0.chunk(2, -1)  # the carried state enters as the first step's λ s_{-1}
-        br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
-        bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])
-        xr, xi = (lru_scan if scan else lru_loop)(br, bi, lr, li)
+        xr, xi = self._recurrence(suffix, br, bi, h0, lr, li)
         y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
         value, gate = F.linear(F.gelu(y), p("glu_weight"), p("glu_bias")).chunk(2, -1)
         return u + value * torch.sigmoid(gate), torch.cat([xr, xi], -1)
+
+    def _recurrence(self, suffix, br, bi, h0, lr, li):
+        """(Re s, Im s), each (T, B, N_s), of s_t = Λ s_{t−1} + b_t from s_{−1} = h0 ([Re s, Im s]), b = br + i·bi,
+        by the scan or the loop as :func:`~nnrnn.models.cells.use_scan` chooses: the hook the non-normal LRU
+        (:mod:`.nnlru`) replaces."""
+        scan = use_scan(self.implementation, br, self.state_width, CPU_SCAN_CROSSOVER)
+        sr, si = h0.chunk(2, -1)  # the carried state enters as the first step's λ s_{-1}
+        br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
+        bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])
+        return (lru_scan if scan else lru_loop)(br, bi, lr, li)
 
     @classmethod
     def cell_parameter_count(cls, layer_input, hidden_size, bias=True, state_size=None, **_) -> int:
