@@ -31,11 +31,13 @@ test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
 	@$(REACH)
 
-# whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid)
+# whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid),
+# the scans against their loops, and one step at a time
 bench: $(STAMP)
 	$(BIN)/python benchmarks/training_update.py
 	$(BIN)/python benchmarks/speed_floor.py --sizes copy,medium
 	$(BIN)/python benchmarks/scan_speed.py  # the parallel scans against their loops (docs/performance.md)
+	$(BIN)/python benchmarks/stepping.py  # one step at a time (generation) against torch.nn.RNN
 
 # mutation testing of the training procedure: slow (hours on 2 cores), not part of CI.
 # MUTANTS="nnrnn.training.checkpoint* nnrnn.tasks.ptb*" runs only the mutants of those functions (mutmut's names).

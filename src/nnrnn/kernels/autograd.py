@@ -47,13 +47,17 @@ def eager_or_traced(function: type[torch.autograd.Function], op):
     return op if torch.compiler.is_compiling() else function.apply
 
 
+_NOTHING = contextlib.nullcontext()
+
+
 def autocast_off(device_type: str):
     """A context that turns autocast off on ``device_type``: nnrnn composes V and runs its loops in the
-    parameters' precision.  Devices with no autocast (``meta``, where models are built without memory)
-    get a context that does nothing, since ``torch.autocast`` refuses them."""
-    if torch.amp.is_autocast_available(device_type):
+    parameters' precision.  Where autocast is not on (and on devices with no autocast, ``meta``, where models are
+    built without memory, which ``torch.autocast`` refuses) a context that does nothing: entering torch.autocast
+    costs microseconds that a step at a time pays on every call."""
+    if autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
-    return contextlib.nullcontext()
+    return _NOTHING
 
 
 @torch.compiler.assume_constant_result  # read once while tracing: no graph break for the flag's lookup

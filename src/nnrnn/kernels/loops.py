@@ -14,6 +14,8 @@ module chooses nothing, so the policy can time it (:mod:`.candidates`).
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from . import extension, onednn
@@ -43,12 +45,30 @@ def _phi_into(out: torch.Tensor, z: torch.Tensor, nonlinearity: str | None,
 KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_loops.cpp
 
 
+_last_transposed: list = []  # [(a weak reference to V, its version, Vᵀ contiguous)]: at most one
+
+
+def _transposed(v: torch.Tensor) -> torch.Tensor:
+    """Vᵀ, contiguous (what the compiled loops take).  Kept for the V of the last call where V needs no gradient:
+    inference one step at a time passes the model's cached V again and again, and copying its transpose was a
+    good part of a step's time beyond the product itself."""
+    if _last_transposed:
+        ref, version, kept = _last_transposed[0]
+        if ref() is v and v._version == version:
+            return kept
+    v_t = v.t().contiguous()
+    _last_transposed.clear()
+    if not v.requires_grad:
+        _last_transposed.append((weakref.ref(v), v._version, v_t))
+    return v_t
+
+
 def forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlinearity: str | None,
                   modrelu_bias: torch.Tensor | None, loops: str) -> None:
     """In place: h[t] holds W_ih x_t + b on entry and h_t on exit (same operations as the reference)."""
     if loops == COMPILED:
         bias = modrelu_bias.contiguous() if nonlinearity == "modrelu" else h.new_empty(0)
-        extension.recurrence_loops().forward_loop(h, h0.contiguous(), v.t().contiguous(), KIND[nonlinearity], bias)
+        extension.recurrence_loops().forward_loop(h, h0.contiguous(), _transposed(v), KIND[nonlinearity], bias)
         return
     op = onednn.kernel() if loops == ONEDNN else None
     prev = h0

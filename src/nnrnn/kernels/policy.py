@@ -86,6 +86,9 @@ class KernelPolicy:
         self.remeasure = remeasure  # time again what the cache holds (``nnrnn kernels --tune``)
         self.decisions: dict[str, Decision] = {}  # by bucket key, as made in this process
         self.pinned: dict[str, str] = {}  # by bucket key, from a run's record
+        # the choice by exact shape: a call that asks again (one step at a time, every update) does not work out
+        # its bucket, candidates and threshold again
+        self._by_shape: dict[tuple, str | bool] = {}
         self._lock = threading.RLock()  # a measured loop makes its projection's decision inside
 
     @property
@@ -151,8 +154,21 @@ class KernelPolicy:
         compiled = self._float32_cpu() and self.settings.cpp and extension.recurrence_loops() is not None
         return [COMPILED] * compiled + [ONEDNN] * self._onednn_candidate() + [ATEN]
 
+    def _remembered(self, shape: tuple, decide):
+        """``decide()``'s answer for ``shape``, worked out once per exact shape (not while torch.compile traces,
+        whose decisions are not kept)."""
+        known = self._by_shape.get(shape)
+        if known is None:
+            known = decide()
+            if not torch.compiler.is_compiling():
+                self._by_shape[shape] = known
+        return known
+
     def loops(self, batch: int, n: int, nonlinearity: str | None = "relu") -> str:
         """COMPILED, ONEDNN or ATEN for the fused recurrence's loops over (batch × n) states."""
+        return self._remembered(("loops", batch, n, nonlinearity), lambda: self._loops(batch, n, nonlinearity))
+
+    def _loops(self, batch: int, n: int, nonlinearity: str | None) -> str:
         candidates = self.loop_candidates()
         forced = self.settings.loops
         if forced is not None and forced in candidates:
@@ -173,6 +189,9 @@ class KernelPolicy:
 
     def products(self, m: int, k: int, n: int) -> bool:
         """Whether an (m × k)·(k × n) product and its gradient go to oneDNN (else torch.mm)."""
+        return self._remembered(("products", m, k, n), lambda: self._products(m, k, n))
+
+    def _products(self, m: int, k: int, n: int) -> bool:
         key = f"products M{_bucket(m)} K{_bucket(k)} N{_bucket(n)}"
         made = self.decisions.get(key)  # the common case, once per product: no threshold to work out
         if made is not None:
@@ -189,6 +208,10 @@ class KernelPolicy:
     def projections(self, rows: int, k: int, m: int, weight_contiguous: bool) -> bool:
         """Whether (rows × k)·(m × k)ᵀ (the input projection, or with a transposed weight the input's gradient)
         goes to oneDNN (else torch's linear)."""
+        return self._remembered(("projections", rows, k, m, weight_contiguous),
+                                lambda: self._projections(rows, k, m, weight_contiguous))
+
+    def _projections(self, rows: int, k: int, m: int, weight_contiguous: bool) -> bool:
         layout = "" if weight_contiguous else " transposed"
         key = f"projections R{_bucket(rows)} K{_bucket(k)} M{_bucket(m)}{layout}"
         made = self.decisions.get(key)
@@ -276,6 +299,7 @@ class KernelPolicy:
             for key, choice in record.items():
                 self.pinned[key] = choice
                 self.decisions.pop(key, None)
+            self._by_shape.clear()
 
 
 # ----------------------------------------------------------------------------- the policies of this process

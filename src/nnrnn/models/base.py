@@ -492,6 +492,9 @@ class RecurrentModel(nn.Module, Traits):
         dtype = self._compute_dtype()
         x = x.to(dtype)
         hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
+        if len(self.cells) == 1 and lengths is None:  # one layer, one direction: nothing to stack (one step at a
+            output, h_last = self._run_cell(0, 0, x, hx[0], dtype)  # time pays for every call it saves)
+            return as_given(self, output, h_last.unsqueeze(0), input, lengths, unbatched)
         output, h_n = stack_layers(self, x, lengths, hx,
                                    lambda layer, direction, xs, h0: self._run_cell(layer, direction, xs, h0, dtype))
         return as_given(self, output, h_n, input, lengths, unbatched)
