@@ -51,6 +51,18 @@ def test_a_config_saved_without_the_read_out_options_gets_the_original_read_out(
     assert given.readout.bias.detach().abs().min() > 0  # the config's scheme when it has one
 
 
+@pytest.mark.parametrize("model", ["lru", "nnrnn"])
+def test_num_layers_stacks_the_models_layers_and_may_not_change_on_resume(tmp_path, model):
+    config = copy_config(tmp_path, model=model, num_layers=2)
+    train(config)
+    net, saved = load_model(tmp_path / "run")
+    assert saved["num_layers"] == net.rnn.num_layers == 2 and hasattr(net.rnn, "weight_ih_l1")
+    with pytest.raises(UserError, match="--num-layers was 2 and is now 3"):
+        resume_config(tmp_path / "run", saved, {"num_layers": 3})
+    del saved["num_layers"]  # a configuration saved before --num-layers: one layer
+    assert network_module.build_network(saved, 3, 4, "all").rnn.num_layers == 1
+
+
 def test_a_cornn_run_saved_before_the_damping_option_keeps_the_papers_step(tmp_path):
     """Runs saved before --damping existed ran the paper's implicit step; new ones run the released code's."""
     run = tmp_path / "run"

@@ -85,7 +85,9 @@ def build_network(config: dict, input_size: int, output_size: int, predict_at: s
             encoder, input_size = OneHot(vocab_size), vocab_size
     elif config.get("embedding"):
         raise OptionError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
-    rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
+    # .get: a configuration saved before --num-layers had one layer
+    rnn = create(config["model"], input_size, config["hidden"], config.get("num_layers", DEFAULTS["num_layers"]),
+                 **model_options(config))
     # .get: a configuration saved before the read-out's options had them at their defaults
     return SequenceModel(rnn, output_size, predict_at, encoder,
                          config.get("readout_init", DEFAULTS["readout_init"]),

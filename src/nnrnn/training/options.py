@@ -173,6 +173,8 @@ OPTIONS = (
     O("out", "runs/copy-nnrnn", "run folder (default: runs/TASK-MODEL)"),
     # model
     O("hidden", 128, "hidden units", "model", int, check=positive_integer),
+    O("num_layers", 1, "stacked recurrent layers, each the model's (the read-out reads the last)", "model", int,
+      check=positive_integer),
     O("nonlinearity", None, "the recurrence's nonlinearity (default: the model's, modrelu for the non-gated "
       "models)", "model", choices=NONLINEARITIES),
     O("init", None, "initialisation scheme, each model's own (its class's INITS): orthogonal ones (henaff, cayley, "
