@@ -142,15 +142,28 @@ def test_lru_is_its_papers_block_in_complex_arithmetic():
     s = [complex(h0[0, 0, j].item(), h0[0, 0, 4 + j].item()) for j in range(4)]
     for t in range(3):
         u = p["weight_ih"] @ x[t, 0] + p["bias_ih"]
-        v = (u - u.mean()) / torch.sqrt(u.var(unbiased=False) + 1e-5) * p["norm_weight"] + p["norm_bias"]
+        v = (u - u.mean()) / torch.sqrt(u.var(unbiased=False) + 1e-6) * p["norm_weight"] + p["norm_bias"]
         bv = [complex((p["b_real"][j] @ v).item(), (p["b_imag"][j] @ v).item()) for j in range(4)]
         s = [lam[j] * s[j] + gamma[j] * bv[j] for j in range(4)]
         y = torch.tensor([sum((complex(p["c_real"][i, j], p["c_imag"][i, j]) * s[j]).real for j in range(4))
                           for i in range(3)], dtype=D64) + p["d"] * v
-        a, g = (p["glu_weight"] @ F.gelu(y) + p["glu_bias"]).chunk(2)
+        gelu = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))  # jax.nn.gelu's
+        a, g = (p["glu_weight"] @ gelu + p["glu_bias"]).chunk(2)
         torch.testing.assert_close(out[t, 0], u + a * torch.sigmoid(g), rtol=0, atol=1e-10)
     torch.testing.assert_close(h_n[0, 0], torch.tensor([z.real for z in s] + [z.imag for z in s], dtype=D64),
                                rtol=0, atol=1e-12)
+
+
+def test_lru_dense_layers_start_as_flaxs_dense():
+    """lecun_normal: a normal of variance 1/fan_in truncated at ±2 of its own scale; biases zero."""
+    torch.manual_seed(0)
+    model = nnrnn.create("lru", 300, 200, num_layers=2)
+    for name, fan_in in (("weight_ih_l0", 300), ("weight_ih_l1", 200), ("glu_weight_l0", 200)):
+        w = getattr(model, name).detach().double()
+        assert abs(w.var().item() * fan_in - 1) < 0.02, name  # 60,000 or more draws
+        assert w.abs().max().item() <= 2 * fan_in ** -0.5 / lru_module.TRUNCATED_STD + 1e-6
+    for name in ("bias_ih_l0", "bias_ih_l1", "glu_bias_l0"):
+        assert torch.equal(getattr(model, name).detach(), torch.zeros_like(getattr(model, name)))
 
 
 def test_lru_starts_in_its_ring_with_the_gamma_normalisation():
