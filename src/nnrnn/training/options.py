@@ -29,7 +29,7 @@ from ..tasks import TASKS
 from . import rates
 from .outcome import DIVERGENCE_FACTOR, PATIENCE
 
-NONLINEARITIES = ("modrelu", "tanh", "relu", "none")
+NONLINEARITIES = ("modrelu", "tanh", "relu", "elu", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 LR_SCHEDULES = ("none", "plateau", "step")
 SHUFFLES = ("epoch", "fixed")
