@@ -595,3 +595,15 @@ def test_fixed_shuffle_visits_the_training_set_in_one_order(tmp_path):
     assert not torch.equal(per_epoch.epoch_order(0), per_epoch.epoch_order(1))
     with pytest.raises(ValueError, match="shuffle"):
         psmnist.PermutedMNISTTask(data_dir=folder, shuffle="sometimes")
+
+
+# --------------------------------------------------------------------------- the modern grid's chain-initialised RNN
+
+@pytest.mark.parametrize("task, nonlinearity", [("copy", "elu"), ("psmnist", "elu"), ("adding", "relu")])
+def test_the_chain_rnn_runs_its_authors_nonlinearity(task, nonlinearity):
+    """Orhan & Pitkow's RNN (eminorhan/nonnormal-init): ELU on copy and psMNIST, ReLU on the adding problem."""
+    from nnrnn.experiments.grids import modern
+    chain = modern.SCALE["tasks"][task]["variants"]["rnn chain"]
+    assert chain["nonlinearity"] == nonlinearity and chain["init"].startswith("chain:")
+    config = resolve_config({"task": task, "model": "rnn", "init": chain["init"], "nonlinearity": nonlinearity})
+    assert config["nonlinearity"] == nonlinearity

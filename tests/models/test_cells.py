@@ -30,8 +30,8 @@ def make(name, input_size=3, hidden_size=5, **options):
 
 # --------------------------------------------------------------------------- the papers' equations, one unit at a time
 
-def test_cornn_is_its_papers_implicit_explicit_step():
-    model = make("cornn", 2, 3, dt=0.3, gamma=1.5, epsilon=2.0)
+def test_cornn_implicit_is_its_papers_implicit_explicit_step():
+    model = make("cornn", 2, 3, dt=0.3, gamma=1.5, epsilon=2.0, damping="implicit")
     x, y0, z0 = torch.randn(1, 1, 2, dtype=D64), torch.randn(1, 1, 3, dtype=D64), torch.randn(1, 1, 3, dtype=D64)
     out, (y1, z1) = model(x, (y0, z0))
     w, v, b = model.weight_hh_l0.detach(), model.weight_ih_l0.detach(), model.bias_ih_l0.detach()
@@ -42,6 +42,65 @@ def test_cornn_is_its_papers_implicit_explicit_step():
         assert abs(z1[0, 0, i].item() - z.item()) < 1e-12
         assert abs(y1[0, 0, i].item() - (y0[0, 0, i] + 0.3 * z).item()) < 1e-12
     assert torch.equal(out[0], y1[0])
+
+
+def released_cornn(x, y, z, layer, dt, gamma, epsilon):
+    """tk-rusch/coRNN's coRNNCell.forward (psMNIST/network.py, adding/model.py), transcribed: one nn.Linear of
+    [u, z, y] (its order), z ← z + Δt(tanh(linear) − γ y − ε z), y ← y + Δt z; ``layer`` (weight, bias) its
+    nn.Linear's.  Returns the y of every step and the last (y, z)."""
+    weight, bias = layer
+    ys = []
+    for u in x:
+        z = z + dt * (torch.tanh(F.linear(torch.cat((u, z, y), 1), weight, bias)) - gamma * y - epsilon * z)
+        y = y + dt * z
+        ys.append(y)
+    return torch.stack(ys), y, z
+
+
+def as_released_layer(model):
+    """The model's parameters as the code's one nn.Linear of [u, z, y]: weight [V, 𝒲, W], bias b."""
+    n = model.hidden_size
+    w = model.weight_hh_l0
+    return torch.cat([model.weight_ih_l0, w[:, n:], w[:, :n]], 1), model.bias_ih_l0
+
+
+@pytest.mark.parametrize("dt, gamma, epsilon", [(0.076, 0.4, 8.0), (0.06, 66.0, 15.0), (0.3, 1.5, 5.0)])
+def test_cornn_explicit_is_the_released_codes_step_in_values_and_gradients(dt, gamma, epsilon):
+    model = make("cornn", 2, 4, dt=dt, gamma=gamma, epsilon=epsilon)  # explicit: the default
+    assert model.damping == "explicit"
+    x = torch.randn(7, 3, 2, dtype=D64)
+    y0, z0 = torch.randn(1, 3, 4, dtype=D64), torch.randn(1, 3, 4, dtype=D64)
+    probe = torch.randn(7, 3, 4, dtype=D64)
+    out, (y_n, z_n) = model(x, (y0, z0))
+    ((out * probe).sum() + z_n.sum()).backward()
+    got = [p.grad.clone() for p in (model.weight_ih_l0, model.weight_hh_l0, model.bias_ih_l0)]
+    model.zero_grad()
+    ys, y, z = released_cornn(x, y0[0], z0[0], as_released_layer(model), dt, gamma, epsilon)
+    ((ys * probe).sum() + z.sum()).backward()
+    want = [p.grad for p in (model.weight_ih_l0, model.weight_hh_l0, model.bias_ih_l0)]
+    torch.testing.assert_close(out, ys, rtol=0, atol=1e-12)
+    torch.testing.assert_close((y_n[0], z_n[0]), (y, z), rtol=0, atol=1e-12)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dt, gamma, epsilon", [(0.076, 0.4, 8.0), (0.06, 66.0, 15.0)])
+def test_cornn_explicit_is_the_implicit_step_reparametrised(dt, gamma, epsilon):
+    # the code at (Δt, γ, ε) outputs what the paper's step outputs at (aΔt, γ, aε), 𝒲 scaled by a, its velocity
+    # z/a, a = 1/√(1 − Δt ε) (docs/design.md): 1.60 at psMNIST's values, 3.16 at adding's
+    a = (1 - dt * epsilon) ** -0.5
+    explicit = make("cornn", 2, 4, dt=dt, gamma=gamma, epsilon=epsilon, damping="explicit")
+    implicit = make("cornn", 2, 4, dt=a * dt, gamma=gamma, epsilon=a * epsilon, damping="implicit")
+    with torch.no_grad():
+        implicit.weight_hh_l0[:, 4:] *= a
+    x = torch.randn(50, 3, 2, dtype=D64)
+    y0, z0 = torch.randn(1, 3, 4, dtype=D64), torch.randn(1, 3, 4, dtype=D64)
+    out_e, (y_e, z_e) = explicit(x, (y0, z0))
+    out_i, (y_i, z_i) = implicit(x, (y0, z0 / a))
+    torch.testing.assert_close(out_i, out_e, rtol=0, atol=1e-12)
+    torch.testing.assert_close(z_i, z_e / a, rtol=0, atol=1e-12)
+    unscaled = make("cornn", 2, 4, dt=dt, gamma=gamma, epsilon=epsilon, damping="implicit")
+    assert (unscaled(x, (y0, z0))[0] - out_e).abs().max() > 1e-3  # the two steps at the same numbers differ
 
 
 def test_lem_is_its_papers_step():
@@ -83,15 +142,28 @@ def test_lru_is_its_papers_block_in_complex_arithmetic():
     s = [complex(h0[0, 0, j].item(), h0[0, 0, 4 + j].item()) for j in range(4)]
     for t in range(3):
         u = p["weight_ih"] @ x[t, 0] + p["bias_ih"]
-        v = (u - u.mean()) / torch.sqrt(u.var(unbiased=False) + 1e-5) * p["norm_weight"] + p["norm_bias"]
+        v = (u - u.mean()) / torch.sqrt(u.var(unbiased=False) + 1e-6) * p["norm_weight"] + p["norm_bias"]
         bv = [complex((p["b_real"][j] @ v).item(), (p["b_imag"][j] @ v).item()) for j in range(4)]
         s = [lam[j] * s[j] + gamma[j] * bv[j] for j in range(4)]
         y = torch.tensor([sum((complex(p["c_real"][i, j], p["c_imag"][i, j]) * s[j]).real for j in range(4))
                           for i in range(3)], dtype=D64) + p["d"] * v
-        a, g = (p["glu_weight"] @ F.gelu(y) + p["glu_bias"]).chunk(2)
+        gelu = 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))  # jax.nn.gelu's
+        a, g = (p["glu_weight"] @ gelu + p["glu_bias"]).chunk(2)
         torch.testing.assert_close(out[t, 0], u + a * torch.sigmoid(g), rtol=0, atol=1e-10)
     torch.testing.assert_close(h_n[0, 0], torch.tensor([z.real for z in s] + [z.imag for z in s], dtype=D64),
                                rtol=0, atol=1e-12)
+
+
+def test_lru_dense_layers_start_as_flaxs_dense():
+    """lecun_normal: a normal of variance 1/fan_in truncated at ±2 of its own scale; biases zero."""
+    torch.manual_seed(0)
+    model = nnrnn.create("lru", 300, 200, num_layers=2)
+    for name, fan_in in (("weight_ih_l0", 300), ("weight_ih_l1", 200), ("glu_weight_l0", 200)):
+        w = getattr(model, name).detach().double()
+        assert abs(w.var().item() * fan_in - 1) < 0.02, name  # 60,000 or more draws
+        assert w.abs().max().item() <= 2 * fan_in ** -0.5 / lru_module.TRUNCATED_STD + 1e-6
+    for name in ("bias_ih_l0", "bias_ih_l1", "glu_bias_l0"):
+        assert torch.equal(getattr(model, name).detach(), torch.zeros_like(getattr(model, name)))
 
 
 def test_lru_starts_in_its_ring_with_the_gamma_normalisation():
@@ -211,6 +283,7 @@ def test_parameter_count_is_the_models_own(name, options):
     ("cornn", {"dt": 0}, ValueError, "dt must be a positive finite number; got 0"),
     ("cornn", {"gamma": "1"}, TypeError, "gamma must be a positive number; got '1'"),
     ("cornn", {"epsilon": math.inf}, ValueError, "epsilon must be a positive finite number"),
+    ("cornn", {"damping": "semi"}, ValueError, "damping must be 'explicit' or 'implicit'; got 'semi'"),
     ("lem", {"dt": -1.0}, ValueError, "dt must be a positive finite number; got -1.0"),
     ("lru", {"r_min": 0.9, "r_max": 0.5}, ValueError, "r_min and r_max must satisfy 0 <= r_min < r_max <= 1"),
     ("lru", {"r_max": 1.5}, ValueError, "r_min and r_max must satisfy"),

@@ -13,7 +13,7 @@ from nnrnn.models import base
 from nnrnn.models.fused import FusedRecurrence, fused_recurrence
 from nnrnn.models.recurrence import reference_recurrence
 
-NONLINEARITIES = ["modrelu", "tanh", "relu", None]
+NONLINEARITIES = ["modrelu", "tanh", "relu", "elu", None]
 RECURRENT_MODELS = [name for name, cls in nnrnn.MODELS.items() if issubclass(cls, base.RecurrentModel)]
 
 
@@ -107,6 +107,19 @@ def test_float32_matches_reference_on_each_loop(nonlinearity, loops, monkeypatch
     for gf, gr in zip(grads_f, grads_r):
         assert relative_error(gf, gr) <= 1e-5
 
+
+
+def test_elu_goes_to_python_loops_where_the_compiled_ones_are_asked_for(monkeypatch):
+    """recurrence_loops.cpp has no ELU: the policy gives it to the Python loops even when compiled loops are forced."""
+    compiled_loops_or_skip()
+    monkeypatch.setenv("NNRNN_LOOPS", "compiled")
+    kernel_policy.reset()  # the policy reads the environment once
+    h = torch.zeros(5, 3, 12)
+    assert choose_loops(h, "relu") == COMPILED  # compiled, where it computes the nonlinearity
+    assert choose_loops(h, "elu") != COMPILED
+    x, h0, w, b, v, _ = make_inputs(25, 3, 12, 2, torch.float32, "elu", seed=5)
+    out_f, _ = fused_recurrence(x, h0, w, b, v, "elu", None)
+    assert relative_error(out_f, reference_recurrence(x, h0, w, b, v, "elu", None)[0]) <= 1e-5
 
 
 @pytest.mark.parametrize("loops", ["compiled", "onednn", "aten"])

@@ -17,7 +17,8 @@ import nnrnn
 from nnrnn_cli import command as cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
-from nnrnn.training.config import resolve_config
+from nnrnn.errors import OptionError, UserError
+from nnrnn.training.config import resolve_config, resume_config
 from nnrnn.training.network import OneHot, load_model, load_saved
 from nnrnn.training.train import train
 
@@ -48,6 +49,37 @@ def test_a_config_saved_without_the_read_out_options_gets_the_original_read_out(
     given = network_module.build_network({"model": "rnn", "hidden": 40, "task": "copy", "readout_bias_init": "uniform"},
                                   3, 60, "all")
     assert given.readout.bias.detach().abs().min() > 0  # the config's scheme when it has one
+
+
+@pytest.mark.parametrize("model", ["lru", "nnrnn"])
+def test_num_layers_stacks_the_models_layers_and_may_not_change_on_resume(tmp_path, model):
+    config = copy_config(tmp_path, model=model, num_layers=2)
+    train(config)
+    net, saved = load_model(tmp_path / "run")
+    assert saved["num_layers"] == net.rnn.num_layers == 2 and hasattr(net.rnn, "weight_ih_l1")
+    with pytest.raises(UserError, match="--num-layers was 2 and is now 3"):
+        resume_config(tmp_path / "run", saved, {"num_layers": 3})
+    del saved["num_layers"]  # a configuration saved before --num-layers: one layer
+    assert network_module.build_network(saved, 3, 4, "all").rnn.num_layers == 1
+
+
+def test_a_cornn_run_saved_before_the_damping_option_keeps_the_papers_step(tmp_path):
+    """Runs saved before --damping existed ran the paper's implicit step; new ones run the released code's."""
+    run = tmp_path / "run"
+    train(resolve_config(dict(task="copy", model="cornn", hidden=8, T=4, batch_size=4, steps=1, eval_every=1,
+                              log_every=1, progress=False, out=str(run))))
+    assert load_saved(run).net.rnn.damping == "explicit"
+    old = checkpoint.load(run / "checkpoints" / "best.pt")
+    del old["config"]["damping"]
+    torch.save(old, tmp_path / "old.pt")
+    assert load_saved(tmp_path / "old.pt").net.rnn.damping == "implicit"
+    assert resume_config(run, old["config"], {})["damping"] == "implicit"
+    with pytest.raises(UserError, match="--damping was 'implicit' and is now 'explicit'"):
+        resume_config(run, old["config"], {"damping": "explicit"})
+    given = resolve_config(dict(task="copy", model="cornn", damping="implicit", out=str(tmp_path / "given")))
+    assert network_module.build(given)[1].rnn.damping == "implicit"
+    with pytest.raises(OptionError, match="damping"):
+        resolve_config(dict(task="copy", model="lem", damping="implicit"))
 
 
 @pytest.mark.parametrize("task, options, encoder", [("adding", {}, None), ("ptb", {}, nn.Embedding),

@@ -5,7 +5,8 @@ node around them; the formulas are in its docstring):
     backward:  dz_t = (∂L/∂h_t + dz_{t+1} V) ⊙ φ'(z_t),                    t = T..1
                dV = Σ_t dz_tᵀ h_{t-1}
 
-* ``compiled`` (settings.COMPILED): ``csrc/recurrence_loops.cpp`` (:mod:`.extension`), float32 on the CPU;
+* ``compiled`` (settings.COMPILED): ``csrc/recurrence_loops.cpp`` (:mod:`.extension`), float32 on the CPU, for
+  the nonlinearities of :data:`COMPILED_KINDS` (the policy gives ELU to the other two);
 * ``onednn``: Python issuing oneDNN inner products (:mod:`.onednn`), float32 on the CPU;
 * ``aten``: Python issuing ``addmm_`` and elementwise calls: any device and dtype.
 
@@ -38,11 +39,14 @@ def _phi_into(out: torch.Tensor, z: torch.Tensor, nonlinearity: str | None,
         torch.clamp_min(z, 0, out=out)
     elif nonlinearity == "tanh":
         torch.tanh(z, out=out)
+    elif nonlinearity == "elu":
+        torch.nn.functional.elu_(out if out is z else out.copy_(z))
     elif out is not z:
         out.copy_(z)
 
 
-KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3}  # the enum of recurrence_loops.cpp
+KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3, "elu": 4}  # the enum of recurrence_loops.cpp, then ELU's
+COMPILED_KINDS = (None, "relu", "tanh", "modrelu")  # the nonlinearities recurrence_loops.cpp computes
 
 
 _last_transposed: list = []  # [(a weak reference to V, its version, Vᵀ contiguous)]: at most one
@@ -87,6 +91,8 @@ def _derivative(h: torch.Tensor, nonlinearity: str, out: torch.Tensor) -> torch.
         return torch.sign(h, out=out)  # h ≥ 0, so sign(h) = [h > 0]
     if nonlinearity == "modrelu":
         return torch.sign(h, out=out).abs_()  # [h ≠ 0]
+    if nonlinearity == "elu":  # 1 where h > 0, e^z = h + 1 elsewhere (both 1 at z = 0, as autograd's)
+        return torch.clamp_max(h, 0, out=out).add_(1)
     return torch.mul(h, h, out=out).neg_().add_(1)  # tanh
 
 

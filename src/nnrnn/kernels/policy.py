@@ -41,6 +41,7 @@ import torch
 from . import candidates as timed
 from . import extension, onednn, tuning
 from . import settings as kernel_settings
+from .loops import COMPILED_KINDS
 from .settings import ATEN, COMPILED, ONEDNN, TORCH, Settings
 
 
@@ -169,7 +170,7 @@ class KernelPolicy:
         return self._remembered(("loops", batch, n, nonlinearity), lambda: self._loops(batch, n, nonlinearity))
 
     def _loops(self, batch: int, n: int, nonlinearity: str | None) -> str:
-        candidates = self.loop_candidates()
+        candidates = [c for c in self.loop_candidates() if c != COMPILED or nonlinearity in COMPILED_KINDS]
         forced = self.settings.loops
         if forced is not None and forced in candidates:
             return forced

@@ -134,7 +134,7 @@ def check_nonlinearity(value):
     if value == "none":
         value = None
     if value not in NONLINEARITIES:
-        raise ValueError(f"nonlinearity must be one of 'modrelu', 'tanh', 'relu' or None; got {value!r}")
+        raise ValueError(f"nonlinearity must be one of 'modrelu', 'tanh', 'relu', 'elu' or None; got {value!r}")
     return value
 
 

@@ -18,15 +18,31 @@ def check_positive(name: str, value) -> float:
     return float(value)
 
 
-def cornn_loop(x, y0, z0, weight_ih, weight_hh, bias, dt: float, gamma: float, epsilon: float):
-    """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H)."""
+DAMPINGS = ("explicit", "implicit")  # the authors' released code's step, the paper's eq. 3
+
+
+def check_damping(damping) -> str:
+    """``damping`` if it is one of :data:`DAMPINGS`, else a ValueError."""
+    if damping not in DAMPINGS:
+        raise ValueError(f"damping must be 'explicit' or 'implicit'; got {damping!r}")
+    return damping
+
+
+def cornn_loop(x, y0, z0, weight_ih, weight_hh, bias, dt: float, gamma: float, epsilon: float,
+               damping: str = "explicit"):
+    """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H); ``damping``
+    as :class:`CoRNN` takes it."""
     projected = x @ weight_ih.t()
     if bias is not None:
         projected = projected + bias
+    implicit = check_damping(damping) == "implicit"
     y, z, ys, zs = y0, z0, [], []
     for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
         drive = torch.tanh(step + torch.cat([y, z], -1) @ weight_hh.t())
-        z = (z + dt * (drive - gamma * y)) / (1 + dt * epsilon)
+        if implicit:
+            z = (z + dt * (drive - gamma * y)) / (1 + dt * epsilon)
+        else:  # in the code's order of operations
+            z = z + dt * (drive - gamma * y - epsilon * z)
         y = y + dt * z
         ys.append(y)
         zs.append(z)
@@ -39,20 +55,25 @@ class CoRNN(CellModel):
     .. math::
         y'' = \tanh(W y + \mathcal{W} y' + V u + b) - \gamma y - \epsilon y',
 
-    discretised by the paper's implicit-explicit scheme (its eq. 3: the damping implicit, the rest explicit),
+    discretised, with ``damping="explicit"`` (the default), as the authors' released code (tk-rusch/coRNN, every
+    task) steps it, the damping taken at the old velocity,
 
     .. math::
         z_n &= z_{n-1} + \Delta t\,\big(\tanh(W y_{n-1} + \mathcal{W} z_{n-1} + V u_n + b)
-               - \gamma\, y_{n-1} - \epsilon\, z_n\big), \\
-        y_n &= y_{n-1} + \Delta t\, z_n,
+               - \gamma\, y_{n-1} - \epsilon\, z_{n-1}\big), \\
+        y_n &= y_{n-1} + \Delta t\, z_n;
 
-    solved for z_n: z_n = (z_{n-1} + Δt(tanh(·) − γ y_{n-1})) / (1 + Δt ε).  (The authors' released code takes the
-    damping explicitly, ε z_{n-1}; docs/design.md says what that changes.)  The layer outputs y_n.
+    with ``damping="implicit"``, as the paper's eq. 3 writes it, at the new one: −ε z_n in place of −ε z_{n−1},
+    solved for z_n as z_n = (z_{n-1} + Δt(tanh(·) − γ y_{n-1})) / (1 + Δt ε).  Where Δt ε < 1 the two are one
+    model in two coordinates: the explicit step at (Δt, γ, ε) outputs the same y_n as the implicit step at
+    (aΔt, γ, aε), a = 1/√(1 − Δt ε), with 𝒲 scaled by a and its z (and z_0) by 1/a (docs/design.md).  The layer
+    outputs y_n.
 
     Args:
         input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype:
             torch.nn.GRU's, in its order.
         dt, gamma, epsilon: Δt, γ and ε, positive numbers (defaults: the authors' psMNIST values, 0.076, 0.4, 8).
+        damping: ``"explicit"`` (the released code's step, default) or ``"implicit"`` (the paper's eq. 3).
 
     Inputs: input, (y_0, z_0); Outputs: output, (y_n, z_n): torch.nn.LSTM's form, the position y in the place of h
     and the velocity z in the place of c, each (D·num_layers, B, N) (zeros when omitted); ``output`` (L, B, D·N) is
@@ -63,7 +84,7 @@ class CoRNN(CellModel):
         All drawn as ``torch.nn.Linear`` draws the authors' one layer of [u, z, y]: U(±1/sqrt(N_in + 2N)).
     """
 
-    CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon")
+    CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping")
     # log-uniform ranges about an order of magnitude around the values its code sets for its tasks (adding:
     # Δt 0.06, γ 66, ε 15; psMNIST: 0.076, 0.4, 8; sMNIST: 0.042, 2.7, 4.7); docs/design.md
     SEARCHED = {"dt": ("log", 0.01, 0.5), "gamma": ("log", 0.1, 100.0), "epsilon": ("log", 0.5, 50.0)}
@@ -72,9 +93,10 @@ class CoRNN(CellModel):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None, *, dt: float = 0.076, gamma: float = 0.4, epsilon: float = 8.0):
+                 dtype=None, *, dt: float = 0.076, gamma: float = 0.4, epsilon: float = 8.0,
+                 damping: str = "explicit"):
         self.dt, self.gamma = check_positive("dt", dt), check_positive("gamma", gamma)
-        self.epsilon = check_positive("epsilon", epsilon)
+        self.epsilon, self.damping = check_positive("epsilon", epsilon), check_damping(damping)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
                          dtype)
 
@@ -96,7 +118,7 @@ class CoRNN(CellModel):
         y0, z0 = h0.chunk(2, -1)
         bias = getattr(self, "bias_ih" + suffix) if self.bias else None
         ys, zs = cornn_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix), bias,
-                            self.dt, self.gamma, self.epsilon)
+                            self.dt, self.gamma, self.epsilon, self.damping)
         return ys, torch.cat([ys, zs], -1)
 
     @classmethod
@@ -104,4 +126,5 @@ class CoRNN(CellModel):
         return hidden_size * (layer_input + 2 * hidden_size + bool(bias))
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", dt={self.dt}, gamma={self.gamma}, epsilon={self.epsilon}"
+        return (super().extra_repr() + f", dt={self.dt}, gamma={self.gamma}, epsilon={self.epsilon}, "
+                f"damping={self.damping!r}")

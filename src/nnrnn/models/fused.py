@@ -21,6 +21,7 @@ as a single :class:`torch.autograd.Function`:
     z = 0 autograd's derivative of the reference is 0 as well), and
     ∂h/∂b_mod = sign(z)·[|z| + b > 0], so dL/db_mod = Σ dz ⊙ sign(h)
   - tanh:    φ' = 1 - h²
+  - elu:     φ' = min(h, 0) + 1  (1 for z > 0, e^z = h + 1 otherwise)
   - None:    φ' = 1
 
 * backward through time: one loop over t = T..1 of two operations,

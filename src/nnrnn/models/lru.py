@@ -54,6 +54,23 @@ def lru_scan(br, bi, lr, li):
     return _interleave(even_r, odd_r), _interleave(even_i, odd_i)
 
 
+# The paper's reference (its appendix's JAX listing and the Flax block around it) runs on Flax's and JAX's defaults,
+# and nnrnn takes them where torch's differ (issue 59): LayerNorm's ε (Flax 1e-6, torch 1e-5), jax.nn.gelu's tanh
+# form (torch's F.gelu is the exact erf one) and nn.Dense's initialisation (below).
+NORM_EPS = 1e-6
+# Flax's lecun_normal: a normal of variance 1/fan_in truncated at two standard deviations, its scale divided by the
+# truncated normal's own standard deviation so that the variance stays 1/fan_in
+TRUNCATED_STD = 0.87962566103423978
+
+
+def dense(weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    """In place, a Dense layer as Flax's nn.Dense initialises it: the weight (out, in) lecun-normal, the bias 0."""
+    std = weight.shape[1] ** -0.5 / TRUNCATED_STD
+    nn.init.trunc_normal_(weight, 0.0, std, -2 * std, 2 * std)
+    if bias is not None:
+        bias.zero_()
+
+
 class LRU(CellModel):
     r"""The LRU (Orvieto et al. 2023) in its paper's residual block.  Each layer and direction computes, for
     x_t the layer's input,
@@ -65,7 +82,9 @@ class LRU(CellModel):
         \text{output}_t &= u_t + \mathrm{GLU}(\mathrm{GELU}(y_t)), \qquad \mathrm{GLU}(a) = (W_1 a + c_1) \odot
             \sigma(W_2 a + c_2),
 
-    with Λ = diag(exp(−exp(ν) + i exp(θ_log))) (stable for any ν), γ = exp(γ_log) the normalisation, initialised
+    with LayerNorm's ε 1e-6, GELU's tanh form ½a(1 + tanh(√(2/π)(a + 0.044715a³))) and the Dense layers (W_ih, b
+    and the GLU's) drawn as Flax draws them (:func:`dense`), all as the paper's reference has them; Λ =
+    diag(exp(−exp(ν) + i exp(θ_log))) (stable for any ν), γ = exp(γ_log) the normalisation, initialised
     to sqrt(1 − |λ_j|²), B (N_s × N) and C (N × N_s) complex, D (N) real.  The recurrence is linear, so time is
     computed by a parallel scan (:func:`lru_scan`) or, as its reference, step by step (:func:`lru_loop`).
     W_ih is the paper's linear encoder for layer 0 and, for the layers above, the map from the previous layer's
@@ -131,10 +150,7 @@ class LRU(CellModel):
                                                              "theta_log", "gamma_log", "b_real", "b_imag", "c_real",
                                                              "c_imag", "d", "glu_weight", "glu_bias")}
         n, s = self.hidden_size, self.state_size
-        bound = p["weight_ih"].shape[1] ** -0.5
-        p["weight_ih"].uniform_(-bound, bound)
-        if self.bias:
-            getattr(self, "bias_ih" + suffix).uniform_(-bound, bound)
+        dense(p["weight_ih"], getattr(self, "bias_ih" + suffix) if self.bias else None)
         p["norm_weight"].fill_(1.0)
         p["norm_bias"].zero_()
         # |λ| uniform in area over the ring: |λ|² ~ U(r_min², r_max²), ν = log(−log|λ|)
@@ -145,9 +161,7 @@ class LRU(CellModel):
         for name, fan in (("b_real", 2 * n), ("b_imag", 2 * n), ("c_real", s), ("c_imag", s)):
             p[name].normal_(0.0, fan ** -0.5)
         p["d"].normal_()
-        bound = n ** -0.5
-        p["glu_weight"].uniform_(-bound, bound)
-        p["glu_bias"].uniform_(-bound, bound)
+        dense(p["glu_weight"], p["glu_bias"])
 
     def eigenvalues(self, layer: int = 0, direction: int = 0) -> torch.Tensor:
         """Λ's diagonal (complex, N_s) of one layer and direction."""
@@ -158,14 +172,14 @@ class LRU(CellModel):
     def _run(self, suffix, x, h0):
         p = lambda name: getattr(self, name + suffix)  # noqa: E731
         u = F.linear(x, p("weight_ih"), p("bias_ih") if self.bias else None)
-        v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"))
+        v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"), eps=NORM_EPS)
         modulus, angle = torch.exp(-torch.exp(p("nu_log"))), torch.exp(p("theta_log"))
         lr, li = modulus * torch.cos(angle), modulus * torch.sin(angle)
         gamma = torch.exp(p("gamma_log"))
         br, bi = gamma * (v @ p("b_real").t()), gamma * (v @ p("b_imag").t())
         xr, xi = self._recurrence(suffix, br, bi, h0, lr, li)
         y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
-        value, gate = F.linear(F.gelu(y), p("glu_weight"), p("glu_bias")).chunk(2, -1)
+        value, gate = F.linear(F.gelu(y, approximate="tanh"), p("glu_weight"), p("glu_bias")).chunk(2, -1)
         return u + value * torch.sigmoid(gate), torch.cat([xr, xi], -1)
 
     def _recurrence(self, suffix, br, bi, h0, lr, li):

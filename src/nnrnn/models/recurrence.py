@@ -3,7 +3,8 @@
     h_t = φ(V h_{t-1} + W_ih x_t + b),    t = 1..T
 
 with φ one of :data:`NONLINEARITIES`.  modReLU (Arjovsky et al. 2016) is
-φ(z) = sign(z) · relu(|z| + b_mod), with its own per-unit bias b_mod.
+φ(z) = sign(z) · relu(|z| + b_mod), with its own per-unit bias b_mod; ELU is z for z > 0 and e^z − 1 otherwise
+(Orhan & Pitkow's chain-initialised RNN uses it).
 
 This is the reference implementation: readable, differentiated by autograd,
 and what the fused kernel is tested against.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-NONLINEARITIES = ("modrelu", "tanh", "relu", None)
+NONLINEARITIES = ("modrelu", "tanh", "relu", "elu", None)
 
 
 def modrelu(z: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -26,6 +27,8 @@ def activation(z: torch.Tensor, nonlinearity: str | None, modrelu_bias: torch.Te
         return torch.tanh(z)
     if nonlinearity == "relu":
         return torch.relu(z)
+    if nonlinearity == "elu":
+        return torch.nn.functional.elu(z)
     return z
 
 

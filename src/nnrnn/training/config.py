@@ -17,7 +17,7 @@ from ..models import MODELS, model_class
 from ..models.init import CHAINS, accepts_init
 from ..models.lru import R_MAX, R_MIN
 from ..tasks import TASKS, task_class
-from .options import BY_NAME, DEFAULTS, RESUMABLE, check_values, flag
+from .options import BY_NAME, DEFAULTS, RESUMABLE, check_values, flag, saved_options
 from .rates import default_rates
 
 
@@ -171,7 +171,8 @@ def resume_config(folder: Path, saved: dict | None, typed: dict, preset: str | N
     if saved is None:
         return resolve_config(typed, preset)
     folder = Path(folder)
-    config = {**DEFAULTS, **saved, "out": str(folder)}  # options added to nnrnn since the run began: defaults
+    # options added to nnrnn since the run began: the values the run had (saved_options), else the defaults
+    config = {**DEFAULTS, **saved_options(saved), "out": str(folder)}
     if preset is not None and preset != saved.get("preset"):
         raise UserError(f"cannot resume {folder}: --preset was {saved.get('preset')!r} and is now {preset!r}; "
                         f"leave --preset out (a resumed run keeps its options) or start a new run")
@@ -194,6 +195,7 @@ def resume_config(folder: Path, saved: dict | None, typed: dict, preset: str | N
 def check_resumable(saved: dict, config: dict, where: Path) -> None:
     """UserError naming the first option that differs between a checkpoint's configuration ``saved`` and the
     resumed run's ``config`` and may not change on resume."""
+    saved = saved_options(saved)
     for key in sorted(set(saved) | set(config)):
         if key in RESUMABLE or key in ("out", "preset"):
             continue

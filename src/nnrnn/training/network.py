@@ -10,7 +10,7 @@ from torch import nn
 
 from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
-from .options import DEFAULT_EMBEDDING, DEFAULTS
+from .options import DEFAULT_EMBEDDING, DEFAULTS, saved_options
 from ..data.paths import DataNotFound
 from ..errors import OptionError, RunNotFound, UserError
 from ..models import create
@@ -85,7 +85,9 @@ def build_network(config: dict, input_size: int, output_size: int, predict_at: s
             encoder, input_size = OneHot(vocab_size), vocab_size
     elif config.get("embedding"):
         raise OptionError(f"--embedding applies to token inputs (ptb); the {config['task']} task gives vectors")
-    rnn = create(config["model"], input_size, config["hidden"], **model_options(config))
+    # .get: a configuration saved before --num-layers had one layer
+    rnn = create(config["model"], input_size, config["hidden"], config.get("num_layers", DEFAULTS["num_layers"]),
+                 **model_options(config))
     # .get: a configuration saved before the read-out's options had them at their defaults
     return SequenceModel(rnn, output_size, predict_at, encoder,
                          config.get("readout_init", DEFAULTS["readout_init"]),
@@ -200,7 +202,7 @@ def load_saved(path, device="cpu") -> Saved:
             raise RunNotFound(f"{path} holds no run: it has no {runfolder.BEST} or {runfolder.LAST}", path)
         path = best_checkpoint(path)
     saved = checkpoint.load(path, map_location=device)
-    config, weights = saved["config"], saved["model"]
+    config, weights = saved_options(saved["config"]), saved["model"]
     sizes = saved.get("sizes") or _sizes_from_weights(config, weights)
     net = build_network(config, sizes["input_size"], sizes["output_size"], sizes["predict_at"], sizes["vocab_size"])
     check_weights(net, weights, path)

@@ -21,6 +21,7 @@ import torch
 
 from ..errors import OptionError
 from ..models import MODELS
+from ..models.cornn import DAMPINGS
 from ..models.init import check_scheme
 from ..models.lru import R_MAX, R_MIN
 from ..parametrizations import TRIANGULAR, check_fixed_gamma, parse_t_init
@@ -28,7 +29,7 @@ from ..tasks import TASKS
 from . import rates
 from .outcome import DIVERGENCE_FACTOR, PATIENCE
 
-NONLINEARITIES = ("modrelu", "tanh", "relu", "none")
+NONLINEARITIES = ("modrelu", "tanh", "relu", "elu", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 LR_SCHEDULES = ("none", "plateau", "step")
 SHUFFLES = ("epoch", "fixed")
@@ -161,6 +162,8 @@ class Option:
     const: object = NO_VALUE   # a flag that stores this constant (--no-bias: False)
     nargs: int | None = None
     metavar: str | None = None
+    # the value a run had whose configuration was saved before the option existed (NO_VALUE: the default)
+    before: object = NO_VALUE
 
 
 O = Option
@@ -170,6 +173,8 @@ OPTIONS = (
     O("out", "runs/copy-nnrnn", "run folder (default: runs/TASK-MODEL)"),
     # model
     O("hidden", 128, "hidden units", "model", int, check=positive_integer),
+    O("num_layers", 1, "stacked recurrent layers, each the model's (the read-out reads the last)", "model", int,
+      check=positive_integer),
     O("nonlinearity", None, "the recurrence's nonlinearity (default: the model's, modrelu for the non-gated "
       "models)", "model", choices=NONLINEARITIES),
     O("init", None, "initialisation scheme, each model's own (its class's INITS): orthogonal ones (henaff, cayley, "
@@ -180,6 +185,8 @@ OPTIONS = (
     O("gamma", None, "coRNN: γ, its oscillators' stiffness (default 0.4)", "model", float,
       check=optional(positive_number)),
     O("epsilon", None, "coRNN: ε, their damping (default 8)", "model", float, check=optional(positive_number)),
+    O("damping", None, "coRNN: explicit (its released code's step, default) or implicit (its paper's eq. 3)",
+      "model", choices=DAMPINGS, check=one_of(None, *DAMPINGS), before="implicit"),
     O("r_min", None, f"LRU: |λ| starts in the ring [r_min, r_max] (default {R_MIN})", "model", float,
       check=optional(closed_unit_interval)),
     O("r_max", None, f"LRU: the ring's outer radius (default {R_MAX})", "model", float,
@@ -272,6 +279,8 @@ del O
 BY_NAME = {option.name: option for option in OPTIONS}
 DEFAULTS = {option.name: option.default for option in OPTIONS}
 RESUMABLE = frozenset(option.name for option in OPTIONS if option.resumable)
+# a configuration saved before an option existed: what its run had, where that is not the option's default
+BEFORE = {option.name: option.before for option in OPTIONS if option.before is not NO_VALUE}
 
 
 def flag(key: str) -> str:
@@ -288,6 +297,12 @@ def check_values(config: dict) -> None:
     for option in OPTIONS:
         if option.check is not None:
             option.check(option.name, config.get(option.name, option.default))
+
+
+def saved_options(saved: dict) -> dict:
+    """A saved configuration ``saved`` with the options it predates at the values its run had (:data:`BEFORE`;
+    the others stay absent, at their defaults)."""
+    return {**BEFORE, **saved}
 
 
 def add_arguments(parser, groups: dict | None = None) -> None:
