@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import nnrnn
+from nnrnn.models import lru
 from nnrnn.analysis.linear import fisher_memory_of, linear_part, real_form
 from nnrnn.analysis.theory import delay_line_fmc, fisher_memory_curve
 from nnrnn.models import nnlru as nnlru_module
@@ -119,7 +120,7 @@ def test_with_lambda_zero_and_t_the_shift_it_holds_the_last_n_projected_inputs(i
     for t in range(1, steps + 1):
         states.append(model(x[:t])[1][0])  # h_n: [Re s_t, Im s_t]
     v = torch.nn.functional.layer_norm(x @ model.weight_ih_l0.t() + model.bias_ih_l0, (3,), model.norm_weight_l0,
-                                       model.norm_bias_l0)
+                                       model.norm_bias_l0, eps=lru.NORM_EPS)
     gamma = torch.exp(model.gamma_log_l0[-1])
     projected = torch.complex(v @ model.b_real_l0[-1], v @ model.b_imag_l0[-1]) * gamma  # (T, B)
     for t, h in enumerate(states):

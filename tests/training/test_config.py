@@ -166,7 +166,7 @@ def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
                              ({"fixed_gamma": "1"}, "fixed_gamma must be None or a number"),
                              ({"t_init": "delay:x"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
                              ({"t_init": "chain:1"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
-                             ({"model": "lstm", "t_init": "zeros"}, "--t-init applies to nnrnn, not to lstm"),
+                             ({"model": "lstm", "t_init": "zeros"}, "--t-init applies to nnrnn, nnlru, not to lstm"),
                              ({"model": "exprnn", "fixed_gamma": 1.0},
                               "--fixed-gamma applies to nnrnn, not to exprnn")):
         with pytest.raises(ValueError, match=message):
