@@ -43,6 +43,18 @@ def finished(tmp_path_factory):
 
 
 
+@pytest.fixture
+def undrawn_figures(monkeypatch):
+    """Figures are built but not drawn: ``savefig`` writes a placeholder file where the figure would go.  For tests
+    of what is analysed and which files are written, not of the figures: drawing is most of their time (a 2-layer
+    bidirectional analysis, 10 of its 12 s) and tests/analysis/test_figures.py draws every figure nnrnn makes."""
+    import matplotlib.figure
+
+    def save(fig, fname, *args, **kwargs):
+        Path(fname).write_bytes(b"\x89PNG not drawn (undrawn_figures)")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", save)
+
+
 @pytest.fixture(autouse=True)
 def fresh_kernel_policy():
     """Every test starts from a kernel policy that has decided nothing and read the environment as the test set it
