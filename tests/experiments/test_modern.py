@@ -11,6 +11,9 @@ from nnrnn.tasks import make_task
 TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def modern_scale(monkeypatch):
     monkeypatch.setitem(grid.SCALES, "tiny-modern", {

@@ -53,6 +53,9 @@ TINY = {"task": "copy", "model": "nnrnn", "hidden": 16, "T": 5, "batch_size": 8,
         "eval_every": 4, "progress": False, "lr": 1e-2}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 def tiny(tmp_path, name="run", **options):
     return resolve_config({**TINY, "out": str(tmp_path / name), **options})
 
