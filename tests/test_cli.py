@@ -402,7 +402,8 @@ def test_a_folder_named_nnrnn_holding_a_checkout_does_not_shadow_the_package(tmp
     assert made.endswith("NonNormalRNN")
 
 
-def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(capsys, tmp_path, monkeypatch):
+def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(capsys, tmp_path, monkeypatch,
+                                                                            undrawn_figures):
     import torch
 
     from nnrnn import environment
