@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import SHARED
@@ -35,9 +36,23 @@ def nnrnn(*args, cwd=None):
     (["eval", "/nonexistent/run"], "no run folder or checkpoint"),
     (["frobnicate"], "invalid choice"),
 ])
+def test_user_errors_are_one_line_exit_2(args, needle, tmp_path, monkeypatch, capsys):
+    # in this process: nnrnn's own process adds nothing to these (the test below runs two in one of its own)
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)  # a default --out (runs/TASK-MODEL) lands there, not in the checkout
+    code, err = main(args), capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert needle in lines[0]
+
+
 @pytest.mark.subprocess
-def test_user_errors_are_one_line_exit_2(args, needle, tmp_path):
-    result = nnrnn(*args, cwd=tmp_path)  # a default --out (runs/TASK-MODEL) lands there, not in the checkout
+@pytest.mark.parametrize("args, needle", [(["frobnicate"], "invalid choice"),  # argparse's, before torch
+                                          (["train", "copy", "--hidden", "0"], "hidden")])  # nnrnn's, after
+def test_user_errors_of_the_command_in_its_own_process_are_one_line_exit_2(args, needle, tmp_path):
+    result = nnrnn(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -214,7 +229,13 @@ def test_help_and_version_import_neither_torch_nor_numpy():
 
 
 @pytest.mark.subprocess
-def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(tmp_path):
+def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(tmp_path, monkeypatch, capsys):
+    from nnrnn_cli.command import main
+
+    def in_process(*args):  # the training's own process is the one that matters; eval and resume run here
+        code = main([str(a) for a in args])
+        return SimpleNamespace(returncode=code, **capsys.readouterr()._asdict())
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
     out = tmp_path / "run"
     result = nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--eval-every", "2",
                    "--log-every", "1", "--no-progress", "--out", str(out))
@@ -229,10 +250,10 @@ def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(t
                                                                               "validation curves") for line in lines)
     assert any(line.startswith("[nnrnn] test loss ") for line in lines)
     final = json.loads(lines[-1])  # the last line stays the result as JSON, for scripts
-    evaluated = nnrnn("eval", str(out), "--json")
+    evaluated = in_process("eval", out, "--json")
     assert evaluated.returncode == 0
-    assert json.loads(evaluated.stdout) == final["test"]
-    said = nnrnn("eval", str(out), "--split", "valid").stdout.splitlines()
+    assert json.loads(evaluated.out) == final["test"]
+    said = in_process("eval", out, "--split", "valid").out.splitlines()
     assert said[0].startswith(f"valid split, the best validation score's checkpoint {out / 'checkpoints' / 'best.pt'}")
     assert "(after update " in said[0] and said[1].startswith("loss ")
     import torch
@@ -242,13 +263,13 @@ def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(t
     best = torch.load(out / "checkpoints" / "best.pt", weights_only=True)["model"]
     assert isinstance(net.rnn, library.NonNormalRNN) and not net.training
     assert all(torch.equal(value, best[key]) for key, value in net.state_dict().items())
-    more = nnrnn("train", "copy", "--out", str(out), "--resume", "--steps", "6", "--no-progress")
-    assert more.returncode == 0, more.stderr
-    assert f"[nnrnn] resuming {out} from update 4 of 6" in more.stdout
-    again = nnrnn("train", "copy", "--hidden", "8", "--out", str(out))
-    assert again.returncode == 2 and "--resume" in again.stderr
-    changed = nnrnn("train", "copy", "--hidden", "16", "--out", str(out), "--resume")
-    assert changed.returncode == 2 and "hidden" in changed.stderr
+    more = in_process("train", "copy", "--out", out, "--resume", "--steps", "6", "--no-progress")
+    assert more.returncode == 0, more.err
+    assert f"[nnrnn] resuming {out} from update 4 of 6" in more.out
+    again = in_process("train", "copy", "--hidden", "8", "--out", out)
+    assert again.returncode == 2 and "--resume" in again.err
+    changed = in_process("train", "copy", "--hidden", "16", "--out", out, "--resume")
+    assert changed.returncode == 2 and "hidden" in changed.err
 
 
 @pytest.mark.subprocess
@@ -261,9 +282,10 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
 
 @pytest.mark.subprocess
 def test_analyze_a_run_folder(tmp_path):
-    out = tmp_path / "run"
-    assert nnrnn("train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
-                 "--no-progress", "--out", str(out)).returncode == 0
+    from nnrnn_cli.command import main
+    out = tmp_path / "run"  # trained here; analyze (its figures' backend chosen afresh) in a process of its own
+    assert main(["train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
+                 "--no-progress", "--out", str(out)]) == 0
     result = nnrnn("analyze", str(out), "--no-gradients")
     assert result.returncode == 0, result.stderr
     for name in ("schur.png", "spectrum.png", "summary.json", "gradient_norm_training.png"):
@@ -381,7 +403,8 @@ def test_a_folder_named_nnrnn_holding_a_checkout_does_not_shadow_the_package(tmp
     assert made.endswith("NonNormalRNN")
 
 
-def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(capsys, tmp_path, monkeypatch):
+def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(capsys, tmp_path, monkeypatch,
+                                                                            undrawn_figures):
     import torch
 
     from nnrnn import environment

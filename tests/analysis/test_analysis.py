@@ -455,7 +455,7 @@ THEORY_FIGURES = {"figure1": ["--n-init", "50"], "prop1": ["--n", "6"], "prop2":
 # each command first into a new folder: whichever writes first must leave it open to the others
 @pytest.mark.parametrize("order", [("figure1", "prop1", "prop2"), ("prop1", "prop2", "figure1"),
                                    ("prop2", "figure1", "prop1")])
-def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys):
+def test_cli_theory_commands_share_one_folder_in_any_order(order, tmp_path, capsys, undrawn_figures):
     from nnrnn_cli.command import main
     for command in order:
         assert main(["theory", command, "--out", str(tmp_path / "theory"), *THEORY_FIGURES[command]]) == 0, command

@@ -19,6 +19,14 @@ from nnrnn.models import fused
 SHARED = Path(os.environ.get("NNRNN_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
+@pytest.fixture
+def no_curves(monkeypatch):
+    """The trainer draws no curves.png: the resume check compares parameters, never the figure, and two drawings
+    per run are nine tenths of a 4-update run's time (the figure is checked by test_train.py and test_figures.py)."""
+    from nnrnn.training import train as trainer
+    monkeypatch.setattr(trainer, "plot_curves", lambda folder, references=None: None)
+
+
 def rows(output: str) -> dict:
     """(check, model, task) -> result, from the printed table."""
     table = {}
@@ -42,7 +50,7 @@ def passing_doctor(capsys, *options) -> tuple[str, dict]:
     return out, table
 
 
-def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys):
+def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys, no_curves):
     out, table = passing_doctor(capsys, "--quick")
     for model in MODELS:
         assert table[("save/load/resume", model, "copy")] == "ok"
@@ -61,7 +69,7 @@ def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys):
     assert "0 failed" in out
 
 
-def test_a_wrong_gradient_on_the_float32_path_fails_parity_and_the_exit_code(monkeypatch, capsys):
+def test_a_wrong_gradient_on_the_float32_path_fails_parity_and_the_exit_code(monkeypatch, capsys, no_curves):
     real = fused._backward
 
     def wrong(grad_h, h, *args):  # float64 (the reference) stays right, as a device-only bug would
@@ -77,7 +85,7 @@ def test_a_wrong_gradient_on_the_float32_path_fails_parity_and_the_exit_code(mon
     assert table[("parity", "lstm", "copy")] == "ok"  # torch's LSTM: not the broken loops
 
 
-def test_a_resume_that_drops_the_optimizer_state_fails(monkeypatch):
+def test_a_resume_that_drops_the_optimizer_state_fails(monkeypatch, no_curves):
     real = checkpoint.load
 
     def forgetful(path, map_location="cpu"):
@@ -101,7 +109,7 @@ def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys):
+def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys, no_curves):
     """Every check at its full size (DDP with two gloo processes, inductor's compile), the paper-size timing out."""
     _, table = passing_doctor(capsys, "--no-timing")
     for task in workload.TASKS:

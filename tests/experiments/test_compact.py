@@ -11,6 +11,9 @@ from tests.experiments import synthetic
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def copy_scale(monkeypatch):
     monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {

@@ -14,6 +14,9 @@ from tests.experiments import synthetic
 TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def modern_scale(monkeypatch):
     monkeypatch.setitem(grids.SCALES, "tiny-modern", {

@@ -16,6 +16,9 @@ COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
 HELD = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def scale(monkeypatch):
     spec = {"seeds": [0, 1], "tasks": {

@@ -8,6 +8,9 @@ from nnrnn.experiments.grids import beyond as beyond_grid
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def tiny_scale(monkeypatch):
     scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "options": {

@@ -26,6 +26,9 @@ TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
 TINIER = {"hidden": 8, "T": 5, "steps": 10, "eval_every": 5}
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 def states(study) -> list[str]:
     return [t.state.name for t in study.get_trials(deepcopy=False)]
 

@@ -254,7 +254,7 @@ def test_every_layer_is_constrained_trained_and_regularised(name):
         assert model.regularization(1.0, 0.0).item() == pytest.approx(3 * 0.25)  # the last cell's three γ
 
 
-def test_analyze_covers_every_layer_and_direction(tmp_path):
+def test_analyze_covers_every_layer_and_direction(tmp_path, undrawn_figures):
     model = nnrnn.create("nnrnn", 3, 6, num_layers=2, bidirectional=True)
     from nnrnn.analysis import analyze_model
     summary = analyze_model(model, tmp_path)

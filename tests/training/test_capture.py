@@ -18,6 +18,9 @@ from nnrnn.training.network import seeded_network
 from nnrnn.training.train import make_optimizer, train
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 @pytest.fixture
 def graphs(monkeypatch):
     fake = FakeGraphs()

@@ -18,6 +18,9 @@ TINY = {"task": "copy", "model": "nnrnn", "hidden": 64, "T": 5, "batch_size": 8,
 PRODUCTS = "products M64 K64 N64"  # composing V
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 def timing(monkeypatch, *fastest: str):
     """A fake timer by which the kernels ``fastest`` win their decisions, in a fresh policy with no timings cached
     (as in a new process on another host)."""

@@ -23,6 +23,9 @@ from nnrnn.training.network import OneHot, load_model, load_saved
 from nnrnn.training.train import train
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 def test_build_task_passes_the_configs_task_options(tmp_path):
     copy_task = network_module.build_task(copy_config(tmp_path, seed=7, batch_size=3, T=6))
     assert (copy_task.seed, copy_task.batch_size, copy_task.T) == (7, 3, 6)

@@ -16,6 +16,9 @@ from nnrnn.training.runlog import read_metrics, run_title
 from nnrnn.training.train import train
 
 
+pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
+
+
 def run_cli(capsys, *argv):
     """``nnrnn *argv`` in this process: its exit code, stdout and stderr."""
     code = cli.main([str(a) for a in argv])
