@@ -11,7 +11,7 @@ from matplotlib.text import Text
 
 import nnrnn
 from nnrnn.analysis import analyze_model, plots
-from nnrnn.experiments import grid, report
+from nnrnn.experiments import figures, grid
 from nnrnn.training.runlog import curves_figure
 
 
@@ -91,17 +91,17 @@ def test_the_theory_figures_show_all_their_text(saved, tmp_path):
     assert {name: texts for name, texts in saved.items() if texts} == {}
 
 
-def test_the_report_curves_show_all_their_text(saved, tmp_path, monkeypatch):
+def test_the_report_curves_show_all_their_text(saved, tmp_path):
     options = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
-    monkeypatch.setitem(grid.SCALES, "figure", {"seeds": [0, 1], "tasks": {
-        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": options}}})
-    runs = grid.plan("figure")
-    for run in runs:
-        folder = grid.run_folder(tmp_path, run)
+    spec = {"seeds": [0, 1], "tasks": {
+        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": options}}}
+    made = grid.Grid(tmp_path, scale="figure", spec=spec, planned=grid.plan(spec))
+    for planned in made.planned:
+        folder = made.run_folder(planned)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.jsonl").write_text("".join(
             json.dumps({"step": step, "split": split, "loss": 0.09 / step, "grad_norm": 1.0 / step}) + "\n"
             for step in (2, 4, 6) for split in ("train", "valid")))
-    report.learning_curves(tmp_path, runs, "copy", tmp_path / "curves-copy.png", 0.0945)
-    report.learning_curves(tmp_path, runs, "copy", tmp_path / "gradients-copy.png", 0.0945, gradients=True)
+    figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)
+    figures.learning_curves(made, "copy", tmp_path / "gradients-copy.png", 0.0945, gradients=True)
     assert {name: texts for name, texts in saved.items() if texts} == {}
