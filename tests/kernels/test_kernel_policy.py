@@ -367,10 +367,12 @@ def test_a_busy_machine_decides_nothing_and_caches_nothing(tuning):
 
 
 def test_rounds_that_spread_decide_nothing(monkeypatch, tuning):
-    """A quiet machine whose rounds still spread (a frequency change, an interrupt storm): the same."""
+    """A quiet machine whose comparison still flips between rounds (a frequency change, an interrupt storm): the
+    same; a slowdown common to a whole round is not a spread (test_a_round_that_slows_alike_is_no_spread)."""
     needs_onednn()
     monkeypatch.setattr(kernel_tuning, "cpu_seconds", lambda: None)
-    rounds = {TORCH: iter([1e-3, 3e-3] * 10), ONEDNN: iter([0.5e-3, 2e-3] * 10)}
+    # which is faster flips from round to round (a common slowdown of a whole round would cancel: not this)
+    rounds = {TORCH: iter([1e-3, 3e-3] * 10), ONEDNN: iter([2e-3, 0.5e-3] * 10)}
     monkeypatch.setattr(kernel_tuning, "timer", lambda name, call: next(rounds[name]))
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # the thresholds say torch
     assert not kernel_policy.policy().products(512, 512, 512)  # the medians say oneDNN, the spread says wait
@@ -435,3 +437,12 @@ def test_retune_times_every_cached_decision_again_and_says_what_changed(fake_tim
     from nnrnn_cli import command as cli
     assert cli.main(["kernels", "--retune"]) == 0
     assert "cached decisions, timed again" in capsys.readouterr().out
+
+
+def test_a_round_that_slows_alike_is_no_spread():
+    """Rounds slowed alike (a neighbour's burst) leave the comparison steady: trusted; the same times with the
+    comparison flipping are not."""
+    steady = kernel_tuning.Timing({"a": [1.0, 3.0, 1.0, 3.0, 1.0], "b": [2.0, 6.0, 2.0, 6.0, 2.0]}, others=0.0)
+    flipping = kernel_tuning.Timing({"a": [1.0, 3.0, 1.0, 3.0, 1.0], "b": [2.0, 1.5, 2.0, 1.5, 2.0]}, others=0.0)
+    assert steady.spread() == 0.0 and kernel_tuning.trusted(steady, threads=1) == ""
+    assert kernel_tuning.trusted(flipping, threads=1).startswith("the rounds spread")

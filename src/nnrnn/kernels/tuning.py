@@ -16,12 +16,13 @@ temporary file renamed over it).  A corrupt or unreadable file counts as empty, 
 written only means the next process measures again: the cache is never a reason to fail.
 
 A busy minute must not worsen a host for good, so a timing is kept only when it can be trusted
-(:func:`trusted`): no candidate's rounds spread by more than SPREAD_MAX (the interquartile range over the
-median), and the other processes on the machine left this one the cores it runs on while it timed (the CPU time
-the machine spent besides this process, read from ``/proc/stat``, left at least its threads' worth of cores
-free).  An untrusted timing decides nothing: the thresholds' choice stands for this process and nothing is
-cached, so a later process times again.  Each entry carries the date it was measured and is timed again once it
-is older than MAX_AGE_DAYS; an entry without a date (written before this rule) counts as stale.
+(:func:`trusted`): no candidate's rounds spread by more than SPREAD_MAX (each round's times taken relative to
+that round's mean, then the interquartile range over the median), and the other processes on the machine left
+this one the cores it runs on while it timed (the CPU time the machine spent besides this process, read from
+``/proc/stat``, steal time included, left at least its threads' worth of cores free).  An untrusted timing
+decides nothing: the thresholds' choice stands for this process and nothing is cached, so a later process times
+again.  Each entry carries the date it was measured and is timed again once it is older than MAX_AGE_DAYS; an
+entry without a date (written before this rule) counts as stale.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from . import host
 BUDGET_S = 0.3  # per decision: well under a second, once per shape bucket, CPU and torch version
 MIN_ROUNDS, MAX_ROUNDS, FEWEST_ROUNDS = 5, 15, 3
 MARGIN = 0.10  # above the ±7% that medians of alternating rounds moved by on a shared host (docs/performance.md)
-SPREAD_MAX = 0.25  # a candidate's rounds: interquartile range over median (docs/performance.md, 'Loop choice')
+SPREAD_MAX = 0.25  # quiet: 0.02-0.17 at the copy and paper sizes, 2026-11-28 (docs/performance.md, 'Loop choice')
 MAX_AGE_DAYS = 30  # an entry older than this is timed again: drivers, BIOS settings and neighbours change
 FORMAT, VERSION = "nnrnn-kernel-timings", 1
 clock = time.perf_counter
@@ -68,12 +69,21 @@ class Timing:
         return {name: statistics.median(values) for name, values in self.rounds.items()}
 
     def spread(self) -> float:
-        """The largest interquartile range over the median among the candidates (0 with fewer than 3 rounds)."""
+        """How unsteady the comparison was: each round's times divided by that round's mean over the candidates
+        (a load that slows a whole round cancels), then the largest interquartile range over the median among
+        the candidates (0 with fewer than 3 rounds)."""
+        rounds = min(len(values) for values in self.rounds.values())
+        if rounds < 3:
+            return 0.0
+        relative = {name: [] for name in self.rounds}
+        for i in range(rounds):
+            level = statistics.fmean(values[i] for values in self.rounds.values())
+            for name, values in self.rounds.items():
+                relative[name].append(values[i] / level if level > 0 else 1.0)
         worst = 0.0
-        for values in self.rounds.values():
-            if len(values) >= 3 and statistics.median(values) > 0:
-                low, _, high = statistics.quantiles(values, n=4, method="inclusive")
-                worst = max(worst, (high - low) / statistics.median(values))
+        for values in relative.values():
+            low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+            worst = max(worst, (high - low) / statistics.median(values))
         return worst
 
 
