@@ -25,10 +25,11 @@ demo: $(STAMP)  # a new folder each time, so that running it again deletes nothi
 	$(BIN)/nnrnn train copy --model nnrnn --preset paper --steps 2000 --out runs/demo-copy-$$(date +%Y%m%d-%H%M%S)
 	@$(REACH)
 
-# two worker processes of one thread each: the suite's time halves on 2 cores (docs/testing.md)
+# two worker processes of one thread each: the suite's time halves on 2 cores; a worker that runs out of tests takes
+# the other's (worksteal), so that no long test starts last on a busy one (docs/testing.md)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal
 	@$(REACH)
 
 # whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid),
