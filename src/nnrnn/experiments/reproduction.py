@@ -26,8 +26,7 @@ from .sections import (Report, claims_section, copy_baseline, row_scope, scope, 
 from .statistics import Stat
 from .sentences import (all_or_nothing_claim, backprop_claim, copy_claims, copy_columns_claim, gamma_claims,
                         gap_claims, gated_claim, gradient_claim, psmnist_claim, ptb_accuracy_claim, ptb_claim,
-                        regularization_claim, structure_claims)
-from .theory_verdicts import theory_claims
+                        regularization_claim, structure_claims, theory_claims)
 from .words import column_words, name, title
 
 
@@ -259,7 +258,7 @@ def learned_section(learned: dict) -> list[str]:
 
 def theory_numbers(figures: Path) -> tuple:
     """The theory's figures (written into ``figures``) and the numbers its claims are judged on, in the order
-    :func:`.theory_verdicts.theory_claims` takes them; the figures and the claims share one computation of each
+    :func:`.sentences.theory_claims` takes them; the figures and the claims share one computation of each
     ensemble and curve (the caches of :mod:`nnrnn.analysis.theory`)."""
     figures.mkdir(parents=True, exist_ok=True)
     plots.figure1b(figures / "figure1b.png")
@@ -272,7 +271,7 @@ def theory_numbers(figures: Path) -> tuple:
 
 def theory_section(figures: Path, claims: list | None = None, numbers: tuple | None = None) -> list[str]:
     """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
-    numbers (:func:`.theory_verdicts.theory_claims`; ``numbers`` from :func:`theory_numbers`, made here when not given).
+    numbers (:func:`.sentences.theory_claims`; ``numbers`` from :func:`theory_numbers`, made here when not given).
     With a list ``claims`` the theory's claims are appended to it (for the report's claim table) and the section holds
     none; without, the section ends with their own table."""
     transients, memory, rows, prop1, prop2 = numbers or theory_numbers(figures)
