@@ -15,9 +15,8 @@ from ..models.nnrnn_complex import ComplexNonNormalRNN
 from ..tasks import task_class
 from ..training import outcome, runfolder
 from ..training.network import best_checkpoint, load_model
-from ..training.runlog import read_metrics
 from ..training.train import lr_halvings
-from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric
+from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
 from .paper import GAMMA_ONE
 from .rules import rule
 from .statistics import Stat
@@ -43,7 +42,7 @@ def final_value(folder: Path, key: str, split: str) -> float | None:
     finished."""
     if diverged(folder) or not finished(folder):
         return None
-    values = [r[key] for r in read_metrics(folder) if r.get("split") == split and key in r]
+    values = [r[key] for r in metrics(folder) if r.get("split") == split and key in r]
     return values[-1] if values else None
 
 
@@ -75,7 +74,7 @@ def updates_to_solve(folder: Path, threshold: float) -> float | None:
     None when the last one is not below it (or the run diverged)."""
     if diverged(folder):
         return None
-    curve = [(r["step"], r["loss"]) for r in read_metrics(folder) if r.get("split") == "valid" and "loss" in r]
+    curve = [(r["step"], r["loss"]) for r in metrics(folder) if r.get("split") == "valid" and "loss" in r]
     if not curve or not curve[-1][1] < threshold:
         return None
     step = curve[-1][0]
@@ -196,7 +195,7 @@ def spike(folder: Path, skip: float = 0.0) -> float | None:
     updates, over the median of all of them; None when it diverged or logged no gradient norm."""
     if diverged(folder):
         return None
-    norms = np.array([r["grad_norm"] for r in read_metrics(folder) if r.get("split") == "train" and "grad_norm" in r],
+    norms = np.array([r["grad_norm"] for r in metrics(folder) if r.get("split") == "train" and "grad_norm" in r],
                      dtype=float)
     norms = norms[np.isfinite(norms)]
     if not norms.size or not np.median(norms) > 0:
@@ -209,7 +208,7 @@ def converged(folder: Path) -> bool:
     if diverged(folder):
         return False
     key = metric("ptb")
-    curve = [r[key] for r in read_metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+    curve = [r[key] for r in metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
     return bool(curve) and outcome.clearly_below(min(curve), curve[0], rule('LEARNED'))  # the trainer's rule
 
 
@@ -239,7 +238,7 @@ def early_stat(grid: GridFolder, members: list[PlannedRun], key: str, share: flo
         folder = grid.run_folder(r)
         if not finished(folder):
             continue
-        curve = [(x["step"], x[key]) for x in read_metrics(folder) if x.get("split") == "valid" and key in x]
+        curve = [(x["step"], x[key]) for x in metrics(folder) if x.get("split") == "valid" and key in x]
         if diverged(folder) or not curve:
             values.append(None)
             continue
@@ -255,7 +254,7 @@ def convergence(grid: GridFolder, members: list[PlannedRun], task: str) -> dict:
     key = metric(task)
     shares, halvings = [], []
     for planned in members:
-        records = read_metrics(grid.run_folder(planned))
+        records = metrics(grid.run_folder(planned))
         curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
         if len(curve) >= 5:
             tail = curve[-max(2, len(curve) // 5):]

@@ -16,9 +16,8 @@ import shutil
 from pathlib import Path
 
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
-from ..training.runlog import read_metrics
 from .collect import PROBED, STRUCTURE, probe_norms
-from .grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished
+from .grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
 # files beside a report that it reads whole: the searches' trials, and the update times the modern report measures
@@ -27,7 +26,7 @@ FILES = (TRIALS, SPEED)
 
 def _records(folder: Path) -> list[dict]:
     kept = []
-    for record in read_metrics(folder):
+    for record in metrics(folder):
         if record.get("split") == "train":
             record = {k: v for k, v in record.items() if k in TRAIN_KEYS}
         kept.append(record)

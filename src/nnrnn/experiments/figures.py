@@ -9,9 +9,8 @@ import numpy as np
 
 from ..models import MODELS, PAPER_MODELS
 from ..tasks import task_class
-from ..training.runlog import read_metrics
 from .collect import group, labels, setting_task_of
-from .grid import COLUMNS, Grid, PlannedRun, metric
+from .grid import COLUMNS, Grid, PlannedRun, metric, metrics
 from .rules import rule
 from .words import column_words, name, title
 
@@ -62,7 +61,7 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
     for ax, column in zip(axes, columns):
         for label in labels(grid.planned, setting):
             members = group(grid.planned, setting, column, label)
-            curves = [[(r["step"], r[key]) for r in read_metrics(grid.run_folder(m))
+            curves = [[(r["step"], r[key]) for r in metrics(grid.run_folder(m))
                        if r.get("split") == split and key in r] for m in members]
             curves = [c for c in curves if c]
             if not curves:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from .compact import materialize, write_data
-from .grid import Grid, PlannedRun
+from .grid import Grid, PlannedRun, reading_once
 from .grids import SCALES
 from .reproduction import REPORT as REPRODUCTION, analyse_first_seed
 from .sections import Report, data_section, introduction, notes
@@ -26,16 +26,17 @@ def write_report(grid: Grid) -> Path:
     gives; its ``analysis_lines``, the lines of the first seeds' analysis figures where they cannot be made from
     checkpoints (a report written from compact data)."""
     report = report_of(grid)
-    analysis = grid.analysis_lines
-    if analysis is None:
-        analysis = analyse_first_seed(grid) if report.analysed else []
-    grid = dataclasses.replace(grid, date=grid.date or datetime.date.today().isoformat(), analysis_lines=analysis)
-    grid.figures.mkdir(parents=True, exist_ok=True)
-    lines = introduction(grid, report.heading) + data_section(grid)
-    for section in report.sections:
-        lines += section(grid)
-    grid.report.write_text("\n".join(lines + notes(grid)))
-    write_data(grid)
+    with reading_once():
+        analysis = grid.analysis_lines
+        if analysis is None:
+            analysis = analyse_first_seed(grid) if report.analysed else []
+        grid = dataclasses.replace(grid, date=grid.date or datetime.date.today().isoformat(), analysis_lines=analysis)
+        grid.figures.mkdir(parents=True, exist_ok=True)
+        lines = introduction(grid, report.heading) + data_section(grid)
+        for section in report.sections:
+            lines += section(grid)
+        grid.report.write_text("\n".join(lines + notes(grid)))
+        write_data(grid)
     return grid.report
 
 

@@ -14,11 +14,10 @@ from pathlib import Path
 from ..analysis import analyze_model, plots, theory
 from ..tasks import task_class
 from ..training.network import best_checkpoint, load_model
-from ..training.runlog import read_metrics
 from .collect import (PROBED, bptt_of, converged, converged_table, copy_speed, done, final_value, group, held_gamma,
                       learned_structure, probe_norms, results, setting_task_of, spike)
 from . import rules
-from .grid import COLUMNS, PLAN as OUT_PLAN, Grid, GridFolder, recorded_rules
+from .grid import COLUMNS, PLAN as OUT_PLAN, Grid, GridFolder, metrics, recorded_rules
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .rules import Claim, not_converged, rule
 from .sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section, settings_sections,
@@ -221,7 +220,7 @@ def _percent(accuracy) -> str:
 
 def _per_run(folder: Path, key: str, split: str) -> str:
     value, ratio = final_value(folder, key, split), spike(folder)
-    curve = [r[key] for r in read_metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+    curve = [r[key] for r in metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
     shown = "diverged" if value is None else f"{value:.3f}"
     if curve:
         shown += f" (validation {curve[0]:.2f} first, {min(curve):.2f} best"
