@@ -1351,3 +1351,45 @@ def test_the_chain_is_nilpotent_and_far_from_normal():
     v = nnrnn.create("rnn", 1, 8, init="chain:1.0").weight_hh_l0.detach().double()
     assert torch.equal(torch.linalg.matrix_power(v, 8), torch.zeros(8, 8, dtype=torch.float64))  # every eigenvalue 0
     assert not torch.allclose(v @ v.T, v.T @ v)
+
+
+# --------------------------------------------------------------------------- the nnRNN without T (triangular="none")
+
+def test_nnrnn_without_t_counts_t_out():
+    n = 6
+    strict, normal = (nnrnn.NonNormalRNN(3, n, triangular=t) for t in ("strict", "none"))
+    # P's generator, θ and γ: T's n(n-1)/2 entries are gone
+    assert nnrnn.NonNormalRNN.recurrent_parameter_count(n, triangular="none") == 15 + 3 + 3
+    assert nnrnn.NonNormalRNN.parameter_count(3, n) - nnrnn.NonNormalRNN.parameter_count(3, n, triangular="none") \
+        == n * (n - 1) // 2
+    assert sum(p.numel() for p in strict.parameters()) - sum(p.numel() for p in normal.parameters()) == n * n
+    assert set(strict.state_dict()) == set(normal.state_dict())  # T's storage is a buffer of zeros, not a parameter
+
+
+@pytest.mark.parametrize("triangular", ["none", "strict"])
+def test_nnrnn_without_t_stays_normal_after_updates(triangular):
+    torch.manual_seed(0)
+    n = 7
+    model = nnrnn.NonNormalRNN(3, n, dtype=torch.float64, init="random", triangular=triangular)
+    x, y = torch.randn(5, 8, 3, dtype=torch.float64), torch.randn(8, n, dtype=torch.float64)
+    opt = torch.optim.Adam(nnrnn.param_groups(model, lr=1e-2, lr_orth=1e-2))
+    for _ in range(5):
+        opt.zero_grad()
+        (model(x)[1][0] - y).pow(2).mean().add(model.regularization(delta=0.1, t_decay=1e-3)).backward()
+        form = model.schur_form
+        assert all(bool(p.grad.abs().sum() > 0)
+                   for p in (model.parametrizations.weight_hh_l0.original, form.theta, form.gamma))
+        opt.step()
+    v = model.recurrent_matrix().detach()
+    normal = torch.allclose(v @ v.T, v.T @ v, atol=1e-10, rtol=0)
+    assert normal == (triangular == "none")  # with T trained, V leaves the normal matrices at once
+    if triangular == "none":
+        moduli = torch.linalg.eigvals(v).abs().sort().values
+        gamma = form.gamma.detach()
+        torch.testing.assert_close(moduli, torch.cat([gamma[:3].repeat_interleave(2), gamma[3:]]).sort().values,
+                                   atol=1e-10, rtol=0)
+
+
+def test_nnrnn_without_t_refuses_a_delay_t_init_naming_both_options():
+    with pytest.raises(ValueError, match="t_init=.*triangular='none'"):
+        nnrnn.NonNormalRNN(3, 4, triangular="none", t_init="delay:0.5")

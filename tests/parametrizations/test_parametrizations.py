@@ -661,3 +661,66 @@ def test_schur_on_torch_rnn_with_a_fixed_gamma_and_a_delay_t_init():
     eig = np.linalg.eigvals(rnn.weight_hh_l0.detach().numpy())
     np.testing.assert_allclose(np.abs(eig), np.full(6, 0.9), rtol=0, atol=1e-12)
     assert form.regularization(5.0, 0.0).item() == 0.0
+
+
+# --------------------------------------------------------------------------- triangular="none": V = P Λ Pᵀ, normal
+
+def assert_normal(v: torch.Tensor) -> None:
+    v = v.detach()
+    torch.testing.assert_close(v @ v.T, v.T @ v, atol=1e-10, rtol=0)
+
+
+def gamma_moduli(gamma: torch.Tensor, n: int) -> torch.Tensor:
+    """|eigenvalues| of P Λ Pᵀ: each block's γ_i twice, and the trailing γ once when n is odd."""
+    gamma = gamma.detach().double()
+    return torch.cat([gamma[: n // 2].repeat_interleave(2), gamma[n // 2:]]).sort().values
+
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_triangular_none_frees_no_entry_of_t(n):
+    assert free_triangular_entries(n, "none") == 0
+    assert not triangular_mask(n, "none").any()
+    assert triangular_mask(n, "none", dtype=torch.float64).dtype == torch.float64
+    form = SchurForm(n, triangular="none")
+    assert "lower" not in dict(form.named_parameters()) and "lower" in form.state_dict()  # a buffer, kept in states
+    assert [p.numel() for p in form.parameters()] == [n // 2, (n + 1) // 2]  # θ and γ only
+
+
+@pytest.mark.parametrize("n", [6, 7])
+@pytest.mark.parametrize("optimizer", [torch.optim.Adam, torch.optim.RMSprop])
+def test_triangular_none_keeps_v_normal_through_training(n, optimizer):
+    torch.manual_seed(n)
+    layer = schur(nn.Linear(n, n, bias=False, dtype=torch.float64), init="random", triangular="none")
+    form, generator = layer.parametrizations.weight[0], layer.parametrizations.weight.original
+    assert_normal(layer.weight)
+    x, y = torch.randn(32, n, dtype=torch.float64), torch.randn(32, n, dtype=torch.float64)
+    opt = optimizer([generator, form.theta, form.gamma], lr=1e-2)
+    for _ in range(6):
+        opt.zero_grad()
+        loss = (layer(x) - y).pow(2).mean() + form.regularization(delta=0.1, t_decay=1.0)
+        loss.backward()
+        assert all(bool(p.grad.abs().sum() > 0) for p in (generator, form.theta, form.gamma))
+        opt.step()
+    assert not torch.allclose(form.gamma, torch.ones_like(form.gamma))  # the updates moved γ off 1
+    assert_normal(layer.weight)
+    torch.testing.assert_close(eigvals(layer.weight).abs().sort().values, gamma_moduli(form.gamma, n),
+                               atol=1e-10, rtol=0)
+    assert torch.all(form.triangular_factor() == 0)
+
+
+def test_triangular_none_refuses_a_t_init_that_sets_t():
+    with pytest.raises(ValueError, match="t_init='delay:1.0'.*triangular='none'"):
+        SchurForm(4, triangular="none", t_init="delay:1.0")
+    assert torch.all(SchurForm(4, triangular="none", t_init="zeros").triangular_factor() == 0)
+
+
+def test_triangular_none_refuses_a_state_whose_t_it_would_drop():
+    strict = SchurForm(4, triangular="strict")
+    with torch.no_grad():
+        strict.lower.copy_(torch.randn(4, 4))
+    with pytest.raises(RuntimeError, match="lower holds a non-zero T"):
+        SchurForm(4, triangular="none").load_state_dict(strict.state_dict())
+    normal = SchurForm(4, triangular="none")
+    strict.load_state_dict(normal.state_dict())  # T = 0 loads into a layer that could train it
+    torch.testing.assert_close(strict.theta, normal.theta)
+    assert torch.all(strict.triangular_factor() == 0)

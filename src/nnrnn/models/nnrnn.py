@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from ..parametrizations import INITS, check_fixed_gamma, check_init, free_triangular_entries, parse_t_init, schur
+from ..parametrizations import INITS, check_fixed_gamma, check_init, free_triangular_entries, schur
+from ..parametrizations.schur import check_t_init
 from .base import RecurrentModel
 
 
@@ -31,8 +32,9 @@ class NonNormalRNN(RecurrentModel):
         device, dtype: factory keywords, as torch's.
         init: P's initial skew generator: ``'cayley'`` (default), ``'henaff'`` or ``'random'``;
             θ ~ U(0, 2π), γ = 1, T = 0 (unless ``fixed_gamma`` or ``t_init`` say otherwise).
-        triangular: the shape of T: ``'strict'`` (the paper's, default) or ``'block'`` (the in-block
-            entries held at zero, so V's eigenvalues stay exactly γ_i e^{±iθ_i}).
+        triangular: the shape of T: ``'strict'`` (the paper's, default), ``'block'`` (the in-block
+            entries held at zero, so V's eigenvalues stay exactly γ_i e^{±iθ_i}) or ``'none'`` (T ≡ 0:
+            V = P Λ Pᵀ is normal, the nnRNN without its non-normal part; ``t_decay`` then acts on nothing).
         generator: a ``torch.Generator`` for reproducible P and θ.
         dynamic: P = B exp(A) with a base B moved by :func:`nnrnn.parametrizations.rebase_` (dynamic
             trivialization; off, as in the paper).
@@ -40,7 +42,7 @@ class NonNormalRNN(RecurrentModel):
             parameter (the supplement's nnRNN-γ=1 and nnRNN-γ=0.958); the δ penalty then counts nothing.
         t_init: T at initialisation: ``'zeros'`` (the paper's, default) or ``'delay:α'``: α on T's first
             sub-diagonal (with ``triangular='block'`` its between-block entries only), the delay line
-            of the paper's §3 on top of Λ.
+            of the paper's §3 on top of Λ.  A ValueError with ``triangular='none'``.
         input_init, bias_init: schemes of :mod:`nnrnn.models.init` for W_ih (Glorot normal) and b (zeros).
 
     Inputs: input, h_0
@@ -80,7 +82,7 @@ class NonNormalRNN(RecurrentModel):
         self.init, self.triangular, self._generator, self.dynamic = (check_init(init), triangular, generator,
                                                                       bool(dynamic))
         self.fixed_gamma = check_fixed_gamma(fixed_gamma)
-        parse_t_init(t_init)  # refused here, at the call that received it
+        check_t_init(t_init, triangular)  # refused here, at the call that received it
         self.t_init = t_init
         super().__init__(*args, **kwargs)
         del self._generator  # only needed while the factors are drawn; not picklable

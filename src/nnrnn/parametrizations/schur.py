@@ -6,7 +6,7 @@
   parameter is the parametrization's ``original`` (its strict lower triangle).
 * Λ = blockdiag(γ_1 R(θ_1), …, γ_m R(θ_m)),  R(θ) = [[cos θ, -sin θ], [sin θ, cos θ]],
   m = n // 2.  The eigenvalues of V are exactly γ_i e^{±iθ_i}.
-* T below the diagonal, in one of two forms (``triangular``):
+* T below the diagonal, in one of three forms (``triangular``):
 
   - ``"strict"`` (default; the paper's text and the authors' released code):
     every entry below the diagonal, n(n-1)/2 free entries, the (2i+1, 2i)
@@ -17,6 +17,10 @@
   - ``"block"`` (nnrnn's variant): strictly lower *block* triangular, the
     n//2 in-block entries held at zero, n(n-1)/2 - n//2 free entries; the
     eigenvalues of V are then exactly γ_i e^{±iθ_i} throughout training.
+  - ``"none"``: T ≡ 0, no free entries, so V = P Λ Pᵀ is normal (V Vᵀ = Vᵀ V) throughout training,
+    with the same Λ blocks and the same δ penalty on γ: the nnRNN without its non-normal part, the
+    control that isolates what T contributes.  ``lower`` is then a buffer of zeros, not a parameter
+    (states keep their keys; one holding a non-zero T is refused on loading).
 * Odd n: the last unit is a 1×1 block +γ_{m+1} (a real eigenvalue +γ), so
   ``gamma`` has ceil(n/2) entries and ``theta`` has n//2.
 
@@ -52,18 +56,22 @@ from .orthogonal import LOW_PRECISION, OrthogonalFactor, check_init, init_skew_,
 from .registration import register
 
 
-TRIANGULAR = ("strict", "block")
+TRIANGULAR = ("strict", "block", "none")
 
 
 def check_triangular(triangular: str) -> None:
     """ValueError unless ``triangular`` names one of the shapes of T in :data:`TRIANGULAR`."""
     if triangular not in TRIANGULAR:
-        raise ValueError(f"triangular must be 'strict' or 'block'; got {triangular!r}")
+        raise ValueError(f"triangular must be 'strict' or 'block' (T non-normal) or 'none' (T = 0, V normal); "
+                         f"got {triangular!r}")
 
 
 def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device=None) -> torch.Tensor:
-    """1 where T may be non-zero: the strict lower triangle, minus the (2i+1, 2i) entries for "block"."""
+    """1 where T may be non-zero: the strict lower triangle, minus the (2i+1, 2i) entries for "block";
+    nowhere for "none"."""
     check_triangular(triangular)
+    if triangular == "none":
+        return torch.zeros(n, n, dtype=dtype, device=device)
     mask = torch.ones(n, n, dtype=torch.bool, device=device).tril(-1)
     if triangular == "block":
         idx = torch.arange(0, n - 1, 2, device=device)
@@ -74,6 +82,8 @@ def triangular_mask(n: int, triangular: str = "strict", dtype=torch.bool, device
 def free_triangular_entries(n: int, triangular: str = "strict") -> int:
     """How many entries of T are free (the ones of :func:`triangular_mask`)."""
     check_triangular(triangular)
+    if triangular == "none":
+        return 0
     return n * (n - 1) // 2 - (n // 2 if triangular == "block" else 0)
 
 
@@ -103,6 +113,15 @@ def parse_t_init(t_init) -> tuple[str, float]:
             return "delay", alpha
     raise ValueError(f"t_init must be 'zeros' or 'delay:ALPHA' with ALPHA a positive number (e.g. 'delay:1.0'); "
                      f"got {t_init!r}")
+
+
+def check_t_init(t_init, triangular: str) -> None:
+    """:func:`parse_t_init`'s checks, and a ValueError naming both options for a T-setting ``t_init`` with
+    ``triangular="none"``, where T has no entry to set."""
+    kind, _ = parse_t_init(t_init)
+    if kind != "zeros" and triangular == "none":
+        raise ValueError(f"t_init={t_init!r} sets T, and triangular='none' holds T at zero; "
+                         f"give t_init='zeros' or triangular 'strict' or 'block'")
 
 
 def initial_triangular(n: int, t_init: str = "zeros", triangular: str = "strict", dtype=None,
@@ -140,12 +159,12 @@ class SchurForm(OrthogonalFactor):
     Args:
         n: the size of the square weight.
         init: P's initial skew generator: ``"cayley"``, ``"henaff"`` or ``"random"``.
-        triangular: T's shape, ``"strict"`` or ``"block"`` (module docstring).
+        triangular: T's shape, ``"strict"``, ``"block"`` or ``"none"`` (T ≡ 0) (module docstring).
         dynamic: P = B exp(skew(X)) with a movable base B.
         fixed_gamma: None (γ trained, starting at 1) or G ≥ 0: every γ_i held at G.  ``gamma`` is then a
             buffer (saved in the state dict, copied by deepcopy and pickle), not a parameter.
         t_init: T at initialisation: ``"zeros"`` (the paper's) or ``"delay:α"`` (α on the first
-            sub-diagonal where ``triangular`` leaves it free).
+            sub-diagonal where ``triangular`` leaves it free; refused with ``triangular="none"``).
     """
 
     def __init__(self, n: int, init: str = "cayley", dtype=None, device=None,
@@ -155,7 +174,7 @@ class SchurForm(OrthogonalFactor):
         check_init(init)
         check_triangular(triangular)
         self.fixed_gamma = check_fixed_gamma(fixed_gamma)
-        parse_t_init(t_init)
+        check_t_init(t_init, triangular)
         self.n = n
         self.init = init
         self.triangular = triangular
@@ -169,7 +188,11 @@ class SchurForm(OrthogonalFactor):
             self.gamma = nn.Parameter(torch.ones((n + 1) // 2, **factory))
         else:  # a buffer: out of parameters(), hence out of every optimizer and of the δ penalty
             self.register_buffer("gamma", torch.full(((n + 1) // 2,), self.fixed_gamma, **factory))
-        self.lower = nn.Parameter(initial_triangular(n, t_init, triangular, **factory))
+        lower = initial_triangular(n, t_init, triangular, **factory)
+        if triangular == "none":  # T ≡ 0: a buffer, so no optimizer and no parameter count sees it
+            self.register_buffer("lower", lower)
+        else:
+            self.lower = nn.Parameter(lower)
         self.register_buffer("mask", triangular_mask(n, triangular, **factory))
         self._applied = False
 
@@ -183,6 +206,10 @@ class SchurForm(OrthogonalFactor):
             if loaded.shape == self.gamma.shape and not bool((loaded == self.fixed_gamma).all()):
                 error_msgs.append(f"{key} holds values other than this layer's fixed_gamma={self.fixed_gamma}; "
                                   f"load it into a layer with fixed_gamma=None (trained γ) instead")
+        lower = state_dict.get(prefix + "lower")
+        if self.triangular == "none" and lower is not None and bool(lower.any()):
+            error_msgs.append(f"{prefix}lower holds a non-zero T, which this layer (triangular='none') would drop; "
+                              f"load it into a layer with triangular 'strict' or 'block' instead")
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
@@ -270,8 +297,8 @@ def schur(module: nn.Module, name: str = "weight", init: str = "cayley",
 
     Works on any module, e.g. ``schur(torch.nn.RNN(8, 64), "weight_hh_l0")``
     keeps PyTorch's fused RNN kernels while training V = P (Λ + T) Pᵀ.
-    ``triangular``: "strict" (the paper's T, the default) or "block" (see the
-    module docstring).  ``dynamic``: P = B exp(skew(X)) with a base that
+    ``triangular``: "strict" (the paper's T, the default), "block" or "none"
+    (T ≡ 0, V normal; see the module docstring).  ``dynamic``: P = B exp(skew(X)) with a base that
     :func:`~nnrnn.parametrizations.orthogonal.rebase_` moves (an option; the
     paper's is static).  ``fixed_gamma``: every γ_i held at this value instead
     of trained.  ``t_init``: T's initial value, ``"zeros"`` or ``"delay:α"``.

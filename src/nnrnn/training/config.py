@@ -130,6 +130,9 @@ def _check_model_options(config: dict) -> None:
     if config.get("fixed_gamma") is not None and config["delta"]:
         raise OptionError(f"fixed_gamma holds every gamma at {config['fixed_gamma']}, so delta "
                           f"({config['delta']}) would penalise nothing; give delta 0 (--delta 0)")
+    if config.get("triangular") == "none" and config.get("t_init") not in (None, "zeros"):
+        raise OptionError(f"t_init {config['t_init']} sets T, and triangular none holds T at zero; give t_init zeros "
+                          f"or triangular strict or block (--t-init, --triangular)")
 
 
 def model_options(config: dict) -> dict:

@@ -192,8 +192,8 @@ OPTIONS = (
     O("r_max", None, f"LRU: the ring's outer radius (default {R_MAX})", "model", float,
       check=optional(closed_unit_interval)),
     O("capacity", None, "EURNN layers (default: hidden // 2)", "model", int, check=positive_integer),
-    O("triangular", None, "nnRNN's T: strict (the paper's, default) or block (eigenvalues stay γe^{±iθ})", "model",
-      choices=TRIANGULAR, check=one_of(None, *TRIANGULAR)),
+    O("triangular", None, "nnRNN's T: strict (the paper's, default), block (eigenvalues stay γe^{±iθ}) or none "
+      "(T = 0: V normal, no non-normal part)", "model", choices=TRIANGULAR, check=one_of(None, *TRIANGULAR)),
     O("fixed_gamma", None, "nnRNN: hold every gamma at G instead of training it (needs --delta 0)", "model", float,
       check=library_check(check_fixed_gamma), metavar="G"),
     O("t_init", None, "nnRNN's T at start: zeros (default) or delay:ALPHA", "model", check=library_check(parse_t_init),
