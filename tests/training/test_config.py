@@ -167,6 +167,7 @@ def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
                              ({"t_init": "delay:x"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
                              ({"t_init": "chain:1"}, "t_init must be 'zeros' or 'delay:ALPHA'"),
                              ({"model": "lstm", "t_init": "zeros"}, "--t-init applies to nnrnn, nnlru, not to lstm"),
+                             ({"triangular": "none", "t_init": "delay:1.0"}, "triangular none holds T at zero"),
                              ({"model": "exprnn", "fixed_gamma": 1.0},
                               "--fixed-gamma applies to nnrnn, not to exprnn")):
         with pytest.raises(ValueError, match=message):
