@@ -420,7 +420,10 @@ def plot_linear_recurrence(eigenvalues: np.ndarray, t_abs: np.ndarray, curve: np
         ax_t.set_title(r"$|T|$ (strictly upper)")
         ax_t.grid(False)
         if curve is not None and len(curve):
-            ax_j.semilogy(np.arange(len(curve)), np.maximum(curve, np.finfo(float).tiny), color="C0")
+            # shown down to a millionth of its peak: the long geometric tail below says nothing more
+            kept = np.flatnonzero(curve >= 1e-6 * curve.max())
+            shown = curve[:max(2, kept[-1] + 1 if kept.size else len(curve))]
+            ax_j.semilogy(np.arange(len(shown)), np.maximum(shown, np.finfo(float).tiny), color="C0")
         ax_j.set_xlabel("k (steps ago)")
         ax_j.set_title("Fisher memory $J(k)$")
         if title:
