@@ -75,6 +75,7 @@ class Decision:
     choice: str
     reason: str
     times_ms: dict | None = None  # each candidate's median, where measured
+    untrusted: str = ""  # why a timing taken for it decided nothing (tuning.trusted), "" otherwise
 
 
 class KernelPolicy:
@@ -143,7 +144,7 @@ class KernelPolicy:
         untrusted = tuning.trusted(timing)
         if untrusted:  # a busy minute decides nothing and is not cached: a later process times again
             return Decision(threshold.choice, f"{threshold.reason} (timed, not trusted: {untrusted}; "
-                                              f"{tuning.format_times(times_ms)})", times_ms)
+                                              f"{tuning.format_times(times_ms)})", times_ms, untrusted)
         choice = tuning.pick(seconds, threshold.choice)
         tuning.store(full, {"choice": choice, "times_ms": times_ms})
         return Decision(choice, f"measured ({tuning.format_times(times_ms)}; thresholds: "

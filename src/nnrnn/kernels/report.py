@@ -69,16 +69,11 @@ def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
             for key in [k for k in policy.decisions if k not in before]:
                 made = policy.decisions[key]
                 times = tuning.format_times(made.times_ms) if made.times_ms else "not timed"
-                how = ("thresholds' choice, the timing not trusted: " + _untrusted(made.reason)
-                       if "not trusted: " in made.reason else made.reason.split(" (")[0])
+                how = ("thresholds' choice, the timing not trusted: " + made.untrusted if made.untrusted
+                       else made.reason.split(" (")[0])
                 rows.append((f"({t}, {b}, {n}, {i})", what, key, made.choice, times, how))
     head = ("size", "decision", "bucket", "choice", "median times", "how")
     return table(rows, head)
-
-
-def _untrusted(reason: str) -> str:
-    """Why a timing was not trusted, from its decision's reason."""
-    return reason.split("not trusted: ", 1)[1].rsplit("; ", 1)[0]
 
 
 def _decide(policy: kernel_policy.KernelPolicy, bucket: str):
@@ -111,9 +106,8 @@ def retune() -> list[str]:
         decide()
         made = policy.decisions[bucket]
         before = f"{entry.get('choice')} ({entry.get('date', 'no date')})"
-        kept = "not trusted" not in made.reason
-        change = ("changed" if made.choice != entry.get("choice") else "same") if kept else \
-            "not stored: " + _untrusted(made.reason)
+        change = ("not stored: " + made.untrusted if made.untrusted else
+                  "changed" if made.choice != entry.get("choice") else "same")
         times = tuning.format_times(made.times_ms) if made.times_ms else "not timed"
         rows.append((bucket, before, made.choice, times, change))
     if not rows:
