@@ -11,7 +11,8 @@ import torch
 from nnrnn.kernels import extension, onednn
 from nnrnn.kernels import policy as kernel_policy
 from nnrnn.kernels import tuning as kernel_tuning
-from nnrnn.kernels.operations import choose_loops, matmul
+from nnrnn.kernels.candidates import Scanned
+from nnrnn.kernels.operations import choose_loops, choose_scan, matmul
 from nnrnn.kernels.settings import ATEN, COMPILED, ONEDNN, TORCH
 
 
@@ -308,8 +309,8 @@ def test_a_record_pins_the_choices_of_a_run(fake_timer, monkeypatch):
 def test_describe_names_every_decision_with_a_reason():
     rows = kernel_policy.policy().describe()
     names = [row[0] for row in rows]
-    assert names[:6] == ["recurrence loops", "N × N products", "input projections", "exponential plan",
-                         "Givens product", "CUDA-graph capture"]
+    assert names[:7] == ["recurrence loops", "N × N products", "input projections", "scan or loop over time",
+                         "exponential plan", "Givens product", "CUDA-graph capture"]
     assert all(choice and reason for _, choice, reason in rows)
     assert "NNRNN_TUNE=0" in rows[1][2]  # how the suite runs
 
@@ -446,3 +447,70 @@ def test_a_round_that_slows_alike_is_no_spread():
     flipping = kernel_tuning.Timing({"a": [1.0, 3.0, 1.0, 3.0, 1.0], "b": [2.0, 1.5, 2.0, 1.5, 2.0]}, others=0.0)
     assert steady.spread() == 0.0 and kernel_tuning.trusted(steady, threads=1) == ""
     assert kernel_tuning.trusted(flipping, threads=1).startswith("the rounds spread")
+
+
+# ----------------------------------------------------------------------------- a model's scan or its loop
+
+
+def toy_scanned(ran: list) -> Scanned:
+    """A recurrence described as a model describes its own (the kernels import no model): x_t = 0.5 x_{t−1} + b_t,
+    its two runs counting their calls; the fixed rule: the scan at and below batch × width = 64."""
+    def loop(b):
+        ran.append("loop")
+        return torch.stack(list(torch.cumsum(b, 0)))
+
+    def scan(b):
+        ran.append("scan")
+        return torch.cumsum(b, 0)
+    return Scanned("toy", 64, {"scan": scan, "loop": loop},
+                   lambda g, steps, batch, width: (torch.randn(steps, batch, width, generator=g),))
+
+
+def test_a_scan_or_its_loop_is_timed_cached_and_ruled_as_the_other_decisions(fake_timer, monkeypatch, tuning):
+    """The fixed rule says the scan at batch 2 × width 8; a timer that finds the loop faster makes the policy say
+    the loop, for the bucket (T, B, width, kind), cached for the next process; NNRNN_TUNE=0 keeps the fixed rule,
+    and off the CPU the scan is taken untimed."""
+    ran = []
+    toy = toy_scanned(ran)
+    timer = fake_timer({"scan": 2e-3, "loop": 1e-3})
+    x = torch.zeros(30, 2, 1)
+    assert not choose_scan(x, 8, toy)
+    assert set(timer.calls) == {"scan", "loop"} and {"scan", "loop"} <= set(ran)
+    made = kernel_policy.policy().decisions["scan toy T32 B2 W8"]
+    assert made.choice == "loop" and "thresholds: scan" in made.reason
+    assert kernel_policy.record() == {"cpu/float32": {"scan toy T32 B2 W8": "loop"}}  # a run records it
+    (key, entry), = json.loads(tuning.read_text())["entries"].items()
+    assert key.endswith("cpu/float32 | scan toy T32 B2 W8") and entry["times_ms"] == {"scan": 2.0, "loop": 1.0}
+    kernel_policy.reset()  # as a new process: the cache answers
+    monkeypatch.setattr(kernel_tuning, "timer", no_timing)
+    assert not choose_scan(torch.zeros(33, 2, 1), 8, toy)
+    assert not choose_scan(torch.zeros(33, 2, 1), 8, Scanned("toy", 64))  # the cached choice, whatever describes it
+    assert choose_scan(torch.zeros(33, 2, 1), 8, Scanned("other", 64))  # another kind: its own fixed rule, untimed
+    assert not choose_scan(torch.zeros(33, 9, 1), 8, Scanned("other", 64))  # 72 > 64
+    assert choose_scan(torch.zeros(33, 64, 1, device="meta"), 8, toy)  # off the CPU: the scan
+    assert choose_scan(torch.zeros(33, 2, 1, dtype=torch.float64), 8, toy)  # only float32 is timed
+    monkeypatch.setenv("NNRNN_TUNE", "0")
+    kernel_policy.reset()
+    assert choose_scan(x, 8, toy) and not choose_scan(torch.zeros(30, 9, 1), 8, toy)
+    assert kernel_policy.record() == {}  # the fixed rule, exact for each shape: nothing for a run to pin
+
+
+def test_a_busy_timing_of_a_scan_decides_nothing_and_retune_times_it_again(fake_timer, monkeypatch, tuning):
+    """The busy-machine guard holds for scans (the fixed rule stands, nothing is cached); ``--retune`` times a cached
+    scan decision again by the description the caller passes, and leaves it out without one."""
+    toy = toy_scanned([])
+    fake_timer({"scan": 2e-3, "loop": 1e-3})
+    monkeypatch.setattr(kernel_tuning, "cpu_seconds", iter([(0.0, 0.0), (1e6, 0.0)]).__next__)  # others: all cores
+    assert choose_scan(torch.zeros(16, 2, 1), 8, toy)  # the fixed rule's scan
+    assert kernel_policy.policy().decisions["scan toy T16 B2 W8"].untrusted and not tuning.exists()
+    kernel_policy.reset()
+    fake_timer({"scan": 2e-3, "loop": 1e-3})
+    assert not choose_scan(torch.zeros(16, 2, 1), 8, toy)
+    kernel_policy.reset()
+    fake_timer({"scan": 1e-3, "loop": 3e-3})  # now the scan is clearly faster
+    from nnrnn.kernels import report as kernel_report
+    assert kernel_report.retune()[0].startswith("the timings cache holds no decision")  # no description: skipped
+    rows = kernel_report.retune((toy,))[2:]
+    assert len(rows) == 1 and rows[0].startswith("| scan toy T16 B2 W8 | loop (") and "| scan |" in rows[0]
+    assert "changed" in rows[0]
+    assert next(iter(json.loads(tuning.read_text())["entries"].values()))["choice"] == "scan"

@@ -15,7 +15,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 import nnrnn
 from nnrnn.models import lru as lru_module
 from nnrnn.models import mingru as mingru_module
-from nnrnn.models.cells import CellModel
+from nnrnn.models import nnlru as nnlru_module
+from nnrnn.models.cells import CellModel, use_scan
 from nnrnn.models.lru import lru_loop, lru_scan
 from nnrnn.models.mingru import mingru_loop, mingru_scan
 
@@ -238,6 +239,61 @@ def test_auto_takes_the_scan_on_a_cpu_only_below_its_measured_crossover(name, mo
     ran.clear()
     model(torch.randn(5, large, 3))
     assert ran == ["loop"]
+
+
+@pytest.mark.parametrize("name, module", [("lru", lru_module), ("nnlru", nnlru_module)])
+def test_auto_takes_the_path_the_kernel_policy_chose(name, module, monkeypatch, tuning):
+    """The model does not decide: where the policy times the two (float32 on the CPU, NNRNN_TUNE on) and the timer
+    finds the loop faster at a size where the fixed rule says the scan, the model runs its loop, and the decision
+    is the policy's, under the model's kind; where the timer finds the scan faster above the crossover, the scan.
+    A run's record pins it as any kernel choice."""
+    from nnrnn.kernels import policy as kernel_policy
+    from nnrnn.kernels import tuning as kernel_tuning
+    monkeypatch.setattr(kernel_tuning, "cpu_seconds", lambda: None)  # a quiet machine
+    model = nnrnn.create(name, 3, 4)
+    ran = []
+    for kind in ("scan", "loop"):
+        original = getattr(module, f"{name}_{kind}")
+        monkeypatch.setattr(module, f"{name}_{kind}", lambda *a, _f=original, _k=kind: ran.append(_k) or _f(*a))
+    small, large = 2, module.CPU_SCAN_CROSSOVER // model.state_width + 1
+    times = {"scan": 2e-3, "loop": 1e-3}
+    monkeypatch.setattr(kernel_tuning, "timer", lambda candidate, call: call() or times[candidate])
+    model(torch.randn(5, small, 3))  # timed here (the LRU's scan calls itself, once per level)
+    ran.clear()
+    model(torch.randn(5, small, 3))
+    assert ran == ["loop"]
+    made = kernel_policy.policy().decisions[f"scan {name} T4 B2 W{model.state_width}"]
+    assert made.choice == "loop" and "thresholds: scan" in made.reason
+    times.update(scan=1e-3, loop=3e-3)
+    model(torch.randn(5, large, 3))
+    ran.clear()
+    model(torch.randn(5, large, 3))
+    assert set(ran) == {"scan"}
+    record = kernel_policy.record()
+    kernel_policy.reset()
+    kernel_policy.pin(record)
+    monkeypatch.setattr(kernel_tuning, "timer", lambda candidate, call: pytest.fail("timed, where pinned"))
+    ran.clear()
+    model(torch.randn(5, small, 3))
+    assert ran == ["loop"]
+
+
+def test_with_tuning_off_auto_keeps_the_fixed_rule_whatever_a_timing_would_say(monkeypatch):
+    """NNRNN_TUNE=0 (the suite's setting): nothing is timed and the fixed rule decides, today's: the scan at and
+    below the model's crossover of batch × state width on a CPU (test_auto_takes_the_scan_on_a_cpu_only_below_its_
+    measured_crossover), and the scan off the CPU."""
+    from nnrnn.kernels import policy as kernel_policy
+    from nnrnn.kernels import tuning as kernel_tuning
+    monkeypatch.setenv("NNRNN_TUNE", "0")
+    kernel_policy.reset()
+    monkeypatch.setattr(kernel_tuning, "timer", lambda candidate, call: pytest.fail("timed with NNRNN_TUNE=0"))
+    for name in ("lru", "nnlru"):
+        model = nnrnn.create(name, 3, 4)
+        fits = model.SCANNED.crossover // model.state_width
+        assert use_scan("auto", torch.zeros(5, fits, 3), model.state_width, model.SCANNED)
+        assert not use_scan("auto", torch.zeros(5, fits + 1, 3), model.state_width, model.SCANNED)
+        assert use_scan("auto", torch.zeros(5, 4096, 3, device="meta"), model.state_width, model.SCANNED)
+    assert kernel_policy.record() == {}  # nothing timed, nothing for a run to pin
 
 
 # --------------------------------------------------------------------------- states, packed batches, counts

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..kernels import report as kernel_report
 from ..errors import UserError
+from ..models import MODELS
+from ..models.cells import scanned_recurrences
 
 
 def add_arguments(p) -> None:
@@ -28,5 +30,5 @@ def main(args) -> int:
         print("\n".join(kernel_report.tune(sizes)))
     if args.retune:
         print("\ncached decisions, timed again:")
-        print("\n".join(kernel_report.retune()))
+        print("\n".join(kernel_report.retune(scanned_recurrences(MODELS.values()))))
     return 0

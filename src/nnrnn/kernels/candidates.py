@@ -1,10 +1,15 @@
 """What :mod:`.policy` times for each decision: for every candidate kernel, a call that does the work
-that kernel would do at the shape in use, on made-up float32 CPU tensors.
+that kernel would do at the shape in use, on made-up float32 CPU tensors.  The kernels' own candidates are
+built here; a model's parallel scan and its loop come described by the model (:class:`Scanned`), since the
+kernels sit below the models.
 
 The tensors come from a generator of their own, so timing leaves torch's global random state (a training
 run's) unchanged, and a run that measured draws the same numbers as one that found its choices cached.
 """
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import torch
 
@@ -71,3 +76,39 @@ def projections(names: list[str], rows: int, k: int, m: int, weight_contiguous: 
     calls = {"torch": lambda: torch.nn.functional.linear(x, weight).contiguous(),
              "onednn": lambda: op(x, weight, None, "none", [], "")}
     return {name: calls[name] for name in names}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scanned:
+    """A model's linear recurrence that runs by a parallel scan over time or by its step-by-step loop, described
+    to the policy (which sits below the models and imports none of them).
+
+    ``kind``: the model's name ("lru"), part of the decision's key; ``crossover``: batch × state width at and below
+    which the scan beat the loop on a CPU (the fixed rule, docs/performance.md "Parallel scans"); ``runs``:
+    {"scan": f, "loop": f}, the two functions, each f(*inputs) -> a tensor or a tuple of tensors; ``inputs``:
+    inputs(generator, steps, batch, width) -> the made-up float32 inputs of f for a state of ``width`` real
+    features.  Without ``runs`` the fixed rule decides (nothing to time)."""
+    kind: str
+    crossover: int
+    runs: dict[str, Callable] | None = None
+    inputs: Callable[[torch.Generator, int, int, int], tuple] | None = None
+
+
+SCAN, LOOP = "scan", "loop"
+
+
+def scans(scanned: Scanned, names: list[str], steps: int, batch: int, width: int) -> dict:
+    """{name: call}: the forward and backward of ``scanned``'s scan or loop over ``steps`` steps of (batch × width)
+    states, as a training update runs them."""
+    made = [t.requires_grad_() if t.is_floating_point() else t
+            for t in scanned.inputs(torch.Generator().manual_seed(0), steps, batch, width)]
+
+    def timed(run):
+        def call():
+            with torch.enable_grad():
+                out = run(*made)
+                sum(o.sum() for o in (out if isinstance(out, tuple) else (out,))).backward()
+            for t in made:
+                t.grad = None
+        return call
+    return {name: timed(scanned.runs[name]) for name in names}

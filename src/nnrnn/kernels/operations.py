@@ -4,7 +4,8 @@ tensors' device, dtype and shape, then runs it.
 torch.mm goes to MKL's sgemm; oneDNN's inner-product kernel (:mod:`nnrnn.kernels.onednn`) is faster at some
 shapes on some processors.  :func:`matmul` (composing V) and :func:`linear` (the input projection of every step)
 choose between the two; :func:`choose_loops` chooses the loops of the fused recurrence
-(:mod:`nnrnn.kernels.loops`); :func:`fixed_exponential_plan` and :func:`givens_chunks` the matrix exponential's
+(:mod:`nnrnn.kernels.loops`); :func:`choose_scan` a model's parallel scan over time or its loop;
+:func:`fixed_exponential_plan` and :func:`givens_chunks` the matrix exponential's
 plan and EURNN's composition.  Tensors on other devices and in other dtypes always use torch.
 """
 from __future__ import annotations
@@ -12,12 +13,20 @@ from __future__ import annotations
 import torch
 
 from . import onednn, policy, settings
+from .candidates import Scanned
 
 
 def choose_loops(h: torch.Tensor, nonlinearity: str | None = "relu") -> str:
     """COMPILED, ONEDNN or ATEN for outputs h (T × B × N): the kernel policy's choice for h's device, dtype and
     (B, N) (benchmarks/recurrence_loops.py and benchmarks/kernel_policy.py time them)."""
     return policy.policy_for(h).loops(h.shape[1], h.shape[2], nonlinearity)
+
+
+def choose_scan(x: torch.Tensor, width: int, scanned: Scanned) -> bool:
+    """Whether ``scanned`` (a model's recurrence) runs its parallel scan, else its loop, on x (T, B, ·) with states
+    of ``width`` real features: the kernel policy's choice for x's device, dtype, (T, B, width) and the model's
+    kind (:meth:`nnrnn.kernels.policy.KernelPolicy.scan`; benchmarks/scan_speed.py times the two)."""
+    return policy.policy_for(x).scan(scanned, x.shape[0], x.shape[1], width)
 
 
 def fixed_exponential_plan(like: torch.Tensor) -> bool:

@@ -8,19 +8,22 @@ The decisions:
   oneDNN or to torch.mm;
 * **projections**: whether the input projection of all steps and the input's gradient (``operations.linear``) go
   to oneDNN or to torch's linear;
+* **scans**: whether a model's linear recurrence over time (the LRU's, the non-normal LRU's, minGRU's) runs by
+  its parallel scan or by its step-by-step loop, the model describing the two (:class:`.candidates.Scanned`);
 * **exponential plan**: the matrix exponential's fixed plan (nothing read to the host) or the plan read from
   ‖A‖₂ (fewer products);
 * **Givens chunks**: EURNN's layers composed in order or by chunks in parallel;
 * **capture**: whether the trainer replays its update from CUDA graphs.
 
-The first three depend on the host and the shape: where more than one kernel can run, the policy times the
+The first four depend on the host and the shape: where more than one kernel can run, the policy times the
 candidates at the shape in use the first time a shape bucket (each size rounded to a power of two) is met,
 and keeps the fastest (:mod:`nnrnn.kernels.tuning`: alternating rounds, medians, a budget of a few tenths
 of a second, the result cached on disk for this CPU and torch version).  A candidate replaces the fixed
 threshold's choice only when it is faster by more than the timing's noise margin.  The fixed thresholds
 below (measured on the AVX-512 AMD EPYC hosts this project was first tuned on, docs/performance.md 'Loop
 choice') decide when measuring is off (``NNRNN_TUNE=0``, which the test suite sets), while torch.compile
-traces, and for devices other than the CPU.  The other three decisions depend on the device only.
+traces, and for devices other than the CPU.  A scan's shape bucket is (T, B, state width) and the model's kind.
+The other three decisions depend on the device only.
 
 The environment variables of :mod:`nnrnn.environment` override the policy; they are read once, when the first
 policy is made (:func:`reset` reads them again).  A training run records the decisions it made
@@ -42,6 +45,7 @@ from . import candidates as timed
 from . import extension, onednn, tuning
 from . import settings as kernel_settings
 from .loops import COMPILED_KINDS
+from .candidates import LOOP, SCAN, Scanned
 from .settings import ATEN, COMPILED, ONEDNN, TORCH, Settings
 
 
@@ -228,6 +232,34 @@ class KernelPolicy:
         runners = (lambda names: timed.projections(names, rows, k, m, weight_contiguous)) if big else None
         return self._decide(key, candidates, threshold, runners) == ONEDNN
 
+    def scan(self, scanned: Scanned, steps: int, batch: int, width: int) -> bool:
+        """Whether ``scanned`` (a model's recurrence) runs its parallel scan (else its loop) over ``steps`` steps of
+        (batch × width) states, width its real features per step."""
+        return self._remembered(("scan", scanned.kind, steps, batch, width),
+                                lambda: self._scan(scanned, steps, batch, width))
+
+    def _scan(self, scanned: Scanned, steps: int, batch: int, width: int) -> bool:
+        key = f"scan {scanned.kind} T{_bucket(steps)} B{_bucket(batch)} W{_bucket(width)}"
+        threshold = self._scan_threshold(scanned, batch, width)
+        timable = scanned.runs is not None and scanned.inputs is not None and self._measuring()
+        if key not in self.pinned and key not in self.decisions and not timable:
+            # untimed, the fixed rule holds for each shape, not for its bucket's first: the rule of the models
+            # before the policy chose (a batch of 129 next to one of 128 gets its own answer)
+            return threshold.choice == SCAN
+        runners = lambda names: timed.scans(scanned, names, steps, batch, width)  # noqa: E731
+        return self._decide(key, [SCAN, LOOP], threshold, runners) == SCAN
+
+    def _scan_threshold(self, scanned: Scanned, batch: int, width: int) -> Decision:
+        """The fixed rule: off the CPU the scan (a loop step is a round of kernel launches: on an H100 the scans
+        were 15–24× faster at T = 784 and 1000); on the CPU the scan only at and below the recurrence's measured
+        crossover of batch × width, since above it the loop's steps work in cache while each of the scan's levels
+        streams the whole (T, B, width) tensor through memory (docs/performance.md, "Parallel scans")."""
+        if self.device_type != "cpu":
+            return Decision(SCAN, "threshold: off the CPU a loop step is a round of kernel launches")
+        if batch * width <= scanned.crossover:
+            return Decision(SCAN, f"threshold: B·width = {batch * width} ≤ {scanned.crossover}")
+        return Decision(LOOP, f"threshold: B·width = {batch * width} > {scanned.crossover}")
+
     def fixed_exponential_plan(self) -> bool:
         """Whether the matrix exponential runs its fixed plan (True) or the plan read from ‖A‖₂ on the host."""
         if self.settings.expm_plan is not None:  # the environment beats a run's record
@@ -283,6 +315,8 @@ class KernelPolicy:
         rows = [("recurrence loops", " / ".join(loops), forced),
                 ("N × N products", onednn, self.how()),
                 ("input projections", onednn, self.how()),
+                ("scan or loop over time", "scan / loop", self.how() if self._float32_cpu() else
+                 "fixed rule: the scan off the CPU, on it at and below each recurrence's crossover"),
                 ("exponential plan", plan.choice, plan.reason),
                 ("Givens product", "in order" if chunks == 1 else f"chunks of {GIVENS_LAYERS_PER_CHUNK} layers",
                  f"NNRNN_GIVENS_CHUNKS={self.settings.givens_chunks}" if self.settings.givens_chunks

@@ -1,6 +1,8 @@
 """What ``nnrnn kernels`` prints: the kernel policy of this host whole, with the reason for each choice; with
 ``--tune SIZES`` the decisions a training update at each size makes, timed now; with ``--retune`` every decision
-the timings cache holds for this host, timed again, beside what it said (docs/performance.md)."""
+the timings cache holds for this host, timed again, beside what it said (docs/performance.md).  A scan's decision
+is timed again by its model's description (:class:`.candidates.Scanned`), which the caller passes: the kernels
+import no model."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,6 +11,7 @@ import torch
 
 from . import extension, host, onednn, tuning
 from . import policy as kernel_policy
+from .candidates import Scanned
 from . import settings as kernel_settings
 
 # The sizes of docs/performance.md's bar, by name: (T, B, N, I)
@@ -76,9 +79,10 @@ def tune(sizes: list[tuple[int, int, int, int]]) -> list[str]:
     return table(rows, head)
 
 
-def _decide(policy: kernel_policy.KernelPolicy, bucket: str):
+def _decide(policy: kernel_policy.KernelPolicy, bucket: str, scanned: dict[str, Scanned]):
     """A call that makes ``policy``'s decision for a cache entry's ``bucket`` key ("loops relu B8 N128",
-    "products M512 K512 N512", "projections R4096 K1 M128 transposed"), or None for a key of another kind."""
+    "products M512 K512 N512", "projections R4096 K1 M128 transposed", "scan nnlru T1024 B128 W64", the last by
+    ``scanned[kind]``), or None for a key of another kind or a scan not in ``scanned``."""
     words = bucket.split()
     sizes = {w[0]: int(w[1:]) for w in words[1:] if w[:1].isupper() and w[1:].isdigit()}
     if words[0] == "loops" and len(words) == 4:
@@ -88,18 +92,23 @@ def _decide(policy: kernel_policy.KernelPolicy, bucket: str):
         return lambda: policy.products(sizes["M"], sizes["K"], sizes["N"])
     if words[0] == "projections" and len(sizes) == 3:
         return lambda: policy.projections(sizes["R"], sizes["K"], sizes["M"], words[-1] != "transposed")
+    if words[0] == "scan" and len(words) == 5 and words[1] in scanned and len(sizes) == 3:
+        return lambda: policy.scan(scanned[words[1]], sizes["T"], sizes["B"], sizes["W"])
     return None
 
 
-def retune() -> list[str]:
+def retune(scanned: tuple[Scanned, ...] = ()) -> list[str]:
     """Time again every decision the cache holds for this CPU, torch and thread count, store what can be trusted,
-    and return the table of what each entry said and what it says now."""
+    and return the table of what each entry said and what it says now; a scan's by its description in
+    ``scanned`` (the models' recurrences, which the command passes)."""
+    by_kind = {s.kind: s for s in scanned}
     settings = dataclasses.replace(kernel_settings.current(), tune=True)
     policy = kernel_policy.KernelPolicy("cpu", torch.float32, settings, remeasure=True)
     prefix = tuning.cache_key(policy.name, "")
     rows = []
     for key, entry in sorted(tuning.entries().items()):
-        decide = _decide(policy, key[len(prefix):]) if key.startswith(prefix) and isinstance(entry, dict) else None
+        ours = key.startswith(prefix) and isinstance(entry, dict)
+        decide = _decide(policy, key[len(prefix):], by_kind) if ours else None
         if decide is None:
             continue
         bucket = key[len(prefix):]

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from ..kernels import operations
+from ..kernels.candidates import Scanned
 from ..parametrizations.schur import check_penalty_weights
 from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, stacked_repr, time_major
 from .traits import Traits
@@ -31,19 +33,25 @@ from .traits import Traits
 IMPLEMENTATIONS = ("auto", "scan", "loop")
 
 
-def use_scan(implementation: str, x: torch.Tensor, width: int, crossover: int) -> bool:
-    """Whether a layer with a parallel scan over time (the LRU, minGRU) runs it, or its loop, on x (T, B, ·): the
-    one place that chooses.  ``"scan"`` and ``"loop"`` force one; ``"auto"`` takes the scan where it was measured
-    faster on a CPU, batch × ``width`` (its state's real features per step) at most ``crossover``, and on other
-    devices, where a step's kernel launches cost more than its arithmetic (on an H100 the scans were 15–24× faster
-    than their loops at T = 784 and 1000).  On a CPU the loop's
-    steps work in cache while each level of the scan streams the whole (T, B, width) tensor through memory, so the
-    loop wins at the copy and psMNIST protocols' sizes (docs/performance.md, "Parallel scans")."""
+def use_scan(implementation: str, x: torch.Tensor, width: int, scanned: Scanned) -> bool:
+    """Whether a layer with a parallel scan over time (the LRU, the non-normal LRU, minGRU) runs it, or its loop,
+    on x (T, B, ·).  ``"scan"`` and ``"loop"`` force one; ``"auto"`` asks the kernel policy, which decides for x's
+    device and dtype, (T, B, ``width``: its state's real features per step) and the model's kind: timed on this
+    CPU (the two candidates of ``scanned``), or by the fixed rule where timing is off (``NNRNN_TUNE=0``) or
+    untrusted: the scan off the CPU, on it at and below the model's measured crossover of batch × width
+    (:meth:`nnrnn.kernels.policy.KernelPolicy.scan`; docs/performance.md, "Parallel scans")."""
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {implementation!r}")
     if implementation != "auto":
         return implementation == "scan"
-    return x.device.type != "cpu" or x.shape[1] * width <= crossover
+    return operations.choose_scan(x, width, scanned)
+
+
+def scanned_recurrences(models) -> tuple[Scanned, ...]:
+    """The descriptions (:class:`~nnrnn.kernels.candidates.Scanned`) of the scanned recurrences among ``models``
+    (classes), for ``nnrnn kernels --retune`` to time a cached scan decision again."""
+    return tuple(cls.SCANNED for cls in models
+                 if isinstance(cls, type) and issubclass(cls, CellModel) and cls.SCANNED is not None)
 
 
 class CellModel(nn.Module, Traits):
@@ -52,6 +60,7 @@ class CellModel(nn.Module, Traits):
     CONFIG_OPTIONS: tuple[str, ...] = ("bias",)
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
     GATES: int = 0  # a cell's N × N recurrent blocks (0: its recurrence is elementwise); the other traits: Traits'
+    SCANNED: Scanned | None = None  # a recurrence run by a parallel scan or its loop, described to the kernel policy
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,

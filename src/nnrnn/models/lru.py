@@ -9,10 +9,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..kernels.candidates import Scanned
 from .cells import CellModel, use_scan
 from .cornn import check_positive
 
-# batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
+# batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans"): the kernel
+# policy's fixed rule where it does not time the two
 CPU_SCAN_CROSSOVER = 2048
 R_MIN, R_MAX = 0.9, 0.999  # the ring |λ| starts in: the LRU paper's setting for its long-range tasks
 
@@ -52,6 +54,16 @@ def lru_scan(br, bi, lr, li):
     even_r = torch.cat([br[:1], rest_r + lr * odd_r[:k] - li * odd_i[:k]])
     even_i = torch.cat([bi[:1], rest_i + lr * odd_i[:k] + li * odd_r[:k]])
     return _interleave(even_r, odd_r), _interleave(even_i, odd_i)
+
+
+def made_up_inputs(generator: torch.Generator, steps: int, batch: int, width: int) -> tuple:
+    """(br, bi, lr, li) for :func:`lru_scan` and :func:`lru_loop` at a state of ``width`` real features (N_s =
+    width / 2), float32, |λ| in [0.9, 1) as the LRU's ring starts: what the kernel policy times them on."""
+    n = max(1, width // 2)
+    modulus = 0.9 + 0.099 * torch.rand(n, generator=generator)
+    angle = 2 * math.pi * torch.rand(n, generator=generator)
+    b = torch.randn(2, steps, batch, n, generator=generator)
+    return b[0], b[1], modulus * torch.cos(angle), modulus * torch.sin(angle)
 
 
 # The paper's reference (its appendix's JAX listing and the Flax block around it) runs on Flax's and JAX's defaults,
@@ -104,15 +116,16 @@ class LRU(CellModel):
 
     Attributes (per layer and direction, suffix ``_l[k]``): weight_ih, bias_ih (the encoder); norm_weight,
     norm_bias (LayerNorm); nu_log, theta_log, gamma_log (N_s); b_real, b_imag (N_s × N); c_real, c_imag
-    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"auto"`` (default: the faster
-    of the two for the batch's size, :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` or ``"loop"``;
-    docs/performance.md measures the two.
+    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"auto"`` (default: the kernel
+    policy's choice for the shape, timed on this CPU or by its fixed rule, :func:`~nnrnn.models.cells.use_scan`),
+    ``"scan"`` or ``"loop"``; docs/performance.md measures the two.
     """
 
     CONFIG_OPTIONS = ("bias", "r_min", "r_max")
     # the ring the eigenvalues start in: its paper's settings (r_min 0 or 0.9; r_max 0.99 to 0.9999); docs/design.md
     SEARCHED = {"r_min": ("choice", (0.0, 0.5, 0.9)), "r_max": ("choice", (0.99, 0.999, 0.9999))}
     implementation = "auto"
+    SCANNED = Scanned("lru", CPU_SCAN_CROSSOVER, {"scan": lru_scan, "loop": lru_loop}, made_up_inputs)
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
@@ -186,7 +199,7 @@ class LRU(CellModel):
         """(Re s, Im s), each (T, B, N_s), of s_t = Λ s_{t−1} + b_t from s_{−1} = h0 ([Re s, Im s]), b = br + i·bi,
         by the scan or the loop as :func:`~nnrnn.models.cells.use_scan` chooses: the hook the non-normal LRU
         (:mod:`.nnlru`) replaces."""
-        scan = use_scan(self.implementation, br, self.state_width, CPU_SCAN_CROSSOVER)
+        scan = use_scan(self.implementation, br, self.state_width, self.SCANNED)
         sr, si = h0.chunk(2, -1)  # the carried state enters as the first step's λ s_{-1}
         br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
         bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])

@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..kernels.autograd import exporting_to_onnx
+from ..kernels.candidates import Scanned
 from .cells import CellModel, use_scan
 
 # batch × N at and below which the log-space scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
@@ -70,6 +71,7 @@ class MinGRU(CellModel):
     """
 
     implementation = "auto"
+    SCANNED = Scanned("mingru", CPU_SCAN_CROSSOVER)  # its scan and loop untimed: the kernel policy's fixed rule
 
     def _make_cell(self, suffix, layer_input, factory):
         n = self.hidden_size
@@ -85,7 +87,7 @@ class MinGRU(CellModel):
             getattr(self, "bias_ih" + suffix).uniform_(-bound, bound)
 
     def _run(self, suffix, x, h0):
-        scan = use_scan(self.implementation, x, self.hidden_size, CPU_SCAN_CROSSOVER)
+        scan = use_scan(self.implementation, x, self.hidden_size, self.SCANNED)
         projected = x @ getattr(self, "weight_ih" + suffix).t()
         if self.bias:
             projected = projected + getattr(self, "bias_ih" + suffix)

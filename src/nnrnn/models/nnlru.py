@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import torch
 
+from ..kernels.candidates import Scanned
 from ..parametrizations import parse_t_init
 from ..parametrizations.schur import check_penalty_weights
 from .cells import use_scan
 from .lru import LRU, _interleave
 
-# batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
+# batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans"): the kernel
+# policy's fixed rule where it does not time the two
 CPU_SCAN_CROSSOVER = 256
 
 
@@ -47,6 +49,18 @@ def nnlru_scan(b: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return _interleave(even, odd)
 
 
+def made_up_inputs(generator: torch.Generator, steps: int, batch: int, width: int) -> tuple:
+    """(b, M) for :func:`nnlru_scan` and :func:`nnlru_loop` at a state of ``width`` real features, float32, M the
+    real form of a stable A = Λ + T (|λ| in [0.9, 1), T of entries about 0.1/√N_s): what the kernel policy times
+    them on."""
+    n = max(1, width // 2)
+    modulus = 0.9 + 0.099 * torch.rand(n, generator=generator)
+    angle = 2 * torch.pi * torch.rand(n, generator=generator)
+    tr, ti = (torch.randn(n, n, generator=generator).triu(1) * (0.1 / n ** 0.5) for _ in range(2))
+    m = transition(modulus * torch.cos(angle), modulus * torch.sin(angle), tr, ti)
+    return torch.randn(steps, batch, 2 * n, generator=generator), m
+
+
 class NonNormalLRU(LRU):
     r"""The non-normal LRU: the LRU's block (:class:`~nnrnn.models.lru.LRU`: the same encoder, LayerNorm, read-out,
     GLU and residual, the same ring for Λ and the same γ normalisation) whose state recurrence is
@@ -80,6 +94,7 @@ class NonNormalLRU(LRU):
 
     CONFIG_OPTIONS = LRU.CONFIG_OPTIONS + ("t_init",)
     TRAIN_OPTIONS = ("t_decay",)
+    SCANNED = Scanned("nnlru", CPU_SCAN_CROSSOVER, {"scan": nnlru_scan, "loop": nnlru_loop}, made_up_inputs)
 
     def __init__(self, *args, t_init: str = "zeros", **kwargs):
         parse_t_init(t_init)  # refused here, at the call that received it
@@ -118,7 +133,7 @@ class NonNormalLRU(LRU):
         return torch.diag_embed(self.eigenvalues(layer, direction)) + self.triangular(layer, direction)
 
     def _recurrence(self, suffix, br, bi, h0, lr, li):
-        scan = use_scan(self.implementation, br, self.state_width, CPU_SCAN_CROSSOVER)
+        scan = use_scan(self.implementation, br, self.state_width, self.SCANNED)
         m = transition(lr, li, *self._triangular_parts(suffix))
         b = torch.cat([br, bi], -1)
         b = torch.cat([b[:1] + h0 @ m.t(), b[1:]])  # the carried state enters as the first step's A s_{-1}
