@@ -1,5 +1,6 @@
 """nnrnn.experiments.modern: today's long-memory RNNs beside the nnRNN, tuned alike, judged by the one rule."""
 import json
+import math
 
 import pytest
 
@@ -69,6 +70,32 @@ def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(
     where = modern.standing(table, "nnrnn", lower=True)
     assert (where["rank"], where["of"]) == (2, 3)
     assert (where["better"], where["alike"], where["worse"]) == (["a"], ["b"], ["c"])
+
+
+def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_could_see():
+    from nnrnn.experiments.sentences import compare
+    table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
+             "other": Stat(2.2, float("nan"), 1)}
+    gap = 2 * math.sqrt(0.1 ** 2 + 0.03 ** 2)  # two combined standard errors
+    assert modern._alike(["b"], table, "nnrnn", 3) == f"b (needs > {gap:.3f})"
+    assert modern._alike(["one"], table, "other", 3) == "one (not comparable)"  # two single seeds
+    sentence, sign = compare("b", table["b"], "nnrnn", table["nnrnn"], 3)
+    assert sign == 0 and sentence.endswith(f"(the rule needs a gap above {gap:.3f} with these seeds)")
+    clear, _ = compare("b", Stat(3.0, 0.01, 3), "nnrnn", table["nnrnn"], 3)
+    assert "needs" not in clear  # a difference the rule sees needs no gap beside it
+
+
+def test_still_moving_is_measured_over_the_last_fifth_of_the_updates_not_of_the_evaluations():
+    from nnrnn.experiments.statistics import last_fifth_share
+    # a straight fall evaluated every 100 updates: the last fifth of its updates (800 to 1000) holds a fifth of its
+    # change, where the last fifth of its 11 evaluations (the last 2, 900 to 1000) would hold a tenth
+    straight = [(100 * i, 1.0 - i / 10) for i in range(11)]
+    assert last_fifth_share(straight) == pytest.approx(0.2)
+    flat_then_fall = [(100 * i, 1.0 if i < 9 else 0.0) for i in range(11)]  # all its change from 800 to 900
+    assert last_fifth_share(flat_then_fall) == 1.0
+    early = [(100 * i, 1.0 if i < 2 else 0.0) for i in range(11)]
+    assert last_fifth_share(early) == 0.0
+    assert math.isnan(last_fifth_share([(0, 1.0), (1, 0.5)]))  # too few points
 
 
 def test_only_a_model_clearly_below_the_baseline_remembered_something():

@@ -1,6 +1,7 @@
 """nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -129,14 +130,87 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
     assert reached(diverged) == "no"
 
 
-def test_a_model_keeps_its_colour_in_every_figure_and_no_two_models_look_alike():
-    plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain"),
-            "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain")}
+def test_every_label_has_its_own_colour_and_line_style_the_same_in_every_grid():
+    from nnrnn.models import MODELS
+    table = figures.STYLES
+    assert set(MODELS) <= set(table)  # every model, and the variants the grids name
+    assert len({c for c, _ in table.values()}) == len(table) and len({str(s) for _, s in table.values()}) == len(table)
+    assert all(c.lower() not in ("gray", "grey", "#7f7f7f", "#808080") for c, _ in table.values())  # the references'
+    plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain", "new a"),
+            "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain", "new b")}
     runs = [planned(setting=setting, label=label) for setting, labels in plan.items() for label in labels]
-    styles = {label: figures.line_style(label, runs) for label in plan["ptb"]}
-    assert styles["rnn"] == ("C0", "-") and styles["exprnn"] == ("C2", "-")  # nnrnn's order, though copy lacks rnn
-    assert styles["gru"] == ("C0", "--") and styles["rnn chain"] == ("C2", "--")  # not the paper's: dashed
-    assert len(set(styles.values())) == len(styles)
     only_copy = [r for r in runs if r.setting == "copy"]
-    assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", runs[::-1])
-    assert figures.line_style("nnrnn", only_copy) == ("C2", "-")  # what a grid without rnn draws
+    assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", only_copy) == table["exprnn"]
+    new = {figures.line_style(label, runs) for label in ("new a", "new b")}  # labels the table lacks: spares
+    assert len(new) == 2 and not new & set(table.values())
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures saved, kept (not drawn) for a test to read their lines."""
+    import matplotlib.figure
+    kept = {}
+
+    def save(fig, fname, *args, **kwargs):
+        kept[Path(fname).name] = fig
+        Path(fname).write_bytes(b"\x89PNG not drawn")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", save)
+    monkeypatch.setattr("matplotlib.pyplot.close", lambda fig=None: None)
+    return kept
+
+
+def test_a_figure_labels_its_baseline_and_a_seeds_spike_moves_no_gradient_line(tmp_path, monkeypatch, drawn):
+    from tests.experiments import synthetic
+    monkeypatch.setitem(grids.SCALES, "copy-three", {"seeds": [0, 1, 2], "tasks": {
+        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "exprnn"), "options": COPY}}})
+    made = synthetic.build(tmp_path, "copy-three")  # seed 1 of every run: its gradient norm ×300 at update 155
+    figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)
+    labels = drawn["curves-copy.png"].axes[0].get_legend_handles_labels()[1]
+    assert "baseline 0.0945 (always the blank)" in labels
+    figures.learning_curves(made, "copy", tmp_path / "gradients-copy.png", 0.0945, gradients=True)
+    fig = drawn["gradients-copy.png"]
+    ax = fig.axes[0]
+    assert "median over seeds" in fig._suptitle.get_text() and "10× the highest median" in fig._suptitle.get_text()
+    nnrnn = next(line for line in ax.get_lines() if line.get_label().startswith("nnRNN"))
+    steps, shown = nnrnn.get_data()
+    members = [r for r in made.planned if r.label == "nnrnn"]
+    norms = [[r["grad_norm"] for r in grid.metrics(made.run_folder(m)) if r["split"] == "train"] for m in members]
+    at = list(steps).index(155)
+    spike = max(n[at] for n in norms)
+    assert shown[at] == sorted(n[at] for n in norms)[1] < spike / 10  # the median: the spike moves it not
+    highest = max(max(line.get_ydata()) for line in ax.get_lines())
+    assert ax.get_ylim()[1] == pytest.approx(10 * highest)
+
+
+def test_adding_draws_its_realised_baseline_with_its_value_and_psmnist_and_ptb_their_references(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    figures.baseline_axis(ax, "adding", 0.1633, 0.17)
+    assert ax.get_legend_handles_labels()[1] == ["baseline 0.1633 (always answering 1, on these validation "
+                                                 "sequences)"]
+    assert ax.get_lines()[0].get_ydata()[0] == 0.1633
+    plt.close(fig)
+
+    class Task:  # what build_task gives: each metric's references, from the data the runs saw
+        def references(self):
+            return {"accuracy": {"chance": 0.1, "baseline": 0.11}, "bpc": {"chance": 5.6, "baseline": 4.335}}
+    monkeypatch.setattr(figures, "build_task", lambda options: Task())
+    runs = [planned(setting="psmnist", task="psmnist"), planned(setting="ptb", task="ptb")]
+    assert figures.reference(runs, "psmnist") == (0.1, "chance 10% (a uniform guess)")
+    assert figures.reference(runs, "ptb") == (4.335, "unigram 4.335 bpc (the training text's character "
+                                                     "frequencies)")
+    assert figures.reference([planned(setting="copy", task="copy")], "copy") is None
+
+
+@needs_ptb
+def test_ptbs_unigram_line_is_the_entropy_of_the_training_texts_characters():
+    from collections import Counter
+
+    from nnrnn.data.ptb import load_ptb
+    runs = [planned(setting="ptb", task="ptb", options={"task": "ptb", "data_dir": str(SHARED)})]
+    value, _ = figures.reference(runs, "ptb")
+    counts = Counter(load_ptb(SHARED).train.tolist())
+    total = sum(counts.values())
+    assert value == pytest.approx(-sum(c / total * math.log2(c / total) for c in counts.values()), rel=1e-9)

@@ -19,7 +19,7 @@ from ..training.train import lr_halvings
 from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
 from .paper import GAMMA_ONE
 from .rules import rule
-from .statistics import Stat
+from .statistics import Stat, last_fifth_share
 
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",
@@ -249,17 +249,16 @@ def early_stat(grid: GridFolder, members: list[PlannedRun], key: str, share: flo
 
 
 def convergence(grid: GridFolder, members: list[PlannedRun], task: str) -> dict:
-    """How settled a group of runs is: the validation metric's change over the last 20% of training relative
+    """How settled a group of runs is: the validation metric's change over the last 20% of the updates relative
     to its whole change (0: flat; mean over seeds), and how many times the learning rate was halved."""
     key = metric(task)
     shares, halvings = [], []
     for planned in members:
         records = metrics(grid.run_folder(planned))
-        curve = [r[key] for r in records if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
-        if len(curve) >= 5:
-            tail = curve[-max(2, len(curve) // 5):]
-            total = abs(curve[-1] - curve[0])
-            shares.append(abs(tail[-1] - tail[0]) / total if total else 0.0)
+        curve = [(r["step"], r[key]) for r in records
+                 if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
+        if len(curve) >= 5:  # over the last fifth of the updates (statistics.last_fifth_share)
+            shares.append(last_fifth_share(curve))
         lrs = [r["lr"] for r in records if r.get("split") == "train" and "lr" in r]
         if lrs:
             halvings.append(lr_halvings(lrs[0], lrs[-1]))

@@ -1,4 +1,5 @@
-"""The reports' figures: learning curves and training gradient norms, mean ± s.e. over seeds, per setting."""
+"""The reports' figures: learning curves (mean ± s.e. over seeds, with the task's reference line) and training
+gradient norms (median over seeds), per setting, in one colour and line style per label (:data:`STYLES`)."""
 from __future__ import annotations
 
 import math
@@ -7,32 +8,90 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models import MODELS, PAPER_MODELS
 from ..tasks import task_class
+from ..training.network import build_task
 from .collect import group, labels, setting_task_of
 from .grid import COLUMNS, Grid, PlannedRun, metric, metrics
 from .rules import rule
 from .words import column_words, name, title
 
 
-def line_style(label: str, planned: list[PlannedRun]) -> tuple[str, str]:
-    """A label's colour and line style, the same in every figure of a report: solid for the paper's models and dashed
-    for the others, and within each the 10-colour cycle by the label's place among the grid's labels of that style
-    (models in nnrnn's order, then variants), counted over the whole grid, not one setting, where a model missing
-    from the setting would shift every colour after it.  So no two of up to 10 models of each style look alike."""
-    paper = label in PAPER_MODELS
-    known = list(MODELS)
-    ordered = sorted(dict.fromkeys([r.label for r in planned] + [label]),
-                     key=lambda m: known.index(m) if m in known else len(known))  # stable: variants as planned
-    same_style = [m for m in ordered if (m in PAPER_MODELS) == paper]
-    return f"C{same_style.index(label) % 10}", "-" if paper else "--"
+# Every label's colour and line style, the one table every figure of every report reads: the models in nnrnn's order,
+# then the variants the grids name.  No two entries share a colour or a line style, so that two curves can be told
+# apart by either alone (in grey, or by a reader who does not see colour); the colours of labels that share a report
+# are of different hues; gray is left to the reference lines (baseline, chance, unigram).  A label not in the table
+# takes an entry of SPARE, by its place among the grid's such labels.
+STYLES: dict[str, tuple[str, object]] = {
+    "rnn": ("#1f77b4", (0, (10, 2))),
+    "rnn-orth": ("#ff7f0e", (0, (6, 2))),
+    "eurnn": ("#2ca02c", (0, (1, 1.5))),
+    "exprnn": ("#d62728", (0, (6, 2, 1, 2))),
+    "nnrnn": ("#000000", "-"),
+    "lstm": ("#9467bd", (0, (3, 1, 1, 1, 1, 1))),
+    "gru": ("#8c564b", (0, (4, 4))),
+    "nngru": ("#e377c2", (0, (8, 2, 2, 2, 2, 2))),
+    "nnrnn-complex": ("#bcbd22", (0, (2, 3))),
+    "cornn": ("#17becf", (0, (12, 3, 3, 3))),
+    "lem": ("#800000", (0, (5, 1, 1, 1))),
+    "lru": ("#000080", (0, (1, 3))),
+    "mingru": ("#b8860b", (0, (9, 3, 1, 3, 1, 3))),
+    "nnlru": ("#008080", (0, (3, 2))),
+    "rnn chain": ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))),
+    "nnrnn delay": ("#8db600", (0, (14, 4))),
+    "nnrnn γ=0.958": ("#8c8cff", (0, (2, 1))),
+    "nnrnn γ=1": ("#fb9a99", (0, (4, 1, 4, 4))),
+    "eurnn, capacity 4": ("#c2b280", (0, (2, 2, 6, 2))),
+    "rnn-orth, clipped at 1": ("#e7298a", (0, (1, 1, 1, 4))),
+}
+SPARE: tuple[tuple[str, object], ...] = (("#e6ab02", (0, (5, 3, 1, 1, 1, 3))), ("#66a61e", (0, (10, 1, 2, 1))),
+                                         ("#7570b3", (0, (1, 2, 4, 2))), ("#a6cee3", (0, (16, 2))))
+
+
+def line_style(label: str, planned: list[PlannedRun]) -> tuple[str, object]:
+    """A label's colour and matplotlib line style (:data:`STYLES`), the same in every figure and every report; a label
+    the table lacks takes :data:`SPARE`'s entries in the order such labels are planned in the grid (the whole grid, not
+    one setting, so a label missing from a setting shifts no other)."""
+    if label in STYLES:
+        return STYLES[label]
+    others = list(dict.fromkeys([r.label for r in planned if r.label not in STYLES] + [label]))
+    return SPARE[others.index(label) % len(SPARE)]
+
+
+GRADIENT_HEADROOM = 10.0  # a gradient panel's top: this many times its highest median, on a log axis
+# What the no-memory baseline of a loss task predicts, for its line's label.
+BASELINE_WORDS = {"copy": "always the blank", "adding": "always answering 1, on these validation sequences"}
+
+
+def reference(planned: list[PlannedRun], setting: str) -> tuple[float, str] | None:
+    """The reference line of a setting whose curves are not a loss (the loss tasks' baselines are
+    :func:`.sections.memoryless_baseline`'s): psMNIST's chance accuracy (a uniform guess over the classes, 10%) and
+    PTB's unigram model of the training text the runs saw (the entropy of its character frequencies, in bits per
+    character, :meth:`nnrnn.tasks.ptb.PTB.references`); None for another task."""
+    task = setting_task_of(planned, setting)
+    kind = {"psmnist": ("chance", "chance {:.0%} (a uniform guess)"),
+            "ptb": ("baseline", "unigram {:.3f} bpc (the training text's character frequencies)")}.get(task)
+    if kind is None:
+        return None
+    first = next(r for r in planned if r.setting == setting)
+    value = build_task(first.options).references()[metric(task)][kind[0]]
+    return value, kind[1].format(value)
+
+
+def reference_line(ax, task: str, baseline: float | None, other: tuple[float, str] | None) -> None:
+    """A panel's gray reference line: a loss task's no-memory ``baseline`` (the mean over the seeds' own evaluation
+    sequences, labelled with its value), or ``other`` (:func:`reference`)."""
+    if baseline is not None:
+        ax.axhline(baseline, color="gray", linestyle=":",
+                   label=f"baseline {baseline:.4f} ({BASELINE_WORDS.get(task, 'no memory')})")
+    elif other is not None:
+        ax.axhline(other[0], color="gray", linestyle=":", label=other[1])
 
 
 def baseline_axis(ax, task: str, baseline: float, lowest: float) -> None:
     """A loss panel's baseline line (and copy's "solved" line), on a log scale from the best curve up to just above
     the baseline: the vanilla RNN's spikes (up to 1e12) are cut off so that the region the claims are about can be
     read."""
-    ax.axhline(baseline, color="gray", linestyle=":", label="baseline")
+    reference_line(ax, task, baseline, None)
     bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
     if task == "copy":
         solved = rule('SOLVED_SHARE') * baseline
@@ -44,56 +103,86 @@ def baseline_axis(ax, task: str, baseline: float, lowest: float) -> None:
 
 def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None,
                     gradients: bool = False) -> Path:
-    """The validation metric (or, with ``gradients``, the training gradient norm) against the update, mean ±
-    s.e. over seeds, one panel per column."""
+    """The validation metric against the update, mean ± s.e. over seeds, one panel per column, with the reference
+    line of its task (``baseline``, a loss task's no-memory loss; else :func:`reference`); or, with ``gradients``,
+    the training gradient norm, the median over seeds with the band from the lowest to the highest seed, on an axis
+    cut at :data:`GRADIENT_HEADROOM` × the highest median, so that one seed's spike (nnRNN's copy runs reach 1e7)
+    neither moves a line nor squashes the others against the axis."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     task = setting_task_of(grid.planned, setting)
-    key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
     columns = [c for c in COLUMNS if any(r.setting == setting and r.column == c for r in grid.planned)]
+    other = None if gradients or baseline is not None else reference(grid.planned, setting)
     # one column of a large field (the modern grid) gets a wider panel, to hold its legend
     width = max(5.2 * len(columns), 9.0 if len(labels(grid.planned, setting)) > 10 else 0)
     fig, axes = plt.subplots(1, len(columns), figsize=(width, 4.0), sharey=True, squeeze=False,
                              layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
     axes = axes[0]
-    lowest = math.inf
+    lowest, highest = math.inf, 0.0
     for ax, column in zip(axes, columns):
-        for label in labels(grid.planned, setting):
-            members = group(grid.planned, setting, column, label)
-            curves = [[(r["step"], r[key]) for r in metrics(grid.run_folder(m))
-                       if r.get("split") == split and key in r] for m in members]
-            curves = [c for c in curves if c]
-            if not curves:
-                continue
-            n = min(len(c) for c in curves)
-            steps = np.array([p[0] for p in curves[0][:n]])
-            values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
-            mean = values.mean(0)
-            if np.isfinite(mean).any():  # a model whose every seed diverged at every step has no lowest point
-                lowest = min(lowest, float(np.nanmin(mean)))
-            se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
-            color, style = line_style(label, grid.planned)
-            ax.plot(steps, mean, style, color=color, label=f"{name(label)} (N={members[0].hidden})")
-            ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.2)
+        low, high = _panel(ax, grid, setting, column, gradients)
+        lowest, highest = min(lowest, low), max(highest, high)
         if gradients:
             ax.set_yscale("log")
         elif baseline is not None:  # a loss with a no-memory baseline: copy, adding
             baseline_axis(ax, task, baseline, lowest)
+        else:
+            reference_line(ax, task, None, other)
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             if len(labels(grid.planned, setting)) > 10:  # a large field: beside the axes, covering no curve
-                ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+                ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=4)
             else:
-                ax.legend(fontsize=7.5, loc="best")
+                ax.legend(fontsize=7.5, loc="best", handlelength=4)
+    if gradients and 0 < highest < math.inf:
+        axes[0].set_ylim(top=GRADIENT_HEADROOM * highest)  # shared: every panel
     quantity = "training gradient norm (before clipping)" if gradients else task_class(task).curve_axis
     axes[0].set_ylabel(quantity)
-    clipped = " (axis cut at 3× the baseline)" if baseline is not None and not gradients else ""
-    heading = f"{title(grid.planned, setting)}: {quantity}, mean ± s.e. over seeds{clipped}"
+    if gradients:
+        summary = (f"median over seeds, band from the lowest to the highest seed, axis cut at "
+                   f"{GRADIENT_HEADROOM:g}× the highest median")
+    else:
+        summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if baseline is not None else "")
+    heading = f"{title(grid.planned, setting)}: {quantity}, {summary}"
     fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
 
+
+def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[float, float]:
+    """One column's curves, every label of the setting in its style; the lowest and highest point of its lines."""
+    task = setting_task_of(grid.planned, setting)
+    key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
+    lowest, highest = math.inf, 0.0
+    for label in labels(grid.planned, setting):
+        members = group(grid.planned, setting, column, label)
+        curves = [[(r["step"], r[key]) for r in metrics(grid.run_folder(m))
+                   if r.get("split") == split and key in r] for m in members]
+        curves = [c for c in curves if c]
+        if not curves:
+            continue
+        n = min(len(c) for c in curves)
+        steps = np.array([p[0] for p in curves[0][:n]])
+        values = np.array([[p[1] for p in c[:n]] for c in curves], dtype=float)
+        centre, low, high = _spread(values, gradients)
+        if np.isfinite(centre).any():  # a model whose every seed diverged at every step has no lowest point
+            lowest = min(lowest, float(np.nanmin(centre)))
+            highest = max(highest, float(np.nanmax(centre)))
+        color, style = line_style(label, grid.planned)
+        ax.plot(steps, centre, color=color, linestyle=style, label=f"{name(label)} (N={members[0].hidden})")
+        ax.fill_between(steps, low, high, color=color, alpha=0.1 if gradients else 0.2)
+    return lowest, highest
+
+
+def _spread(values: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(line, band's bottom, band's top) over the seeds (rows): mean ± s.e., or with ``robust`` the median and the
+    lowest and highest seed (a median of 3 seeds moves with none of them alone)."""
+    if robust:
+        return np.median(values, 0), values.min(0), values.max(0)
+    mean = values.mean(0)
+    se = values.std(0, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+    return mean, mean - se, mean + se

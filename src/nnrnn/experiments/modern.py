@@ -24,11 +24,11 @@ from ..models import PAPER_MODELS, create
 from ..tasks import task_class
 from .beyond import tuning_section
 from .collect import convergence, group, labels, results, setting_task_of
-from .figures import line_style
+from .figures import line_style, reference, reference_line
 from .grid import TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name, sizes
 from .rules import rule
 from .sections import memoryless_baseline, ptb_data_scope, scope
-from .statistics import Stat, below_value
+from .statistics import Stat, below_value, margin
 from .sentences import compare
 from .words import name, title
 
@@ -120,7 +120,9 @@ def best_so_far_section(grid: Grid) -> list[str]:
              "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
              "early has no score of its own). A search whose best came at its last trial was still improving when "
              f"its budget ran out: more trials might have found better options for that model. The score ({scores}) "
-             "is the one each search ranks its trials by.", "",
+             "is the one each search ranks its trials by. The gray dotted line in each figure is the task's "
+             "reference: the loss of remembering nothing (copy, adding), chance (psMNIST), the unigram model of the "
+             "training text (PTB).", "",
              "| setting | model | trials finished / pruned / diverged | best at trial | best validation score |",
              "|---|---|---|---|---|"]
     shown = []
@@ -169,13 +171,17 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     if not drawn:
         plt.close(fig)
         return None
-    if setting_task_of(planned, setting) in ("copy", "adding"):
+    task = setting_task_of(planned, setting)
+    baseline = memoryless_baseline(planned, setting, "valid")  # the trials score on validation sequences
+    reference_line(ax, task, baseline, None if baseline is not None else reference(planned, setting))
+    if task in ("copy", "adding"):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
     ax.set_ylabel(f"best validation {metric(setting_task_of(planned, setting))} so far")
     ax.set_title(f"{title(planned, setting)}: each model's search, best so far (finished trials)", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, covering no line
+    # beside the axes, covering no line; long handles show each line style whole
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=4)
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
@@ -223,6 +229,19 @@ def _names(labels) -> str:
     return ", ".join(name(m) for m in labels) if labels else "none"
 
 
+def _alike(labels, table: dict, against: str, digits: int) -> str:
+    """The labels not clearly different from ``against``, each with the smallest difference the rule could have seen
+    between the two with these seeds (:func:`.statistics.margin`), so that a wide error bar is not read as
+    agreement."""
+    if not labels:
+        return "none"
+    shown = []
+    for label in labels:
+        gap = margin(table[label], table[against]) if not (table[label].empty or table[against].empty) else math.nan
+        shown.append(f"{name(label)} (" + ("not comparable" if math.isnan(gap) else f"needs > {gap:.{digits}f}") + ")")
+    return ", ".join(shown)
+
+
 def untuned(grid: Grid, setting: str) -> list[str]:
     """The labels a setting searched for whose search finished no trial (every one diverged or was stopped), so that
     they have no tuned runs."""
@@ -245,7 +264,7 @@ def protocol_scope(grid: Grid, setting: str) -> str:
         done = [r for r in group(grid.planned, setting, TUNED, label) if finished(grid.run_folder(r))]
         share = convergence(grid, done, members[0].task)["last_fifth_share"] if done else math.nan
         if share > rule("STILL_MOVING"):
-            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
+            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth of updates)")
     text = f"{scope(grid.planned, setting, TUNED)}, {length}, {seeds} seeds"
     text += ptb_data_scope(options) if members[0].task == "ptb" else ""
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
@@ -269,13 +288,15 @@ def standings_section(grid: Grid) -> list[str]:
             head = f"**{name(best)}** ({table[best].show(digits)}) is clearly best"
         else:
             head = (f"no model is clearly best; the best mean is {name(best)}'s ({table[best].show(digits)}), and "
-                    f"not clearly apart from it: {_names(group[1:])}")
+                    f"not clearly apart from it (each with the smallest difference the rule detects between the "
+                    f"two with these seeds, 2·sqrt(se_a² + se_b²)): {_alike(group[1:], table, best, digits)}")
         where = standing(table, "nnrnn", lower)
         if where["rank"] is None:
             nn = "the nnRNN has no finished runs"
         else:
             nn = (f"the nnRNN ({table['nnrnn'].show(digits)}) is {where['rank']} of {where['of']} by mean; clearly "
-                  f"better than it: {_names(where['better'])}; not clearly different: {_names(where['alike'])}; "
+                  f"better than it: {_names(where['better'])}; not clearly different (the same, smallest detectable "
+                  f"difference beside each): {_alike(where['alike'], table, 'nnrnn', digits)}; "
                   f"clearly worse: {_names(where['worse'])}")
         unfinished = [label for label, s in table.items() if s is None]
         if unfinished:

@@ -190,7 +190,7 @@ def row_scope(grid: Grid, setting: str, column: str) -> str:
         done = [r for r in group(grid.planned, setting, column, label) if finished(grid.run_folder(r))]
         share = convergence(grid, done, task)["last_fifth_share"] if done else math.nan
         if share > rule('STILL_MOVING'):
-            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth)")
+            moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth of updates)")
     text += ptb_data_scope(options) if task == "ptb" else ""
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
@@ -313,10 +313,10 @@ def claims_section(claims) -> list[str]:
 
 def settled_section(grid: Grid) -> list[str]:
     lines = ["### How settled the runs are", "",
-             "The share of each validation curve's total change that happened in its last fifth (0: flat, which "
-             "also describes a model stuck at its start, such as the RNN at copy's baseline; the mean over seeds), "
-             "and for PTB how many times the plateau schedule halved the learning rates.", "",
-             "| setting | column | model | change in the last fifth | learning-rate halvings |",
+             "The share of each validation curve's total change that happened in the last fifth of its updates (0: "
+             "flat, which also describes a model stuck at its start, such as the RNN at copy's baseline; the mean "
+             "over seeds), and for PTB how many times the plateau schedule halved the learning rates.", "",
+             "| setting | column | model | change in the last fifth of updates | learning-rate halvings |",
              "|---|---|---|---|---|"]
     for setting in grid.settings:
         task = setting_task_of(grid.planned, setting)

@@ -37,8 +37,8 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
             failed: str = "diverged") -> tuple[str, int]:
     """One sentence comparing two results by the rule, and its sign (:func:`~.statistics.ranking`): 1 when a is
     better than b by more than two combined standard errors, −1 when worse, 0 when neither (or a result is
-    missing).  ``failed`` says what a seed without a value did ("diverged", or "never solved" for a time to
-    solve)."""
+    missing); "not clearly different" carries the smallest gap the rule could see with these seeds.  ``failed`` says
+    what a seed without a value did ("diverged", or "never solved" for a time to solve)."""
     sign = ranking(a, b, lower_is_better)
     if missing(a, b):
         return f"{name(a_label)} against {name(b_label)}: runs missing", 0
@@ -48,7 +48,8 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
         verb = "worse than" if a.empty else "better than"
     else:
         verb = _versus(sign, "clearly worse than", "clearly better than")
-    return f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}", sign
+    gap = f" {_needs(a, b, f'.{digits}f')}" if sign == 0 and comparable(a, b) else ""
+    return f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}{gap}", sign
 
 
 # --------------------------------------------------------------------------------------------- copy

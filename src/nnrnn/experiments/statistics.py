@@ -139,6 +139,18 @@ def above_value(a: Stat, x: float) -> bool:
     return not a.empty and a.mean - 2 * a.err() > x
 
 
+def last_fifth_share(points) -> float:
+    """How much of a curve's whole change came in the last fifth of the updates: ``points`` are (update, value) in
+    order, and the share is |v_end − v_cut| / |v_end − v_first|, where v_cut is the value at the last point at or
+    before 80% of the last update (0 for a flat curve; NaN with fewer than 5 points).  Measured over updates, not
+    over evaluations, so a grid evaluated at uneven intervals is read alike."""
+    points = list(points)
+    if len(points) < 5:
+        return math.nan
+    cut = max(i for i, (step, _) in enumerate(points) if step <= 0.8 * points[-1][0])
+    total = abs(points[-1][1] - points[0][1])
+    return abs(points[-1][1] - points[cut][1]) / total if total else 0.0
+
 
 def missing(*stats) -> bool:
     """Some result has no runs at all (as opposed to runs whose every seed failed)."""
