@@ -5,7 +5,7 @@ import math
 import pytest
 
 from nnrnn_cli import command as cli
-from nnrnn.experiments import grid, grids, modern, reproduce
+from nnrnn.experiments import grid, grids, modern, picks, reproduce
 from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.statistics import Stat
 from nnrnn.experiments.report import planned_grid
@@ -114,13 +114,19 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
                            "adding-mingru"}
     assert all(len(found) == 3 for found in trials.values())  # the same budget for every model
     cornn = {t["number"]: t["params"] for t in trials["copy-cornn"]}
-    assert all({"dt", "gamma", "epsilon"} <= set(p) for p in cornn.values())  # its own options searched
+    assert all(set(p) == {"lr", "dt", "epsilon"} for p in cornn.values())  # lr and its own two options
+    # its published settings (its paper's adding, the task nearest copy) were its search's first trial
+    assert cornn[0] == {"lr": 0.02, "dt": 0.06, "epsilon": 15.0}
+    assert trials["copy-cornn"][0]["published"] == "long-memory: adding"
+    assert "published" not in trials["copy-lru"][0]  # no preset holds the LRU's: drawn
+    assert trials["copy-nnrnn"][0]["ranges"]["lr"] == {"log": [1e-5, 3e-2]}
+    assert set(trials["copy-nnrnn"][0]["ranges"]) == {"lr", "delta", "t_decay"}
     speed = json.loads(files.speed.read_text())
     assert set(speed["settings"]) == {"copy", "adding"} and speed["threads"] == 1
     seconds = speed["settings"]["copy"]["seconds"]
     assert {"torch.nn.RNN", "torch.nn.GRU", "nnrnn", "cornn", "lru", "rnn"} <= set(seconds)
-    for heading in ("## How every model was tuned", "### Did each search settle?", "## copy, T = 6",
-                    "## adding, T = 6", "## Which model is clearly best, and where the nnRNN stands",
+    for heading in ("## How every model was tuned", "## Where the picks fell", "### Did each search settle?",
+                    "## copy, T = 6", "## adding, T = 6", "## Which model is clearly best, and where the nnRNN stands",
                     "## Published figures beside these", "## Update time against torch.nn.RNN and torch.nn.GRU"):
         assert heading in text
     assert "(figures/tuning-copy.png)" in text and (out / "figures" / "tuning-copy.png").is_file()
@@ -139,6 +145,31 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     assert cli.main(["reproduce", "--scale", modern_scale, "--from-data", str(files.data),
                      "--out", str(elsewhere)]) == 0
     assert (elsewhere / "report.md").read_text() == text
+
+
+def test_the_modern_grid_runs_every_model_and_the_non_normal_lru():
+    assert "nnlru" in modern_grid.MODERN_MODELS and picks.picks_section in modern_grid.REPORT.sections
+
+
+def test_the_picks_section_names_every_pick_within_five_percent_of_an_edge(tmp_path, modern_scale):
+    ranges = {"lr": {"log": [1e-5, 3e-2]}, "delta": {"choices": [0.0, 0.1, 1.0]}}
+    low, mid = 1e-5 * (3e-2 / 1e-5) ** 0.04, 1e-5 * (3e-2 / 1e-5) ** 0.5
+    found = {"copy-nnrnn": [{"number": 0, "state": "COMPLETE", "value": 0.2, "params": {"lr": mid, "delta": 1.0},
+                             "ranges": ranges, "published": "paper-params: copy"},
+                            {"number": 1, "state": "COMPLETE", "value": 0.1, "params": {"lr": low, "delta": 0.0},
+                             "ranges": ranges}],
+             "copy-cornn": [{"number": 0, "state": "COMPLETE", "value": 0.3, "params": {"lr": mid, "delta": 0.1},
+                             "ranges": ranges}]}
+    made = planned_grid(tmp_path, modern_scale, [
+        synthetic.planned(setting="copy", task="copy", label=label, model=label) for label in ("nnrnn", "cornn")])
+    made.trials.write_text(json.dumps(found))
+    rows = {(r["label"], r["option"]): r for r in picks.pick_rows(made)}
+    assert rows["nnrnn", "lr"]["position"] == pytest.approx(0.04)  # the best trial's pick (loss: lower)
+    assert rows["nnrnn", "delta"]["position"] == "1 of 3" and rows["cornn", "lr"]["position"] == pytest.approx(0.5)
+    text = "\n".join(picks.picks_section(made))
+    assert f"nnRNN's lr on copy ({low:.3g}, at 0.04)" in text and "coRNN's lr on copy" not in text
+    assert "| copy | nnRNN | published settings (paper-params: copy) |" in text
+    assert "| coRNN | adam (its paper's) |" in text and "| nnRNN | rmsprop (its paper's) |" in text
 
 
 def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path, modern_scale):

@@ -18,8 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, INITS, LR_ORTH_RANGE, LR_RANGE, T_DECAYS,
-                                     default_storage, open_storage, run_sweep, search_space, summary)
+from nnrnn.experiments.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS, LR_ORTH_RANGE,
+                                     LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS, curve_area, default_storage,
+                                     equal_space, open_storage, published, run_sweep, search_space, summary,
+                                     tie_rates)
+from nnrnn.models import model_class
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
@@ -332,3 +335,62 @@ def test_the_options_a_sweep_holds_fixed_are_spelled_and_read_as_nnrnn_train_rea
     assert set(HELD_FIXED) == {w.removeprefix("--").replace("-", "_").replace("no_", "") for w in words
                                if w.startswith("--")}
     assert swept["permute"] is False and swept["T"] == 7 and swept["clip"] == 0.5
+
+
+# --------------------------------------------------------------------------- a grid's searches: equal terms
+
+def test_every_model_searches_one_learning_rate_range_and_at_most_the_same_number_of_its_own_options():
+    from nnrnn.models import MODELS
+    for model in MODELS:
+        space = equal_space(model)
+        assert list(space)[0] == "lr" and (space["lr"].low, space["lr"].high, space["lr"].log) == \
+            (*EQUAL_LR_RANGE, True)
+        assert 1 <= len(space) <= 1 + OWN_OPTIONS and "lr_orth" not in space and "alpha" not in space
+        assert list(space)[1:] == list(model_class(model).TUNED_OPTIONS)
+    assert EQUAL_LR_RANGE[1] >= 0.02  # coRNN's published adding rate lies inside, not at an edge
+    assert list(equal_space("nnrnn", fixed=["lr"])) == ["delta", "t_decay"]
+
+
+def test_an_equal_search_ties_lr_orth_to_lr_and_trains_each_model_with_its_papers_optimizer():
+    assert tie_rates("nnrnn", {"lr": 2e-3}) == {"lr_orth": pytest.approx(2e-3 * LR_ORTH_RATIO),
+                                                "optimizer": "rmsprop"}
+    assert tie_rates("cornn", {"lr": 1e-3}) == {"optimizer": "adam"} == tie_rates("lem", {"lr": 1e-3})
+    assert tie_rates("lru", {"lr": 1e-3}) == {"optimizer": "adam"}
+    assert tie_rates("gru", {"lr": 1e-3}) == {}  # no paper optimizer: the default
+    assert tie_rates("nnrnn", {"lr": 2e-3}, fixed=["optimizer", "lr_orth"]) == {}  # what the user gives holds
+
+
+def test_cornns_searched_box_keeps_its_explicit_step_stable():
+    dt, epsilon = model_class("cornn").SEARCHED["dt"], model_class("cornn").SEARCHED["epsilon"]
+    assert dt[2] * epsilon[2] < 1  # Δt ε < 1 at the box's far corner
+
+
+def test_a_trial_is_judged_by_the_area_under_its_validation_curve():
+    assert curve_area([(10, 1.0), (20, 0.0), (30, 0.0)], True) == pytest.approx(0.25)
+    assert curve_area([(10, 0.4)], True) == 0.4
+    # a fast start that stalls scores worse than a steady descent to the same end
+    assert curve_area([(0, 0.5), (10, 0.5), (20, 0.1)], True) > curve_area([(0, 0.9), (10, 0.2), (20, 0.1)], True)
+
+
+def test_published_settings_come_from_the_task_or_the_nearest_its_papers_report():
+    assert published("psmnist", "cornn", preset="long-memory") == (
+        {"lr": 0.0054, "dt": 0.076, "gamma": 0.4, "epsilon": 8.0}, "long-memory: psmnist")
+    assert published("psmnist", "lem", preset="long-memory")[0] == {"lr": 0.0073, "dt": 0.31, "clip": 1.1}
+    assert published("copy", "lem", preset="long-memory")[1] == "long-memory: adding"
+    assert published("adding", "nnrnn", preset="long-memory")[1] == "paper-params: copy"
+    assert published("copy", "gru") is None
+
+
+def test_the_first_trial_of_an_equal_search_is_the_models_published_settings(tmp_path):
+    out = tmp_path / "copy-lem"
+    study = run_sweep("copy", "lem", 1, out=str(out), train_options={**TINIER, "preset": "long-memory"},
+                      searching=EQUAL)
+    first = study.trials[0]
+    assert first.params == {"lr": 0.0026, "dt": 0.0242}  # LEM's adding settings, the task nearest copy
+    config = json.loads((out / "trial-0000" / "config.json").read_text())
+    assert (config["lr"], config["dt"], config["optimizer"]) == (0.0026, 0.0242, "adam")
+    assert config["hidden"] == TINIER["hidden"]  # at the search's size, not the paper's
+    curve = [(r["step"], r["loss"]) for r in map(json.loads, (out / "trial-0000" / "metrics.jsonl").open())
+             if r["split"] == "valid"]
+    assert first.value == pytest.approx(curve_area(curve, True))
+    assert first.user_attrs["options"] == {"lr": 0.0026, "dt": 0.0242, "optimizer": "adam"}

@@ -13,6 +13,8 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
   the name of every file in it, its scale, its planned runs);
 * :mod:`.collect`: what the reports read from run folders;
+* :mod:`.picks`: where a tuned grid's picks fell in their ranges, each model's optimizer and queued published
+  settings;
 * :mod:`.figures`, :mod:`.sections`: the reports' figures, the shape of a report (:class:`~.sections.Report`) and
   the sections several reports share;
 * :mod:`.beyond`, :mod:`.modern`, :mod:`.reproduction`: each report's own sections (the non-normal family, today's

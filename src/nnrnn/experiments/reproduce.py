@@ -42,7 +42,7 @@ from ..training.train import train
 from .grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
 from .grids import SCALES
 from .report import planned_grid, report_of, write_report
-from .sweep import default_storage, run_sweep
+from .sweep import EQUAL, default_storage, run_sweep, span
 
 
 def run_log(folder: Path) -> Path:
@@ -174,7 +174,7 @@ def _search_one(folder: Path, search: dict, threads: int | None) -> str:
     sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True,
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
     study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
-                      train_options={**search["options"], "preset": search["preset"]})
+                      train_options={**search["options"], "preset": search["preset"]}, searching=EQUAL)
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
 
 
@@ -192,12 +192,13 @@ def ended_trials(folder: Path, search: dict) -> int:
 
 
 def best_params(study) -> dict | None:
-    """The searched options of a study's best finished trial; None when none finished."""
+    """The options of a study's best finished trial (the searched ones and those it set from them or its
+    published settings, its ``options`` attribute); None when none finished."""
     import optuna
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not done:
         return None
-    return dict(study.best_trial.params)
+    return {**study.best_trial.user_attrs.get("options", {}), **study.best_trial.params}
 
 
 def _study(folder: Path, search: dict):
@@ -240,7 +241,13 @@ def trial_records(study) -> list[dict]:
     stopped early (the sweep's ``stopped``: "pruned", "diverged", "interrupted"; None for a finished one), value (a
     finished trial's best validation score, else None) and searched options; what a report's best-so-far reads."""
     return [{"number": t.number, "state": t.state.name, "stopped": t.user_attrs.get("stopped"), "value": t.value,
-             "params": t.params} for t in sorted(study.trials, key=lambda t: t.number)]
+             "params": t.params, **_ranges(t)} for t in sorted(study.trials, key=lambda t: t.number)]
+
+
+def _ranges(trial) -> dict:
+    """A trial's searched ranges and queued published settings, for the report's picks (:mod:`.picks`)."""
+    return {"ranges": {k: span(d) for k, d in trial.distributions.items()},
+            **({"published": trial.user_attrs["published_from"]} if "published_from" in trial.user_attrs else {})}
 
 
 def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:

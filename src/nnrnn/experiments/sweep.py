@@ -37,8 +37,11 @@ import socket
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from .. import presets
 from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
 from ..models import model_class
 from ..tasks import task_class
@@ -58,6 +61,30 @@ DELTAS = (0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.15, 1.0, 10.0)
 T_DECAYS = (0.0, 1e-6, 1e-5, 1e-4)
 INITS = ("random", "cayley", "henaff")  # searched for a model whose INITS holds all three
 SEARCHED = ("lr", "lr_orth", "alpha", "delta", "t_decay", "init")  # and each model's own (its class's SEARCHED)
+
+# ---- equal terms (issue 59, item 4): what a grid's searches draw, every model alike (docs/design.md)
+# one learning-rate range for every model and optimizer: the supplement's floor, and a ceiling above every rate a
+# paper we follow trains with (LSTM's PTB 8e-3, coRNN's adding 2e-2), so no published rate sits at an edge
+EQUAL_LR_RANGE = (1e-5, 3e-2)
+# lr_orth is not a dimension of its own: lr_orth = lr × this, the paper's ratio for nnRNN and expRNN on psMNIST
+# (2e-4 / 2e-5, 5e-4 / 5e-5) and nnRNN's on PTB at 150 steps; every model then searches lr and its own options only
+LR_ORTH_RATIO = 0.1
+OWN_OPTIONS = 2  # K: the most own options (a model class's TUNED_OPTIONS) any model searches beside lr
+# the supplement's options a model may name among its TUNED_OPTIONS (the others come from its class's SEARCHED)
+SUPPLEMENT_CHOICES = {"alpha": ALPHAS, "delta": DELTAS, "t_decay": T_DECAYS, "init": INITS}
+# each model's paper's optimizer (None: its paper names none we follow, and it trains with the default, RMSprop);
+# nnrnn has Adam and RMSprop, so the LRU's AdamW is Adam here (docs/design.md)
+PAPER_OPTIMIZERS = {"rnn": "rmsprop", "rnn-orth": "rmsprop", "eurnn": "rmsprop", "exprnn": "rmsprop",
+                    "nnrnn": "rmsprop", "lstm": "rmsprop", "cornn": "adam", "lem": "adam", "lru": "adam",
+                    "nnlru": "adam"}
+# where a model's published settings are looked for (the search's own preset first), and the tasks nearest to each
+# where its papers report none for the task itself
+PUBLISHED_PRESETS = ("long-memory", "paper-params", "paper")
+NEAREST_TASKS = {"copy": ("adding", "psmnist"), "adding": ("copy", "psmnist"), "psmnist": ("adding", "copy"),
+                 "ptb": ("psmnist", "copy", "adding")}
+# the options of a published entry a first trial takes beside the searched ones (the grid keeps its sizes, lengths
+# and batches): the model's own settings, its orthogonal factor's rate and the clipping its code uses
+PUBLISHED_EXTRAS = ("lr_orth", "clip")
 
 PRUNE_STARTUP_TRIALS = 5     # MedianPruner: prune nothing until this many trials have finished
 PRUNE_WARMUP_FRACTION = 0.25  # ... nor before this fraction of a trial's updates
@@ -92,6 +119,105 @@ def search_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
         space[name] = (FloatDistribution(*bounds, log=True) if kind == "log"
                        else CategoricalDistribution(bounds[0]))
     return {name: dist for name, dist in space.items() if name not in set(fixed)}
+
+
+def equal_space(model: str, fixed=(), optimizer: str = "rmsprop") -> dict:
+    """The distributions a grid's search draws for ``model``, every model alike: its learning rate over
+    :data:`EQUAL_LR_RANGE`, then its class's ``TUNED_OPTIONS`` (at most :data:`OWN_OPTIONS`), each over its class's
+    ``SEARCHED`` range or the supplement's set (:data:`SUPPLEMENT_CHOICES`).  lr_orth is tied to lr
+    (:func:`tie_rates`), RMSprop's α held at its preset's value; ``optimizer`` changes nothing (one range for all).
+    Options in ``fixed`` are left out."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    del optimizer  # the same dimensions whatever the optimizer
+    cls = model_class(model)
+    own = tuple(cls.TUNED_OPTIONS)
+    if len(own) > OWN_OPTIONS:
+        raise ValueError(f"{model} names {len(own)} options to tune ({', '.join(own)}); every model tunes at most "
+                         f"{OWN_OPTIONS} beside its learning rate")
+    space = {"lr": FloatDistribution(*EQUAL_LR_RANGE, log=True)}
+    for name in own:
+        if name in cls.SEARCHED:
+            kind, *bounds = cls.SEARCHED[name]
+            space[name] = (FloatDistribution(*bounds, log=True) if kind == "log"
+                           else CategoricalDistribution(bounds[0]))
+        else:
+            space[name] = CategoricalDistribution(SUPPLEMENT_CHOICES[name])
+    return {name: dist for name, dist in space.items() if name not in set(fixed)}
+
+
+def no_derived(model: str, params: dict, fixed=()) -> dict:
+    """The supplement's searches derive nothing from the drawn options."""
+    return {}
+
+
+def tie_rates(model: str, params: dict, fixed=()) -> dict:
+    """What an equal search sets from the drawn options: lr_orth = lr × :data:`LR_ORTH_RATIO` for a model with an
+    orthogonal factor, and the model's paper's optimizer (:data:`PAPER_OPTIMIZERS`); an option in ``fixed`` (given
+    by the user) is left as given."""
+    derived = {}
+    if model_class(model).ORTHOGONAL_FACTOR and "lr" in params:
+        derived["lr_orth"] = params["lr"] * LR_ORTH_RATIO
+    if PAPER_OPTIMIZERS.get(model):
+        derived["optimizer"] = PAPER_OPTIMIZERS[model]
+    return {k: v for k, v in derived.items() if k not in set(fixed)}
+
+
+def best_value(curve: list[tuple[int, float]], minimize: bool) -> float:
+    """The best validation value of ``curve`` ((update, value) pairs in order)."""
+    values = [v for _, v in curve]
+    return min(values) if minimize else max(values)
+
+
+def curve_area(curve: list[tuple[int, float]], minimize: bool) -> float:
+    """The area under the validation curve per update (trapezoids between its points, divided by the updates they
+    span; a single point: its value), in the metric's units: a trial is judged over its whole length, and a fast
+    start that stalls scores below a steady descent to the same end."""
+    del minimize  # lower area is better where the metric is, and higher where it is
+    if len(curve) == 1:
+        return curve[0][1]
+    area = sum((s1 - s0) * (v0 + v1) / 2 for (s0, v0), (s1, v1) in zip(curve, curve[1:]))
+    return area / (curve[-1][0] - curve[0][0])
+
+
+@dataclass(frozen=True)
+class Searching:
+    """How a search draws and judges a trial: ``space`` (model, fixed, optimizer) → distributions, ``derive``
+    (model, drawn options, fixed) → the options set from them, ``value`` (validation curve, minimize) → the trial's
+    score (what Optuna ranks and the pruner compares, at every validation point), and ``first``: whether the model's
+    published settings (:func:`published`) are queued as the study's first trial."""
+    space: Callable
+    derive: Callable
+    value: Callable
+    first: bool
+
+
+SUPPLEMENT = Searching(search_space, no_derived, best_value, False)  # ``nnrnn sweep``: the paper's supplement
+EQUAL = Searching(equal_space, tie_rates, curve_area, True)  # a grid's searches: every model alike
+
+
+def published(task: str, model: str, bptt: int | None = None, preset: str | None = None) -> tuple[dict, str] | None:
+    """(options, where from) of ``model``'s published settings for ``task``, or for the nearest task its papers
+    report (:data:`NEAREST_TASKS`), as the presets hold them (``preset`` first, then :data:`PUBLISHED_PRESETS`):
+    the options an equal search draws, the model's own settings and :data:`PUBLISHED_EXTRAS`; None when no preset
+    gives the model a learning rate for any of those tasks."""
+    cls = model_class(model)
+    wanted = {*equal_space(model), *cls.CONFIG_OPTIONS, *PUBLISHED_EXTRAS} - {"bias", "hidden"}
+    names = tuple(dict.fromkeys(p for p in (preset, *PUBLISHED_PRESETS) if p))
+    for near in (task, *NEAREST_TASKS.get(task, ())):
+        for name in names:
+            entry = presets.load(name).get(presets.table_key(near, bptt if near == "ptb" else None), {}).get(model)
+            if entry and "lr" in entry:
+                return {k: v for k, v in entry.items() if k in wanted}, f"{name}: {presets.table_key(near, bptt)}"
+    return None
+
+
+def span(distribution) -> dict:
+    """An Optuna distribution as data: {"log": [low, high]} (a log-uniform range), {"uniform": [low, high]} or
+    {"choices": [...]}."""
+    if hasattr(distribution, "choices"):
+        return {"choices": list(distribution.choices)}
+    return {"log" if distribution.log else "uniform": [distribution.low, distribution.high]}
 
 
 def suggest(trial, space: dict) -> dict:
@@ -231,16 +357,27 @@ def make_pruner(steps: int, startup_trials: int = PRUNE_STARTUP_TRIALS,
 
 
 class _Objective:
-    def __init__(self, task, model, out, options, preset, space, monitor, mode):
+    def __init__(self, task, model, out, options, preset, space, monitor, mode, searching: Searching = SUPPLEMENT):
         self.task, self.model, self.out, self.options, self.preset = task, model, Path(out), options, preset
-        self.space, self.monitor, self.mode = space, monitor, mode
+        self.space, self.monitor, self.mode, self.searching = space, monitor, mode, searching
         self.host = socket.gethostname()
         self.interrupted = None
+
+    def _options(self, trial) -> tuple[dict, dict]:
+        """(the drawn options, every option the trial sets beyond the fixed ones): a queued first trial's
+        published extras (user attribute ``published``), then the drawn ones and what is derived from them, which
+        the trial records as ``options`` (a pick is that whole set, not only the drawn ones)."""
+        params = suggest(trial, self.space)
+        derived = self.searching.derive(self.model, params, list(self.options))
+        published_extras = {k: v for k, v in trial.user_attrs.get("published", {}).items() if k not in params}
+        options = {**derived, **published_extras, **params}
+        trial.set_user_attr("options", options)
+        return params, options
 
     def __call__(self, trial):
         import optuna
 
-        params = suggest(trial, self.space)
+        params, chosen = self._options(trial)
         folder = self.out / f"trial-{trial.number:04d}"
         trial.set_user_attr("run", str(folder.resolve()))
         trial.set_user_attr("host", self.host)
@@ -248,13 +385,14 @@ class _Objective:
             raise UserError(f"{folder} already holds a run that is not trial {trial.number} of study "
                             f"{trial.study.study_name!r}; choose another --out or --study")
         config = resolve_config({**self.options, "task": self.task, "model": self.model, "out": str(folder),
-                                 "progress": False, **params}, self.preset)
+                                 "progress": False, **chosen}, self.preset)
         # what the run prints goes to its log, so that the sweep's own output stays a line or two per trial
         log = self.out / "logs" / f"{folder.name}.log"
         print(f"[sweep] trial {trial.number}: {format_params(params)} -> {folder} (its output: logs/{log.name})",
               flush=True)
         better = (lambda a, b: a < b) if self.mode == "min" else (lambda a, b: a > b)
         best = {"value": None, "step": None}
+        curve = []
 
         def on_eval(step, record):
             value = record.get(self.monitor)
@@ -264,7 +402,8 @@ class _Objective:
                 raise optuna.TrialPruned(f"validation {self.monitor} is {value} at update {step}")
             if best["value"] is None or better(value, best["value"]):
                 best["value"], best["step"] = value, step
-            trial.report(value, step)
+            curve.append((step, value))
+            trial.report(self.searching.value(curve, self.mode == "min"), step)
             if trial.should_prune():
                 trial.set_user_attr("stopped", "pruned")
                 trial.set_user_attr("reason", f"below the median of earlier trials at update {step}")
@@ -293,7 +432,7 @@ class _Objective:
         if result.get("test"):
             trial.set_user_attr("test", {k: v for k, v in result["test"].items()
                                          if isinstance(v, (int, float))})
-        return best["value"]
+        return self.searching.value(curve, self.mode == "min")
 
 
 def _report_trial(study, trial) -> None:
@@ -310,7 +449,7 @@ def _report_trial(study, trial) -> None:
 def run_sweep(task: str, model: str, trials: int, storage: str | None = None, study: str | None = None,
               out: str | None = None, train_options: dict | None = None, *, pruner=None, sampler=None,
               prune_startup: int = PRUNE_STARTUP_TRIALS, prune_warmup: int | None = None,
-              total_trials: int | None = None, timeout: float | None = None):
+              total_trials: int | None = None, timeout: float | None = None, searching: Searching = SUPPLEMENT):
     """Run ``trials`` trials of a search over :func:`search_space` for (``task``, ``model``).
 
     ``storage``: an Optuna storage URL (see :func:`open_storage`), by default
@@ -325,6 +464,9 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     of each trial's updates); ``optuna.pruners.NopPruner()`` prunes nothing.
     ``total_trials``: stop once the study holds that many trials, whoever ran
     them.  ``timeout``: seconds after which this process starts no new trial.
+    ``searching``: what is drawn and how a trial is judged (:data:`SUPPLEMENT`, the default: the paper's
+    supplement and the best validation value; :data:`EQUAL`: a grid's, every model alike, its published settings
+    queued first, judged by the area under its validation curve).
     Returns the :class:`optuna.Study`.
     """
     import optuna
@@ -335,7 +477,7 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     options, preset = _fixed_options(train_options)
     out = Path(out or f"runs/sweep-{task}-{model}")
     base = resolve_config({**options, "task": task, "model": model, "out": str(out), "progress": False}, preset)
-    space = search_space(model, fixed=list(options), optimizer=base["optimizer"])  # an option given is held
+    space = searching.space(model, fixed=list(options), optimizer=base["optimizer"])  # an option given is held
     pruner, sampler = _pruner_and_sampler(base, pruner, sampler, prune_startup, prune_warmup)
     build_task(base)  # the data must be there before a study or trial is created (one line if it is not)
     make_folder(out, "--out")
@@ -344,7 +486,9 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
     _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode})
 
-    objective = _Objective(task, model, out, options, preset, space, monitor, mode)
+    if searching.first and not the_study.trials:
+        queue_published(the_study, task, model, options, preset, space)
+    objective = _Objective(task, model, out, options, preset, space, monitor, mode, searching)
     callbacks = [_report_trial]
     if total_trials is not None:
         callbacks.append(optuna.study.MaxTrialsCallback(total_trials, states=None))
@@ -357,6 +501,21 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     if objective.interrupted is not None:
         raise objective.interrupted
     return the_study
+
+
+def queue_published(study, task: str, model: str, options: dict, preset: str | None, space: dict) -> dict | None:
+    """Queue ``model``'s published settings (:func:`published`) as ``study``'s next trial: the searched options
+    among them as its parameters (out of a range too: Optuna takes a queued value as given), the others (the model's
+    own settings it does not search, lr_orth, clipping) as its ``published`` user attribute, which the objective
+    applies; options the search holds fixed stay fixed.  Returns what was queued (None: nothing published)."""
+    found = published(task, model, options.get("bptt"), preset)
+    if found is None:
+        return None
+    settings, source = found
+    params = {k: v for k, v in settings.items() if k in space}
+    extras = {k: v for k, v in settings.items() if k not in space and k not in options}
+    study.enqueue_trial(params, user_attrs={"published": extras, "published_from": source})
+    return {**extras, **params}
 
 
 def _pruner_and_sampler(base: dict, pruner, sampler, prune_startup, prune_warmup) -> tuple:

@@ -37,6 +37,7 @@ class ExpRNN(RecurrentModel):
     TRAIN_OPTIONS = ("lr_orth", "rebase_every")
     ORTHOGONAL, ORTHOGONAL_FACTOR = True, True
     INITS = INITS
+    TUNED_OPTIONS = ("init",)  # the orthogonal initialisation, the supplement's set
 
     def __init__(self, *args, init: str = "henaff", dynamic: bool = False, **kwargs):
         self.init, self.dynamic = check_init(init), bool(dynamic)

@@ -56,6 +56,7 @@ class LEM(CellModel):
     CONFIG_OPTIONS = ("bias", "dt")
     # log-uniform around the values its code sets (adding: Δt 0.0242; psMNIST: 0.31); docs/design.md
     SEARCHED = {"dt": ("log", 0.01, 1.0)}
+    TUNED_OPTIONS = ("dt",)
     STATES = ("y", "z")
     GATES = 4  # [W_2; W_1; W_z] and W_y
 

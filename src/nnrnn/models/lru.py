@@ -124,6 +124,7 @@ class LRU(CellModel):
     CONFIG_OPTIONS = ("bias", "r_min", "r_max")
     # the ring the eigenvalues start in: its paper's settings (r_min 0 or 0.9; r_max 0.99 to 0.9999); docs/design.md
     SEARCHED = {"r_min": ("choice", (0.0, 0.5, 0.9)), "r_max": ("choice", (0.99, 0.999, 0.9999))}
+    TUNED_OPTIONS = ("r_min", "r_max")
     implementation = "auto"
     SCANNED = Scanned("lru", CPU_SCAN_CROSSOVER, {"scan": lru_scan, "loop": lru_loop}, made_up_inputs)
 

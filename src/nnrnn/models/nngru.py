@@ -53,6 +53,7 @@ class NonNormalGRU(GRU):
     CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     ORTHOGONAL_FACTOR, SCHUR_FORM = True, True
+    TUNED_OPTIONS = ("delta", "t_decay")  # the Schur form's penalties, the supplement's sets
     INITS = INITS
     COMPLEX_DTYPES = False
 

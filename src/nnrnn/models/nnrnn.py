@@ -74,6 +74,7 @@ class NonNormalRNN(RecurrentModel):
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every", "delta", "t_decay")
     ORTHOGONAL_FACTOR, SCHUR_FORM = True, True
+    TUNED_OPTIONS = ("delta", "t_decay")  # the Schur form's penalties, the supplement's sets
     INITS = INITS
 
     def __init__(self, *args, init: str = "cayley", triangular: str = "strict",

@@ -191,6 +191,7 @@ class ComplexNonNormalRNN(nn.Module, Traits):
     CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     ORTHOGONAL_FACTOR, SCHUR_FORM = True, True  # the traits beyond these: Traits' (nnrnn.models.traits)
+    TUNED_OPTIONS = ("delta", "t_decay")  # the Schur form's penalties, the supplement's sets
     INITS = INITS
     NONLINEARITIES = NONLINEARITIES
     REAL_FEATURES_PER_UNIT = 2  # a read-out sees [Re h, Im h]

@@ -82,6 +82,7 @@ class OrthogonalInitRNN(VanillaRNN):
 
     ORTHOGONAL = True  # the paper counts RNN-orth among its orthogonal RNNs
     INITS = INITS
+    TUNED_OPTIONS = ("init",)  # the orthogonal initialisation, the supplement's set
 
     def __init__(self, *args, init: str = "random", **kwargs):
         super().__init__(*args, init=init, **kwargs)

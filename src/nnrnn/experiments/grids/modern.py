@@ -8,11 +8,12 @@ from ...models import PAPER_MODELS
 from ..grid import TUNE_SEED, TUNED
 from ..modern import (best_so_far_section, measure_speed_once, published_section, standings_section, tuned_section,
                       update_time_section)
+from ..picks import picks_section
 from ..sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_PSMNIST, LONG_PTB
 
 # the paper's models, the non-normal family and today's long-memory RNNs, each tuned alike (issue 50)
-MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru")
+MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "nnlru", "mingru")
 # Orhan & Pitkow's chain, at the gain their released code's example trains copy with (eminorhan/nonnormal-init),
 # with their RNN's nonlinearity for the task: ELU on copy and psMNIST, ReLU on adding; on PTB, where they trained
 # only LSTMs, it keeps the non-gated models' modReLU
@@ -21,8 +22,8 @@ CHAIN_INIT = {"rnn chain": CHAIN}
 CHAIN_ELU = {"rnn chain": {**CHAIN, "nonlinearity": "elu"}}
 CHAIN_RELU = {"rnn chain": {**CHAIN, "nonlinearity": "relu"}}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
-    tuned_section, best_so_far_section, settings_sections, standings_section, published_section, update_time_section,
-    settled_section), prepare=measure_speed_once)
+    tuned_section, picks_section, best_so_far_section, settings_sections, standings_section, published_section,
+    update_time_section, settled_section), prepare=measure_speed_once)
 NAME = "modern"
 SCALE = {
     "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "

@@ -1,0 +1,158 @@
+"""Where each search's pick fell in its range, the optimizer each model trained with, and each search's queued
+published settings: the report section that shows a tuned grid searched every model on equal terms
+(:data:`nnrnn.experiments.sweep.EQUAL`).
+
+A pick's position in a range [lo, hi] searched log-uniformly is (log p − log lo) / (log hi − log lo): 0 at the floor,
+1 at the ceiling.  A pick within :data:`EDGE` of either end is named: the search may have wanted to go beyond, and
+the range, not the model, may have decided the result.  A choice among a set (e.g. δ) has no scale; its place is
+given as "k of n" and not named, since two of three values of a three-value set are ends."""
+from __future__ import annotations
+
+import json
+import math
+
+from ..tasks import task_class
+from ..training.config import resolve_config
+from .grid import Grid, PlannedRun, search_name
+from .sweep import PAPER_OPTIMIZERS, search_space, span
+from .words import name
+
+EDGE = 0.05  # a pick within this fraction of the log range of an end is named
+# a grid searched before trials recorded their ranges searched the supplement's space (sweep.search_space) with
+# coRNN's ranges as they were then, before Δt ε < 1 cut them (issue 59)
+SUPPLEMENT_BEFORE = {"cornn": {"dt": {"log": [0.01, 0.5]}, "gamma": {"log": [0.1, 100.0]},
+                               "epsilon": {"log": [0.5, 50.0]}}}
+
+
+def position(value: float, low: float, high: float) -> float:
+    """``value``'s place in the log-uniform range [low, high] as a fraction (0: low, 1: high; outside [0, 1] when
+    the value lies outside, as a queued published setting may)."""
+    return (math.log(value) - math.log(low)) / (math.log(high) - math.log(low))
+
+
+def at_edge(fraction: float) -> bool:
+    """Whether a position lies within :data:`EDGE` of either end of its range (or beyond it)."""
+    return fraction <= EDGE or fraction >= 1 - EDGE
+
+
+def _read_trials(grid: Grid) -> dict:
+    return json.loads(grid.trials.read_text()) if grid.trials.is_file() else {}
+
+
+def supplement_ranges(planned: PlannedRun) -> dict:
+    """{option: its span (:func:`nnrnn.experiments.sweep.span`)} of the supplement's search of ``planned``'s model
+    and optimizer, as a grid searched it before trials recorded their ranges (:data:`SUPPLEMENT_BEFORE`)."""
+    optimizer = resolve_config(planned.options, planned.preset)["optimizer"]
+    ranges = {k: span(d) for k, d in search_space(planned.model, optimizer=optimizer).items()}
+    return {**ranges, **SUPPLEMENT_BEFORE.get(planned.model, {})}
+
+
+def _best(trials: list[dict], lower: bool) -> dict | None:
+    """The finished trial with the best value (the study's best trial), None when none finished."""
+    done = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None]
+    return (min if lower else max)(done, key=lambda t: t["value"]) if done else None
+
+
+def pick_rows(grid: Grid) -> list[dict]:
+    """One row per searched option of every search that finished a trial: setting, label, option, range (its
+    span, :func:`nnrnn.experiments.sweep.span`), pick, and position (:func:`place`)."""
+    trials, rows = _read_trials(grid), []
+    for setting in grid.settings:
+        members = [r for r in grid.planned if r.setting == setting]
+        lower = task_class(members[0].task).monitor[1] == "min"
+        for label in dict.fromkeys(r.label for r in members):
+            found = trials.get(search_name(setting, label), [])
+            best = _best(found, lower)
+            if best is None:
+                continue
+            ranges = best.get("ranges") or supplement_ranges(next(r for r in members if r.label == label))
+            for option, searched in ranges.items():
+                if option not in best["params"]:
+                    continue
+                rows.append({"setting": setting, "label": label, "option": option, "range": searched,
+                             "pick": best["params"][option], "position": place(best["params"][option], searched)})
+    return rows
+
+
+def place(value, span: dict):
+    """Where ``value`` lies in ``span``: a fraction on the log scale for a log range, "k of n" for a set."""
+    if "log" in span:
+        return position(value, *span["log"])
+    if "uniform" in span:
+        low, high = span["uniform"]
+        return (value - low) / (high - low)
+    choices = span["choices"]
+    return f"{choices.index(value) + 1} of {len(choices)}" if value in choices else "outside the set"
+
+
+def _shown(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _place(where) -> str:
+    return f"{where:.2f}" if isinstance(where, float) else where
+
+
+def _range_words(span: dict) -> str:
+    if "choices" in span:
+        return "{" + ", ".join(map(_shown, span["choices"])) + "}"
+    kind, (low, high) = next(iter(span.items()))
+    return f"{_shown(low)} to {_shown(high)} ({kind})"
+
+
+def edge_picks(rows: list[dict]) -> list[dict]:
+    """The rows whose pick lies within :data:`EDGE` of an end of a log range (or outside it)."""
+    return [r for r in rows if isinstance(r["position"], float) and at_edge(r["position"])]
+
+
+def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
+    """(model, its optimizer and why) for every model the grid trains."""
+    models = dict.fromkeys(r.model for r in grid.planned)
+    return [(m, f"{PAPER_OPTIMIZERS[m]} (its paper's)" if m in PAPER_OPTIMIZERS else
+             f"{grid.planned[0].options.get('optimizer', 'rmsprop')} (the default: its paper names none we follow)")
+            for m in models]
+
+
+def picks_section(grid: Grid) -> list[str]:
+    """The report's section: each model's optimizer, each search's queued published settings, and where every
+    pick fell in its range, the picks at an edge named."""
+    trials = _read_trials(grid)
+    if not trials:
+        return []
+    if not any("ranges" in t for found in trials.values() for t in found):
+        return ["## Where the picks fell", "",
+                "This grid searched before the searches were put on equal terms (issue 59): each model over the "
+                "supplement's space as it applies to it (`nnrnn.experiments.sweep.search_space`, with the Adam range "
+                "for coRNN and LEM where their preset trains with Adam, and coRNN's ranges then: Δt 0.01 to 0.5, "
+                "γ 0.1 to 100, ε 0.5 to 50), judged by each trial's best validation value, no published settings "
+                "queued. Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a "
+                f"pick within {EDGE:.0%} of an end is named below the table.", "", *_pick_table(grid)]
+    lines = ["## Where the picks fell", "",
+             "Every model searched its learning rate over one range and at most the same number of its own options "
+             "(`nnrnn.experiments.sweep.equal_space`); its published settings, where a preset holds them, were its "
+             "search's first trial. Each model trained with the optimizer below.", "",
+             "| model | optimizer |", "|---|---|",
+             *[f"| {name(m)} | {words} |" for m, words in optimizer_rows(grid)], "",
+             "| setting | model | first trial |", "|---|---|---|"]
+    for setting in grid.settings:
+        for label in dict.fromkeys(r.label for r in grid.planned if r.setting == setting):
+            first = (trials.get(search_name(setting, label)) or [{}])[0]
+            source = first.get("published")
+            lines.append(f"| {setting} | {name(label)} | "
+                         + (f"published settings ({source})" if source else "drawn (none published)") + " |")
+    lines += ["", f"Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a pick "
+                  f"within {EDGE:.0%} of an end is named below the table.", ""]
+    return lines + _pick_table(grid)
+
+
+def _pick_table(grid: Grid) -> list[str]:
+    """The table of every pick's place in its range, and the picks at an edge named."""
+    rows = pick_rows(grid)
+    lines = ["| setting | model | option | range | pick | position |", "|---|---|---|---|---|---|",
+             *[f"| {r['setting']} | {name(r['label'])} | {r['option']} | {_range_words(r['range'])} | "
+               f"{_shown(r['pick'])} | {_place(r['position'])} |" for r in rows], ""]
+    edges = edge_picks(rows)
+    lines.append("Picks at an edge of their range: " + ("; ".join(
+        f"{name(r['label'])}'s {r['option']} on {r['setting']} ({_shown(r['pick'])}, at {r['position']:.2f})"
+        for r in edges) + "." if edges else "none."))
+    return lines + [""]
