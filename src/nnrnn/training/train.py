@@ -380,11 +380,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                         tqdm.write(validation_line(done, training.steps, last_train, last_valid, state.best,
                                                    task.monitor[0], training.optimizer.param_groups[0]["lr"]))
                         sys.stdout.flush()
-                    count_solved(training, last_valid)
-                    if plateau_reached(config, training.optimizer) or solved(training):
-                        if training.main:
-                            log.log({"step": done, "split": "train", "event": "stopped",
-                                     "reason": stop_reason(training)})
+                    if stops_early(training, log, last_valid):
                         save(training)
                         break
                 if done % checkpoint_every == 0 or done == training.steps:
@@ -405,6 +401,18 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
         print("\n".join(summary_lines(training.folder, task.monitor)), flush=True)
         conclude(training, final_outcome(training))
     return result(training.folder, training.main, test)
+
+
+def stops_early(training: Training, log: MetricsLog | None, record: dict | None) -> bool:
+    """After a validation (rank 0's ``record``): whether the run stops before its last update, solved
+    (--stop-when-solved) or at the plateau stop; the reason is logged."""
+    count_solved(training, record)
+    if not (plateau_reached(training.config, training.optimizer) or solved(training)):
+        return False
+    if training.main:
+        log.log({"step": training.progress.step, "split": "train", "event": "stopped",
+                 "reason": stop_reason(training)})
+    return True
 
 
 def stop_reason(training: Training) -> str:
