@@ -26,7 +26,7 @@ def test_a_run_stops_at_the_second_validation_in_a_row_below_the_threshold(tmp_p
     script_validation(monkeypatch, "loss", list(SCRIPT))
     train(solving(tmp_path, "run"))
     ended = outcome.read(tmp_path / "run")
-    assert (ended.name, ended.solved_at) == (outcome.LEARNED, 5)
+    assert (ended.name, ended.solved_at) == (outcome.LEARNED, 5) and "solved at update 5" in ended.reason
     assert max(r["step"] for r in read_metrics(tmp_path / "run")) == 5
     assert outcome.finished(ended, read_metrics(tmp_path / "run"))
     script_validation(monkeypatch, "loss", list(SCRIPT))  # without the option the same run trains to its end

@@ -442,8 +442,9 @@ def final_outcome(training: Training) -> outcome.Outcome:
     """The outcome of a run that trained to its end (:func:`nnrnn.training.outcome.from_records`)."""
     ended = outcome.from_records(read_metrics(training.folder), *loss_references(training.task),
                                  divergence_limit(training), divergence_factor(training.config))
-    if solved(training):
+    if solved(training):  # what `nnrnn runs` shows of it, and what the memory grid's climb counts on
         ended.solved_at = training.progress.step
+        ended.reason += f"; solved at update {ended.solved_at} (--stop-when-solved)"
     return ended
 
 
