@@ -8,6 +8,7 @@
   normality, gradient propagation, and :func:`analyze_model` (figures + summary.json).
 * :mod:`.linear` — the non-normal LRU's linear part: its A = Λ + T, real form and exact Fisher memory curve, and
   ``nnrnn analyze``'s figure for it.
+* :mod:`.capacity` — Jaeger's linear memory capacity of a trained recurrent layer (the memory report's column).
 * :mod:`.cli` — argparse glue for ``nnrnn theory …`` and ``nnrnn analyze …``.
 
 See docs/theory.md.  The names below are imported on first use (PEP 562), so that the command line's parser,

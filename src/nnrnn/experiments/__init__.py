@@ -17,8 +17,8 @@ Layered bottom to top, each module importing only from those listed before it:
   settings;
 * :mod:`.figures`, :mod:`.sections`: the reports' figures, the shape of a report (:class:`~.sections.Report`) and
   the sections several reports share;
-* :mod:`.beyond`, :mod:`.modern`, :mod:`.reproduction`: each report's own sections (the non-normal family, today's
-  long-memory RNNs, the paper's claims judged);
+* :mod:`.beyond`, :mod:`.modern`, :mod:`.memory`, :mod:`.reproduction`: each report's own sections (the non-normal
+  family, today's long-memory RNNs, the memory horizon on a ladder of copy delays, the paper's claims judged);
 * :mod:`.grids`: every grid, one module each (its scale and its report), found by :data:`.grids.SCALES`;
 * :mod:`.compact`: a report's compact data (``data.json``), written and read back;
 * :mod:`.report`: the report skeleton every grid shares, and a report written again from its compact data;

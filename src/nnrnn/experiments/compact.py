@@ -18,10 +18,12 @@ from pathlib import Path
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from .collect import PROBED, STRUCTURE, probe_norms
 from .grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
+from .memory import CAPACITY
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
-# files beside a report that it reads whole: the searches' trials, and the update times the modern report measures
-FILES = (TRIALS, SPEED)
+# files beside a report that it reads whole: the searches' trials, the update times the modern report measures and
+# the memory capacities the memory report measures
+FILES = (TRIALS, SPEED, CAPACITY)
 
 
 def _records(folder: Path) -> list[dict]:

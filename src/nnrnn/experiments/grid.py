@@ -322,8 +322,8 @@ def searches(spec: dict, models=None, tasks=None, data_dir=None) -> dict:
     :data:`TPE_STARTUP`) are drawn at random."""
     found = {}
     for planned in plan(spec, models, tasks, [spec["tune"].get("seed", 0)], data_dir, searching=True):
-        if planned.column != TUNED:
-            continue
+        if planned.column != TUNED or planned.setting not in spec["tune"].get("settings", (planned.setting,)):
+            continue  # a scale may tune at some of its settings only (the memory grid: at one rung)
         options = {k: v for k, v in planned.options.items() if k not in ("task", "model", "progress")}
         for length in ("steps", "epochs"):
             if options.get(length):

@@ -321,7 +321,10 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         if "tune" in spec:
             picks = tune(scale, grid.out, models, tasks, data_dir, log, jobs)
             grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))
-        execute(grid, log, jobs)
+        if "climb" in spec:  # an adaptive grid (grids/memory.py) plans each rung from the results of the last
+            grid = spec["climb"](grid, lambda rung: execute(rung, log, jobs))
+        else:
+            execute(grid, log, jobs)
         if report_of(grid).prepare:
             report_of(grid).prepare(grid, log)
         report = write_report(grid)

@@ -60,6 +60,11 @@ def positive_number(key, value) -> None:
         raise OptionError(f"{key} must be a positive finite number; got {value!r}")
 
 
+def share_of_baseline(key, value) -> None:
+    if value is not None and not (_number(value) and 0 < value <= 1):
+        raise OptionError(f"{key} must be in (0, 1]; got {value!r}")
+
+
 def non_negative_number(key, value) -> None:
     if not (_number(value) and value >= 0):
         raise OptionError(f"{key} must be zero or a positive finite number; got {value!r}")
@@ -235,6 +240,9 @@ OPTIONS = (
       "optimisation", int, check=positive_integer, metavar="E"),
     O("stop_after_halvings", None, "with --lr-schedule plateau: stop once the learning rates were halved K times",
       "optimisation", int, check=positive_integer, resumable=True, metavar="K"),
+    O("stop_when_solved", None, "stop once the validation loss is below F times the task's baseline loss (the "
+      "loss of the best memoryless prediction) at two validations in a row; the outcome records the update",
+      "optimisation", float, check=share_of_baseline, metavar="F"),
     O("seed", 0, "seed of the initial parameters and the data", "optimisation", int, check=seed),
     O("steps", None, "total updates (default: from --epochs, else the task's)", "optimisation", int,
       check=positive_integer, resumable=True),

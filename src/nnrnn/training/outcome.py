@@ -5,6 +5,8 @@ trainer, ``nnrnn runs``, ``nnrnn reproduce`` and the reports share.
   that uses no memory of the inputs: copy's 10 log 8 / (T + 20), adding's 1/6, psMNIST's class frequencies,
   PTB's character frequencies): at least :data:`MARGIN` (10%) below it, the reports' rule for "learned";
 * **did not learn**: it trained to its end, finite, but not clearly below the baseline;
+* **solved** (a learned run's ``solved_at``): ``--stop-when-solved F`` stopped it at that update, its validation loss
+  below F × the baseline at two validations in a row; a solved run has finished, like any other with an outcome;
 * **diverged**: a last validation loss that is not finite, or a loss (training or validation) more than
   ``divergence_factor`` (:data:`DIVERGENCE_FACTOR`, 10) times the largest of the baseline, chance (a uniform
   guess: ln 9 on copy, 7/6 (predicting 0) on adding, ln 10 on psMNIST, ln V on PTB) and the untrained model's
@@ -43,6 +45,7 @@ class Outcome:
     best: float | None = None      # the best finite validation loss
     baseline: float | None = None
     chance: float | None = None
+    solved_at: int | None = None   # the update at which --stop-when-solved stopped it (None: it did not)
 
     def lines(self) -> list[str]:
         """The run's last lines: the outcome in capitals where it failed, and what to try."""
@@ -127,7 +130,7 @@ def read(folder: Path) -> Outcome | None:
     folder = Path(folder)
     try:
         saved = json.loads((folder / FILE).read_text())
-        return Outcome(**{k: saved.get(k) for k in ("name", "reason", "best", "baseline", "chance")})
+        return Outcome(**{k: saved.get(k) for k in ("name", "reason", "best", "baseline", "chance", "solved_at")})
     except (OSError, ValueError, TypeError):
         pass
     if (folder / LEGACY_MARKER).is_file():

@@ -50,16 +50,18 @@ class Progress:
     carried: torch.Tensor | tuple | None = None  # the hidden state carried into the next batch (PTB)
     initial_loss: float | None = None  # the first finite update's training loss: the untrained model's
     above_limit: int = 0      # logged losses in a row above the divergence limit (outcome.py)
+    below_solved: int = 0     # validations in a row below --stop-when-solved's loss (checkpointed: a resume stops
+    #                           where the uninterrupted run stops)
 
     def to_checkpoint(self, carried) -> dict:
         return {"step": self.step, "best": self.best, "window": self.window, "bad_steps": self.bad_steps,
                 "skipped": self.skipped, "state": carried, "initial_loss": self.initial_loss,
-                "above_limit": self.above_limit}
+                "above_limit": self.above_limit, "below_solved": self.below_solved}
 
     @classmethod
     def from_checkpoint(cls, saved: dict, carried) -> Progress:
         return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried,
-                   saved.get("initial_loss"), saved.get("above_limit", 0))
+                   saved.get("initial_loss"), saved.get("above_limit", 0), saved.get("below_solved", 0))
 
 
 @dataclass
@@ -133,6 +135,25 @@ def plateau_reached(config: dict, optimizer: torch.optim.Optimizer) -> bool:
     return bool(config["stop_after_halvings"]) and halvings(config, optimizer) >= config["stop_after_halvings"]
 
 
+SOLVED_IN_A_ROW = 2  # --stop-when-solved: validations in a row below the threshold (one could be a lucky batch)
+
+
+def solved(training: Training) -> bool:
+    """Whether --stop-when-solved's condition holds: the last :data:`SOLVED_IN_A_ROW` validation losses were all
+    below ``stop_when_solved`` × the task's baseline loss."""
+    return bool(training.config.get("stop_when_solved")) and training.progress.below_solved >= SOLVED_IN_A_ROW
+
+
+def count_solved(training: Training, record: dict | None) -> None:
+    """Count a validation (rank 0's ``record``, broadcast) towards --stop-when-solved: one more in a row when its
+    loss is below the threshold, none otherwise.  Every rank counts alike, so all stop together."""
+    share, baseline = training.config.get("stop_when_solved"), loss_references(training.task)[0]
+    if not share or baseline is None:
+        return
+    loss = distributed.broadcast_float(record["loss"] if training.main else 0.0, training.world)
+    training.progress.below_solved = training.progress.below_solved + 1 if loss < share * baseline else 0
+
+
 @torch.no_grad()
 def evaluate(net: nn.Module, task, split: str, device) -> dict:
     """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
@@ -183,7 +204,8 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
             outcome.clear(folder)
         if training.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
-        if restoring and (training.progress.step == training.steps or plateau_reached(config, training.optimizer)):
+        if restoring and (training.progress.step == training.steps or plateau_reached(config, training.optimizer)
+                          or solved(training)):
             return finish(training)
         try:
             return loop(training, restoring, on_eval)
@@ -314,7 +336,8 @@ def finish(training: Training) -> dict:
         return result(training.folder, training.main, test)
     if not (training.folder / runfolder.CURVES).exists():
         plot_curves(training.folder, training.task.references())
-    why = (f"already finished its {training.steps} updates" if training.progress.step == training.steps else
+    why = (f"already solved at update {training.progress.step}" if solved(training) else
+           f"already finished its {training.steps} updates" if training.progress.step == training.steps else
            f"already stopped after {halvings(training.config, training.optimizer)} halvings of the learning rate")
     print(f"[nnrnn] {training.folder} {why}; nothing to train (give a larger --steps to train further)", flush=True)
     conclude(training, final_outcome(training))
@@ -357,10 +380,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                         tqdm.write(validation_line(done, training.steps, last_train, last_valid, state.best,
                                                    task.monitor[0], training.optimizer.param_groups[0]["lr"]))
                         sys.stdout.flush()
-                    if plateau_reached(config, training.optimizer):  # the validation score has stopped improving
-                        if training.main:
-                            log.log({"step": done, "split": "train", "event": "stopped",
-                                     "reason": f"learning rates halved {halvings(config, training.optimizer)} times"})
+                    if stops_early(training, log, last_valid):
                         save(training)
                         break
                 if done % checkpoint_every == 0 or done == training.steps:
@@ -383,6 +403,26 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
     return result(training.folder, training.main, test)
 
 
+def stops_early(training: Training, log: MetricsLog | None, record: dict | None) -> bool:
+    """After a validation (rank 0's ``record``): whether the run stops before its last update, solved
+    (--stop-when-solved) or at the plateau stop; the reason is logged."""
+    count_solved(training, record)
+    if not (plateau_reached(training.config, training.optimizer) or solved(training)):
+        return False
+    if training.main:
+        log.log({"step": training.progress.step, "split": "train", "event": "stopped",
+                 "reason": stop_reason(training)})
+    return True
+
+
+def stop_reason(training: Training) -> str:
+    """Why the run stopped before its last update: solved (--stop-when-solved) or the plateau stop."""
+    if solved(training):
+        return (f"solved: validation loss below {training.config['stop_when_solved']:g} times the baseline at "
+                f"{SOLVED_IN_A_ROW} validations in a row")
+    return f"learning rates halved {halvings(training.config, training.optimizer)} times"
+
+
 def loss_references(task) -> tuple[float | None, float | None]:
     """The task's baseline and chance losses (what a run's outcome is judged against)."""
     loss = task.references().get("loss") or {}
@@ -400,8 +440,12 @@ def divergence_factor(config: dict) -> float | None:
 
 def final_outcome(training: Training) -> outcome.Outcome:
     """The outcome of a run that trained to its end (:func:`nnrnn.training.outcome.from_records`)."""
-    return outcome.from_records(read_metrics(training.folder), *loss_references(training.task),
-                                divergence_limit(training), divergence_factor(training.config))
+    ended = outcome.from_records(read_metrics(training.folder), *loss_references(training.task),
+                                 divergence_limit(training), divergence_factor(training.config))
+    if solved(training):  # what `nnrnn runs` shows of it, and what the memory grid's climb counts on
+        ended.solved_at = training.progress.step
+        ended.reason += f"; solved at update {ended.solved_at} (--stop-when-solved)"
+    return ended
 
 
 def conclude(training: Training, ended: outcome.Outcome) -> None:

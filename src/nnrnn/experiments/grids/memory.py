@@ -1,0 +1,94 @@
+"""The ``memory`` grid (issue 59): the memory horizon of every model, the copy task over a ladder of delays.
+
+Every model runs at nnRNN's parameter count at N = 32 (the tuned column's size machinery), its options tuned once
+(the scale's ``tune``: the same search for every model, at the rung T = TUNE_RUNG only), on copy at T = 50, 100,
+200, 400, 800 in turn.  A run stops once solved (``--stop-when-solved 0.1``: validation loss below a tenth of the
+memoryless baseline 10 log 8 / (T + 20) at two validations in a row, every EVAL_EVERY updates) or at its budget of
+UPDATES updates of BATCH sequences, the same at every delay.  A model climbs to the next delay only while at least
+SOLVED_BY of its 3 seeds solved the last (:func:`climb`): the ladder is adaptive, so the grid is planned rung by
+rung from the results of the last, deterministically (finished runs are read back, interrupted ones resume).
+
+Budget (2 cores, ``--jobs 2``, about 2 hours = 14,400 core-seconds).  One update (forward, backward, optimizer
+step) at T = 800, batch 16, one thread, each label at its size here, timed on the (busy, shared) development machine:
+17 to 40 ms for the nnRNN, its variants, the RNNs, expRNN and the LSTM, 60 ms EURNN, 76 ms nnLRU, 114 ms LRU,
+121 ms minGRU, 431 ms GRU, 564 ms complex nnRNN, 637 ms nnGRU, 877 ms coRNN, 1,636 ms LEM (the cells stepped in
+Python); 4.75 s for one seed of every label.  An update costs about (T + 20) / 820 of that at delay T, so one update
+of all 51 runs is 3 × 4.75 × (T + 20) / 820 s: 1.2 s at T = 50, 2.1 s at 100, 3.8 s at 200, 7.3 s at 400, 14.3 s at
+800.  With U updates per delay:
+
+* every model solving T = 50, 100, 200 half-way through its budget and failing T = 400 (the planning case; copy at
+  N = 32 within a thousand updates is hard, most models are expected to stop lower): (0.5 × (1.2 + 2.1 + 3.8) +
+  7.3) U = 10.9 U core-seconds;
+* the search: 17 labels × 6 trials × 0.2 U updates at T = 100 = 6 × 0.2 × 2.1 / 3 U = 0.8 U;
+* validations (10 batches, forward only, every 50 updates): about 6% more.
+
+U = 1,000 gives (10.9 + 0.8) × 1.06 × 1,000 ≈ 12,400 core-seconds, 1 h 43 min on 2 cores.  The ceiling, every model
+solving every delay at its budget's last validation, is 3 × 4.75 × 1650 / 820 U ≈ 28,700 core-seconds (4 h), and
+the rungs are barriers (the next is planned once the last has finished), so a rung with fewer runs than cores
+leaves one idle; the grid resumes across sittings.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ...models import PAPER_MODELS
+from ..grid import TUNE_SEED, TUNED, Grid, finished, metrics
+from ..memory import REPORT, SOLVED_BY, SOLVED_SHARE, copy_setting, solved_at
+from .modern import CHAIN_ELU
+
+RUNGS = (50, 100, 200, 400, 800)  # the delays T, in the order a model climbs them
+TUNE_RUNG = 100  # the rung the search tunes at (short enough to be cheap, long enough to need memory)
+UPDATES, BATCH, EVAL_EVERY = 1000, 16, 50  # the budget per delay (docstring), validated every 50
+MEMORY_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru", "nnlru")
+VARIANTS = {
+    **CHAIN_ELU,
+    # the paper's thesis isolated: the nnRNN without its non-normal part (T ≡ 0, V = PΛPᵀ normal)
+    "nnrnn normal": {"model": "nnrnn", "triangular": "none"},
+    # T started as the delay line of the paper's §3, at the α the beyond grid uses (docs/design.md)
+    "nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02"},
+}
+
+
+def rung(T: int) -> dict:
+    """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
+    return {"task": "copy", "hidden": 32, "columns": (TUNED,), "models": MEMORY_MODELS, "variants": VARIANTS,
+            "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
+                        "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}
+
+
+def solved(grid: Grid, planned) -> bool:
+    """Whether a finished run solved its rung (:func:`nnrnn.experiments.memory.solved_at`, from its records)."""
+    return solved_at(metrics(grid.run_folder(planned)), planned.options) is not None
+
+
+def climb(grid: Grid, execute) -> Grid:
+    """Train the ladder rung by rung (the grid's settings in order) with ``execute(grid)``, which trains the runs of
+    a grid not finished and resumes interrupted ones: rung k's runs are those of the labels at least
+    :data:`~nnrnn.experiments.memory.SOLVED_BY` of whose seeds solved rung k − 1 (every label at the first).
+    Returns ``grid`` with the runs planned so far, which the report reads; it stops at a rung some of whose runs did
+    not finish (another process trains them: the next invocation goes on from there)."""
+    climbing = list(dict.fromkeys(r.label for r in grid.planned))
+    planned = []
+    for setting in grid.settings:
+        runs = [r for r in grid.planned if r.setting == setting and r.label in climbing]
+        if not runs:
+            break
+        planned += runs
+        execute(dataclasses.replace(grid, planned=runs))
+        if not all(finished(grid.run_folder(r)) for r in runs):
+            break
+        climbing = [label for label in climbing if sum(solved(grid, r) for r in runs if r.label == label) >= SOLVED_BY]
+    return dataclasses.replace(grid, planned=planned)
+
+
+NAME = "memory"
+SCALE = {
+    "about": "memory: the longest copy delay (T = 50 to 800) each model solves within a fixed budget, every model at "
+             "nnRNN's parameter count and tuned alike, with its linear memory capacity (about 2 h with --jobs 2 on "
+             "2 cores; it resumes across sittings)",
+    "seeds": [0, 1, 2],
+    "report": REPORT,
+    "climb": climb,
+    "tune": {"trials": 6, "share": 0.2, "seed": TUNE_SEED, "startup": 3, "settings": (copy_setting(TUNE_RUNG),)},
+    "tasks": {copy_setting(T): rung(T) for T in RUNGS},
+}
