@@ -49,12 +49,8 @@ def undrawn_figures(monkeypatch):
     ``tight_layout`` (a drawing's layout) does nothing.  For tests of what is trained, analysed and written, not of
     the figures: drawing is most of their time (a run's curves.png, drawn twice, is 9/10 of a 4-update run; a 2-layer
     bidirectional analysis 10 of its 12 s), and tests/analysis/test_figures.py draws every figure nnrnn makes."""
-    import matplotlib.figure
-
-    def save(fig, fname, *args, **kwargs):
-        Path(fname).write_bytes(b"\x89PNG not drawn (undrawn_figures)")
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", save)
-    monkeypatch.setattr(matplotlib.figure.Figure, "tight_layout", lambda fig, *args, **kwargs: None)
+    from helpers import undraw
+    undraw(monkeypatch)
 
 
 @pytest.fixture(autouse=True)
