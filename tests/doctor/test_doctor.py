@@ -1,6 +1,5 @@
 """``nnrnn doctor`` on the CPU: its quick version passes and prints every row, and a broken device path, a
 resume that loses state or a check that crashes makes it fail."""
-import gzip
 import os
 import re
 from pathlib import Path
@@ -38,36 +37,10 @@ def rows(output: str) -> dict:
     return table
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    """The head of the shared data, in the same files and formats: psMNIST's first 100 test images (split
-    80/10/10, as a test-only folder is) and PTB's first 100,000 characters of each file (100 per stream of the
-    doctor's 1000).  The resume rows train the same updates and compare the same parameters; their evaluations
-    are a fifth of the time (psMNIST's 2,000 images and PTB's 1.7 M characters were 4 of a model's 4.3 s of
-    resume rows).  Where the shared data is missing, the shared folder itself: the rows say they were skipped."""
-    mnist, ptb = SHARED / "mnist", SHARED / "ptb"
-    images, labels = mnist / "t10k-images-idx3-ubyte.gz", mnist / "t10k-labels-idx1-ubyte.gz"
-    texts = [ptb / f"ptb.char.{split}.txt" for split in ("valid", "test")]
-    if not all(path.is_file() for path in (images, labels, *texts)):
-        return SHARED
-    folder = tmp_path_factory.mktemp("data")
-    (folder / "mnist").mkdir()
-    (folder / "ptb").mkdir()
-    n = 100
-    for path, header, size in ((images, 16, 28 * 28), (labels, 8, 1)):  # idx: magic, count, dimensions, data
-        raw = gzip.decompress(path.read_bytes())
-        head = raw[:4] + n.to_bytes(4, "big") + raw[8:header] + raw[header:header + n * size]
-        (folder / "mnist" / path.name).write_bytes(gzip.compress(head, compresslevel=1))
-    for path in texts:
-        text = path.read_text()
-        (folder / "ptb" / path.name).write_text(text[:text.index("\n", 100_000) + 1])
-    return folder
-
-
-def passing_doctor(capsys, data_dir, *options) -> tuple[str, dict]:
+def passing_doctor(capsys, data_head, *options) -> tuple[str, dict]:
     """The output and rows of ``nnrnn doctor --device cpu OPTIONS``, which passed, with parity for every model on
     every task."""
-    code = main(["doctor", *options, "--device", "cpu", "--data-dir", str(data_dir)])
+    code = main(["doctor", *options, "--device", "cpu", "--data-dir", str(data_head)])
     out = capsys.readouterr().out
     table = rows(out)
     assert code == 0, out
@@ -77,8 +50,8 @@ def passing_doctor(capsys, data_dir, *options) -> tuple[str, dict]:
     return out, table
 
 
-def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys, no_curves, data_dir):
-    out, table = passing_doctor(capsys, data_dir, "--quick")
+def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys, no_curves, data_head):
+    out, table = passing_doctor(capsys, data_head, "--quick")
     for model in MODELS:
         assert table[("save/load/resume", model, "copy")] == "ok"
         assert table[("autocast bf16", model, "copy")] == "ok"
@@ -136,9 +109,9 @@ def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys, no_curves, data_dir):
+def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys, no_curves, data_head):
     """Every check at its full size (DDP with two gloo processes, inductor's compile), the paper-size timing out."""
-    _, table = passing_doctor(capsys, data_dir, "--no-timing")
+    _, table = passing_doctor(capsys, data_head, "--no-timing")
     for task in workload.TASKS:
         for model in MODELS:
             resume = table[("save/load/resume", model, task)]
