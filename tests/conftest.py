@@ -13,6 +13,7 @@ the ``tuning`` fixture (its own cache folder, a fresh policy).
 """
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -43,18 +44,41 @@ def finished(tmp_path_factory):
 
 
 
+@pytest.fixture(scope="session")
+def data_head(tmp_path_factory) -> Path:
+    """The head of the shared data, in the same files and formats: psMNIST's first 100 test images (split
+    80/10/10, as a test-only folder is) and PTB's first 100,000 characters of each file (100 per stream of 1000).
+    For tests of a command that reads data, not of the data: evaluating the whole files is most of their time
+    (psMNIST's 2,000 images and PTB's 1.7 M characters were 4 of a model's 4.3 s of the doctor's resume rows).
+    Where the shared data is missing, the shared folder itself (the tests' own skips and the doctor's
+    'skipped (no data' rows apply)."""
+    mnist, ptb = SHARED / "mnist", SHARED / "ptb"
+    images, labels = mnist / "t10k-images-idx3-ubyte.gz", mnist / "t10k-labels-idx1-ubyte.gz"
+    texts = [ptb / f"ptb.char.{split}.txt" for split in ("valid", "test")]
+    if not all(path.is_file() for path in (images, labels, *texts)):
+        return SHARED
+    folder = tmp_path_factory.mktemp("data")
+    (folder / "mnist").mkdir()
+    (folder / "ptb").mkdir()
+    n = 100
+    for path, header, size in ((images, 16, 28 * 28), (labels, 8, 1)):  # idx: magic, count, dimensions, data
+        raw = gzip.decompress(path.read_bytes())
+        head = raw[:4] + n.to_bytes(4, "big") + raw[8:header] + raw[header:header + n * size]
+        (folder / "mnist" / path.name).write_bytes(gzip.compress(head, compresslevel=1))
+    for path in texts:
+        text = path.read_text()
+        (folder / "ptb" / path.name).write_text(text[:text.index("\n", 100_000) + 1])
+    return folder
+
+
 @pytest.fixture
 def undrawn_figures(monkeypatch):
     """Figures are built but not drawn: ``savefig`` writes a placeholder file where the figure would go, and
     ``tight_layout`` (a drawing's layout) does nothing.  For tests of what is trained, analysed and written, not of
     the figures: drawing is most of their time (a run's curves.png, drawn twice, is 9/10 of a 4-update run; a 2-layer
     bidirectional analysis 10 of its 12 s), and tests/analysis/test_figures.py draws every figure nnrnn makes."""
-    import matplotlib.figure
-
-    def save(fig, fname, *args, **kwargs):
-        Path(fname).write_bytes(b"\x89PNG not drawn (undrawn_figures)")
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", save)
-    monkeypatch.setattr(matplotlib.figure.Figure, "tight_layout", lambda fig, *args, **kwargs: None)
+    from helpers import undraw
+    undraw(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

@@ -33,6 +33,17 @@ def with_network(monkeypatch, edit):
     monkeypatch.setattr(network_module, "build_network", build_network)
 
 
+def undraw(monkeypatch) -> None:
+    """Figures are built but not drawn (the undrawn_figures fixture; a module-scoped fixture passes a
+    ``pytest.MonkeyPatch.context()``)."""
+    import matplotlib.figure
+
+    def save(fig, fname, *args, **kwargs):
+        Path(fname).write_bytes(b"\x89PNG not drawn (undrawn_figures)")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", save)
+    monkeypatch.setattr(matplotlib.figure.Figure, "tight_layout", lambda fig, *args, **kwargs: None)
+
+
 def parameters(run: Path) -> dict:
     return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
 

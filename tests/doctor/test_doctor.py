@@ -37,10 +37,10 @@ def rows(output: str) -> dict:
     return table
 
 
-def passing_doctor(capsys, *options) -> tuple[str, dict]:
+def passing_doctor(capsys, data_head, *options) -> tuple[str, dict]:
     """The output and rows of ``nnrnn doctor --device cpu OPTIONS``, which passed, with parity for every model on
     every task."""
-    code = main(["doctor", *options, "--device", "cpu", "--data-dir", str(SHARED)])
+    code = main(["doctor", *options, "--device", "cpu", "--data-dir", str(data_head)])
     out = capsys.readouterr().out
     table = rows(out)
     assert code == 0, out
@@ -50,8 +50,8 @@ def passing_doctor(capsys, *options) -> tuple[str, dict]:
     return out, table
 
 
-def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys, no_curves):
-    out, table = passing_doctor(capsys, "--quick")
+def test_quick_doctor_passes_with_a_row_for_every_model_and_task(capsys, no_curves, data_head):
+    out, table = passing_doctor(capsys, data_head, "--quick")
     for model in MODELS:
         assert table[("save/load/resume", model, "copy")] == "ok"
         assert table[("autocast bf16", model, "copy")] == "ok"
@@ -109,9 +109,9 @@ def test_a_crashing_check_is_a_failed_row_not_a_traceback(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys, no_curves):
+def test_the_full_doctor_passes_on_the_cpu_at_its_check_sizes(capsys, no_curves, data_head):
     """Every check at its full size (DDP with two gloo processes, inductor's compile), the paper-size timing out."""
-    _, table = passing_doctor(capsys, "--no-timing")
+    _, table = passing_doctor(capsys, data_head, "--no-timing")
     for task in workload.TASKS:
         for model in MODELS:
             resume = table[("save/load/resume", model, task)]

@@ -26,6 +26,7 @@ from helpers import (
     script_validation,
     snapshot,
     spy_states,
+    undraw,
     with_network,
 )
 from hypothesis import HealthCheck, given, settings
@@ -126,13 +127,15 @@ def test_resume_after_interruption_is_exact(tmp_path):
 
 
 @pytest.mark.subprocess
-def test_kill_9_then_resume_matches_uninterrupted(tmp_path):
-    """A real SIGKILL of a training process at an arbitrary moment, then --resume."""
+def test_kill_9_then_resume_matches_uninterrupted(tmp_path, undrawn_figures):
+    """A real SIGKILL of a training process at an arbitrary moment, then --resume (the README's line).  Only the
+    killed run needs a process of its own: the whole run and the resume run here, none draws its curves."""
     common = ["train", "copy", "--hidden", "16", "--T", "5", "--batch-size", "8", "--steps", "300",
               "--log-every", "10", "--eval-every", "50", "--checkpoint-every", "10", "--no-progress", "--seed", "3"]
-    assert cli(*common, "--out", str(tmp_path / "whole")).returncode == 0
+    assert nnrnn_cli.main([*common, "--out", str(tmp_path / "whole")]) == 0
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "nnrnn", *common, "--out", str(tmp_path / "killed")], env=env,
+    script = UNDRAWN + "import sys\nfrom nnrnn_cli.command import main\nsys.exit(main(sys.argv[1:]))\n"
+    proc = subprocess.Popen([sys.executable, "-c", script, *common, "--out", str(tmp_path / "killed")], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last = tmp_path / "killed" / "checkpoints" / "last.pt"
     deadline = time.time() + 120
@@ -142,8 +145,7 @@ def test_kill_9_then_resume_matches_uninterrupted(tmp_path):
     proc.wait()
     step = checkpoint.load(last)["step"]
     assert 0 < step < 300, "the kill should land mid-run"
-    resumed = cli(*common, "--out", str(tmp_path / "killed"), "--resume")
-    assert resumed.returncode == 0, resumed.stderr
+    assert nnrnn_cli.main([*common, "--out", str(tmp_path / "killed"), "--resume"]) == 0
     assert read_metrics(tmp_path / "whole") == read_metrics(tmp_path / "killed")
     a, b = model_params(tmp_path / "whole/checkpoints/last.pt"), model_params(last)
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -847,7 +849,16 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 
 # --------------------------------------------------------------------------- a kill at any moment resumes exactly
 
-KILL = r"""
+# the figure is built but not drawn (as the undrawn_figures fixture does): drawing curves.png is most of a small
+# run's time, and what is checked here is the state a resume continues from
+UNDRAWN = r"""
+import pathlib
+import matplotlib.figure
+matplotlib.figure.Figure.savefig = lambda fig, fname, *a, **k: pathlib.Path(fname).write_bytes(b"not drawn")
+matplotlib.figure.Figure.tight_layout = lambda fig, *a, **k: None
+"""
+
+KILL = UNDRAWN + r"""
 import json, os, sys
 import torch
 from nnrnn.training import checkpoint, network, runlog, train as trainer
@@ -892,7 +903,9 @@ def uninterrupted(tmp_path_factory):
     config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 12,
                              "eval_every": 4, "log_every": 2, "checkpoint_every": 2, "progress": False, "seed": 5,
                              "out": str(folder)})
-    train(config)
+    with pytest.MonkeyPatch.context() as patch:
+        undraw(patch)
+        train(config)
     return config
 
 
@@ -901,7 +914,7 @@ def uninterrupted(tmp_path_factory):
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(phase=st.sampled_from(sorted(PHASES)), data=st.data())
 def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(phase, data, uninterrupted,
-                                                                               tmp_path_factory):
+                                                                               tmp_path_factory, undrawn_figures):
     at = data.draw(st.integers(1, PHASES[phase]), label="the kill at this call of the phase")
     folder = tmp_path_factory.mktemp("killed") / "run"
     config = {**uninterrupted, "out": str(folder)}
