@@ -107,8 +107,10 @@ def test_the_toy_ladder_runs_resumes_without_training_and_its_report_regenerates
 def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_delay():
     spec = grids.SCALES["memory"]
     searches = grid.searches(spec)
-    assert len(searches) == 17 and {s["setting"] for s in searches.values()} == {"copy-100"}
-    assert {s["options"]["T"] for s in searches.values()} == {100}
+    assert len(searches) == 17 and {s["setting"] for s in searches.values()} == {"copy-50"}
+    assert {s["options"]["T"] for s in searches.values()} == {50}
+    # a trial is as long as a rung's run, so that it is judged over the run's length
+    assert {s["options"]["steps"] for s in searches.values()} == {spec["tasks"]["copy-50"]["options"]["steps"]}
     picks = {"copy": {s["label"]: {} for s in searches.values()}}
     planned = grid.plan(spec, picks=picks)
     assert len(planned) == 17 * 3 * 5 and len({r.budget for r in planned}) == 1

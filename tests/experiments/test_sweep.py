@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from nnrnn.errors import TrainingDiverged, UserError
 from nnrnn.experiments.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS, LR_ORTH_RANGE,
                                      LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS, curve_area, default_storage,
-                                     equal_space, open_storage, published, run_sweep, search_space, summary,
+                                     equal_space, held_to, open_storage, published, run_sweep, search_space, summary,
                                      tie_rates)
 from nnrnn.models import model_class
 
@@ -370,6 +370,13 @@ def test_a_trial_is_judged_by_the_area_under_its_validation_curve():
     assert curve_area([(10, 0.4)], True) == 0.4
     # a fast start that stalls scores worse than a steady descent to the same end
     assert curve_area([(0, 0.5), (10, 0.5), (20, 0.1)], True) > curve_area([(0, 0.9), (10, 0.2), (20, 0.1)], True)
+
+
+def test_a_trial_that_stopped_early_by_its_own_rule_is_judged_over_its_planned_length():
+    solved_early = held_to([(10, 0.9), (20, 0.01)], 100)  # solved at update 20 of 100: it holds 0.01 after
+    assert solved_early == [(10, 0.9), (20, 0.01), (100, 0.01)]
+    assert curve_area(solved_early, True) < curve_area([(10, 0.9), (50, 0.3), (100, 0.01)], True)
+    assert held_to([(10, 0.9), (100, 0.5)], 100) == [(10, 0.9), (100, 0.5)]  # ran its length: unchanged
 
 
 def test_published_settings_come_from_the_task_or_the_nearest_its_papers_report():

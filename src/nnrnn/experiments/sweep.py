@@ -180,6 +180,15 @@ def curve_area(curve: list[tuple[int, float]], minimize: bool) -> float:
     return area / (curve[-1][0] - curve[0][0])
 
 
+def held_to(curve: list[tuple[int, float]], steps: int) -> list[tuple[int, float]]:
+    """``curve`` as if the run went on to its planned ``steps`` at its last value: a run that stopped early by its
+    own rule (solved, ``--stop-when-solved``; its rates halved enough, ``--stop-after-halvings``) is judged over the
+    length it was planned for, so that an area under the curve does not count an early solve against it."""
+    if curve and curve[-1][0] < steps:
+        return [*curve, (steps, curve[-1][1])]
+    return curve
+
+
 @dataclass(frozen=True)
 class Searching:
     """How a search draws and judges a trial: ``space`` (model, fixed, optimizer) → distributions, ``derive``
@@ -432,7 +441,7 @@ class _Objective:
         if result.get("test"):
             trial.set_user_attr("test", {k: v for k, v in result["test"].items()
                                          if isinstance(v, (int, float))})
-        return self.searching.value(curve, self.mode == "min")
+        return self.searching.value(held_to(curve, planned_steps(config)), self.mode == "min")
 
 
 def _report_trial(study, trial) -> None:

@@ -1,31 +1,36 @@
 """The ``memory`` grid (issue 59): the memory horizon of every model, the copy task over a ladder of delays.
 
-Every model runs at nnRNN's parameter count at N = 32 (the tuned column's size machinery), its options tuned once
-(the scale's ``tune``: the same search for every model, at the rung T = TUNE_RUNG only), on copy at T = 50, 100,
-200, 400, 800 in turn.  A run stops once solved (``--stop-when-solved 0.1``: validation loss below a tenth of the
-memoryless baseline 10 log 8 / (T + 20) at two validations in a row, every EVAL_EVERY updates) or at its budget of
-UPDATES updates of BATCH sequences, the same at every delay.  A model climbs to the next delay only while at least
-SOLVED_BY of its 3 seeds solved the last (:func:`climb`): the ladder is adaptive, so the grid is planned rung by
-rung from the results of the last, deterministically (finished runs are read back, interrupted ones resume).
+Every model runs at nnRNN's parameter count at N = HIDDEN = 64 (the tuned column's size machinery), its options
+tuned once (the scale's ``tune``: the same search for every model, at the rung T = TUNE_RUNG only, each trial as long
+as a rung's run and judged by the area under its validation curve), on copy at T = 50, 100, 200, 400, 800 in turn.
+A run stops once solved (``--stop-when-solved 0.1``: validation loss below a tenth of the memoryless baseline
+10 log 8 / (T + 20) at two validations in a row, every EVAL_EVERY updates) or at its budget of UPDATES updates of
+BATCH sequences, the same at every delay.  A model climbs to the next delay only while at least SOLVED_BY of its 3
+seeds solved the last (:func:`climb`): the ladder is adaptive, so the grid is planned rung by rung from the results
+of the last, deterministically (finished runs are read back, interrupted ones resume).
 
-Budget (2 cores, ``--jobs 2``, about 2 hours = 14,400 core-seconds).  One update (forward, backward, optimizer
-step) at T = 800, batch 16, one thread, each label at its size here, timed on the (busy, shared) development machine:
-17 to 40 ms for the nnRNN, its variants, the RNNs, expRNN and the LSTM, 60 ms EURNN, 76 ms nnLRU, 114 ms LRU,
-121 ms minGRU, 431 ms GRU, 564 ms complex nnRNN, 637 ms nnGRU, 877 ms coRNN, 1,636 ms LEM (the cells stepped in
-Python); 4.75 s for one seed of every label.  An update costs about (T + 20) / 820 of that at delay T, so one update
-of all 51 runs is 3 × 4.75 × (T + 20) / 820 s: 1.2 s at T = 50, 2.1 s at 100, 3.8 s at 200, 7.3 s at 400, 14.3 s at
-800.  With U updates per delay:
+Why N = 64: at N = 32 with the paper's rates no model solved T = 50 within 3,000 updates (expRNN reached 12% of the
+baseline, nnRNN 29%, the LSTM stayed at it); at N = 64 nnRNN solved T = 50 at update 1,150 and expRNN (lr
+2e-3) in 300 (2026-11-28, single runs, ``nnrnn train copy --hidden 64 --T 50 --batch-size 16 --stop-when-solved
+0.1``).
 
-* every model solving T = 50, 100, 200 half-way through its budget and failing T = 400 (the planning case; copy at
-  N = 32 within a thousand updates is hard, most models are expected to stop lower): (0.5 × (1.2 + 2.1 + 3.8) +
-  7.3) U = 10.9 U core-seconds;
-* the search: 17 labels × 6 trials × 0.2 U updates at T = 100 = 6 × 0.2 × 2.1 / 3 U = 0.8 U;
+Budget (2 cores, ``--jobs 2``).  One update (forward, backward, optimizer step) at T = 800, batch 16, one thread,
+each label at its size here, median of 3 on the 2-core AMD EPYC (Zen 4) while other work shared it, 2026-11-28: 15
+to 50 ms for the RNNs, the nnRNN and its variants, expRNN, EURNN, the LSTM, the LRU and the nnLRU; 130 to 300 ms for
+the GRU, nnGRU, complex nnRNN, minGRU, coRNN and LEM (cells stepped in Python); 1.39 s for one seed of every label.
+An update costs about (T + 20) / 820 of that at delay T, so one update of all 51 runs is 0.36 s at T = 50, 0.61 s at
+100, 1.12 s at 200, 2.15 s at 400 and 4.2 s at 800.  With U = UPDATES = 2,000 updates per delay:
+
+* the planning case, every model solving T = 50, 100, 200 half-way through its budget and failing T = 400:
+  (0.5 × (0.36 + 0.61 + 1.12) + 2.15) U ≈ 6,400 core-seconds;
+* the search: 17 labels × 5 trials × U updates at T = 50 ≈ 5 × 0.12 U ≈ 1,200 core-seconds (fewer where a trial
+  solves early);
 * validations (10 batches, forward only, every 50 updates): about 6% more.
 
-U = 1,000 gives (10.9 + 0.8) × 1.06 × 1,000 ≈ 12,400 core-seconds, 1 h 43 min on 2 cores.  The ceiling, every model
-solving every delay at its budget's last validation, is 3 × 4.75 × 1650 / 820 U ≈ 28,700 core-seconds (4 h), and
-the rungs are barriers (the next is planned once the last has finished), so a rung with fewer runs than cores
-leaves one idle; the grid resumes across sittings.
+That is about 8,000 core-seconds, 1 h 7 min on 2 cores.  The ceiling, every model solving every delay only at its
+budget's end, is 8.4 U ≈ 17,000 core-seconds (2 h 20 min) plus the search; the rungs are barriers (the next is
+planned once the last has finished), so a rung with fewer runs than cores leaves one idle; the grid resumes across
+sittings.
 """
 from __future__ import annotations
 
@@ -37,8 +42,10 @@ from ..memory import REPORT, SOLVED_BY, SOLVED_SHARE, copy_setting, solved_at
 from .modern import CHAIN_ELU
 
 RUNGS = (50, 100, 200, 400, 800)  # the delays T, in the order a model climbs them
-TUNE_RUNG = 100  # the rung the search tunes at (short enough to be cheap, long enough to need memory)
-UPDATES, BATCH, EVAL_EVERY = 1000, 16, 50  # the budget per delay (docstring), validated every 50
+
+UPDATES, BATCH, EVAL_EVERY = 2000, 16, 50  # the budget per delay (docstring), validated every 50
+HIDDEN = 64  # nnRNN's units, every other model at its parameter count (docstring: why not 32)
+TUNE_RUNG = 50
 MEMORY_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru", "nnlru")
 VARIANTS = {
     **CHAIN_ELU,
@@ -51,7 +58,7 @@ VARIANTS = {
 
 def rung(T: int) -> dict:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": 32, "columns": (TUNED,), "models": MEMORY_MODELS, "variants": VARIANTS,
+    return {"task": "copy", "hidden": HIDDEN, "columns": (TUNED,), "models": MEMORY_MODELS, "variants": VARIANTS,
             "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
                         "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}
 
@@ -89,6 +96,6 @@ SCALE = {
     "seeds": [0, 1, 2],
     "report": REPORT,
     "climb": climb,
-    "tune": {"trials": 6, "share": 0.2, "seed": TUNE_SEED, "startup": 3, "settings": (copy_setting(TUNE_RUNG),)},
+    "tune": {"trials": 5, "share": 1.0, "seed": TUNE_SEED, "startup": 3, "settings": (copy_setting(TUNE_RUNG),)},
     "tasks": {copy_setting(T): rung(T) for T in RUNGS},
 }
