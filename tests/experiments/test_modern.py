@@ -138,7 +138,7 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     adding = sum(make_task("adding", seed=seed, T=6, batch_size=4).realised_baseline("test") for seed in (0, 1)) / 2
     assert abs(adding - 1 / 6) > 1e-3
     assert text.count("Clearly below the baseline ") == 2 and f"Clearly below the baseline {adding:.4f} (" in text
-    assert "valid loss (baseline 0.7998)" in text and f"test loss (baseline {adding:.4f})" in text
+    assert "test loss (baseline 0.7998)" in text and f"test loss (baseline {adding:.4f})" in text
     # the task's options, not one model's picks
     assert "Task options: T=6, batch_size=4, steps=4, eval_every=2, log_every=2\n" in text
     elsewhere = tmp_path / "elsewhere"

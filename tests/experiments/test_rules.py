@@ -76,3 +76,34 @@ def test_a_rule_added_mid_way_is_shown_with_the_verdict_the_behaviour_before_it_
     section = text.split("**The rules changed after this grid started**")[1].split("## ")[0]
     solved = next(line for line in section.splitlines() if "all orthogonal RNNs" in line)
     assert solved.endswith("| does not hold | **holds** | SOLVED_SHARE |")
+
+
+def _spike_last_validation(folder, value: float) -> None:
+    """A run whose last validation loss is a spike, its best checkpoint's test score untouched (nnRNN's seed 0 on
+    the modern grid's copy)."""
+    records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    last = max(i for i, r in enumerate(records) if r["split"] == "valid")
+    records[last]["loss"] = value
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_run_is_scored_by_its_best_checkpoints_test_score_and_a_grid_started_before_by_copys_last_validation(
+        tmp_path, copy_scale):
+    from nnrnn.experiments import collect
+    built = synthetic.build(tmp_path, copy_scale)
+    spiked = next(r for r in built.planned if r.label == "nnrnn" and r.seed == 0)
+    _spike_last_validation(built.run_folder(spiked), 24.8)
+    setting = spiked.setting
+    now = collect.results(built, setting)["hidden"]["nnrnn"]
+    assert collect.scored("copy").split == "test" and now.mean < 1
+    with rules.judged_by({"SCORED_BY": rules.COPY_LAST_VALID}):
+        assert collect.scored("copy").split == "valid" and collect.scored("psmnist").split == "test"
+        assert collect.results(built, setting)["hidden"]["nnrnn"].mean > 8
+    # a grid that started before the rule: its report's table scores now, and the rules section names the change
+    grid.record_plan(tmp_path, copy_scale)
+    recorded = json.loads((tmp_path / grid.PLAN).read_text())
+    del recorded["rules"]["SCORED_BY"]
+    (tmp_path / grid.PLAN).write_text(json.dumps(recorded))
+    text = report.write_report(built).read_text()
+    assert "test loss (baseline" in text and "valid loss (baseline" not in text
+    assert f"SCORED_BY added: {rules.BEST_TEST} (before it: {rules.COPY_LAST_VALID})" in text

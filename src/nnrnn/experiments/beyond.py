@@ -8,8 +8,8 @@ import json
 from ..models import model_class
 from .collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from .grid import TPE_STARTUP, Grid, metric, search_name
-from .rules import rule
-from .sections import copy_baseline
+from .rules import judged_by, rule
+from .sections import copy_baseline, rescored_intro, scoring_at_start
 from .sentences import compare
 from .statistics import missing
 from .sweep import SEARCHED
@@ -118,6 +118,25 @@ def questions_section(grid: Grid) -> list[str]:
     if set(task_of.values()) >= {"copy", "psmnist", "ptb"}:
         lines += ["", goal_section(tables, task_of, digits), ""]
     return lines + [""]
+
+
+def compared_section(grid: Grid) -> list[str]:
+    """:func:`questions_section`, and where the scoring changed after the grid started (the rule SCORED_BY), every
+    sentence and row of it that the scoring at the start gave otherwise, beside the one now."""
+    now = questions_section(grid)
+    then = scoring_at_start(grid)
+    if then is None:
+        return now
+    with judged_by({"SCORED_BY": then}):
+        before = questions_section(grid)
+    # line by line (the goal table is one string of rows): a row of it that moved is shown alone
+    moved = [(b, n) for b, n in zip("\n".join(before).split("\n"), "\n".join(now).split("\n")) if b != n]
+    lines = ["### These comparisons under the scoring at the start", "", *rescored_intro(then)]
+    if not moved:
+        return now + lines + ["No sentence and no row moved.", ""]
+    for b, n in moved:
+        lines += [f"- at the start: {b.removeprefix('- ')}", f"  - now: {n.removeprefix('- ')}"]
+    return now + lines + [""]
 
 
 def _best(stats: list, lower: bool):

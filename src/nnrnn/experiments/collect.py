@@ -13,12 +13,13 @@ import torch
 from ..analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
 from ..models.nnrnn_complex import ComplexNonNormalRNN
 from ..tasks import task_class
+from ..tasks.base import Reported
 from ..training import outcome, runfolder
 from ..training.network import best_checkpoint, load_model
 from ..training.train import lr_halvings
 from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
 from .paper import GAMMA_ONE
-from .rules import rule
+from .rules import COPY_LAST_VALID, rule
 from .statistics import Stat, last_fifth_share
 
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
@@ -55,10 +56,23 @@ def stat(grid: GridFolder, members: list[PlannedRun], key: str, split: str) -> S
     return Stat.of(final_value(f, key, split) for f in folders if finished(f))
 
 
+# what copy's runs were scored by before the rule SCORED_BY: their last validation loss
+LAST_VALID = {"copy": Reported("loss", "valid", "valid loss", 4)}
+
+
+def scored(task: str) -> Reported:
+    """What a report's tables score ``task``'s runs by, under the rule SCORED_BY in force: the task's
+    :attr:`~nnrnn.tasks.base.Task.reported` (the best checkpoint's test score), or, judged under the scoring before
+    the rule, copy's last validation loss.  Every reader of a run's result goes through here."""
+    if rule("SCORED_BY") == COPY_LAST_VALID and task in LAST_VALID:
+        return LAST_VALID[task]
+    return task_class(task).reported
+
+
 def results(grid: Grid, setting: str, key: str | None = None, split: str | None = None) -> dict:
-    """{column: {label: Stat or None}} of a setting's reported metric (or ``key`` on ``split``)."""
+    """{column: {label: Stat or None}} of a setting's scored metric (:func:`scored`; or ``key`` on ``split``)."""
     task = setting_task_of(grid.planned, setting)
-    default_key, default_split, _, _ = task_class(task).reported
+    default_key, default_split, _, _ = scored(task)
     key, split = key or default_key, split or default_split
     return {column: {label: stat(grid, group(grid.planned, setting, column, label), key, split)
                      for label in labels(grid.planned, setting) if group(grid.planned, setting, column, label)}
@@ -218,7 +232,7 @@ def converged_table(grid: Grid, setting: str) -> dict:
     table = dict(results(grid, setting)["hidden"])
     members = done(grid, group(grid.planned, setting, "hidden", GAMMA_ONE))
     if members:
-        key, split, _, _ = task_class("ptb").reported
+        key, split, _, _ = scored("ptb")
         table[GAMMA_ONE] = Stat.of(final_value(grid.run_folder(r), key, split)
                                    if converged(grid.run_folder(r)) else None for r in members)
     return table

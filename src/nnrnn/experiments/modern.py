@@ -23,11 +23,11 @@ from ..doctor.timing import TimedUpdate, TorchBaseline
 from ..models import PAPER_MODELS, create
 from ..tasks import task_class
 from .beyond import tuning_section
-from .collect import convergence, group, labels, results, setting_task_of
+from .collect import convergence, group, labels, results, scored, setting_task_of
 from .figures import line_style, reference, reference_line
 from .grid import TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name, sizes
-from .rules import rule
-from .sections import memoryless_baseline, ptb_data_scope, scope
+from .rules import judged_by, rule
+from .sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
 from .statistics import Stat, below_value, margin
 from .sentences import compare
 from .words import name, title
@@ -307,7 +307,7 @@ def standings_section(grid: Grid) -> list[str]:
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
                 "every start." if failed else "")
-        split = task_class(setting_task_of(grid.planned, setting)).reported.split
+        split = scored(setting_task_of(grid.planned, setting)).split
         memoryless = memoryless_baseline(grid.planned, setting, split)
         if memoryless is not None:
             learned = below_baseline(table, memoryless)
@@ -315,7 +315,64 @@ def standings_section(grid: Grid) -> list[str]:
                      f"{_names(learned)}" + ("; the others are not." if learned else "."))
         lines.append(f"- **{title(grid.planned, setting)}**: {head}. {nn[0].upper() + nn[1:]}.{none} This scale: "
                      f"{protocol_scope(grid, setting)}.")
+    return lines + [""] + rescored_section(grid)
+
+
+def verdicts(grid: Grid, setting: str) -> dict:
+    """{what: verdict in words} of a protocol's standings under the scoring in force: the model clearly best (or the
+    leading group), the nnRNN's rank and the models clearly better, alike and clearly worse than it, and the models
+    clearly below the loss of remembering nothing."""
+    table = results(grid, setting).get(TUNED, {})
+    lower = _lower(grid.planned, setting)
+    best, group = leaders(table, lower)
+    found = {"clearly best": "none" if best is None else name(best) if len(group) == 1 else
+             f"none; leading group: {_names(group)}"}
+    where = standing(table, "nnrnn", lower)
+    if where["rank"] is not None:
+        found |= {"the nnRNN's rank by mean": f"{where['rank']} of {where['of']}",
+                  "clearly better than the nnRNN": _names(where["better"]),
+                  "not clearly different from the nnRNN": _names(where["alike"]),
+                  "clearly worse than the nnRNN": _names(where["worse"])}
+    memoryless = memoryless_baseline(grid.planned, setting, scored(setting_task_of(grid.planned, setting)).split)
+    if memoryless is not None:
+        found["clearly below the baseline"] = _names(below_baseline(table, memoryless))
+    return found
+
+
+def rescored_section(grid: Grid) -> list[str]:
+    """The standings judged again under the scoring the grid started with (the rule SCORED_BY), where it differs
+    from the scoring now: for each protocol it scores differently, every verdict that moved, then beside now."""
+    then = scoring_at_start(grid)
+    moved_settings = [s for s in grid.settings if _scored_differently(grid, s, then)] if then else []
+    if not moved_settings:
+        return []
+    lines = ["### The standings under the scoring at the start", "", *rescored_intro(then),
+             "| protocol | verdict | under the scoring at the start | now |", "|---|---|---|---|"]
+    for setting in moved_settings:
+        now = verdicts(grid, setting)
+        with judged_by({"SCORED_BY": then}):
+            before = verdicts(grid, setting)
+            table = results(grid, setting).get(TUNED, {})
+        moved = [key for key in dict.fromkeys([*before, *now]) if before.get(key) != now.get(key)]
+        nn, heading, task = table.get("nnrnn"), title(grid.planned, setting), setting_task_of(grid.planned, setting)
+        lines += [f"| {heading} | {key} | {before.get(key, 'n/a')} | **{now.get(key, 'n/a')}** |"
+                  for key in moved] or [f"| {heading} | every verdict | the same | the same |"]
+        if nn is not None:
+            lines.append(f"| {heading} | the nnRNN's score | {nn.show(4)} ({scored_words(task, then)}) | "
+                         f"{results(grid, setting).get(TUNED, {})['nnrnn'].show(4)} ({scored(task).label}) |")
     return lines + [""]
+
+
+def _scored_differently(grid: Grid, setting: str, then: str) -> bool:
+    task = setting_task_of(grid.planned, setting)
+    with judged_by({"SCORED_BY": then}):
+        before = scored(task)
+    return before != scored(task)
+
+
+def scored_words(task: str, scoring: str) -> str:
+    with judged_by({"SCORED_BY": scoring}):
+        return scored(task).label
 
 
 def published_section(grid: Grid) -> list[str]:

@@ -12,10 +12,9 @@ import math
 from pathlib import Path
 
 from ..analysis import analyze_model, plots, theory
-from ..tasks import task_class
 from ..training.network import best_checkpoint, load_model
 from .collect import (PROBED, bptt_of, converged, converged_table, copy_speed, done, final_value, group, held_gamma,
-                      learned_structure, probe_norms, results, setting_task_of, spike)
+                      learned_structure, probe_norms, results, scored, setting_task_of, spike)
 from . import rules
 from .grid import COLUMNS, PLAN as OUT_PLAN, Grid, GridFolder, metrics, recorded_rules
 from .paper import GAMMA_HELD, GAMMA_ONE
@@ -201,7 +200,7 @@ def gamma_section(grid: Grid, settings: list[str]) -> list[str]:
     lines += ["", f"A run \"did not converge\" here: {not_converged()} (the paper's Table 7 counts such runs as "
               "failed without a definition; docs/design.md). Each run's test bpc, its first and best validation bpc "
               "and its largest training gradient norm over its median:", ""]
-    key, split, _, _ = task_class("ptb").reported
+    key, split, _, _ = scored("ptb")
     for s in ptb:
         for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD):
             members = sorted(done(grid, group(grid.planned, s, "hidden", label)), key=lambda r: r.seed)

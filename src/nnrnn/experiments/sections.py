@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from .. import presets
-from ..tasks import make_task, task_class
+from ..tasks import make_task
 from ..tasks.copy import baseline_loss
 from ..training.config import resolve_config
 from ..training.network import build_task
 from ..training.runfolder import WALL_SECONDS
-from .collect import convergence, copy_speed, group, labels, results, setting_task_of
+from .collect import convergence, copy_speed, group, labels, results, scored, setting_task_of
 from .figures import learning_curves
-from .grid import COLUMNS, Grid, PlannedRun, finished, network_parameters, sizes
+from . import rules
+from .grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
 from .paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
 from .rules import rule
 from .words import column_words, name, title
@@ -214,8 +215,8 @@ def ptb_data_scope(options: dict) -> str:
 
 def results_section(grid: Grid, setting: str) -> list[str]:
     task = setting_task_of(grid.planned, setting)
-    _, _, label, digits = task_class(task).reported
-    memoryless = memoryless_baseline(grid.planned, setting, task_class(task).reported.split)
+    _, split, label, digits = scored(task)
+    memoryless = memoryless_baseline(grid.planned, setting, split)
     if memoryless is not None:
         label += f" (baseline {memoryless:.4f})"
     members = [r for r in grid.planned if r.setting == setting]
@@ -253,6 +254,24 @@ def results_section(grid: Grid, setting: str) -> list[str]:
                     f"({grads.relative_to(grid.out)})", ""]
 
 
+def scoring_at_start(grid: GridFolder) -> str | None:
+    """The rule SCORED_BY as the grid recorded it when it started (a grid started before the rule: the scoring before
+    it), where that differs from the rule in force; None where it is the same or the grid recorded no rules."""
+    started = recorded_rules(grid.out)
+    if started is None:
+        return None
+    then = rules.as_recorded(started)["SCORED_BY"]
+    return then if then != rules.rule("SCORED_BY") else None
+
+
+def rescored_intro(then: str) -> list[str]:
+    """The words that open a report's verdicts under the scoring its grid started with (``then``)."""
+    return [f"**The scoring changed after this grid started** (the rule SCORED_BY in "
+            f"`src/nnrnn/experiments/rules.py`): then {then}; now {rules.rule('SCORED_BY')} for every protocol. "
+            f"{rules.RULES['SCORED_BY'].reason[0].upper() + rules.RULES['SCORED_BY'].reason[1:]}. The verdicts "
+            "above are under the scoring now; below, beside them, what the scoring at the start gave.", ""]
+
+
 def copy_baseline(planned: list[PlannedRun]) -> float | None:
     """The baseline loss of the grid's copy setting (always predicting the blank), or None without one."""
     copy_T = next((r.options["T"] for r in planned if r.task == "copy"), None)
@@ -264,7 +283,7 @@ def memoryless_baseline(planned: list[PlannedRun], setting: str, split: str) -> 
     (copy: always the blank; adding: always 1), the mean over the setting's seeds, each of which has its own
     evaluation sequences; None where the reported metric is another (accuracy, bpc)."""
     task = setting_task_of(planned, setting)
-    if task_class(task).reported.metric != "loss":
+    if scored(task).metric != "loss":
         return None
     one_per_seed = {r.seed: r for r in planned if r.setting == setting}
     return fmean(build_task(r.options).realised_baseline(split) for r in one_per_seed.values())

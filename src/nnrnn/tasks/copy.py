@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import Reported, SyntheticTask
+from .base import SyntheticTask
 
 N_SYMBOLS = 8
 COPY_LENGTH = 10
@@ -47,7 +47,6 @@ class CopyTask(SyntheticTask):
     output_size = N_SYMBOLS + 1
     predict_at = "all"
     default_steps = 3000
-    reported = Reported("loss", "valid", "valid loss", 4)
     curve_axis = "validation cross-entropy (nats per step)"  # the mean over all T + 20 steps
 
     @classmethod

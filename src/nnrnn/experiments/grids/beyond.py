@@ -3,7 +3,7 @@ sequence lengths, at nnRNN's parameter count, with the paper's hyperparameters w
 search for every model (5 trials of runs a fifth as long, on seed TUNE_SEED, which no table reports).  Shorter
 training than cpu-long's, so that the whole grid, searches included, ends within one sitting: about an hour on 2
 cores (docs/design.md)."""
-from ..beyond import family_learned_section, questions_section, tuning_section
+from ..beyond import compared_section, family_learned_section, tuning_section
 from ..grid import TUNE_SEED, TUNED
 from ..sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_COPY, LONG_PSMNIST, LONG_PTB
@@ -13,7 +13,7 @@ BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
 # that trains on psMNIST and PTB from its start (docs/design.md)
 DELAY_INIT = {"nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
 REPORT = Report("Beyond the paper: the non-normal family", (
-    tuning_section, settings_sections, questions_section, family_learned_section, settled_section))
+    tuning_section, settings_sections, compared_section, family_learned_section, settled_section))
 NAME = "beyond"
 SCALE = {
     "about": "beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "
