@@ -19,9 +19,9 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'nnrn
 
 @pytest.fixture
 def two_runs(monkeypatch):
-    """A 2-run grid long enough to be killed mid-run, with a checkpoint every 20 updates."""
+    """A 2-run grid long enough to be killed mid-run, with a checkpoint every 10 updates."""
     scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
-        "T": 5, "batch_size": 4, "steps": 300, "eval_every": 100, "log_every": 100, "checkpoint_every": 20}}}}
+        "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40, "checkpoint_every": 10}}}}
     monkeypatch.setitem(grids.SCALES, "two", scale)
     return "two"
 
