@@ -124,7 +124,7 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
     if not todo:
         return
     if where.cluster is not None:
-        run_on_cluster(where.cluster, todo, work, what, log, where.gpus)
+        run_on_cluster(where.cluster, list(todo.items()), work, what, log, where.gpus)
         return
     jobs = len(where.slots)
     devices = sorted(set(where.slots))
@@ -204,6 +204,23 @@ def _search_one(folder: Path, search: dict, threads: int | None, device: str = C
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
 
 
+def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CPU) -> str:
+    """One trial of a search, ``trial`` = (search, its ordinal among the search's trials): a cluster's task.  The
+    sampler's seed comes from the search's name and the ordinal, so that trials drawn at once in separate processes
+    differ (each process has a sampler of its own; the study in the shared storage tells it the trials so far)."""
+    import optuna
+
+    search, ordinal = trial
+    if threads:
+        torch.set_num_threads(threads)
+    start = time.time()
+    sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()) + ordinal, constant_liar=True,
+                                         n_startup_trials=search.get("startup", TPE_STARTUP))
+    run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
+              train_options={**search["options"], "preset": search["preset"], "device": device})
+    return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
+
+
 def ended_trials(folder: Path, search: dict) -> int:
     """Trials of a search that finished, were pruned or diverged (not those a signal interrupted)."""
     import optuna
@@ -246,7 +263,12 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     for folder, search in todo.items():
         if ended_trials(folder, search) < search["trials"]:
             pending[folder] = search
-    run_all(out, pending, _search_one, "hyperparameter searches to run", log, where)
+    if where.cluster is not None:  # each trial its own task, the study's storage shared
+        trials = [(folder, (search, ended + k)) for folder, search in pending.items()
+                  for ended in [ended_trials(folder, search)] for k in range(search["trials"] - ended)]
+        run_on_cluster(where.cluster, trials, _trial_one, "search trials to run", log, where.gpus)
+    else:
+        run_all(out, pending, _search_one, "hyperparameter searches to run", log, where)
     picks: dict = {}
     for folder, search in todo.items():
         best = best_params(_study(folder, search)) if (folder / "study.db").exists() else None
