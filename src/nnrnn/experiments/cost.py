@@ -205,6 +205,8 @@ class Costs:
     def _cached(self, part: str, key: str, work):
         if key not in self.cache[part]:
             self.cache[part][key] = self.fresh[part][key] = work()
+            if part != "counts":  # a measurement is written at once: a --plan stopped part-way keeps what it timed
+                _write_cache({p: self.fresh[p] if p == part else {} for p in PARTS})
         return self.cache[part][key]
 
     def run(self, options: dict, preset: str | None) -> float:
