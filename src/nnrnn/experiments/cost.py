@@ -40,6 +40,7 @@ from .. import environment
 from ..kernels.host import describe_cpu
 from ..training.config import evaluation_interval, resolve_config, total_steps
 from ..training.network import build_task
+from ..training.runlog import MetricsLog
 from ..training.train import save, start, train, update
 from .grid import PlannedRun
 
@@ -139,9 +140,13 @@ def measure(config: dict) -> Times:
     task = build_task(config)
     with tempfile.TemporaryDirectory() as folder:
         training = start(config, task, Path(folder), False, torch.device(config["device"]), 0, 1)
-        update(training, None)
-        built = time.perf_counter() - begin
-        update_s = _median_seconds(lambda: update(training, None), UPDATES)
+        log = MetricsLog(Path(folder), None)  # an update skipped as non-finite (a searched lr) is logged
+        try:
+            update(training, log)
+            built = time.perf_counter() - begin
+            update_s = _median_seconds(lambda: update(training, log), UPDATES)
+        finally:
+            log.close()
         training.last_path.parent.mkdir(parents=True, exist_ok=True)
         save_s = _median_seconds(lambda: save(training), 2)
     batch, net, device = next(iter(task.eval_batches("valid"))), training.net, training.device
