@@ -217,7 +217,7 @@ def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CP
     sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()) + ordinal, constant_liar=True,
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
     run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
-              train_options={**search["options"], "preset": search["preset"], "device": device})
+              train_options={**search["options"], "preset": search["preset"], "device": device}, searching=EQUAL)
     return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
 
 
