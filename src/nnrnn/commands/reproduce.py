@@ -23,7 +23,16 @@ def add_arguments(p) -> None:
     p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the MNIST and PTB files (docs/data.md)")
-    p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one thread each (default 1)")
+    p.add_argument("--jobs", type=int, default=1, help="on a CPU: runs trained at once, one thread each (default 1)")
+    p.add_argument("--devices", nargs="+", help="the devices runs train on, each run on one of its own (cuda:0 "
+                   "cuda:1 ..., or cpu; default: every visible GPU, else the CPU)")
+    p.add_argument("--runs-per-device", dest="runs_per_device", type=int, help="runs trained at once on each "
+                   "device (default 1 on a GPU; on the CPU it replaces --jobs)")
+    p.add_argument("--cluster", help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
+                   "machine joined) or its ADDRESS; --out must be on a filesystem every node sees "
+                   "(pip install 'nnrnn[ray]'; docs/training.md)")
+    p.add_argument("--plan", dest="plan_only", action="store_true", help="print the grid's runs, trials and "
+                   "estimated cost (device-hours, wall time) and train nothing")
     p.add_argument("--from-data", dest="from_data", help="write OUT/report.md again from a grid's compact data "
                    "(the data.json beside its report) alone, training nothing")
     p.add_argument("--runs", dest="runs_dir", help="keep the run folders in this folder instead of OUT/runs, to "
@@ -38,5 +47,6 @@ def main(args) -> int:
         print(f"report: {regenerate(Path(args.from_data), out, args.data_dir)}")
         return 0
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
-              args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir)
+              args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir, devices=args.devices,
+              runs_per_device=args.runs_per_device, cluster=args.cluster, plan_only=args.plan_only)
     return 0

@@ -12,6 +12,9 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.sweep`: Optuna searches over training options (nothing else of this package);
 * :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
   the name of every file in it, its scale, its planned runs);
+* :mod:`.placement`: which device each run of a grid trains on, on one machine (:class:`~.placement.Slots`);
+* :mod:`.cluster`: a grid's runs and searches as tasks of a Ray cluster (optional: ``nnrnn[ray]``);
+* :mod:`.cost`: a grid's cost before it starts, from update times measured at each run's shape;
 * :mod:`.collect`: what the reports read from run folders;
 * :mod:`.picks`: where a tuned grid's picks fell in their ranges, each model's optimizer and queued published
   settings;
@@ -22,4 +25,5 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.grids`: every grid, one module each (its scale and its report), found by :data:`.grids.SCALES`;
 * :mod:`.compact`: a report's compact data (``data.json``), written and read back;
 * :mod:`.report`: the report skeleton every grid shares, and a report written again from its compact data;
-* :mod:`.reproduce`: running a grid (a process pool, tuning, the tuned preset)."""
+* :mod:`.reproduce`: running a grid (its cost first; a process pool over the devices, or a Ray cluster; tuning,
+  the tuned preset)."""

@@ -27,6 +27,7 @@ import time
 import zlib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -40,7 +41,10 @@ from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
 from .grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
+from .cluster import cluster_slots, run_on_cluster
 from .grids import SCALES
+from .cost import estimate
+from .placement import CPU, Slots, check_devices, slot_devices, visible_devices
 from .report import planned_grid, report_of, write_report
 from .sweep import EQUAL, default_storage, run_sweep, span
 
@@ -51,11 +55,13 @@ def run_log(folder: Path) -> Path:
     return folder.parent / f"{folder.name}.log"
 
 
-def _train_one(folder: Path, planned: PlannedRun, threads: int | None) -> str:
-    """Train one planned run into ``folder`` (resuming it if interrupted); returns a line for the log."""
+def _train_one(folder: Path, planned: PlannedRun, threads: int | None, device: str = CPU) -> str:
+    """Train one planned run into ``folder`` on ``device`` (resuming it if interrupted); returns a line for the log.
+    The device goes into the run's config.json, which so records where it trained (it is not part of the run's
+    name: the same run on another device is the same run)."""
     if threads:
         torch.set_num_threads(threads)
-    config = resolve_config({**planned.options, "out": str(folder)}, planned.preset)
+    config = resolve_config({**planned.options, "out": str(folder), "device": device}, planned.preset)
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
     # what the run prints (a line per validation, its summary) goes to runs/NAME.log beside its folder, so that
@@ -87,10 +93,10 @@ def expected_cost(planned: PlannedRun) -> float:
     return updates * length * options.get("batch_size", 1) * (gates * planned.hidden ** 2 + 64 ** 2)
 
 
-def execute(grid: Grid, log=print, jobs: int = 1) -> None:
+def execute(grid: Grid, log=print, where: Where | None = None) -> None:
     """Train every planned run that has not finished (resuming interrupted ones); runs that share a folder
-    (identical settings) train once.  ``jobs`` > 1 trains that many at once, each in its own process with
-    one thread."""
+    (identical settings) train once, on the devices and the cluster of ``where`` (default: one process on this
+    machine's first device)."""
     todo = {}
     for planned in grid.planned:
         folder = grid.run_folder(planned)
@@ -98,25 +104,42 @@ def execute(grid: Grid, log=print, jobs: int = 1) -> None:
             todo[folder] = planned
     # longest first: with several jobs the grid then ends with short runs filling both processes
     todo = dict(sorted(todo.items(), key=lambda item: -expected_cost(item[1])))
-    run_all(grid.out, todo, _train_one, "runs to train", log, jobs)
+    run_all(grid.out, todo, _train_one, "runs to train", log, where or Where())
 
 
-def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) -> None:
-    """``work(folder, item, threads)`` for every (folder, item) of ``todo``, ``jobs`` at a time in processes of
-    one thread each; a signal to this process checkpoints the work under way and starts no more."""
+@dataclass(frozen=True)
+class Where:
+    """Where a grid trains: ``slots``, the device of each run trained at once on this machine
+    (:func:`.placement.slot_devices`), or ``cluster``, a Ray cluster's address (``auto``, ``HOST:PORT``), whose
+    tasks each ask for one GPU, or one CPU thread when ``gpus`` is False."""
+    slots: tuple = (CPU,)
+    cluster: str | None = None
+    gpus: bool = False
+
+
+def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Where()) -> None:
+    """``work(folder, item, threads, device)`` for every (folder, item) of ``todo``: on a Ray cluster
+    (:func:`.cluster.run_on_cluster`), or here in processes of one thread, one per slot (each run on the device of a
+    free slot); a signal to this process checkpoints the work under way and starts no more."""
     if not todo:
         return
-    log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else ""))
+    if where.cluster is not None:
+        run_on_cluster(where.cluster, list(todo.items()), work, what, log, where.gpus)
+        return
+    jobs = len(where.slots)
+    devices = sorted(set(where.slots))
+    on = "" if devices == [CPU] else f" on {', '.join(devices)}"
+    log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else "") + on)
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
     if jobs <= 1:
         for i, (folder, planned) in enumerate(todo.items(), 1):
             try:
-                log(f"[{i}/{len(todo)}] " + work(folder, planned, None))
+                log(f"[{i}/{len(todo)}] " + work(folder, planned, None, where.slots[0]))
             except Interrupted as exc:
                 raise Interrupted(exc.signum, exc.path, again) from None
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    waiting, running, count, stopped = list(todo.items()), {}, 0, []
+    slots, waiting, running, count, stopped = Slots(list(where.slots)), list(todo.items()), {}, 0, []
 
     def forward(signum, frame):  # a signal to this process alone (kill PID) reaches the runs too
         stopped.append(signum)
@@ -126,18 +149,20 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, jobs: int = 1) ->
             except ProcessLookupError:
                 pass
 
-    # Only `jobs` runs are handed to the pool at a time, so that after a signal none starts.
+    # Only `jobs` runs are handed to the pool at a time, so that after a signal none starts, and each holds a slot.
     with ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_signals) as pool:
         previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             while waiting or running:
-                while waiting and len(running) < jobs and not stopped:
+                while waiting and slots.free() and not stopped:
                     folder, planned = waiting.pop(0)
-                    running[pool.submit(work, folder, planned, 1)] = folder
+                    device = slots.take()
+                    running[pool.submit(work, folder, planned, 1, device)] = folder, device
                 if not running:
                     break
                 for future in wait(running, return_when=FIRST_COMPLETED)[0]:
-                    folder = running.pop(future)
+                    folder, device = running.pop(future)
+                    slots.give(device)
                     count += 1
                     try:
                         line = future.result()
@@ -161,7 +186,7 @@ def _ignore_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def _search_one(folder: Path, search: dict, threads: int | None) -> str:
+def _search_one(folder: Path, search: dict, threads: int | None, device: str = CPU) -> str:
     """Run the trials one search still lacks.  A trial counts when it ended (finished, pruned or diverged); one
     interrupted by a signal does not, so a search stopped part-way goes on to its full budget.  The sampler's
     seed comes from the search's name: an uninterrupted search draws the same trials every time."""
@@ -174,8 +199,26 @@ def _search_one(folder: Path, search: dict, threads: int | None) -> str:
     sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True,
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
     study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
-                      train_options={**search["options"], "preset": search["preset"]}, searching=EQUAL)
+                      train_options={**search["options"], "preset": search["preset"], "device": device},
+                      searching=EQUAL)
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
+
+
+def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CPU) -> str:
+    """One trial of a search, ``trial`` = (search, its ordinal among the search's trials): a cluster's task.  The
+    sampler's seed comes from the search's name and the ordinal, so that trials drawn at once in separate processes
+    differ (each process has a sampler of its own; the study in the shared storage tells it the trials so far)."""
+    import optuna
+
+    search, ordinal = trial
+    if threads:
+        torch.set_num_threads(threads)
+    start = time.time()
+    sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()) + ordinal, constant_liar=True,
+                                         n_startup_trials=search.get("startup", TPE_STARTUP))
+    run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
+              train_options={**search["options"], "preset": search["preset"], "device": device}, searching=EQUAL)
+    return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
 
 
 def ended_trials(folder: Path, search: dict) -> int:
@@ -208,7 +251,7 @@ def _study(folder: Path, search: dict):
     return optuna.load_study(study_name=f"{search['task']}-{search['model']}", storage=default_storage(folder))
 
 
-def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, jobs: int = 1) -> dict:
+def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, where: Where = Where()) -> dict:
     """The ``tuned`` column's picks in a preset's layout, {table key: {label: options}} (a variant's entry also
     holds the options that make it): every label gets the same search (the scale's ``tune`` budget) in
     ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, and the tuned column as a whole
@@ -220,7 +263,12 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     for folder, search in todo.items():
         if ended_trials(folder, search) < search["trials"]:
             pending[folder] = search
-    run_all(out, pending, _search_one, "hyperparameter searches to run", log, jobs)
+    if where.cluster is not None:  # each trial its own task, the study's storage shared
+        trials = [(folder, (search, ended + k)) for folder, search in pending.items()
+                  for ended in [ended_trials(folder, search)] for k in range(search["trials"] - ended)]
+        run_on_cluster(where.cluster, trials, _trial_one, "search trials to run", log, where.gpus)
+    else:
+        run_all(out, pending, _search_one, "hyperparameter searches to run", log, where)
     picks: dict = {}
     for folder, search in todo.items():
         best = best_params(_study(folder, search)) if (folder / "study.db").exists() else None
@@ -303,30 +351,48 @@ def _check_filters(scale: str, models, tasks) -> None:
 
 
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
-              runs_dir=None) -> Path:
+              runs_dir=None, devices=None, runs_per_device=None, cluster=None, plan_only: bool = False) -> Path | None:
     """Run the grid of ``scale`` (a module of :mod:`.grids`) in ``out``: its searches when it has a tuned column,
     every run not finished, then its report; ``models``, ``tasks`` and ``seeds`` narrow it, ``runs_dir`` keeps its
-    run folders elsewhere (:func:`share_runs`)."""
+    run folders elsewhere (:func:`share_runs`).  The runs train on ``devices`` (default: every visible GPU, else
+    the CPU in ``jobs`` processes), ``runs_per_device`` at a time on each, or as tasks of the Ray cluster at
+    ``cluster``.  Its cost (:mod:`.cost`) is logged first; ``plan_only`` logs it and trains nothing (returns None)."""
     if scale not in SCALES:
         raise OptionError(f"scale must be one of {', '.join(SCALES)}; got {scale!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise OptionError(f"jobs must be a positive integer; got {jobs!r}")
+    where = _where(devices, runs_per_device, jobs, cluster)
     _check_filters(scale, models, tasks)
     spec = SCALES[scale]
     grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
+    todo = list({grid.run_folder(p): p for p in grid.planned if not finished(grid.run_folder(p))}.values())
+    found = searches(spec, models, tasks, data_dir) if "tune" in spec else {}
+    pending = [s for name, s in found.items() if ended_trials(grid.searches / name, s) < s["trials"]]
+    local = visible_devices()[0] if where.cluster is not None else where.slots[0]
+    cost = estimate(todo, pending, [local] * len(where.slots), log)
+    log(f"{scale}: {len(grid.planned)} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
+    if plan_only:
+        return None
     if runs_dir is not None:
         share_runs(grid.out, runs_dir)
     with runlock.hold(grid.out):  # one reproduce per folder; its runs lock their own folders as they train
         record_plan(grid.out, scale)  # the rules fixed before the runs: a report says if they change while it runs
         if "tune" in spec:
-            picks = tune(scale, grid.out, models, tasks, data_dir, log, jobs)
+            picks = tune(scale, grid.out, models, tasks, data_dir, log, where)
             grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))
         if "climb" in spec:  # an adaptive grid (grids/memory.py) plans each rung from the results of the last
-            grid = spec["climb"](grid, lambda rung: execute(rung, log, jobs))
+            grid = spec["climb"](grid, lambda rung: execute(rung, log, where))
         else:
-            execute(grid, log, jobs)
+            execute(grid, log, where)
         if report_of(grid).prepare:
             report_of(grid).prepare(grid, log)
         report = write_report(grid)
     log(f"report: {report}")
     return report
+
+
+def _where(devices, runs_per_device, jobs, cluster) -> Where:
+    """The :class:`Where` of reproduce's options: a cluster's (one slot per GPU, else per CPU, of the cluster), or
+    this machine's slots."""
+    if cluster is not None:
+        count, gpus = cluster_slots(cluster)
+        return Where((CPU,) * count, cluster, gpus)
+    return Where(tuple(slot_devices(check_devices(devices or visible_devices()), runs_per_device, jobs)))

@@ -1,0 +1,78 @@
+"""A grid's runs and searches as tasks of a Ray cluster (``nnrnn reproduce --cluster auto|ADDRESS``).
+
+Each run, and each trial of a search, is one Ray task that asks for one GPU, or for one CPU (it trains on one
+thread).  A run's task calls the same function the local path calls, on the same run folder; a trial's task runs one
+trial of the search's Optuna study, whose storage (in the search's folder) all its trials share.  The folders must be
+on a filesystem every node sees (``--out`` on a shared filesystem).  A run's folder, its checkpoints and its lock are
+what make it resumable, so the cluster changes nothing of what a run is: a task whose worker dies (killed, a node
+lost) is retried by Ray up to :data:`RETRIES` times and resumes from the run's last checkpoint, losing only the
+updates since.  A trial's task killed leaves its trial unended (not counted) and its retry runs a new trial, so a
+search ends with its planned number of ended trials.  A second invocation of the same command keeps finished runs
+and trials and resumes interrupted runs, as locally.  Ray's own progress and dashboard are Ray's; this prints one
+line per run or trial, as the local path prints one per run.
+
+Ray is optional (``pip install 'nnrnn[ray]'``): it is imported only when a cluster is asked for."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+
+RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
+INSTALL = "--cluster needs Ray, which is not installed: pip install 'nnrnn[ray]'"
+
+
+def ray_module():
+    """The ``ray`` package; UserError saying how to install it when it is missing."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError(INSTALL) from None
+    return ray
+
+
+def connect(address: str):
+    """Ray, connected to the cluster at ``address`` (once per process)."""
+    ray = ray_module()
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+    return ray
+
+
+def cluster_slots(address: str) -> tuple[int, bool]:
+    """(how many runs the cluster at ``address`` trains at once, whether on GPUs): one per GPU, else one per CPU."""
+    resources = connect(address).cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    return (gpus, True) if gpus else (max(1, int(resources.get("CPU", 1))), False)
+
+
+def _task(work, folder: Path, item, gpus: bool) -> str:
+    """In a Ray worker: ``work`` on the GPU Ray gave this task (Ray sets CUDA_VISIBLE_DEVICES to it alone, so it is
+    ``cuda:0`` here), or on the CPU on one thread."""
+    return work(folder, item, None if gpus else 1, "cuda:0" if gpus else "cpu")
+
+
+def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: bool = False) -> None:
+    """``work(folder, item, threads, device)`` for every (folder, item) of ``units`` (several may share a folder: a
+    search's trials) as tasks of the Ray cluster at ``address`` (``auto``: the one this machine has joined;
+    ``local``: a new one on this machine), one GPU or one CPU each; one line per finished task, as
+    :func:`.reproduce.run_all` prints."""
+    ray = connect(address)
+    remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES)(_task)
+    log(f"{len(units)} {what} on the Ray cluster at {address}, {'one GPU' if gpus else 'one CPU'} each")
+    # absolute paths: a worker's working directory is not this process's
+    running = {remote.remote(work, Path(folder).resolve(), item, gpus): Path(folder) for folder, item in units}
+    count, failed = 0, []
+    while running:
+        ready, _ = ray.wait(list(running), num_returns=1)
+        folder = running.pop(ready[0])
+        count += 1
+        try:
+            line = ray.get(ready[0])
+        except ray.exceptions.WorkerCrashedError:
+            failed.append(folder.name)
+            line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
+        log(f"[{count}/{len(units)}] {line}")
+    if failed:
+        raise UserError(f"the workers training {', '.join(failed)} died (killed, or out of memory); run the same "
+                        f"command again to continue (finished runs are kept, interrupted ones resume)")

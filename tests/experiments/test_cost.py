@@ -1,0 +1,59 @@
+"""A grid's cost before it starts: the formula, the placement of runs on slots, a cached estimate that measures
+nothing, and one real measurement at a tiny shape."""
+import time
+
+import pytest
+
+from nnrnn.experiments import cost, grid, grids
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
+        "T": 5, "batch_size": 4, "steps": 10, "eval_every": 5, "log_every": 5}}}}
+    monkeypatch.setitem(grids.SCALES, "tiny", scale)
+    return grid.plan(scale, models=["rnn", "lstm"])
+
+
+def test_a_run_costs_its_updates_evaluations_saves_start_and_floor():
+    times, counts = cost.Times(2.0, 0.5, 0.1, 0.3), cost.Counts(10, 2, 4, 3, 5)
+    assert cost.run_seconds(times, counts, 7.0) == pytest.approx(7 + 2 + 10 * 0.5 + (2 * 4 + 3) * 0.1 + 5 * 0.3)
+
+
+def test_wall_time_places_the_longest_runs_first_on_the_slot_that_frees_first():
+    one = cost.Estimate(3, 0, [3600.0, 3600.0, 7200.0], 1, "CPU", 36.0)
+    two = cost.Estimate(3, 0, [3600.0, 3600.0, 7200.0], 2, "CPU", 36.0)
+    assert one.wall_hours == pytest.approx(4.01) and two.wall_hours == pytest.approx(2.01)
+    assert two.device_hours == pytest.approx(4.02)  # each slot's process starts once
+    assert "2 CPU slots" in two.line() and "about 4.0 h of CPU time" in two.line()
+
+
+def test_the_counts_follow_the_options(tiny):
+    config = cost.resolve_config({**tiny[0].options, "device": "cpu"}, tiny[0].preset)
+    counts = cost.count(config)
+    assert (counts.updates, counts.validations, counts.saves) == (10, 2, 2)
+    assert counts.valid_batches >= 1 and counts.test_batches >= 1
+
+
+def test_a_cached_estimate_measures_nothing_and_takes_well_under_a_second(tiny, monkeypatch):
+    measured = []
+    monkeypatch.setattr(cost, "measure", lambda config: measured.append(config["model"]) or cost.Times(0, 1, 0, 0))
+    first = cost.estimate(tiny, [], ["cpu"])
+    assert sorted(measured) == ["lstm", "rnn"]  # one shape per model: the seeds share it
+    assert first.seconds[0] == pytest.approx(1.0 + 10 * 1)  # the planted floor and 10 updates of 1 s
+
+    def refuse(*args):
+        raise AssertionError("a cached shape was measured or counted again")
+    for name in ("measure", "measure_floor", "count", "measure_process"):
+        monkeypatch.setattr(cost, name, refuse)
+    begin = time.perf_counter()
+    again = cost.estimate(tiny, [], ["cpu"])
+    assert time.perf_counter() - begin < 0.5
+    assert again == first
+
+
+def test_measuring_times_a_real_run_at_its_shape(tiny, monkeypatch):
+    monkeypatch.undo()  # the real measuring functions (the cache stays the test's own below)
+    config = cost.resolve_config({**tiny[0].options, "device": "cpu", "progress": False}, tiny[0].preset)
+    times = cost.Costs("cpu", 1).measure(config)
+    assert 0 < times.update_s < 5 and 0 < times.batch_s < 5 and 0 < times.save_s < 5 and times.start_s >= 0
