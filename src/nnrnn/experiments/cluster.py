@@ -57,6 +57,8 @@ def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: 
     search's trials) as tasks of the Ray cluster at ``address`` (``auto``: the one this machine has joined;
     ``local``: a new one on this machine), one GPU or one CPU each; one line per finished task, as
     :func:`.reproduce.run_all` prints."""
+    if not units:
+        return
     ray = connect(address)
     remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES)(_task)
     log(f"{len(units)} {what} on the Ray cluster at {address}, {'one GPU' if gpus else 'one CPU'} each")

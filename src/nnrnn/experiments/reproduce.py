@@ -221,6 +221,16 @@ def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CP
     return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
 
 
+def started_trials(folder: Path, search: dict) -> int:
+    """Trials of a search in any state (0: its study does not exist yet)."""
+    if not (folder / "study.db").exists():
+        return 0
+    try:
+        return len(_study(folder, search).trials)
+    except KeyError:  # the storage exists, the study was never created in it
+        return 0
+
+
 def ended_trials(folder: Path, search: dict) -> int:
     """Trials of a search that finished, were pruned or diverged (not those a signal interrupted)."""
     import optuna
@@ -264,6 +274,10 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
         if ended_trials(folder, search) < search["trials"]:
             pending[folder] = search
     if where.cluster is not None:  # each trial its own task, the study's storage shared
+        # a study's first trial queues its published settings; trials started at once on a new study would each
+        # queue them, so every new study's first trial runs alone, before the rest
+        first = [(folder, (search, 0)) for folder, search in pending.items() if not started_trials(folder, search)]
+        run_on_cluster(where.cluster, first, _trial_one, "search trials to run first", log, where.gpus)
         trials = [(folder, (search, ended + k)) for folder, search in pending.items()
                   for ended in [ended_trials(folder, search)] for k in range(search["trials"] - ended)]
         run_on_cluster(where.cluster, trials, _trial_one, "search trials to run", log, where.gpus)
