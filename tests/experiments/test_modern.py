@@ -42,7 +42,9 @@ def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_par
     adding = {r.label: r for r in runs if r.setting == "adding"}
     assert adding["nnrnn"].options["T"] == 2000 and adding["nnrnn"].options["batch_size"] == 50
     searches = grid.searches(grids.SCALES["modern"], tasks=["copy"])
-    assert {s["trials"] for s in searches.values()} == {10} and {s["startup"] for s in searches.values()} == {5}
+    assert {s["trials"] for s in searches.values()} == {4} and {s["startup"] for s in searches.values()} == {2}
+    # every trial as long as the run it tunes: judged over the run's length, not its first fifth
+    assert {s["options"]["steps"] for s in searches.values()} == {copy["nnrnn"].options["steps"]}
     assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
     assert grid.TUNE_SEED not in grids.SCALES["modern"]["seeds"]
 

@@ -38,6 +38,15 @@ def test_a_grid_records_its_rules_when_it_starts_and_keeps_them_when_it_resumes(
     assert grid.recorded_rules(tmp_path)["SPIKE"] == 100.0
 
 
+def test_a_grids_report_states_the_search_budget_it_started_with_after_its_scale_changes(tmp_path):
+    spec = {"tune": {"trials": 10, "share": 0.2, "seed": 100, "settings": ("copy",)}}
+    grid.record_plan(tmp_path, "some", spec)
+    changed = {**spec, "tune": {"trials": 4, "share": 1.0, "seed": 100}}  # the scale's module edited later
+    started = grid.Grid(tmp_path, "some", changed)
+    assert started.tune == {"trials": 10, "share": 0.2, "seed": 100, "settings": ["copy"]}
+    assert grid.Grid(tmp_path / "elsewhere", "some", changed).tune == changed["tune"]  # nothing recorded
+
+
 def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_now(tmp_path, copy_scale, monkeypatch):
     built = synthetic.build(tmp_path, copy_scale)
     grid.record_plan(tmp_path, copy_scale)  # the grid starts under today's rules ...

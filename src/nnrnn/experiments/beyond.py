@@ -27,7 +27,7 @@ BEYOND_STARTS = ("The options a search does not search are taken from `paper-par
 def tuning_section(grid: Grid, starts: str = BEYOND_STARTS) -> list[str]:
     """How every model of the grid was tuned: the search's budget and space, where it starts from (``starts``, in
     words) and each pick."""
-    spec = grid.spec["tune"]
+    spec = grid.tune
     picks = json.loads(grid.tuned.read_text()) if grid.tuned.is_file() else {}
     startup = spec.get("startup", TPE_STARTUP)
     sampler = (f"Optuna's TPE sampler, which draws its first {startup} trials at random and models the rest on "

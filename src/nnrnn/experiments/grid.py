@@ -145,6 +145,14 @@ class Grid(GridFolder):
     analysis_lines: list[str] | None = None
 
     @property
+    def tune(self) -> dict:
+        """The budget its searches had: as recorded when the grid started (:func:`record_plan`), else its scale's
+        ``tune`` now (a grid recorded before the record held it)."""
+        path = self.plan_record
+        recorded = json.loads(path.read_text()).get("tune") if path.is_file() else None
+        return recorded or self.spec["tune"]
+
+    @property
     def settings(self) -> list[str]:
         """The settings of the planned runs, in plan order."""
         return list(dict.fromkeys(r.setting for r in self.planned))
@@ -343,14 +351,17 @@ def search_name(setting: str, label: str) -> str:
 
 
 
-def record_plan(out: Path, scale: str) -> dict:
-    """Record, once, when a grid starts: its scale and the verdict rules' values and fingerprint
-    (:mod:`.rules`).  A grid that resumes keeps the record of its start, so that a report can tell rules changed
-    while it ran."""
+def record_plan(out: Path, scale: str, spec: dict | None = None) -> dict:
+    """Record, once, when a grid starts: its scale, the verdict rules' values and fingerprint (:mod:`.rules`) and
+    its searches' budget (``spec["tune"]``, ``spec`` the scale's settings).  A grid that resumes keeps the record of
+    its start, so that a report can tell rules changed while it ran and says how its own searches searched."""
+    spec = spec or {}
     path = GridFolder(Path(out)).plan_record
     if path.is_file():
         return json.loads(path.read_text())
     record = {"scale": scale, "rules": rules.values(), "fingerprint": rules.fingerprint()}
+    if "tune" in spec:  # how its searches search, which the report states (the scale's module may change later)
+        record["tune"] = json.loads(json.dumps(spec["tune"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

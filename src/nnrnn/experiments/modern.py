@@ -302,7 +302,7 @@ def standings_section(grid: Grid) -> list[str]:
         if unfinished:
             head = f"(so far: not finished {_names(unfinished)}) " + head
         failed = untuned(grid, setting)
-        seed = grid.spec["tune"].get("seed", 0)
+        seed = grid.tune.get("seed", 0)
         none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "

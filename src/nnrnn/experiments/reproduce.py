@@ -388,7 +388,7 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     if runs_dir is not None:
         share_runs(grid.out, runs_dir)
     with runlock.hold(grid.out):  # one reproduce per folder; its runs lock their own folders as they train
-        record_plan(grid.out, scale)  # the rules fixed before the runs: a report says if they change while it runs
+        record_plan(grid.out, scale, spec)  # the rules fixed before the runs: a report says if they change as it runs
         if "tune" in spec:
             picks = tune(scale, grid.out, models, tasks, data_dir, log, where)
             grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))

@@ -1,9 +1,12 @@
 """The ``modern`` grid (docs/modern/report.md): today's long-memory RNNs beside the nnRNN, every model at nnRNN's
-parameter count, each with the same search (10 trials of runs a fifth as long, on seed TUNE_SEED; Optuna's TPE sampler
-draws its first 5 at random), on the standard long-memory protocols (--preset long-memory: copy at T = 1000, adding at
+parameter count, each with the same search on equal terms (4 trials as long as the run, on seed TUNE_SEED: the
+model's published settings first where it has them, Optuna's TPE sampler drawing at random up to its second; the
+grid of 2026-11-27, docs/modern, had 10 trials a fifth as long, its data records them), on the standard long-memory
+protocols (--preset long-memory: copy at T = 1000, adding at
 T = 2000, psMNIST) and PTB at cpu-long's T_PTB.  CPU scale: copy in batches of 32 rather than the protocol's 128,
 adding at nnRNN's N = 32 (minGRU's equal parameter count is then 169 units, at 64 it would be 631), and every task
-far shorter than its papers train; 2 h 34 min on 2 cores, over sittings (docs/design.md)."""
+far shorter than its papers train; the grid of 2026-11-27 took 2 h 34 min on 2 cores, over sittings (docs/design.md;
+`nnrnn reproduce --scale modern --plan` estimates a run of this one)."""
 from ...models import PAPER_MODELS
 from ..grid import TUNE_SEED, TUNED
 from ..modern import (best_so_far_section, measure_speed_once, published_section, standings_section, tuned_section,
@@ -27,11 +30,11 @@ REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
 NAME = "modern"
 SCALE = {
     "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
-             "the paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (2 h 34 min with "
-             "--jobs 2 on 2 cores, docs/modern/report.md; it resumes across sittings)",
+             "the paper's models, tuned alike, on copy T=1000, adding T=2000, psMNIST and PTB (hours on 2 cores: "
+             "--plan estimates it; docs/modern/report.md; it resumes across sittings)",
     "seeds": [0, 1, 2],
     "report": REPORT,
-    "tune": {"trials": 10, "share": 0.2, "seed": TUNE_SEED, "startup": 5},
+    "tune": {"trials": 4, "share": 1.0, "seed": TUNE_SEED, "startup": 2},
     "tasks": {
         "copy": {"hidden": 64, "preset": "long-memory", "columns": (TUNED,), "models": MODERN_MODELS,
                  "variants": CHAIN_ELU,
