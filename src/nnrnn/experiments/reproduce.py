@@ -364,6 +364,17 @@ def _check_filters(scale: str, models, tasks) -> None:
             raise OptionError(f"scale {scale} has no {what} {', '.join(missing)}; its {what}s are {', '.join(has)}")
 
 
+def _costed_plan(spec: dict, tuned: Path, models, tasks, seeds, data_dir) -> list[PlannedRun]:
+    """The runs a grid's cost counts: a tuned grid's with the picks its searches made (``tuned``), or, before they
+    exist, every label planned as its search starts it (the same sizes and lengths; a pick changes rates and
+    options, not a run's shape); every rung of a ladder (its ceiling)."""
+    if "tune" not in spec:
+        return plan(spec, models, tasks, seeds, data_dir)
+    if tuned.is_file():
+        return plan(spec, models, tasks, seeds, data_dir, json.loads(tuned.read_text()))
+    return plan(spec, models, tasks, seeds, data_dir, searching=True)
+
+
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
               runs_dir=None, devices=None, runs_per_device=None, cluster=None, plan_only: bool = False) -> Path | None:
     """Run the grid of ``scale`` (a module of :mod:`.grids`) in ``out``: its searches when it has a tuned column,
@@ -377,12 +388,14 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     _check_filters(scale, models, tasks)
     spec = SCALES[scale]
     grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
-    todo = list({grid.run_folder(p): p for p in grid.planned if not finished(grid.run_folder(p))}.values())
+    costed = planned_grid(out, scale, _costed_plan(spec, grid.tuned, models, tasks, seeds, data_dir))
+    todo = list({costed.run_folder(p): p for p in costed.planned if not finished(costed.run_folder(p))}.values())
     found = searches(spec, models, tasks, data_dir) if "tune" in spec else {}
     pending = [s for name, s in found.items() if ended_trials(grid.searches / name, s) < s["trials"]]
     local = visible_devices()[0] if where.cluster is not None else where.slots[0]
     cost = estimate(todo, pending, [local] * len(where.slots), log)
-    log(f"{scale}: {len(grid.planned)} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
+    runs = f"at most {len(costed.planned)}" if "climb" in spec else str(len(costed.planned))  # a ladder may stop
+    log(f"{scale}: {runs} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
     if plan_only:
         return None
     if runs_dir is not None:

@@ -25,7 +25,11 @@ def choose_loops(h: torch.Tensor, nonlinearity: str | None = "relu") -> str:
 def choose_scan(x: torch.Tensor, width: int, scanned: Scanned) -> bool:
     """Whether ``scanned`` (a model's recurrence) runs its parallel scan, else its loop, on x (T, B, ·) with states
     of ``width`` real features: the kernel policy's choice for x's device, dtype, (T, B, width) and the model's
-    kind (:meth:`nnrnn.kernels.policy.KernelPolicy.scan`; benchmarks/scan_speed.py times the two)."""
+    kind (:meth:`nnrnn.kernels.policy.KernelPolicy.scan`; benchmarks/scan_speed.py times the two).  While
+    torch.compile traces, the fixed rule (:func:`~nnrnn.kernels.policy.scan_rule`): a policy's timing, cache and
+    lock are not traceable, and a traced decision is not kept anyway."""
+    if torch.compiler.is_compiling():
+        return policy.scan_rule(x.device.type, scanned, x.shape[1], width).choice == policy.SCAN
     return policy.policy_for(x).scan(scanned, x.shape[0], x.shape[1], width)
 
 

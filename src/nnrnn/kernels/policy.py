@@ -250,15 +250,7 @@ class KernelPolicy:
         return self._decide(key, [SCAN, LOOP], threshold, runners) == SCAN
 
     def _scan_threshold(self, scanned: Scanned, batch: int, width: int) -> Decision:
-        """The fixed rule: off the CPU the scan (a loop step is a round of kernel launches: on an H100 the scans
-        were 15–24× faster at T = 784 and 1000); on the CPU the scan only at and below the recurrence's measured
-        crossover of batch × width, since above it the loop's steps work in cache while each of the scan's levels
-        streams the whole (T, B, width) tensor through memory (docs/performance.md, "Parallel scans")."""
-        if self.device_type != "cpu":
-            return Decision(SCAN, "threshold: off the CPU a loop step is a round of kernel launches")
-        if batch * width <= scanned.crossover:
-            return Decision(SCAN, f"threshold: B·width = {batch * width} ≤ {scanned.crossover}")
-        return Decision(LOOP, f"threshold: B·width = {batch * width} > {scanned.crossover}")
+        return scan_rule(self.device_type, scanned, batch, width)
 
     def fixed_exponential_plan(self) -> bool:
         """Whether the matrix exponential runs its fixed plan (True) or the plan read from ‖A‖₂ on the host."""
@@ -348,6 +340,19 @@ def policy(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float3
     if found is None:
         found = _policies.setdefault((device_type, dtype), KernelPolicy(device_type, dtype, kernel_settings.current()))
     return found
+
+
+def scan_rule(device_type: str, scanned: Scanned, batch: int, width: int) -> Decision:
+    """The fixed rule of the scan-or-loop choice: off the CPU the scan (a loop step is a round of kernel launches:
+    on an H100 the scans were 15–24× faster at T = 784 and 1000); on the CPU the scan only at and below the
+    recurrence's measured crossover of batch × width, since above it the loop's steps work in cache while each of
+    the scan's levels streams the whole (T, B, width) tensor through memory (docs/performance.md, "Parallel
+    scans")."""
+    if device_type != "cpu":
+        return Decision(SCAN, "threshold: off the CPU a loop step is a round of kernel launches")
+    if batch * width <= scanned.crossover:
+        return Decision(SCAN, f"threshold: B·width = {batch * width} ≤ {scanned.crossover}")
+    return Decision(LOOP, f"threshold: B·width = {batch * width} > {scanned.crossover}")
 
 
 def policy_for(like: torch.Tensor) -> KernelPolicy:
