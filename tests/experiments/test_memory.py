@@ -5,10 +5,12 @@ import json
 
 import pytest
 
-from nnrnn.experiments import grid, grids, reproduce
+from nnrnn.experiments import figures, grid, grids, memory, reproduce, statistics
 from nnrnn.experiments import report as reports
 from nnrnn.experiments.grids import memory as memory_grid
 from nnrnn.experiments.memory import REPORT, solved_at
+from nnrnn.experiments.sections import generated
+from nnrnn.experiments.statistics import Stat
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
 from nnrnn.training import outcome
@@ -93,6 +95,15 @@ def test_the_toy_ladder_runs_resumes_without_training_and_its_report_regenerates
     assert sum(n.startswith("copy-rnn") for n in names) == 3  # the first only: it solved nothing
     assert "| LSTM | 8 (3 of 3 seeds) | 4 ± 0 |" in text
     assert "| RNN | none (T = 4: 0 of 3) |" in text and "| 6 × 4 |" in text
+    # what a run saw: a budget per delay over the ladder, not one rung's
+    assert ("| copy | at most 6 updates × 4 = 24 generated sequences per delay, T = 4 to 8, fewer where a run "
+            "stopped solved |") in text
+    # how every model was tuned, and where its picks fell in their ranges
+    assert "## How every model was tuned" in text and "on copy at T = 4 (the ladder's first delay)" in text
+    assert "## Where the picks fell" in text and "| copy-4 | LSTM | lr | 1e-05 to 0.03 (log) |" in text
+    assert "Picks at an edge of their range: " in text
+    # the capacity's lead says what it measures and where
+    assert "a property of the trained recurrence, not the copy skill" in text and "each model's last delay" in text
     capacities = json.loads((out / "capacity.json").read_text())
     assert len(capacities) == 9 and all(0 <= c for c in capacities.values())
     before = {n: (out / "runs" / n / "metrics.jsonl").read_text() for n in names}
@@ -119,3 +130,65 @@ def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_dela
     assert all(r.options["stop_when_solved"] == 0.1 for r in planned)
     normal = next(r for r in planned if r.label == "nnrnn normal")
     assert dataclasses.asdict(normal)["extra"] == {"triangular": "none"}
+
+
+def rung(T: int, updates: list, seeds: int = 3) -> dict:
+    """One label's result at one rung (:func:`nnrnn.experiments.memory.rung_result`'s shape); None: not solved."""
+    solving = [u for u in updates if u is not None]
+    return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving),
+            "updates": Stat.of(solving, resolution=50), "seconds": Stat.of([1.0] * len(solving)),
+            "budget": 2000, "batch": 16}
+
+
+def test_a_pair_that_solved_different_delays_is_compared_in_updates_at_the_longest_delay_both_solved():
+    a = [rung(50, [500, 600, 700]), rung(100, [1000, 1200, 800]), rung(200, [1500, 1700, None])]
+    fewer = [rung(50, [900, 1000, None]), rung(100, [1800, 1750, None]), rung(200, [None] * 3)]
+    said = memory.compare("a", "b", a, fewer)
+    assert said.startswith("a solved a longer delay than b (T = 200 against 100); at T = 100 a solved in 1000 ± 115 "
+                           "updates (3 of 3 seeds), clearly fewer than b's 1775 ± 25 (2 of 3).")
+    alike = [rung(50, [900, 1000, None]), rung(100, [1100, 1300, None]), rung(200, [1900, None, None])]
+    gap = statistics.margin(a[1]["updates"], alike[1]["updates"])
+    assert memory.compare("b", "a", alike, a) == (
+        "a solved a longer delay than b (T = 200 against 100); at T = 100 a solved in 1000 ± 115 updates (3 of 3 "
+        f"seeds), not clearly different from b's 1200 ± 100 (2 of 3; the smallest difference the rule can see here "
+        f"is {gap:.0f} updates).")
+    # nothing both solved: the delays alone
+    assert memory.compare("a", "b", a, [rung(50, [None, None, 900])]) == \
+        "a solved a longer delay than b (T = 200 against none)."
+
+
+def test_the_data_row_of_a_single_delay_is_its_run_and_of_a_ladder_its_budget_per_delay():
+    single = [synthetic.planned(setting="copy", task="copy", label="rnn", options={"T": 20, **OPTIONS})]
+    assert generated(single, "copy") == "24 generated sequences (T = 20)"
+    ladder = [synthetic.planned(setting=f"copy-{T}", task="copy", label="rnn", options={"T": T, **OPTIONS},
+                                name=f"copy-{T}") for T in (4, 8, 16)]
+    assert generated(ladder, "copy") == ("at most 6 updates × 4 = 24 generated sequences per delay, T = 4 to 16, "
+                                         "fewer where a run stopped solved")
+
+
+def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_one_table(tmp_path, monkeypatch):
+    import matplotlib.figure
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+    kept = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))
+    labels = ("nnrnn", "nnrnn normal", "exprnn")
+    planned = [synthetic.planned(setting="copy-50", task="copy", label=label, model="nnrnn", options={"T": 50},
+                                 name=label) for label in labels]
+    made = grid.Grid(tmp_path, "toy", toy_scale(tune=False), planned)
+    found = {"nnrnn": [rung(50, [500, 600, None]), rung(100, [None] * 3)],
+             "nnrnn normal": [rung(50, [None] * 3)], "exprnn": [rung(50, [300, 400, 350])]}
+    memory.horizon_figure(made, found)
+    assert "nnrnn normal" in figures.STYLES
+    ax = kept[0].axes[0]
+    lines, legend = ax.get_lines(), dict(zip(*reversed(ax.get_legend_handles_labels())))
+    for label in labels:
+        colour, style = figures.STYLES[label]
+        dashes = Line2D([], [], linestyle=style)._unscaled_dash_pattern
+        drawn = legend[memory.name(label)].lines[0]  # the errorbar's line through the solved delays
+        assert to_hex(drawn.get_color()) == colour and drawn._unscaled_dash_pattern == dashes
+        # an unsolved delay: an open marker of the label's colour at the budget
+        unsolved = [x for x in lines if x.get_markerfacecolor() == "none" and len(x.get_xdata())
+                    and to_hex(x.get_markeredgecolor()) == colour]
+        assert bool(unsolved) == any(r["solved"] < memory.SOLVED_BY for r in found[label])
+        assert all(list(x.get_ydata()) == [2000] for x in unsolved)

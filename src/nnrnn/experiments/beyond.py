@@ -53,7 +53,7 @@ def tuning_section(grid: Grid, starts: str = BEYOND_STARTS) -> list[str]:
             lines.append(f"| {setting} | {name(label)} | {shown} |")
     searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
-              for setting in (key, key.split("-")[0])}  # the setting is named by the task or the table key
+              for setting in (key, key.split("-")[0], *spec.get("settings", ()))}  # the task, table key or rung
     unpicked = [folder for folder in searched if folder not in picked]
     if unpicked:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "

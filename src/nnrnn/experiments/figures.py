@@ -38,6 +38,7 @@ STYLES: dict[str, tuple[str, object]] = {
     "nnlru": ("#008080", (0, (3, 2))),
     "rnn chain": ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))),
     "nnrnn delay": ("#8db600", (0, (14, 4))),
+    "nnrnn normal": ("#56b4e9", (0, (6, 1, 2, 1))),
     "nnrnn γ=0.958": ("#8c8cff", (0, (2, 1))),
     "nnrnn γ=1": ("#fb9a99", (0, (4, 1, 4, 4))),
     "eurnn, capacity 4": ("#c2b280", (0, (2, 2, 6, 2))),

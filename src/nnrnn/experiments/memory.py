@@ -1,6 +1,8 @@
 """The memory report's sections (the ``memory`` grid, :mod:`.grids.memory`): per model the longest copy delay that
 at least :data:`SOLVED_BY` of its seeds solved, the updates and seconds solving it took, a figure of both against the
-delay, and each trained model's linear memory capacity (:mod:`nnrnn.analysis.capacity`).
+delay (each label in its colour and line style of :data:`.figures.STYLES`), each trained model's linear memory
+capacity (:mod:`nnrnn.analysis.capacity`), and how every model was tuned and where its picks fell (:mod:`.beyond`,
+:mod:`.picks`).
 
 A rung's run is *solved* at the update of its second validation in a row whose loss is below :data:`SOLVED_SHARE` ×
 copy's memoryless baseline 10 log 8 / (T + 20) (the rule of ``--stop-when-solved``, which stopped it there), read from
@@ -17,25 +19,20 @@ from ..tasks.copy import N_SYMBOLS, baseline_loss
 from ..training.network import load_saved
 from ..training.runfolder import WALL_SECONDS, best_checkpoint
 from . import statistics
+from .beyond import tuning_section
+from .figures import line_style
 from .grid import Grid, PlannedRun, finished, metrics
+from .picks import picks_section
 from .sections import Report
 from .statistics import Stat
-from .words import name as shared_name
+from .words import name
 
 SOLVED_IN_A_ROW = 2  # the trainer's rule (nnrnn.training.train.SOLVED_IN_A_ROW), read back from the records
 SOLVED_BY = 2  # of a model's 3 seeds at a rung, how many must solve it for the model to climb on
 SOLVED_SHARE = 0.1  # solved: validation loss below this share of the baseline (twice in a row)
 CAPACITY = "capacity.json"  # {run folder: its memory capacity}, beside the report (nnrnn.experiments.compact.FILES)
 CAPACITY_DELAYS, CAPACITY_STEPS, CAPACITY_BATCH = 64, 400, 32  # K, and the driving sequences' length and number
-
-
-# the labels this report adds to the shared names (words.NAMES)
-OWN_NAMES = {"nnrnn normal": "nnRNN without T (normal)", "nnlru": "nnLRU"}
-
-
-def name(label: str) -> str:
-    """A label as the report shows it."""
-    return OWN_NAMES.get(label) or shared_name(label)
+MARKERS = "osD^v"  # beside each label's colour and line style (figures.STYLES), so that near lines differ
 
 
 def copy_setting(T: int) -> str:
@@ -161,7 +158,12 @@ def horizon_section(grid: Grid) -> list[str]:
              "sitting only) solving it took (mean ± s.e. over the seeds that solved "
              "it), the budget per delay (updates × sequences), and the linear memory capacity (Jaeger 2001: "
              f"Σ_k R²_k of ridge read-outs of u_(t−k), k = 1..{CAPACITY_DELAYS}, from the trained recurrent layer "
-             "driven by i.i.d. copy symbols; mean ± s.e. over the seeds of the model's last delay).", "",
+             "driven by i.i.d. copy symbols; mean ± s.e. over the seeds of the model's last delay). The models "
+             "were trained on copy and are driven here by a different input, an i.i.d. symbol at every step where "
+             "copy gives 10 symbols and then blanks: the capacity measures a property of the trained recurrence, "
+             "not the copy skill, and it is taken at a different delay per model (each model's last delay, the "
+             "column T of its last rung below), so two models' capacities come from networks trained at different "
+             "delays.", "",
              "| model | longest delay solved | updates there | seconds there | budget per delay | memory capacity |",
              "|---|---|---|---|---|---|"]
     for label, rungs in found.items():
@@ -213,14 +215,16 @@ def comparisons(found: dict[str, list[dict]]) -> list[str]:
 
 
 def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
-    """One sentence: which of two models solved the longer delay, or, at the same delay, which needed fewer
-    updates by the rule (two means differ when more than two combined standard errors apart)."""
+    """One sentence: which of two models solved the longer delay, and its updates against the other's at the longest
+    delay both solved (:func:`_shared_delay`), or, at the same delay, which needed fewer updates, by the rule (two
+    means differ when more than two combined standard errors apart)."""
     top_a, top_b = longest(rungs_a), longest(rungs_b)
     t_a, t_b = (top["T"] if top else 0 for top in (top_a, top_b))
     if t_a != t_b:
         longer, shorter = (a, b) if t_a > t_b else (b, a)
+        rungs = {a: rungs_a, b: rungs_b}
         return (f"{name(longer)} solved a longer delay than {name(shorter)} (T = {max(t_a, t_b)} against "
-                f"{min(t_a, t_b) or 'none'}).")
+                f"{min(t_a, t_b) or 'none'})" + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
     if not t_a:
         return f"neither solved the first delay (T = {rungs_a[0]['T']})."
     u_a, u_b = top_a["updates"], top_b["updates"]
@@ -236,10 +240,24 @@ def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
     return f"both solved T = {t_a}, in updates not clearly different ({shown}; {seen})."
 
 
-def style(index: int) -> tuple:
-    """The colour and line style of the ``index``th model: 20 distinct colours, 4 line styles, 5 markers."""
-    import matplotlib
-    return (matplotlib.colormaps["tab20"](index % 20), ("-", "--", "-.", ":")[index % 4], "osD^v"[index % 5])
+def _shared_delay(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
+    """"; at T = t a solved in … updates (k of n seeds), clearly fewer than b's … (k of n)" at the longest delay t
+    both solved (at least :data:`SOLVED_BY` seeds each), over the solving seeds only, by the rule (two means differ
+    when more than two combined standard errors apart; beside "not clearly different", the smallest difference the
+    rule can see); "" when no delay was solved by both."""
+    solved_b = {r["T"]: r for r in rungs_b if r["solved"] >= SOLVED_BY}
+    shared = [(r, solved_b[r["T"]]) for r in rungs_a if r["solved"] >= SOLVED_BY and r["T"] in solved_b]
+    if not shared:
+        return ""
+    here, there = shared[-1]
+    u_a, u_b = here["updates"], there["updates"]
+    verdict = statistics.order(u_a, u_b)
+    words = {-1: "clearly fewer than", 1: "clearly more than", 0: "not clearly different from"}[verdict]
+    gap = statistics.margin(u_a, u_b)
+    seen = "" if verdict else (f"; the smallest difference the rule can see here is {gap:.0f} updates"
+                               if math.isfinite(gap) else "; single seeds, which the rule cannot compare")
+    return (f"; at T = {here['T']} {name(a)} solved in {u_a.show(0)} updates ({here['solved']} of {here['seeds']} "
+            f"seeds), {words} {name(b)}'s {u_b.show(0)} ({there['solved']} of {there['seeds']}{seen})")
 
 
 def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:
@@ -252,7 +270,8 @@ def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:
         return []
     fig, ax = plt.subplots(figsize=(8.5, 5.0))
     for i, (label, rungs) in enumerate(found.items()):
-        colour, line, marker = style(i)
+        colour, line = line_style(label, grid.planned)
+        marker = MARKERS[i % len(MARKERS)]
         solved = [r for r in rungs if r["solved"] >= SOLVED_BY]
         ax.errorbar([r["T"] for r in solved], [r["updates"].mean for r in solved],
                     yerr=[r["updates"].err() for r in solved], color=colour, linestyle=line, marker=marker,
@@ -278,5 +297,20 @@ def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:
     return ["![updates to solve against the delay, one line per model](figures/memory_horizon.png)", ""]
 
 
+def tuned_section(grid: Grid) -> list[str]:
+    """How every model was tuned (:func:`.beyond.tuning_section`): once, at one delay, its pick held up the ladder."""
+    if not grid.tune:
+        return []
+    delays = sorted({r.options["T"] for r in grid.planned if r.setting in grid.tune.get("settings", ())})
+    at = f"T = {', '.join(map(str, delays))}" if delays else "one delay"
+    return tuning_section(grid, (
+        f"Every search ran once, on copy at {at} (the ladder's first delay), and its pick was held at every delay "
+        "of the ladder. The options a search does not search are taken from `paper-params` where the paper gives "
+        "the model hyperparameters (the nnRNN's variants and the chain-initialised RNN from their model's); the "
+        "others are trained by the task's procedure in the paper's presets (batch size, read-out initialisation). "
+        "This grid's size, delays, batch and budget replace the presets'. Every model appears in the tuned column "
+        "only."))
+
+
 REPORT = Report("The memory horizon: the longest copy delay each model solves",
-                (protocol_section, horizon_section), prepare=measure_capacity)
+                (protocol_section, tuned_section, picks_section, horizon_section), prepare=measure_capacity)

@@ -84,20 +84,30 @@ def introduction(grid: Grid, heading: str) -> list[str]:
             ""]
 
 
+def generated(planned: list[PlannedRun], task: str) -> str:
+    """What a generated task's runs trained on: updates × batch sequences at delay T; for a ladder of delays (the
+    memory grid) that many at most per delay, over its delays, fewer where a run stopped once solved."""
+    options = [r.options for r in planned if r.task == task]
+    o = options[-1]
+    count = f"{o['steps'] * o['batch_size']:,} generated sequences"
+    delays = sorted({x["T"] for x in options})
+    if len(delays) == 1:
+        return f"{count} (T = {o['T']})"
+    stopped = ", fewer where a run stopped solved" if any(x.get("stop_when_solved") for x in options) else ""
+    return (f"at most {o['steps']:,} updates × {o['batch_size']} = {count} per delay, T = {delays[0]} to "
+            f"{delays[-1]}{stopped}")
+
+
 def data_section(grid: Grid) -> list[str]:
     """What each task trained, validated and tested on, against the official files, and what that does."""
     lines = ["## Data: what the runs saw against the official files", "",
              "| task | trained on | validated on | tested on | the paper (official files) |", "|---|---|---|---|---|"]
     tasks = {r.task: r for r in grid.planned}
     notes = []
-    if "copy" in tasks:
-        o = tasks["copy"].options
-        lines.append(f"| copy | {o['steps'] * o['batch_size']:,} generated sequences (T = {o['T']}) | a fixed "
-                     "generated set | a fixed generated set | generated, the same task |")
-    if "adding" in tasks:
-        o = tasks["adding"].options
-        lines.append(f"| adding | {o['steps'] * o['batch_size']:,} generated sequences (T = {o['T']}) | a fixed "
-                     "generated set | a fixed generated set | generated, the same task |")
+    for task, shown in (("copy", "copy"), ("adding", "adding")):
+        if task in tasks:
+            lines.append(f"| {shown} | {generated(grid.planned, task)} | a fixed generated set | a fixed generated "
+                         "set | generated, the same task |")
     if "psmnist" in tasks:
         o = tasks["psmnist"].options
         data = make_task("psmnist", data_dir=o.get("data_dir"), batch_size=1).data

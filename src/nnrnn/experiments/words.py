@@ -10,7 +10,8 @@ NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expR
          "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
          "nnrnn delay": "nnRNN (delay init)", GAMMA_ONE: "nnRNN, γ = 1", GAMMA_HELD: "nnRNN, γ = 0.958",
          "eurnn, capacity 4": "EURNN, capacity 4", "rnn-orth, clipped at 1": "RNN-orth, clipped at 1",
-         "cornn": "coRNN", "lem": "LEM", "lru": "LRU", "mingru": "minGRU", "rnn chain": "RNN (chain init)"}
+         "cornn": "coRNN", "lem": "LEM", "lru": "LRU", "mingru": "minGRU", "rnn chain": "RNN (chain init)",
+         "nnrnn normal": "nnRNN without T (normal)", "nnlru": "nnLRU"}
 
 
 def name(label: str) -> str:
