@@ -61,7 +61,7 @@ def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
     assert probe_norms(there, "ptb") == [3.0, 2.0, 1.0] and probe_norms(there, "copy") is None
 
 
-@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern"])
+@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern", "memory"])
 def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     """Anyone can recompute a committed report: written again from the data.json beside it alone (and the notes
     written by hand beside it), it is the report committed."""
