@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from conftest import HAS_PTB, SHARED
 from nnrnn_cli import command as cli
 from nnrnn.experiments import grid, grids, modern, picks, reproduce
 from nnrnn.experiments.grids import modern as modern_grid
@@ -31,20 +32,22 @@ def modern_scale(monkeypatch):
     return "tiny-modern"
 
 
+@pytest.mark.skipif(not HAS_PTB, reason="PTB's files are not in shared/data (planning PTB reads its vocabulary)")
 def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_parameter_count():
-    runs = grid.plan(grids.SCALES["modern"], seeds=[0], searching=True, tasks=["copy", "adding"])
+    runs = grid.plan(grids.SCALES["modern"], seeds=[0], searching=True, data_dir=SHARED)
     labels = {r.label for r in runs}
     assert labels == set(modern_grid.MODERN_MODELS) | {"rnn chain"}
-    assert {r.column for r in runs} == {grid.TUNED} and {r.preset for r in runs} == {"long-memory"}
-    copy = {r.label: r for r in runs if r.setting == "copy"}
-    assert copy["nnrnn"].options["T"] == 1000 and copy["rnn chain"].options["init"] == "chain:1.02"
-    assert {r.budget for r in copy.values()} == {copy["nnrnn"].budget}  # one parameter budget per protocol
-    adding = {r.label: r for r in runs if r.setting == "adding"}
-    assert adding["nnrnn"].options["T"] == 2000 and adding["nnrnn"].options["batch_size"] == 50
-    searches = grid.searches(grids.SCALES["modern"], tasks=["copy"])
+    assert {r.setting for r in runs} == {"psmnist", "ptb"}  # copy and adding moved to the memory grid
+    assert {r.column for r in runs} == {grid.TUNED}
+    psmnist = {r.label: r for r in runs if r.setting == "psmnist"}
+    assert {r.preset for r in psmnist.values()} == {"long-memory"}
+    chain = psmnist["rnn chain"].options
+    assert chain["init"] == "chain:1.02" and chain["nonlinearity"] == "elu"
+    assert {r.budget for r in psmnist.values()} == {psmnist["nnrnn"].budget}  # one parameter budget per protocol
+    searches = grid.searches(grids.SCALES["modern"], tasks=["psmnist"], data_dir=SHARED)
     assert {s["trials"] for s in searches.values()} == {4} and {s["startup"] for s in searches.values()} == {2}
     # every trial as long as the run it tunes: judged over the run's length, not its first fifth
-    assert {s["options"]["steps"] for s in searches.values()} == {copy["nnrnn"].options["steps"]}
+    assert {s["options"]["epochs"] for s in searches.values()} == {psmnist["nnrnn"].options["epochs"]}
     assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
     assert grid.TUNE_SEED not in grids.SCALES["modern"]["seeds"]
 

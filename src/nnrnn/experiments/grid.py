@@ -152,6 +152,16 @@ class Grid(GridFolder):
         recorded = json.loads(path.read_text()).get("tune") if path.is_file() else None
         return recorded or self.spec["tune"]
 
+    def searched_labels(self, setting: str) -> list[str]:
+        """Every label ``setting`` searched for, models then variants, as recorded when the grid started
+        (:func:`record_plan`), else as its scale's module has them now."""
+        path = self.plan_record
+        recorded = json.loads(path.read_text()).get("labels") if path.is_file() else None
+        if recorded and setting in recorded:
+            return recorded[setting]
+        spec = self.spec["tasks"][setting]
+        return [*spec.get("models", PAPER_MODELS), *spec.get("variants", {})]
+
     @property
     def settings(self) -> list[str]:
         """The settings of the planned runs, in plan order."""
@@ -362,6 +372,9 @@ def record_plan(out: Path, scale: str, spec: dict | None = None) -> dict:
     record = {"scale": scale, "rules": rules.values(), "fingerprint": rules.fingerprint()}
     if "tune" in spec:  # how its searches search, which the report states (the scale's module may change later)
         record["tune"] = json.loads(json.dumps(spec["tune"]))
+        # and what each setting searched for: a label whose every trial failed has no runs to tell it
+        record["labels"] = {name: [*setting.get("models", PAPER_MODELS), *setting.get("variants", {})]
+                            for name, setting in spec.get("tasks", {}).items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

@@ -20,7 +20,7 @@ import torch
 from ..kernels.host import describe_cpu
 from ..doctor.harness import alternate, medians
 from ..doctor.timing import TimedUpdate, TorchBaseline
-from ..models import PAPER_MODELS, create
+from ..models import create
 from ..tasks import task_class
 from .beyond import tuning_section
 from .collect import convergence, group, labels, results, scored, setting_task_of
@@ -99,10 +99,9 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
 
 
 def planned_labels(grid: Grid, setting: str) -> list[str]:
-    """Every label a setting of the scale searches for, models then variants (a label none of whose trials finished
-    has no pick, hence no runs)."""
-    spec = grid.spec["tasks"][setting]
-    return list(spec.get("models", PAPER_MODELS)) + list(spec.get("variants", {}))
+    """Every label a setting of the scale searched for, models then variants (a label none of whose trials finished
+    has no pick, hence no runs): :meth:`~nnrnn.experiments.grid.Grid.searched_labels`."""
+    return grid.searched_labels(setting)
 
 
 def _lower(planned: list[PlannedRun], setting: str) -> bool:
