@@ -1,5 +1,6 @@
 """A grid's cost before it starts: the formula, the placement of runs on slots, a cached estimate that measures
 nothing, and one real measurement at a tiny shape."""
+import json
 import time
 
 import pytest
@@ -57,3 +58,16 @@ def test_measuring_times_a_real_run_at_its_shape(tiny, monkeypatch):
     config = cost.resolve_config({**tiny[0].options, "device": "cpu", "progress": False}, tiny[0].preset)
     times = cost.Costs("cpu", 1).measure(config)
     assert 0 < times.update_s < 5 and 0 < times.batch_s < 5 and 0 < times.save_s < 5 and times.start_s >= 0
+
+
+def test_a_time_measured_on_a_busy_machine_serves_this_estimate_and_is_not_cached(tiny, monkeypatch):
+    readings = iter([(0.0, 0.0), (2.0, 0.0)] * 50)  # over each measurement, other processes kept 2 cores busy
+    monkeypatch.setattr(cost.tuning, "cpu_seconds", lambda: next(readings))
+    monkeypatch.setattr(cost.time, "monotonic", iter(range(0, 200)).__next__)  # one second per measurement
+    logs = []
+    busy = cost.estimate(tiny, [], ["cpu"], logs.append)
+    assert busy.runs == len(tiny) and busy.device_hours > 0
+    assert any("not cached" in line for line in logs)
+    saved = json.loads(cost.cache_path().read_text()) if cost.cache_path().is_file() else {}
+    assert not saved.get("shapes") and not saved.get("floor")  # nothing measured busy was kept
+

@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 from .. import environment
+from ..kernels import tuning
 from ..kernels.host import describe_cpu
 from ..training.config import evaluation_interval, resolve_config, total_steps
 from ..training.network import build_task
@@ -206,11 +207,24 @@ class Costs:
         self.measure_process = process_time or measure_process
         self.cache = _read_cache()
         self.fresh = {part: {} for part in PARTS}
+        self.busy = 0  # measurements taken while the machine was busy (kept for this estimate only)
 
     def _cached(self, part: str, key: str, work):
         if key not in self.cache[part]:
-            self.cache[part][key] = self.fresh[part][key] = work()
-            if part != "counts":  # a measurement is written at once: a --plan stopped part-way keeps what it timed
+            if part == "counts":
+                self.cache[part][key] = self.fresh[part][key] = work()
+                return self.cache[part][key]
+            # a time measured while other processes kept the cores busy is this estimate's only: cached, it would
+            # lengthen every later estimate (timed at nice 19 beside a grid, copy's LEM came out 20 times too slow)
+            before, wall = tuning.cpu_seconds(), time.monotonic()
+            value = work()
+            others = tuning.other_cores(before, tuning.cpu_seconds(), time.monotonic() - wall)
+            cores = os.cpu_count() or 1
+            self.cache[part][key] = value
+            if others is not None and cores - others < 0.9 * min(self.threads, cores):
+                self.busy += 1
+            else:  # a measurement is written at once: a --plan stopped part-way keeps what it timed
+                self.fresh[part][key] = value
                 _write_cache({p: self.fresh[p] if p == part else {} for p in PARTS})
         return self.cache[part][key]
 
@@ -304,5 +318,8 @@ def estimate(runs: list[PlannedRun], searches: list[dict], slots: list[str], log
     measured = len(costs.fresh["shapes"])
     if measured and log:
         log(f"measured the times of {measured} run shape{'s' * (measured != 1)} ({cache_path()})")
+    if costs.busy and log:
+        log(f"{costs.busy} time{'s' * (costs.busy != 1)} measured while other processes kept the cores busy: used "
+            f"for this estimate only (too long), not cached; --plan again on a quiet machine measures them again")
     kind = "CPU" if device == "cpu" else "GPU"
     return Estimate(len(runs), sum(s["trials"] for s in searches), seconds, len(slots), kind, start)

@@ -101,7 +101,7 @@ def cpu_seconds() -> tuple[float, float] | None:
     return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system
 
 
-def _others(before, after, seconds: float) -> float | None:
+def other_cores(before, after, seconds: float) -> float | None:
     """Cores the other processes kept busy over ``seconds`` of wall time, from two :func:`cpu_seconds` readings."""
     if before is None or after is None or seconds <= 0:
         return None
@@ -126,7 +126,7 @@ def measure(runners: dict, budget: float = BUDGET_S) -> Timing:
                 times[name].append(timer(name, runners[name]))
             if done + 1 >= least and clock() - start > budget:
                 break
-        others = _others(before, cpu_seconds(), time.monotonic() - wall)
+        others = other_cores(before, cpu_seconds(), time.monotonic() - wall)
     return Timing(times, others)
 
 
