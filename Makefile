@@ -29,7 +29,7 @@ demo: $(STAMP)  # a new folder each time, so that running it again deletes nothi
 # the other's (worksteal), so that no long test starts last on a busy one (docs/testing.md)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal --durations=15
 	@$(REACH)
 
 # whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid),
