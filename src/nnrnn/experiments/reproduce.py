@@ -221,27 +221,26 @@ def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CP
     return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
 
 
+def _trials(folder: Path, search: dict) -> list:
+    """The Optuna trials of a search in any state ([] while its study does not exist)."""
+    if not (folder / "study.db").exists():
+        return []
+    try:
+        return _study(folder, search).trials
+    except KeyError:  # the storage exists, the study was never created in it
+        return []
+
+
 def started_trials(folder: Path, search: dict) -> int:
     """Trials of a search in any state (0: its study does not exist yet)."""
-    if not (folder / "study.db").exists():
-        return 0
-    try:
-        return len(_study(folder, search).trials)
-    except KeyError:  # the storage exists, the study was never created in it
-        return 0
+    return len(_trials(folder, search))
 
 
 def ended_trials(folder: Path, search: dict) -> int:
     """Trials of a search that finished, were pruned or diverged (not those a signal interrupted)."""
     import optuna
-    if not (folder / "study.db").exists():
-        return 0
-    try:
-        study = _study(folder, search)
-    except KeyError:  # the storage exists, the study was never created in it
-        return 0
     ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-    return sum(t.state in ended for t in study.trials)
+    return sum(t.state in ended for t in _trials(folder, search))
 
 
 def best_params(study) -> dict | None:
