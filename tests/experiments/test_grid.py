@@ -61,3 +61,24 @@ def test_a_scales_searches_train_on_a_seed_its_tables_do_not_report():
     found = grid.searches(spec, models=["gru"], tasks=["copy"])
     assert found and all(s["options"]["seed"] == spec["tune"]["seed"] for s in found.values())
     assert spec["tune"]["seed"] not in spec["seeds"]
+
+
+def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_count():
+    from nnrnn.models import model_class, parameter_count
+    spec = {"seeds": [0], "tasks": {"copy": {"hidden": 32, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
+                                             "models": ("nnrnn", "lru", "mingru", "gru")}}}
+    flat = {p.label: p for p in grid.plan(spec, searching=True)}
+    deep = {p.label: p for p in grid.plan({**spec, "tasks": {"copy": {**spec["tasks"]["copy"], "paper_depth": True}}},
+                                          searching=True)}
+    for label, planned in deep.items():
+        depth = model_class(planned.model).DEPTH
+        assert planned.options.get("num_layers", 1) == depth
+        if depth == 1:  # a one-layer model plans (and names its run folder) as without the flag
+            assert (planned.hidden, planned.name) == (flat[label].hidden, flat[label].name)
+            continue
+        assert planned.hidden < flat[label].hidden  # each layer narrower, so that the stack fits the count
+        io = grid.sizes("copy")
+        count = parameter_count(planned.model, io[0], planned.hidden, io[1], num_layers=depth)
+        wider = parameter_count(planned.model, io[0], planned.hidden + 1, io[1], num_layers=depth)
+        assert abs(count - planned.budget) <= abs(wider - planned.budget)  # the width closest to the budget
+    assert {model_class(m).DEPTH for m in ("lru", "nnlru", "mingru")} == {6, 3}  # docs/design.md's sources

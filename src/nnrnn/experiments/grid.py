@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import presets
-from ..models import PAPER_MODELS, hidden_size_for, parameter_count
+from ..models import PAPER_MODELS, hidden_size_for, model_class, parameter_count
 from ..tasks import make_task, task_class
 from ..training.config import DEFAULTS, model_options, resolve_config
 from ..training.network import embedding_width
@@ -200,7 +200,7 @@ def network_sizes(config: dict, io: tuple[int, int, int | None]) -> tuple[int, i
 def network_parameters(config: dict, hidden: int, io: tuple[int, int, int | None]) -> int:
     """Free parameters of ``config``'s network at ``hidden`` units: embedding, recurrent layer, read-out."""
     input_size, output_size, vocab = network_sizes(config, io)
-    return parameter_count(config["model"], input_size, hidden, output_size, vocab, **model_options(config))
+    return parameter_count(config["model"], input_size, hidden, output_size, vocab, **_shape(config))
 
 
 def _label_options(column: str, preset: str, task: str, bptt, variant: dict, setting_options: dict, pick):
@@ -236,7 +236,8 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     for; ``tuned`` takes each label's options from ``picks[setting][label]`` (the grid's own search,
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
-    ``preset`` (a protocol's), which then replaces the column's.  ``models`` and ``tasks`` filter by model and task
+    ``preset`` (a protocol's), which then replaces the column's; with ``paper_depth`` each model stacks the layers
+    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and ``tasks`` filter by model and task
     name (a variant goes with its model)."""
     found = []
     for setting_name, setting in spec["tasks"].items():
@@ -246,7 +247,7 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
         cls = task_class(task)
         io = sizes(task, data_dir)
         columns = setting.get("columns", BOTH)
-        entries = [(m, {"model": m}, columns) for m in setting.get("models", PAPER_MODELS)]
+        entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.get("models", PAPER_MODELS)]
         entries += [(label, {k: v for k, v in variant.items() if k != "columns"}, variant.get("columns", columns[:1]))
                     for label, variant in setting.get("variants", {}).items()]
         bptt = setting["options"].get("bptt")
@@ -279,10 +280,23 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     return found
 
 
+def _depth(model: str, setting: dict) -> dict:
+    """``num_layers`` at the model's paper's depth (its ``DEPTH``) where ``setting`` asks for ``paper_depth`` and
+    that paper stacks layers; else nothing (one layer, the default, which keeps the run names of one layer)."""
+    depth = model_class(model).DEPTH
+    return {"num_layers": depth} if setting.get("paper_depth") and depth > 1 else {}
+
+
+def _shape(config: dict) -> dict:
+    """The options that size ``config``'s network: its model's constructor options and the depth."""
+    return {**model_options(config), "num_layers": config.get("num_layers") or 1}
+
+
 def budget_hidden(model: str, budget: int, config: dict, io) -> int:
-    """The hidden size at which ``config``'s network has about ``budget`` parameters."""
+    """The hidden size at which ``config``'s network (each of its layers that wide) has about ``budget``
+    parameters."""
     input_size, output_size, vocab = network_sizes(config, io)
-    return hidden_size_for(model, budget, input_size, output_size, vocab, **model_options(config))
+    return hidden_size_for(model, budget, input_size, output_size, vocab, **_shape(config))
 
 
 def run_name(options: dict, preset: str | None) -> str:

@@ -125,6 +125,8 @@ class LRU(CellModel):
     # the ring the eigenvalues start in: its paper's settings (r_min 0 or 0.9; r_max 0.99 to 0.9999); docs/design.md
     SEARCHED = {"r_min": ("choice", (0.0, 0.5, 0.9)), "r_max": ("choice", (0.99, 0.999, 0.9999))}
     TUNED_OPTIONS = ("r_min", "r_max")
+    # its paper's stacks: 6 blocks on every Long Range Arena task, the depth of S4 and S5 it follows (docs/design.md)
+    DEPTH = 6
     implementation = "auto"
     SCANNED = Scanned("lru", CPU_SCAN_CROSSOVER, {"scan": lru_scan, "loop": lru_loop}, made_up_inputs)
 

@@ -70,6 +70,8 @@ class MinGRU(CellModel):
             (:func:`mingru_loop`, the reference); docs/performance.md measures the two.
     """
 
+    # its paper's stacks: 3 layers, where its selective-copying table is solved (1 and 2 are not; docs/design.md)
+    DEPTH = 3
     implementation = "auto"
     SCANNED = Scanned("mingru", CPU_SCAN_CROSSOVER)  # its scan and loop untimed: the kernel policy's fixed rule
 

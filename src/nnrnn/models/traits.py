@@ -36,3 +36,6 @@ class Traits:
     TUNED_OPTIONS: tuple[str, ...] = ()
     # The real features a read-out sees per hidden unit (2 for a complex state: [Re h, Im h]).
     REAL_FEATURES_PER_UNIT: int = 1
+    # The stacked layers its paper trains (a grid with ``paper_depth`` runs it so deep, at the grid's parameter
+    # count; docs/design.md gives each paper's setting).
+    DEPTH: int = 1
