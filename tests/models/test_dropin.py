@@ -406,6 +406,30 @@ def test_v_is_composed_once_in_inference_and_never_stale(name):
         torch.testing.assert_close(model.recurrent_matrix(), fresh.recurrent_matrix())
 
 
+def test_a_plain_rnn_stepping_without_grad_sees_every_change_to_its_recurrent_weight():
+    """Its V is its parameter, which keeps requiring grad under no_grad; the step keeps V's transpose between
+    calls, so an in-place update (its version moves) and a write through ``.data`` followed by a mode switch
+    (nothing moves; the kept transpose is dropped as the composed V is) must both be seen."""
+    torch.manual_seed(7)
+    model = nnrnn.create("rnn", 3, 6, nonlinearity="relu").eval()
+    x = torch.randn(1, 2, 3)
+
+    def step():
+        with torch.no_grad():
+            return model(x, torch.ones(1, 2, 6))[0]
+
+    def expected():
+        return torch.relu(x @ model.weight_ih_l0.T + model.bias_ih_l0 + torch.ones(2, 6) @ model.weight_hh_l0.T)
+
+    step()  # keeps Vᵀ
+    with torch.no_grad():
+        model.weight_hh_l0.mul_(-1.0)  # in place: a new version
+    torch.testing.assert_close(step(), expected().detach())
+    model.weight_hh_l0.data.mul_(0.5)  # no version moves: a training loop's p.data update ...
+    model.train().eval()  # ... between modes, as such loops switch
+    torch.testing.assert_close(step(), expected().detach())
+
+
 @pytest.mark.parametrize("name", ["nnrnn", "rnn", "exprnn", "lstm"] + MODERN)
 @pytest.mark.parametrize("bias", [True, False])
 def test_stepping_one_token_at_a_time_equals_one_pass(name, bias):

@@ -52,27 +52,37 @@ COMPILED_KINDS = (None, "relu", "tanh", "modrelu")  # the nonlinearities recurre
 _last_transposed: list = []  # [(a weak reference to V, its version, Vᵀ contiguous)]: at most one
 
 
-def _transposed(v: torch.Tensor) -> torch.Tensor:
-    """Vᵀ, contiguous (what the compiled loops take).  Kept for the V of the last call where V needs no gradient:
-    inference one step at a time passes the model's cached V again and again, and copying its transpose was a
-    good part of a step's time beyond the product itself."""
+def _transposed(v: torch.Tensor, keep: bool = False) -> torch.Tensor:
+    """Vᵀ, contiguous (what the compiled loops take).  Kept for the V of the last call where V needs no gradient
+    or the caller runs without autograd (``keep``: a plain RNN's V is its parameter, which requires grad even
+    under no_grad): inference one step at a time passes the same V again and again, and copying its transpose
+    was a good part of a step's time beyond the product itself.  A write through ``.data`` moves no version
+    counter; :func:`forget_transposed` drops the kept one (the models call it when switching modes, as they drop
+    their composed V)."""
     if _last_transposed:
         ref, version, kept = _last_transposed[0]
         if ref() is v and v._version == version:
             return kept
     v_t = v.t().contiguous()
     _last_transposed.clear()
-    if not v.requires_grad:
+    if keep or not v.requires_grad:
         _last_transposed.append((weakref.ref(v), v._version, v_t))
     return v_t
 
 
+def forget_transposed() -> None:
+    """Drop the kept Vᵀ (:func:`_transposed`)."""
+    _last_transposed.clear()
+
+
 def forward_loop(h: torch.Tensor, h0: torch.Tensor, v: torch.Tensor, nonlinearity: str | None,
-                  modrelu_bias: torch.Tensor | None, loops: str) -> None:
-    """In place: h[t] holds W_ih x_t + b on entry and h_t on exit (same operations as the reference)."""
+                  modrelu_bias: torch.Tensor | None, loops: str, inference: bool = False) -> None:
+    """In place: h[t] holds W_ih x_t + b on entry and h_t on exit (same operations as the reference);
+    ``inference``: no gradient will be taken, so a V that requires one may keep its transpose."""
     if loops == COMPILED:
         bias = modrelu_bias.contiguous() if nonlinearity == "modrelu" else h.new_empty(0)
-        extension.recurrence_loops().forward_loop(h, h0.contiguous(), _transposed(v), KIND[nonlinearity], bias)
+        extension.recurrence_loops().forward_loop(h, h0.contiguous(), _transposed(v, inference), KIND[nonlinearity],
+                                                  bias)
         return
     op = onednn.kernel() if loops == ONEDNN else None
     prev = h0

@@ -58,6 +58,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from ..kernels import loops
 from ..kernels.autograd import autocast_enabled, autocast_off
 from ..parametrizations.schur import check_penalty_weights
 from .fused import fused_recurrence
@@ -462,6 +463,7 @@ class RecurrentModel(nn.Module, Traits):
         # does) move no version counter, so the inference cache would go stale; such loops switch modes
         # between training and evaluating, and dropping the cache there costs one composition of V.
         self._v_cache.clear()
+        loops.forget_transposed()
         return super().train(mode)
 
     def __getstate__(self):
@@ -490,7 +492,8 @@ class RecurrentModel(nn.Module, Traits):
     def forward(self, input, hx: torch.Tensor | None = None):
         x, lengths, unbatched = time_major(self, input, hx)
         dtype = self._compute_dtype()
-        x = x.to(dtype)
+        if x.dtype != dtype:
+            x = x.to(dtype)
         hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
         if len(self.cells) == 1 and lengths is None:  # one layer, one direction: nothing to stack (one step at a
             output, h_last = self._run_cell(0, 0, x, hx[0], dtype)  # time pays for every call it saves)

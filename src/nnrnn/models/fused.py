@@ -58,6 +58,8 @@ thresholds given here:
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from ..kernels import loops
@@ -70,9 +72,11 @@ from .recurrence import NONLINEARITIES, reference_recurrence
 def _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias, loops_name=None) -> torch.Tensor:
     """H (T, B, N): the input projection of every step, then the loop over steps in place (by ``loops_name``,
     else by :func:`~nnrnn.kernels.operations.choose_loops`' choice)."""
-    with torch.no_grad():
+    inference = not torch.is_grad_enabled()
+    with contextlib.nullcontext() if inference else torch.no_grad():  # one step at a time pays for every context
         h = linear(inputs, weight_ih, bias)
-        loops.forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, loops_name or choose_loops(h, nonlinearity))
+        loops.forward_loop(h, h0, weight_hh, nonlinearity, modrelu_bias, loops_name or choose_loops(h, nonlinearity),
+                           inference)
     return h
 
 
