@@ -32,7 +32,7 @@ def two_runs(monkeypatch):
 def local_ray():
     """A Ray cluster of two CPUs on this machine, shared by this module's tests (it takes seconds to start)."""
     ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}}, _system_config=cluster.STARTED_HERE)
     yield "local"
     ray.shutdown()
 
@@ -122,3 +122,24 @@ def test_without_ray_the_cluster_option_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # an import of ray now fails as if not installed
     with pytest.raises(UserError, match=r"pip install 'nnrnn\[ray\]'"):
         cluster.ray_module()
+
+
+def test_a_cluster_started_here_runs_its_tasks_at_the_drivers_priority(monkeypatch):
+    """Ray's default niceness of 15 let a busy core starve the workers (torch's import 20× slower); a cluster
+    nnrnn starts (``local``) sets it to 0, one it joins keeps its own configuration."""
+    calls = []
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**options):
+            calls.append(options)
+
+    monkeypatch.setitem(__import__("sys").modules, "ray", FakeRay)
+    cluster.connect("local")
+    cluster.connect("auto")
+    assert calls[0]["_system_config"]["worker_niceness"] == 0
+    assert "_system_config" not in calls[1]
