@@ -82,3 +82,9 @@ def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_
         wider = parameter_count(planned.model, io[0], planned.hidden + 1, io[1], num_layers=depth)
         assert abs(count - planned.budget) <= abs(wider - planned.budget)  # the width closest to the budget
     assert {model_class(m).DEPTH for m in ("lru", "nnlru", "mingru")} == {6, 3}  # docs/design.md's sources
+
+
+def test_a_stacks_units_read_as_layers_times_width_in_the_tables():
+    from nnrnn.experiments.sections import units
+    assert units(planned(hidden=10, options={"num_layers": 6})) == "6 × 10"
+    assert units(planned(hidden=64, options={})) == units(planned(hidden=64, options={"num_layers": 1})) == "64"
