@@ -70,17 +70,17 @@ def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_
     flat = {p.label: p for p in grid.plan(spec, searching=True)}
     deep = {p.label: p for p in grid.plan({**spec, "tasks": {"copy": {**spec["tasks"]["copy"], "paper_depth": True}}},
                                           searching=True)}
-    for label, planned in deep.items():
-        depth = model_class(planned.model).DEPTH
-        assert planned.options.get("num_layers", 1) == depth
+    for entry in deep.values():
+        depth = model_class(entry.model).DEPTH
+        assert entry.options.get("num_layers", 1) == depth
         if depth == 1:  # a one-layer model plans (and names its run folder) as without the flag
-            assert (planned.hidden, planned.name) == (flat[label].hidden, flat[label].name)
+            assert (entry.hidden, entry.name) == (flat[entry.label].hidden, flat[entry.label].name)
             continue
-        assert planned.hidden < flat[label].hidden  # each layer narrower, so that the stack fits the count
+        assert entry.hidden < flat[entry.label].hidden  # each layer narrower, so that the stack fits the count
         io = grid.sizes("copy")
-        count = parameter_count(planned.model, io[0], planned.hidden, io[1], num_layers=depth)
-        wider = parameter_count(planned.model, io[0], planned.hidden + 1, io[1], num_layers=depth)
-        assert abs(count - planned.budget) <= abs(wider - planned.budget)  # the width closest to the budget
+        count = parameter_count(entry.model, io[0], entry.hidden, io[1], num_layers=depth)
+        wider = parameter_count(entry.model, io[0], entry.hidden + 1, io[1], num_layers=depth)
+        assert abs(count - entry.budget) <= abs(wider - entry.budget)  # the width closest to the budget
     assert {model_class(m).DEPTH for m in ("lru", "nnlru", "mingru")} == {6, 3}  # docs/design.md's sources
 
 

@@ -348,7 +348,7 @@ def test_schur_gates_is_a_training_option_of_nngru_only():
     assert net.rnn.schur_gates and len(net.rnn.schur_forms()) == 3
     assert not build_network(resolve_config({"task": "copy", "model": "nngru", "hidden": 5}),
                              3, 2, "all").rnn.schur_gates
-    with pytest.raises(OptionError, match="schur_gates must be true or false"):
+    with pytest.raises(OptionError, match=r"schur_gates \(--schur-gates\) must be true or false"):
         resolve_config({"task": "copy", "model": "nngru", "schur_gates": "yes"})
     with pytest.raises(OptionError, match="nngru has them, gru does not"):
         resolve_config({"task": "copy", "model": "gru", "schur_gates": True})

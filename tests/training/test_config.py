@@ -1,5 +1,7 @@
 """nnrnn.training.config: the options, their defaults, how presets and explicit options combine, their checks."""
 
+import re
+
 import pytest
 from helpers import TINY, one_line, run_cli
 
@@ -7,6 +9,7 @@ from nnrnn.models import MODELS, PAPER_MODELS, RecurrentModel
 from nnrnn.training import config as config_module
 from nnrnn.training import network as network_module
 from nnrnn.training.config import resolve_config
+from nnrnn.training.options import called
 from nnrnn.errors import OptionError
 
 POSITIVE_INTEGERS = ["hidden", "batch_size", "eval_batch_size", "T", "bptt", "steps", "epochs", "log_every",
@@ -54,7 +57,7 @@ def test_a_device_name_is_checked_when_resolved_and_its_presence_when_the_run_st
 @pytest.mark.parametrize("value", [0, -3, True, 2.0])
 def test_each_count_option_must_be_a_positive_integer(key, value):
     """From the library (the command line's parser catches non-integers before this)."""
-    with pytest.raises(ValueError, match=f"^{key} must be a positive integer"):
+    with pytest.raises(ValueError, match=f"^{re.escape(called(key))} must be a positive integer"):
         resolve_config({key: value})
 
 
@@ -86,14 +89,14 @@ def test_optimizer_options_outside_their_range_are_refused(options, message):
 @pytest.mark.parametrize("key", ["lr", "lr_orth"])
 @pytest.mark.parametrize("value", [0.0, -1e-3, float("nan"), float("inf"), True, "0.1"])
 def test_learning_rates_must_be_positive_finite_numbers(key, value):
-    with pytest.raises(ValueError, match=f"{key} must be a positive finite number"):
+    with pytest.raises(ValueError, match=f"{re.escape(called(key))} must be a positive finite number"):
         resolve_config({key: value})
 
 
 @pytest.mark.parametrize("key", ["delta", "t_decay", "clip"])
 @pytest.mark.parametrize("value", [-1e-9, float("nan"), float("-inf"), False])
 def test_penalties_and_clip_must_be_zero_or_positive_finite_numbers(key, value):
-    with pytest.raises(ValueError, match=f"{key} must be zero or a positive finite number"):
+    with pytest.raises(ValueError, match=f"{re.escape(called(key))} must be zero or a positive finite number"):
         resolve_config({key: value})
     assert resolve_config({key: 0.0})[key] == 0.0 and resolve_config({key: 2})[key] == 2
 

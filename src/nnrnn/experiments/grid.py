@@ -237,8 +237,8 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
     ``preset`` (a protocol's), which then replaces the column's; with ``paper_depth`` each model stacks the layers
-    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and ``tasks`` filter by model and task
-    name (a variant goes with its model)."""
+    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and
+    ``tasks`` filter by model and task name (a variant goes with its model)."""
     found = []
     for setting_name, setting in spec["tasks"].items():
         task = setting.get("task", setting_name)

@@ -177,8 +177,8 @@ OPTIONS = (
     O("model", "nnrnn", f"the recurrent model: {', '.join(MODELS)}"),
     O("out", "runs/copy-nnrnn", "run folder (default: runs/TASK-MODEL)"),
     # model
-    O("hidden", 128, "hidden units", "model", int, check=positive_integer),
-    O("num_layers", 1, "stacked recurrent layers, each the model's (the read-out reads the last)", "model", int,
+    O("hidden", 128, "hidden units (of each layer)", "model", int, check=positive_integer),
+    O("num_layers", 1, "recurrent layers stacked, each --hidden units wide (the read-out reads the last)", "model", int,
       check=positive_integer),
     O("nonlinearity", None, "the recurrence's nonlinearity (default: the model's, modrelu for the non-gated "
       "models)", "model", choices=NONLINEARITIES),
@@ -304,7 +304,14 @@ def check_values(config: dict) -> None:
     option a saved configuration lacks (it predates the option) is checked at its default."""
     for option in OPTIONS:
         if option.check is not None:
-            option.check(option.name, config.get(option.name, option.default))
+            option.check(called(option.name), config.get(option.name, option.default))
+
+
+def called(key: str) -> str:
+    """How a message names option ``key``: the key, and its flag beside it where the two are spelt differently
+    (``num_layers (--num-layers)``), so that a command-line user and a caller of the library both recognise it."""
+    shown = flag(key)
+    return key if shown == "--" + key else f"{key} ({shown})"
 
 
 def saved_options(saved: dict) -> dict:

@@ -353,7 +353,9 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
     checkpoint_every = config["checkpoint_every"] or eval_every
     log = MetricsLog(training.folder, state.step if restoring else None) if training.main else None
     print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
-    print(f"[nnrnn] {config['model']} with {config['hidden']} hidden units, "
+    layers = config.get("num_layers") or 1
+    shape = f"{layers} layers of {config['hidden']}" if layers > 1 else f"{config['hidden']}"
+    print(f"[nnrnn] {config['model']} with {shape} hidden units, "
           f"{sum(p.numel() for p in training.net.parameters())} parameter entries, {training.steps} updates on "
           f"{training.device}, {torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
     if restoring and training.main:

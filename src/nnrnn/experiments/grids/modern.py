@@ -1,6 +1,7 @@
 """The ``modern`` grid (docs/modern/report.md): today's long-memory RNNs beside the nnRNN, every model at nnRNN's
-parameter count and its paper's depth (the LRU and nnLRU 6 layers, minGRU 3), each with the same search on equal terms (4 trials as long as the run, on seed TUNE_SEED: the
-model's published settings first where it has them, Optuna's TPE sampler drawing at random up to its second), on
+parameter count and its paper's depth (the LRU and nnLRU 6 layers, minGRU 3), each with the same search on equal
+terms (4 trials as long as the run, on seed TUNE_SEED: the model's published settings first where it has them,
+Optuna's TPE sampler drawing at random up to its second), on
 psMNIST (--preset long-memory) and PTB at cpu-long's T_PTB.  Copy at T = 1000 and adding at T = 2000, which the grid
 of 2026-11-27 also ran (10 trials a fifth as long; its data records both) and none of whose models learned at this
 scale, left it for the memory grid (grids/memory.py: copy over a ladder of delays).  CPU scale: psMNIST on 8,000
@@ -34,9 +35,10 @@ SCALE = {
     "report": REPORT,
     "tune": {"trials": 4, "share": 1.0, "seed": TUNE_SEED, "startup": 2},
     "tasks": {
-        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS,
-                    "variants": CHAIN_ELU, "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
-        "ptb": {"hidden": 128, "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS, "variants": CHAIN_INIT,
-                "options": {**LONG_PTB, "epochs": 20}},
+        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "columns": (TUNED,),
+                    "models": MODERN_MODELS, "variants": CHAIN_ELU,
+                    "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
+        "ptb": {"hidden": 128, "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS,
+                "variants": CHAIN_INIT, "options": {**LONG_PTB, "epochs": 20}},
     },
 }
