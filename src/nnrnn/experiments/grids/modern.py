@@ -5,8 +5,8 @@ Optuna's TPE sampler drawing at random up to its second), on
 psMNIST (--preset long-memory) and PTB at cpu-long's T_PTB.  Copy at T = 1000 and adding at T = 2000, which the grid
 of 2026-11-27 also ran (10 trials a fifth as long; its data records both) and none of whose models learned at this
 scale, left it for the memory grid (grids/memory.py: copy over a ladder of delays).  CPU scale: psMNIST on 8,000
-images for 5 epochs, PTB for 20, far shorter than their papers train; ``--plan`` estimated 2.7 h with --jobs 2 on
-the 2-core AMD EPYC Zen 4 (docs/training.md)."""
+images for 5 epochs, PTB for 20, far shorter than their papers train; it took 3 h 20 min with --jobs 2 on the
+2-core AMD EPYC Zen 4, searches included (docs/modern/notes.md)."""
 from ...models import PAPER_MODELS
 from ..grid import TUNE_SEED, TUNED
 from ..modern import (best_so_far_section, measure_speed_once, published_section, standings_section, tuned_section,
@@ -29,7 +29,7 @@ REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
 NAME = "modern"
 SCALE = {
     "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
-             "the paper's models, tuned alike, on psMNIST and PTB (2.7 h estimated with --jobs 2 on 2 cores; "
+             "the paper's models, tuned alike, on psMNIST and PTB (3.3 h with --jobs 2 on 2 cores; "
              "docs/modern/report.md; it resumes across sittings)",
     "seeds": [0, 1, 2],
     "report": REPORT,
