@@ -85,6 +85,5 @@ def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_
 
 
 def test_a_stacks_units_read_as_layers_times_width_in_the_tables():
-    from nnrnn.experiments.sections import units
-    assert units(planned(hidden=10, options={"num_layers": 6})) == "6 × 10"
-    assert units(planned(hidden=64, options={})) == units(planned(hidden=64, options={"num_layers": 1})) == "64"
+    assert planned(hidden=10, options={"num_layers": 6}).units == "6 × 10"
+    assert planned(hidden=64, options={}).units == planned(hidden=64, options={"num_layers": 1}).units == "64"

@@ -174,7 +174,7 @@ def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[
             lowest = min(lowest, float(np.nanmin(centre)))
             highest = max(highest, float(np.nanmax(centre)))
         color, style = line_style(label, grid.planned)
-        ax.plot(steps, centre, color=color, linestyle=style, label=f"{name(label)} (N={members[0].hidden})")
+        ax.plot(steps, centre, color=color, linestyle=style, label=f"{name(label)} (N={members[0].units})")
         ax.fill_between(steps, low, high, color=color, alpha=0.1 if gradients else 0.2)
     return lowest, highest
 

@@ -57,6 +57,12 @@ class PlannedRun:
         """The planned run as the compact data stores it (:mod:`.compact`)."""
         return asdict(self)
 
+    @property
+    def units(self) -> str:
+        """Its N as tables and legends give it: the hidden size, "layers × hidden size" for a stack."""
+        layers = self.options.get("num_layers") or 1
+        return f"{layers} × {self.hidden}" if layers > 1 else str(self.hidden)
+
 
 @dataclass(frozen=True)
 class GridFolder:

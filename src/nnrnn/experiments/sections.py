@@ -254,7 +254,7 @@ def results_section(grid: Grid, setting: str) -> list[str]:
             if extra:
                 a = extra.get(column, {}).get(model)
                 cells.append("" if not members or a is None else a.show(3))
-            cells.append(units(members[0]) if members else "")
+            cells.append(members[0].units if members else "")
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
     drawn = memoryless_baseline(grid.planned, setting, "valid")  # the curves are validation curves
     curve = learning_curves(grid, setting, grid.figures / f"curves-{setting}.png", drawn)
@@ -262,12 +262,6 @@ def results_section(grid: Grid, setting: str) -> list[str]:
     return lines + ["", f"![{title(grid.planned, setting)} learning curves]({curve.relative_to(grid.out)})", "",
                     f"![{title(grid.planned, setting)} gradient norms during training]"
                     f"({grads.relative_to(grid.out)})", ""]
-
-
-def units(planned: PlannedRun) -> str:
-    """A run's N as the tables give it: its hidden size, "layers × hidden size" for a stack."""
-    layers = planned.options.get("num_layers") or 1
-    return f"{layers} × {planned.hidden}" if layers > 1 else str(planned.hidden)
 
 
 def scoring_at_start(grid: GridFolder) -> str | None:
