@@ -165,8 +165,7 @@ class Grid(GridFolder):
         recorded = json.loads(path.read_text()).get("labels") if path.is_file() else None
         if recorded and setting in recorded:
             return recorded[setting]
-        spec = self.spec["tasks"][setting]
-        return [*spec.get("models", PAPER_MODELS), *spec.get("variants", {})]
+        return setting_labels(self.spec["tasks"][setting])
 
     @property
     def settings(self) -> list[str]:
@@ -286,6 +285,11 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     return found
 
 
+def setting_labels(setting: dict) -> list[str]:
+    """The labels a grid setting plans: its models (default: the paper's six), then its variants."""
+    return [*setting.get("models", PAPER_MODELS), *setting.get("variants", {})]
+
+
 def _depth(model: str, setting: dict) -> dict:
     """``num_layers`` at the model's paper's depth (its ``DEPTH``) where ``setting`` asks for ``paper_depth`` and
     that paper stacks layers; else nothing (one layer, the default, which keeps the run names of one layer)."""
@@ -393,8 +397,7 @@ def record_plan(out: Path, scale: str, spec: dict | None = None) -> dict:
     if "tune" in spec:  # how its searches search, which the report states (the scale's module may change later)
         record["tune"] = json.loads(json.dumps(spec["tune"]))
         # and what each setting searched for: a label whose every trial failed has no runs to tell it
-        record["labels"] = {name: [*setting.get("models", PAPER_MODELS), *setting.get("variants", {})]
-                            for name, setting in spec.get("tasks", {}).items()}
+        record["labels"] = {name: setting_labels(setting) for name, setting in spec.get("tasks", {}).items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

@@ -98,12 +98,6 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
     return curve
 
 
-def planned_labels(grid: Grid, setting: str) -> list[str]:
-    """Every label a setting of the scale searched for, models then variants (a label none of whose trials finished
-    has no pick, hence no runs): :meth:`~nnrnn.experiments.grid.Grid.searched_labels`."""
-    return grid.searched_labels(setting)
-
-
 def _lower(planned: list[PlannedRun], setting: str) -> bool:
     return setting_task_of(planned, setting) != "psmnist"
 
@@ -127,7 +121,7 @@ def best_so_far_section(grid: Grid) -> list[str]:
     shown = []
     for setting in settings:
         lower = _lower(grid.planned, setting)
-        for label in planned_labels(grid, setting):
+        for label in grid.searched_labels(setting):
             found = trials.get(search_name(setting, label))
             if not found:
                 continue
@@ -245,7 +239,7 @@ def untuned(grid: Grid, setting: str) -> list[str]:
     """The labels a setting searched for whose search finished no trial (every one diverged or was stopped), so that
     they have no tuned runs."""
     trials, ran = read_trials(grid), {r.label for r in grid.planned if r.setting == setting}
-    return [label for label in planned_labels(grid, setting) if label not in ran
+    return [label for label in grid.searched_labels(setting) if label not in ran
             and search_name(setting, label) in trials
             and not any(t["state"] == "COMPLETE" for t in trials[search_name(setting, label)])]
 
