@@ -26,6 +26,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
+from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 BASELINE = "torch.nn.RNN(relu)"
 
@@ -79,7 +80,8 @@ def main(argv=None) -> None:
             for key in names[r % len(names):] + names[:r % len(names)]:
                 timings[key].append(time_steps(models[key[0]], x, args.steps, key[1]))
     base = statistics.median(timings[(BASELINE, False)])
-    print(f"torch {torch.__version__}, {args.threads} thread(s); one step of (1, {args.batch}, {args.input}) "
+    print(f"host: {describe_cpu()}, {torch.backends.cpu.get_cpu_capability()}; "
+          f"torch {torch.__version__}, {args.threads} thread(s); one step of (1, {args.batch}, {args.input}) "
           f"into {args.hidden} units, no_grad, median of {args.rounds} rounds of {args.steps} steps")
     print(f"{'model':22s} {'µs/step':>8s} {'× RNN':>6s} {'recomposed µs':>14s} {'× RNN':>6s}")
     for name in models:

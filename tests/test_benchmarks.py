@@ -78,3 +78,12 @@ def _extensions_dir() -> str:
     which the runs keep in a folder of their own)."""
     from nnrnn import environment
     return str(environment.extensions_dir())
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("script", ["training_update.py", "stepping.py"])
+def test_make_bench_names_the_host_and_the_instruction_set_beside_its_ratios(script, smoke_runs):
+    import torch
+    from nnrnn.kernels.host import describe_cpu
+    host = f"host: {describe_cpu()}, {torch.backends.cpu.get_cpu_capability()}"
+    assert host in smoke_runs[script]["out"], smoke_runs[script]["out"][-3000:]
