@@ -110,13 +110,14 @@ def best_so_far_section(grid: Grid) -> list[str]:
     scores = "; ".join(f"{title(grid.planned, setting)}: {metric(setting_task_of(grid.planned, setting))}, "
                        f"{'lower' if _lower(grid.planned, setting) else 'higher'} is better" for setting in settings)
     lines = ["### Did each search settle?", "",
-             "Each search's best validation score after each trial (finished trials only: a pruned trial stopped "
+             "Each search's best trial score after each trial (finished trials only: a pruned trial stopped "
              "early has no score of its own). A search whose best came at its last trial was still improving when "
-             f"its budget ran out: more trials might have found better options for that model. The score ({scores}) "
-             "is the one each search ranks its trials by. The gray dotted line in each figure is the task's "
-             "reference: the loss of remembering nothing (copy, adding), chance (psMNIST), the unigram model of the "
-             "training text (PTB).", "",
-             "| setting | model | trials finished / pruned / diverged | best at trial | best validation score |",
+             "its budget ran out: more trials might have found better options for that model. A trial's score "
+             f"({scores}) is the one each search ranks its trials by: the mean of its validation curve over the run "
+             "(the area under the curve per update), not its best point. The gray dotted line in each figure is the "
+             "task's reference: the loss of remembering nothing (copy, adding), chance (psMNIST), the unigram model "
+             "of the training text (PTB).", "",
+             "| setting | model | trials finished / pruned / diverged | best at trial | best trial score |",
              "|---|---|---|---|---|"]
     shown = []
     for setting in settings:
@@ -136,7 +137,7 @@ def best_so_far_section(grid: Grid) -> list[str]:
         # the labels with runs, in the order (hence the colours) of the learning curves
         path = _best_so_far_figure(grid.planned, labels(grid.planned, setting), setting, trials,
                                    figures / f"tuning-{setting}.png")
-        shown += [f"![{title(grid.planned, setting)}: best validation score so far, per search]"
+        shown += [f"![{title(grid.planned, setting)}: best trial score so far, per search]"
                   f"({path.relative_to(grid.out)})",
                   ""] if path else []
     return lines + [""] + shown
@@ -170,7 +171,9 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     if task in ("copy", "adding"):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
-    ax.set_ylabel(f"best validation {metric(setting_task_of(planned, setting))} so far")
+    # a trial's score is its mean validation value over the run (the searches' curve area), not its best point
+    ax.set_ylabel(f"best trial score so far\n(mean validation {metric(setting_task_of(planned, setting))} "
+                  "over the run)")
     ax.set_title(f"{title(planned, setting)}: each model's search, best so far (finished trials)", fontsize=10)
     ax.grid(alpha=0.3)
     # beside the axes, covering no line; long handles show each line style whole
