@@ -352,3 +352,43 @@ def test_schur_gates_is_a_training_option_of_nngru_only():
         resolve_config({"task": "copy", "model": "nngru", "schur_gates": "yes"})
     with pytest.raises(OptionError, match="nngru has them, gru does not"):
         resolve_config({"task": "copy", "model": "gru", "schur_gates": True})
+
+
+
+def test_nngru_composes_its_schur_forms_once_while_stepping_without_grad_and_never_stale():
+    """One token at a time under no_grad (generation) reuses the composed weights while no parameter changed;
+    after an optimizer step, and after a write through ``.data`` followed by a mode switch, each step gives what
+    a model loaded from the same state gives; the composed weights are not saved with the model."""
+    import copy
+    torch.manual_seed(3)
+    model = nnrnn.create("nngru", 3, 6, num_layers=2, schur_gates=True).eval()
+    forms = [plist[0] for plist in model.parametrizations.values()]
+    calls = []
+    hooks = [form.register_forward_hook(lambda *_: calls.append(1)) for form in forms]
+    x = torch.randn(1, 2, 3)
+
+    def steps_match_a_loaded_twin():
+        twin = nnrnn.create("nngru", 3, 6, num_layers=2, schur_gates=True).eval()
+        twin.load_state_dict(model.state_dict())
+        h, h_twin = None, None
+        with torch.no_grad():
+            for _ in range(3):
+                out, h = model(x, h)
+                expected, h_twin = twin(x, h_twin)
+                torch.testing.assert_close(out, expected)
+
+    with torch.no_grad():
+        h = None
+        for _ in range(3):
+            _, h = model(x, h)
+    assert len(calls) == len(forms)  # each Schur form composed once for three steps
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(torch.randn(4, 2, 3))[0].pow(2).sum().backward()
+    optimizer.step()
+    steps_match_a_loaded_twin()
+    next(forms[1].parameters()).data.mul_(0.5)  # moves no version counter: a mode switch drops the cache
+    model.train().eval()
+    steps_match_a_loaded_twin()
+    for hook in hooks:
+        hook.remove()
+    assert "_inference_weights" not in copy.deepcopy(model).__dict__

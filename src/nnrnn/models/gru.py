@@ -168,9 +168,49 @@ class GRU(nn.GRU, Traits):
                 # torch's kernel reads these: this call's composed weights (composed once, under cached()).
                 # Not through torch's _init_flat_weights, whose flatten_parameters would, on CUDA, move the
                 # composed (non-leaf) tensors into a cuDNN buffer in place
-                self._flat_weights = [getattr(self, name, None) for name in self._flat_weights_names]
+                self._flat_weights = self._composed_weights()
                 self._flat_weight_refs = [None if w is None else weakref.ref(w) for w in self._flat_weights]
+                self.__dict__["_flat_weights_set"] = True
+                try:
+                    return super().forward(input, hx)
+                finally:
+                    self.__dict__["_flat_weights_set"] = False
             return super().forward(input, hx)
+
+    def _update_flat_weights(self) -> None:
+        # torch.nn.GRU.forward reads every weight again to see whether it changed, which composes each constrained
+        # one; within this class's forward they were just set (and, without grad, reused: _composed_weights)
+        if not self.__dict__.get("_flat_weights_set"):
+            super()._update_flat_weights()
+
+    def _composed_weights(self) -> list:
+        """torch's flat weights with each constrained one composed from its current parameters.  With autograd
+        off they are reused while no parameter or buffer of the constraints changed (as the non-gated models
+        reuse V, :meth:`~nnrnn.models.base.RecurrentModel.recurrent_matrix`): one step at a time (generation)
+        would otherwise compose every Schur form, an exponential each, at every step."""
+        def compose():
+            return [getattr(self, name, None) for name in self._flat_weights_names]
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return compose()
+        # an in-place change (optimizer step, load_state_dict, copy_) moves a version; a replaced or moved
+        # tensor has a new address.  (Writes through ``.data`` move neither: train() drops the cache.)
+        key = tuple((t.data_ptr(), t._version, t.dtype) for t in (*self.parametrizations.parameters(),
+                                                                   *self.parametrizations.buffers()))
+        cached = self.__dict__.get("_inference_weights")
+        if cached is None or cached[0] != key:
+            cached = (key, compose())
+            self.__dict__["_inference_weights"] = cached
+        return cached[1]
+
+    def train(self, mode: bool = True):
+        self.__dict__.pop("_inference_weights", None)  # see _composed_weights
+        return super().train(mode)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_inference_weights", None)  # composed matrices are not part of the model
+        state.pop("_flat_weights_set", None)
+        return state
 
     def _apply(self, fn, recurse=True):
         if not parametrize.is_parametrized(self):
@@ -178,6 +218,7 @@ class GRU(nn.GRU, Traits):
         # torch.nn.GRU re-reads every weight after a move; a constrained one would be composed from what the move
         # left (to_empty: uninitialised memory), so it is left out until forward composes it
         self._flat_weight_refs = []
+        self.__dict__.pop("_inference_weights", None)
         result = nn.Module._apply(self, fn, recurse)
         self._flat_weights = [None if parametrize.is_parametrized(self, name) else getattr(self, name, None)
                               for name in self._flat_weights_names]
