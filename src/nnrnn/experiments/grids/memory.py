@@ -1,6 +1,7 @@
 """The ``memory`` grid (issue 59): the memory horizon of every model, the copy task over a ladder of delays.
 
-Every model runs at nnRNN's parameter count at N = HIDDEN = 64 (the tuned column's size machinery), its options
+Every model runs at nnRNN's parameter count at N = HIDDEN = 64 (the tuned column's size machinery), stacked as
+deep as its paper stacks it (``paper_depth``: the LRU and nnLRU 6 layers, minGRU 3, the others 1), its options
 tuned once (the scale's ``tune``: the same search for every model, at the rung T = TUNE_RUNG only, each trial as long
 as a rung's run and judged by the area under its validation curve), on copy at T = 50, 100, 200, 400, 800 in turn.
 A run stops once solved (``--stop-when-solved 0.1``: validation loss below a tenth of the memoryless baseline
@@ -58,7 +59,8 @@ VARIANTS = {
 
 def rung(T: int) -> dict:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": HIDDEN, "columns": (TUNED,), "models": MEMORY_MODELS, "variants": VARIANTS,
+    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "columns": (TUNED,), "models": MEMORY_MODELS,
+            "variants": VARIANTS,
             "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
                         "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}
 
