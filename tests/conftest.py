@@ -91,6 +91,16 @@ def fresh_kernel_policy():
     kernel_policy.reset()
 
 
+@pytest.fixture(autouse=True)
+def event_files_unordered(monkeypatch):
+    """A run's TensorBoard writer starts at once, not at the next second after an earlier event file of its folder
+    (runlog.after_earlier_event_files): that wait only orders event files for TensorBoard's reading, and a run or
+    resume started within a second of another slept up to a second (19 of the full doctor's 35 s).
+    tests/training/test_runlog.py reads TensorBoard's files, and overrides this fixture to keep the wait."""
+    from nnrnn.training import runlog
+    monkeypatch.setattr(runlog, "after_earlier_event_files", lambda directory: None)
+
+
 @pytest.fixture
 def tuning(monkeypatch, tmp_path):
     """The measured kernel policy (NNRNN_TUNE on), with its timings cache in a folder of the test's own."""
