@@ -301,9 +301,11 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
 
 
 @pytest.mark.subprocess
-def test_analyze_a_run_folder(tmp_path):
+def test_analyze_a_run_folder(tmp_path, undrawn_figures):
     from nnrnn_cli.command import main
-    out = tmp_path / "run"  # trained here; analyze (its figures' backend chosen afresh) in a process of its own
+    # trained here, its curves not drawn (analyze reads the checkpoint and metrics); analyze (its figures' backend
+    # chosen afresh, and drawn) in a process of its own
+    out = tmp_path / "run"
     assert main(["train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
                  "--no-progress", "--out", str(out)]) == 0
     result = nnrnn("analyze", str(out), "--no-gradients")
