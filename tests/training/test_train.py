@@ -16,6 +16,7 @@ import pytest
 import torch
 from helpers import TINY as TINY_ARGV
 from helpers import (
+    UNDRAWN,
     copy_config,
     fake_ptb,
     nan_losses_at,
@@ -257,8 +258,9 @@ def test_two_processes_match_one(tmp_path, monkeypatch):
         f"    train(resolve_config({{**{TINY!r}, 'model': model, 'out': f'{{sys.argv[1]}}/{{model}}', 'steps': 6}}))\n"
         "distributed.cleanup()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    from nnrnn.tasks.copy import CopyTask
     import matplotlib.figure
+
+    from nnrnn.tasks.copy import CopyTask
     for owner, name in ((CopyTask, "train_batch"), (matplotlib.figure.Figure, "savefig"),
                         (matplotlib.figure.Figure, "tight_layout")):
         monkeypatch.setattr(owner, name, getattr(owner, name))  # the script's patches are undone after the test
@@ -856,15 +858,8 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 
 # --------------------------------------------------------------------------- a kill at any moment resumes exactly
 
-# the figure is built but not drawn (as the undrawn_figures fixture does): drawing curves.png is most of a small
-# run's time, and what is checked here is the state a resume continues from
-UNDRAWN = r"""
-import pathlib
-import matplotlib.figure
-matplotlib.figure.Figure.savefig = lambda fig, fname, *a, **k: pathlib.Path(fname).write_bytes(b"not drawn")
-matplotlib.figure.Figure.tight_layout = lambda fig, *a, **k: None
-"""
-
+# the figure is built but not drawn (helpers.UNDRAWN, as the undrawn_figures fixture does): drawing curves.png is
+# most of a small run's time, and what is checked here is the state a resume continues from
 # one process imports torch and nnrnn once (an import is most of a killed run's time) and forks a fresh process
 # per kill: each child is a whole training process of its own, dies by os._exit(137) as a SIGKILL leaves it, and
 # its exit status comes back on a line of the server's stdout; the server itself runs no torch op, so a fork is safe
