@@ -44,6 +44,14 @@ def undraw(monkeypatch) -> None:
     monkeypatch.setattr(matplotlib.figure.Figure, "tight_layout", lambda fig, *args, **kwargs: None)
 
 
+# undraw for a process a test starts: the first lines of its script
+UNDRAWN = r"""
+import pathlib
+import matplotlib.figure
+matplotlib.figure.Figure.savefig = lambda fig, fname, *a, **k: pathlib.Path(fname).write_bytes(b"not drawn")
+matplotlib.figure.Figure.tight_layout = lambda fig, *a, **k: None
+"""
+
 def parameters(run: Path) -> dict:
     return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
 

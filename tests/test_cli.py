@@ -103,13 +103,20 @@ def test_presets_filtered_by_task_and_model(capsys):
 
 
 @pytest.mark.subprocess
-def test_kernels_says_which_loops_run_and_why_not():
+def test_kernels_says_which_loops_run_and_why_not(monkeypatch, capsys):
+    """A fresh process says which loops run; with NNRNN_CPP=0 it says why not (this process, reading the
+    environment again and loading no loops yet, answers as a fresh one would: a second start is most of its time)."""
+    from nnrnn.kernels import extension
+    from nnrnn.kernels import policy as kernel_policy
+    from nnrnn_cli.command import main
     result = nnrnn("kernels")
     assert result.returncode == 0, result.stderr
     assert "compiled recurrence loops:" in result.stdout and "oneDNN products:" in result.stdout
-    off = subprocess.run([sys.executable, "-m", "nnrnn", "kernels"], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO / "src"), "NNRNN_CPP": "0"})
-    assert "compiled recurrence loops: no, Python loops instead (NNRNN_CPP=0)" in off.stdout
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    monkeypatch.setattr(extension, "_loops", {})  # the loops as a fresh process has them: not looked for yet
+    kernel_policy.reset()
+    assert main(["kernels"]) == 0
+    assert "compiled recurrence loops: no, Python loops instead (NNRNN_CPP=0)" in capsys.readouterr().out
 
 
 def _exec_done(pid: int) -> bool:
@@ -294,9 +301,11 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
 
 
 @pytest.mark.subprocess
-def test_analyze_a_run_folder(tmp_path):
+def test_analyze_a_run_folder(tmp_path, undrawn_figures):
     from nnrnn_cli.command import main
-    out = tmp_path / "run"  # trained here; analyze (its figures' backend chosen afresh) in a process of its own
+    # trained here, its curves not drawn (analyze reads the checkpoint and metrics); analyze (its figures' backend
+    # chosen afresh, and drawn) in a process of its own
+    out = tmp_path / "run"
     assert main(["train", "copy", "--hidden", "8", "--T", "5", "--steps", "4", "--log-every", "2",
                  "--no-progress", "--out", str(out)]) == 0
     result = nnrnn("analyze", str(out), "--no-gradients")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from helpers import UNDRAWN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,9 +141,14 @@ def test_a_second_run_joins_the_same_study(sweep, tmp_path):
 
 # --------------------------------------------------------------------------- several processes
 
-WORKER = """
+# its trials' curves are not drawn (helpers.UNDRAWN): what is checked is the shared study and its run folders;
+# and, as conftest does for the tests' process, what its imports made is frozen out of optuna's collection after
+# each trial (gc.freeze)
+WORKER = UNDRAWN + """
+import gc
 import sys
 from nnrnn.experiments.sweep import run_sweep
+gc.freeze()
 for storage, out in zip(sys.argv[1::2], sys.argv[2::2]):
     run_sweep("copy", "rnn", 2, storage=storage, study="shared", out=out,
               train_options=dict(hidden=8, T=5, steps=5, eval_every=5))

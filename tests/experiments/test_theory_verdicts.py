@@ -3,6 +3,7 @@ numbers and on the numbers nnrnn.analysis.theory measures at the paper's setting
 import math
 
 import pytest
+from helpers import undraw
 
 from nnrnn.analysis import theory
 from nnrnn.experiments import reproduction, sentences, theory_verdicts
@@ -154,12 +155,13 @@ def test_the_measured_numbers_give_these_verdicts_at_the_papers_settings():
     assert all("|" not in c.claim + c.paper + c.here for c in claims)  # they go into a markdown table
 
 
-def test_theory_section_adds_its_claims_to_the_reports_list_or_shows_them_itself(tmp_path):
+def test_theory_section_adds_its_claims_to_the_reports_list_or_shows_them_itself(tmp_path, monkeypatch):
     claims = []
     lines = reproduction.theory_section(tmp_path, claims)
     assert len(claims) == 9 and not any("The claims of §3" in line for line in lines)
     assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
         {p.name for p in tmp_path.iterdir()}
+    undraw(monkeypatch)  # the figures are drawn above: what the second section gives is checked, its text
     alone = reproduction.theory_section(tmp_path)
     assert "### The claims of §3 judged" in alone
     assert sum(line.endswith("**partly** |") or line.endswith("**holds** |") for line in alone) == 9

@@ -204,14 +204,17 @@ NEEDS = {"psmnist": "mnist", "ptb": "ptb"}
 
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("task", list(SIZES))
-def test_task_trains_with_model(tmp_path, task, model):
+def test_task_trains_with_model(tmp_path, task, model, data_head, undrawn_figures):
+    """Each task trains each model and scores it, on the head of the shared data (data_head) and without drawing
+    its curves (undrawn_figures): what is checked is the run's records, not the data or the figure, and evaluating
+    the whole files and drawing were most of the 64 runs' time."""
     # lr 1e-4: at 1e-3 nnrnn-complex's second psMNIST update is already far above chance, which ends a run
     options = {"task": task, "model": model, "hidden": 6, "steps": 2, "log_every": 1, "eval_every": 2, "lr": 1e-4,
                "progress": False, "out": str(tmp_path / "run"), **SIZES[task]}
     if task in NEEDS:
         if not (SHARED / NEEDS[task]).is_dir():
             pytest.skip(f"the real {NEEDS[task]} files are not at {SHARED / NEEDS[task]} (set NNRNN_SHARED_DATA)")
-        options["data_dir"] = str(SHARED)
+        options["data_dir"] = str(data_head)
     result = train(resolve_config(options))
     splits = [r["split"] for r in read_metrics(tmp_path / "run")]
     assert splits.count("train") == 2 and "valid" in splits and "test" in splits

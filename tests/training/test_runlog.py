@@ -11,6 +11,12 @@ from nnrnn.training.runlog import read_metrics
 from nnrnn.training.train import train
 
 
+@pytest.fixture(autouse=True)
+def event_files_unordered():
+    """This file reads TensorBoard's event files: its runs wait for the next second, as nnrnn's do (conftest's
+    fixture of this name skips the wait elsewhere)."""
+
+
 def test_tensorboard_holds_every_logged_scalar_at_its_step(tmp_path):
     train(copy_config(tmp_path, steps=8, log_every=2, eval_every=4))
     records = read_metrics(tmp_path / "run")

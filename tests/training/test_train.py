@@ -16,6 +16,7 @@ import pytest
 import torch
 from helpers import TINY as TINY_ARGV
 from helpers import (
+    UNDRAWN,
     copy_config,
     fake_ptb,
     nan_losses_at,
@@ -236,12 +237,14 @@ def test_load_model_takes_the_best_checkpoint_of_a_folder_else_the_last(tmp_path
 
 
 @pytest.mark.subprocess
-def test_two_processes_match_one(tmp_path):
+def test_two_processes_match_one(tmp_path, monkeypatch):
     """torchrun with 2 CPU processes (gloo) reaches the parameters of 1 process on the same global batch, for
-    rnn and for exprnn (its rebase), each launch training both (one launch each: a start is most of its time)."""
+    rnn and for exprnn (its rebase), each launch training both (one launch each: a start is most of its time).
+    The one process is this one, running the same script; no process draws its curves (not what is checked)."""
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\nfrom nnrnn.training.config import resolve_config\nfrom nnrnn.training.train import train\n"
+        UNDRAWN
+        + "import sys\nfrom nnrnn.training.config import resolve_config\nfrom nnrnn.training.train import train\n"
         "from nnrnn.training import distributed\n"
         "from nnrnn.tasks.copy import CopyTask\n"
         # update 3's last sequence, in rank 1's half, holds a NaN: one process skips that update, so two must
@@ -255,8 +258,14 @@ def test_two_processes_match_one(tmp_path):
         f"    train(resolve_config({{**{TINY!r}, 'model': model, 'out': f'{{sys.argv[1]}}/{{model}}', 'steps': 6}}))\n"
         "distributed.cleanup()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    one = subprocess.run([sys.executable, str(script), str(tmp_path / "one")], env=env, capture_output=True)
-    assert one.returncode == 0, one.stderr
+    import matplotlib.figure
+
+    from nnrnn.tasks.copy import CopyTask
+    for owner, name in ((CopyTask, "train_batch"), (matplotlib.figure.Figure, "savefig"),
+                        (matplotlib.figure.Figure, "tight_layout")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))  # the script's patches are undone after the test
+    monkeypatch.setattr(sys, "argv", [str(script), str(tmp_path / "one")])
+    exec(compile(script.read_text(), str(script), "exec"), {"__name__": "__main__"})
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
                           "--standalone", str(script), str(tmp_path / "two")],
                          env=env, capture_output=True, timeout=300)
@@ -849,47 +858,63 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 
 # --------------------------------------------------------------------------- a kill at any moment resumes exactly
 
-# the figure is built but not drawn (as the undrawn_figures fixture does): drawing curves.png is most of a small
-# run's time, and what is checked here is the state a resume continues from
-UNDRAWN = r"""
-import pathlib
-import matplotlib.figure
-matplotlib.figure.Figure.savefig = lambda fig, fname, *a, **k: pathlib.Path(fname).write_bytes(b"not drawn")
-matplotlib.figure.Figure.tight_layout = lambda fig, *a, **k: None
-"""
-
+# the figure is built but not drawn (helpers.UNDRAWN, as the undrawn_figures fixture does): drawing curves.png is
+# most of a small run's time, and what is checked here is the state a resume continues from
+# one process imports torch and nnrnn once (an import is most of a killed run's time) and forks a fresh process
+# per kill: each child is a whole training process of its own, dies by os._exit(137) as a SIGKILL leaves it, and
+# its exit status comes back on a line of the server's stdout; the server itself runs no torch op, so a fork is safe
 KILL = UNDRAWN + r"""
 import json, os, sys
 import torch
 from nnrnn.training import checkpoint, network, runlog, train as trainer
-config, phase, at = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-calls = {"n": 0}
 
-def dies(real, when=lambda *a, **k: True):
-    def wrapped(*args, **kwargs):
-        if when(*args, **kwargs):
-            calls["n"] += 1
-            if calls["n"] == at:
-                if phase == "checkpoint":  # killed half way through writing: a partial temporary file stays
-                    args[0].parent.mkdir(parents=True, exist_ok=True)
-                    (args[0].parent / f".{args[0].name}.killed.tmp").write_bytes(b"PK" + bytes(200))
-                os._exit(137)
-        return real(*args, **kwargs)
-    return wrapped
 
-if phase == "start-up":
-    network.build_network = dies(network.build_network)
-elif phase == "training":
-    trainer.update = dies(trainer.update)
-elif phase == "checkpoint":
-    checkpoint.atomic_write = dies(checkpoint.atomic_write, lambda path, write: path.name == "last.pt")
-elif phase in ("validation", "test"):
-    trainer.evaluate = dies(trainer.evaluate,
-                            lambda net, task, split, device: split == phase.replace("validation", "valid"))
-elif phase == "plotting":
-    trainer.plot_curves = dies(trainer.plot_curves)
-trainer.train(config)
-print("finished without a kill")
+def killed(config, phase, at):
+    calls = {"n": 0}
+
+    def dies(real, when=lambda *a, **k: True):
+        def wrapped(*args, **kwargs):
+            if when(*args, **kwargs):
+                calls["n"] += 1
+                if calls["n"] == at:
+                    if phase == "checkpoint":  # killed half way through writing: a partial temporary file stays
+                        args[0].parent.mkdir(parents=True, exist_ok=True)
+                        (args[0].parent / f".{args[0].name}.killed.tmp").write_bytes(b"PK" + bytes(200))
+                    os._exit(137)
+            return real(*args, **kwargs)
+        return wrapped
+
+    if phase == "start-up":
+        network.build_network = dies(network.build_network)
+    elif phase == "training":
+        trainer.update = dies(trainer.update)
+    elif phase == "checkpoint":
+        checkpoint.atomic_write = dies(checkpoint.atomic_write, lambda path, write: path.name == "last.pt")
+    elif phase in ("validation", "test"):
+        trainer.evaluate = dies(trainer.evaluate,
+                                lambda net, task, split, device: split == phase.replace("validation", "valid"))
+    elif phase == "plotting":
+        trainer.plot_curves = dies(trainer.plot_curves)
+    trainer.train(config)
+    print("finished without a kill")
+
+
+for line in sys.stdin:
+    config, phase, at, log = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            with open(log, "w") as out:
+                os.dup2(out.fileno(), 1)
+                os.dup2(out.fileno(), 2)
+            killed(config, phase, at)
+            code = 0
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 """
 
 
@@ -909,18 +934,32 @@ def uninterrupted(tmp_path_factory):
     return config
 
 
+@pytest.fixture(scope="module")
+def killer():
+    """The KILL server: ``kill(config, phase, at, log)`` runs one training process killed at call ``at`` of
+    ``phase`` and gives its exit status (its output in ``log``)."""
+    server = subprocess.Popen([sys.executable, "-c", KILL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+
+    def kill(config, phase, at, log):
+        server.stdin.write(json.dumps([config, phase, at, str(log)]) + "\n")
+        server.stdin.flush()
+        return int(server.stdout.readline() or "-1")
+    yield kill
+    server.stdin.close()
+    server.wait(timeout=60)
+
 
 @pytest.mark.subprocess
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(phase=st.sampled_from(sorted(PHASES)), data=st.data())
-def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(phase, data, uninterrupted,
+def test_a_kill_at_any_moment_of_any_phase_then_resume_is_an_uninterrupted_run(phase, data, uninterrupted, killer,
                                                                                tmp_path_factory, undrawn_figures):
     at = data.draw(st.integers(1, PHASES[phase]), label="the kill at this call of the phase")
     folder = tmp_path_factory.mktemp("killed") / "run"
     config = {**uninterrupted, "out": str(folder)}
-    killed = subprocess.run([sys.executable, "-c", KILL, json.dumps(config), phase, str(at)], capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
-    assert killed.returncode == 137, killed.stdout + killed.stderr
+    log = folder.parent / "killed.log"
+    assert killer(config, phase, at, log) == 137, log.read_text() if log.exists() else "the server died"
     assert nnrnn_cli.main(["train", "copy", "--out", str(folder), "--resume"]) == 0  # the README's line
     whole = Path(uninterrupted["out"])
     assert read_metrics(folder) == read_metrics(whole)
