@@ -33,13 +33,13 @@ needs_ptb = pytest.mark.skipif(not HAS_PTB, reason=f"PTB character files not fou
                                                    f"(set NNRNN_SHARED_DATA to the shared data folder)")
 
 
-
 def pytest_collection_finish(session):
     """Every object alive once the tests are collected (torch, dynamo, nnrnn, optuna, and the test modules) is
     moved out of the garbage collector's sight (``gc.freeze``): a full collection then walks only what the tests
     made since.  Optuna collects after every trial of nnrnn's sweeps (``gc_after_trial=True``), and in this
     process each collection took 0.27 s, 5 of a tuned grid's 14 s."""
     gc.freeze()
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
