@@ -190,13 +190,15 @@ def test_a_killed_holders_lock_is_not_stale(tmp_path):
         finally:
             os._exit(1)
     os.close(write)
-    assert os.read(read, 4) == b"held"
-    os.close(read)
-    with pytest.raises(nnrnn.errors.UserError, match=f"pid {pid}"):
-        with runlock.hold(tmp_path / "run"):
-            pass
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    try:
+        assert os.read(read, 4) == b"held"
+        os.close(read)
+        with pytest.raises(nnrnn.errors.UserError, match=f"pid {pid}"):
+            with runlock.hold(tmp_path / "run"):
+                pass
+    finally:  # a failed check above leaves no forked copy of pytest behind
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
     with runlock.hold(tmp_path / "run"):  # the kernel released the killed process's lock
         pass
 

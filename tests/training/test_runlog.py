@@ -1,5 +1,6 @@
 """nnrnn.training.runlog: metrics.jsonl, TensorBoard and the learning-curve figure."""
 import sys
+import time
 
 import pytest
 from helpers import copy_config, one_line, run_cli, tensorboard_scalars
@@ -56,6 +57,41 @@ def test_tensorboard_after_a_resume_holds_what_one_uninterrupted_run_does(tmp_pa
     assert checkpoint.load(tmp_path / "part" / "checkpoints" / "last.pt")["step"] == 4
     train(copy_config(tmp_path, "part", **options), resume=True)
     assert read_metrics(tmp_path / "part") == read_metrics(tmp_path / "whole")
+    assert tensorboard_scalars(tmp_path / "part") == tensorboard_scalars(tmp_path / "whole")
+
+
+
+def test_a_resume_within_the_same_second_whose_event_file_counter_passes_ten_keeps_every_point(tmp_path, monkeypatch):
+    """The case runlog.after_earlier_event_files exists for: the first attempt's event file is named with counter
+    9 and the resume's, made within the same second, with 10, which sorts before it; without the wait TensorBoard
+    reads the resume's file first and the first attempt's purge hides the resumed points.  A clock that moves only
+    when slept on makes "within the same second" certain."""
+    from tensorboard.summary.writer import event_file_writer
+    options = dict(steps=8, log_every=1, eval_every=2, checkpoint_every=4)
+    train(copy_config(tmp_path, "whole", **options))
+
+    class Clock:  # the time module as the event file's name and the wait read it
+        now = float(int(time.time()))
+
+        def time(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.now += max(0.0, seconds)
+
+    clock = Clock()
+    monkeypatch.setattr(runlog_module, "time", clock)
+    monkeypatch.setattr(event_file_writer, "time", clock)
+    monkeypatch.setattr(event_file_writer, "_global_uid", event_file_writer.AtomicCounter(9))
+
+    def stop_after_six(step, record):
+        if step == 6:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(copy_config(tmp_path, "part", **options), on_eval=stop_after_six)
+    train(copy_config(tmp_path, "part", **options), resume=True)
+    names = sorted(p.name for p in (tmp_path / "part" / "tensorboard").glob("events.out.tfevents.*"))
+    assert [name.rsplit(".", 1)[-1] for name in names] == ["9", "10"]  # read in the order they were written
     assert tensorboard_scalars(tmp_path / "part") == tensorboard_scalars(tmp_path / "whole")
 
 

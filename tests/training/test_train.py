@@ -864,7 +864,7 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 # per kill: each child is a whole training process of its own, dies by os._exit(137) as a SIGKILL leaves it, and
 # its exit status comes back on a line of the server's stdout; the server itself runs no torch op, so a fork is safe
 KILL = UNDRAWN + r"""
-import json, os, sys
+import json, os, signal, sys, traceback
 import torch
 from nnrnn.training import checkpoint, network, runlog, train as trainer
 
@@ -908,8 +908,11 @@ for line in sys.stdin:
             with open(log, "w") as out:
                 os.dup2(out.fileno(), 1)
                 os.dup2(out.fileno(), 2)
+            signal.alarm(300)  # a child that hangs dies of SIGALRM instead of hanging the test
             killed(config, phase, at)
             code = 0
+        except BaseException:
+            traceback.print_exc()  # os._exit below would leave the log without the reason
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
