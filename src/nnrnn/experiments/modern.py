@@ -148,6 +148,7 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     lower = _lower(planned, setting)
     fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     drawn = False
@@ -160,7 +161,8 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
         if not points:
             continue
         color, style = line_style(label, planned)
-        ax.step(*zip(*points), where="post", color=color, linestyle=style, label=name(label))
+        # a dot at every trial: the last trial's score would otherwise show only as a jump at the right edge
+        ax.step(*zip(*points), where="post", color=color, linestyle=style, marker="o", markersize=3, label=name(label))
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -171,6 +173,7 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     if task in ("copy", "adding"):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # trials are counted, not measured
     # a trial's score is its mean validation value over the run (the searches' curve area), not its best point
     ax.set_ylabel(f"best trial score so far\n(mean validation {metric(setting_task_of(planned, setting))} "
                   "over the run)")
