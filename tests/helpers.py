@@ -52,6 +52,7 @@ matplotlib.figure.Figure.savefig = lambda fig, fname, *a, **k: pathlib.Path(fnam
 matplotlib.figure.Figure.tight_layout = lambda fig, *a, **k: None
 """
 
+
 def parameters(run: Path) -> dict:
     return checkpoint.load(run / "checkpoints" / "last.pt")["model"]
 
