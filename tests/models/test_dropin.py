@@ -657,6 +657,19 @@ def test_reset_parameters_redraws_the_papers_initialisation(name):
             assert torch.all(form.gamma == 1) and torch.all(form.lower == 0)
 
 
+@pytest.mark.parametrize("name,extra", [pytest.param(name, {}, id=name) for name in ALL]
+                         + [pytest.param("lstm", {"proj_size": 2}, id="lstm-proj_size")])
+def test_reset_parameters_draws_every_parameter(name, extra):
+    """No parameter keeps what was in its memory: torch.nn.LSTM's projection W_hr is torch.empty until torch's
+    own reset, which nnrnn's replaces, and held whatever the allocator gave (at times NaN)."""
+    model = nnrnn.create(name, 3, 6, num_layers=2, bidirectional=True, **extra)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))
+    model.reset_parameters()
+    assert [k for k, p in model.named_parameters() if not torch.isfinite(p).all()] == []
+
+
 @pytest.mark.parametrize("constrain", [schur, orthogonal])
 def test_a_second_constraint_on_one_weight_is_refused(constrain):
     rnn = constrain(nn.RNN(3, 4), "weight_hh_l0")

@@ -52,6 +52,8 @@ class LSTM(nn.LSTM, Traits):
             trained, so the parameters are the release's.  (``'glorot'`` is the earlier name of
             ``'xavier'``.)  ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
             :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
+            With ``proj_size`` > 0 the projection ``weight_hr_l[k]`` (P × N), which neither the paper nor the
+            release has, is Glorot normal under every init.
 
     Inputs: input, (h_0, c_0); Outputs: output, (h_n, c_n): torch.nn.LSTM's, with the same shapes:
     ``input`` (L, B, N_in) (or batch-first, unbatched, packed), ``h_0``/``c_0`` (D·num_layers, B, N)
@@ -99,6 +101,8 @@ class LSTM(nn.LSTM, Traits):
                         gate = init_(gate_ih.new_empty(gate_hh.shape[0], gate_hh.shape[1] + gate_ih.shape[1]), "xavier")
                         gate_hh.copy_(gate[:, :gate_hh.shape[1]])
                         gate_ih.copy_(gate[:, gate_hh.shape[1]:])
+                if self.proj_size:  # torch.nn.LSTM leaves W_hr as torch.empty until its own reset, never run here
+                    init_(getattr(self, "weight_hr" + suffix), "xavier")
                 if self.bias:
                     fan_in = weight_ih.shape[1] + weight_hh.shape[1]
                     init_(getattr(self, "bias_ih" + suffix), "uniform" if self.init == "concat" else "zeros",
