@@ -599,6 +599,18 @@ def test_half_precision_parameters_give_finite_accurate_outputs(name, dtype):
         assert (v.T @ v - torch.eye(16)).abs().max() < 8 * torch.finfo(dtype).eps
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ALL)
+def test_built_and_redrawn_in_half_precision_as_torch_rnn_is(name, dtype):
+    """torch.nn.RNN(..., dtype=torch.bfloat16) builds; so does every model, its initialisation included (rnn-orth's
+    Haar-random V comes from a QR torch has no half-precision kernel for)."""
+    model = nnrnn.create(name, 3, 6, num_layers=2, bidirectional=True, dtype=dtype)
+    model.reset_parameters()
+    assert all(p.dtype == dtype and torch.isfinite(p).all() for p in model.parameters())
+    out, _ = model(torch.randn(5, 2, 3, dtype=dtype))
+    assert out.dtype == dtype and torch.isfinite(out).all()
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_cpu_autocast_runs_like_torch_rnn(name):
     model = nnrnn.create(name, 3, 8)

@@ -94,7 +94,10 @@ class OrthogonalInitRNN(VanillaRNN):
     def _reset_recurrent(self, suffix):
         weight = getattr(self, "weight_hh" + suffix)
         with torch.no_grad():
-            if self.init == "random":
+            if self.init == "random" and weight.dtype in (torch.float16, torch.bfloat16):
+                # torch's QR has no half-precision kernel: draw in float32 (the same draw) and round once
+                weight.copy_(nn.init.orthogonal_(torch.empty(weight.shape, device=weight.device)))
+            elif self.init == "random":
                 nn.init.orthogonal_(weight)
             else:
                 log = init_skew_(torch.empty(weight.shape, dtype=torch.float64), self.init)
