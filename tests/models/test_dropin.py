@@ -406,6 +406,20 @@ def test_v_is_composed_once_in_inference_and_never_stale(name):
         torch.testing.assert_close(model.recurrent_matrix(), fresh.recurrent_matrix())
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_inference_sees_weights_set_by_torch_vector_to_parameters(name):
+    """torch.nn.utils.vector_to_parameters sets each ``p.data`` to a slice of the vector: the same parameter, no
+    new version, a new address; inference after it runs the new weights, as torch.nn.RNN does."""
+    torch.manual_seed(0)
+    model, other = nnrnn.create(name, 3, 4).eval(), nnrnn.create(name, 3, 4).eval()
+    x = torch.randn(5, 2, 3)
+    with torch.no_grad():
+        model(x)  # keeps what it may reuse: the composed V, Vᵀ
+        torch.nn.utils.vector_to_parameters(torch.nn.utils.parameters_to_vector(other.parameters()),
+                                            model.parameters())
+        assert torch.equal(model(x)[0], other(x)[0])
+
+
 def test_a_plain_rnn_stepping_without_grad_sees_every_change_to_its_recurrent_weight():
     """Its V is its parameter, which keeps requiring grad under no_grad; the step keeps V's transpose between
     calls, so an in-place update (its version moves) and a write through ``.data`` followed by a mode switch

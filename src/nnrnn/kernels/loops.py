@@ -49,7 +49,7 @@ KIND = {None: 0, "relu": 1, "tanh": 2, "modrelu": 3, "elu": 4}  # the enum of re
 COMPILED_KINDS = (None, "relu", "tanh", "modrelu")  # the nonlinearities recurrence_loops.cpp computes
 
 
-_last_transposed: list = []  # [(a weak reference to V, its version, Vᵀ contiguous)]: at most one
+_last_transposed: list = []  # [(a weak reference to V, its version and address, Vᵀ contiguous)]: at most one
 
 
 def _transposed(v: torch.Tensor, keep: bool = False) -> torch.Tensor:
@@ -61,12 +61,12 @@ def _transposed(v: torch.Tensor, keep: bool = False) -> torch.Tensor:
     their composed V)."""
     if _last_transposed:
         ref, version, kept = _last_transposed[0]
-        if ref() is v and v._version == version:
+        if ref() is v and (v._version, v.data_ptr()) == version:  # ``p.data = new`` keeps p, moves its address
             return kept
     v_t = v.t().contiguous()
     _last_transposed.clear()
     if keep or not v.requires_grad:
-        _last_transposed.append((weakref.ref(v), v._version, v_t))
+        _last_transposed.append((weakref.ref(v), (v._version, v.data_ptr()), v_t))
     return v_t
 
 
