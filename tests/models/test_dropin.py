@@ -520,6 +520,16 @@ def test_lstm_defaults_and_projection_are_torch_lstms():
     assert got[0].shape == (6, 4, 2)
 
 
+@pytest.mark.parametrize("init", ["chain:1.0", "fbchain:0.04"])
+def test_lstm_chain_init_with_a_projection_is_refused_naming_both(init):
+    """A chain is N × N; with proj_size each gate's recurrent block is N × P, so the pair is refused by name (it
+    raised torch's broadcasting error from inside the constructor); without a projection the chain is built."""
+    with pytest.raises(ValueError, match=r"proj_size must be 0; got proj_size=2"):
+        nnrnn.create("lstm", 3, 5, proj_size=2, init=init)
+    block = nnrnn.create("lstm", 3, 5, init=init).recurrent_matrix(gate="forget")
+    assert torch.count_nonzero(torch.diagonal(block, -1)) == 4
+
+
 @pytest.mark.parametrize("shape,batch_first", [((1, 3), False), ((3, 1), False), ((1, 4, 3), False),
                                                ((4, 1, 3), True), ((1, 5, 1), True), ((3, 2, 1), False)])
 def test_lstm_one_step_path_is_taken_exactly_for_one_step_without_autograd(monkeypatch, shape, batch_first):

@@ -73,6 +73,10 @@ class LSTM(nn.LSTM, Traits):
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=True, dropout_warning=False)
         self.init = check_lstm_init(init)
+        if parse_chain(self.init) and isinstance(proj_size, int) and not isinstance(proj_size, bool) and proj_size > 0:
+            # a chain is square (unit i feeds unit i + 1); with a projection each gate's recurrent block is N × P
+            raise ValueError(f"init {self.init!r} needs square recurrent blocks, so proj_size must be 0; "
+                             f"got proj_size={proj_size} (use init='xavier' or 'concat' with a projection)")
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
                          dropout=dropout, bidirectional=bidirectional, proj_size=proj_size, device=device,
                          dtype=dtype)
