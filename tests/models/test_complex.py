@@ -168,6 +168,25 @@ def test_fused_loop_matches_the_reference_values_and_gradients(nonlinearity):
         torch.testing.assert_close(g_f[key], g_r[key], rtol=1e-9, atol=1e-10, msg=key)
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (1, 1, 3), (2, 0, 3)], ids=["unbatched-step", "one-step", "batch-0"])
+def test_fused_loop_trains_on_one_step_of_one_sequence_and_on_an_empty_batch(shape):
+    """Where T·B ≤ 1 the fused loop's (2, T, B, N) layout of the input is the input's own memory; its backward
+    ran into autograd's in-place error there, as torch.nn.RNN's does not."""
+    torch.manual_seed(4)
+    model = nudge_(make(4, 3))
+    x = torch.randn(*shape, dtype=F64, requires_grad=True)
+    grads = []
+    for implementation in ("fused", "reference"):
+        model.implementation = implementation
+        model.zero_grad()
+        x.grad = None
+        out, h = model(x)
+        (out.pow(2).sum() + h.sum()).backward()
+        grads.append([x.grad.clone(), *(p.grad.clone() for p in model.parameters())])
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
 def test_fused_loop_in_float32_is_as_accurate_as_the_reference():
     """Both implementations in float32 against the same model in float64: outputs and every gradient within
     float32 accuracy (relative to the largest entry), the fused loop no worse than the reference loop."""

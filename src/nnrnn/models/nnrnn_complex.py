@@ -65,7 +65,9 @@ class _FusedComplexRecurrence(torch.autograd.Function):
         n = v_real.shape[0]
         c, d = v_real.t().contiguous(), v_imag.t().contiguous()  # V.real is a strided view: once, not per step
         m_a, m_b = d - c, c + d
-        h = projected.unflatten(-1, (2, n)).permute(2, 0, 1, 3).contiguous()  # (2, T, B, N)
+        # (2, T, B, N), a copy always: with T·B ≤ 1 the permuted view is already contiguous, and writing the steps
+        # into it would change ``projected`` in place (autograd refuses the backward)
+        h = projected.unflatten(-1, (2, n)).permute(2, 0, 1, 3).clone(memory_format=torch.contiguous_format)
         prev = h0.unflatten(-1, (2, n)).transpose(0, 1).contiguous()
         for t in range(h.shape[1]):
             step = h[:, t]
