@@ -846,6 +846,16 @@ def test_bad_init(name):
         nnrnn.create(name, 3, 4, init="glorot")
 
 
+@pytest.mark.parametrize("bad", ["False", 0, 1, None])
+@pytest.mark.parametrize("name", ["nnrnn", "exprnn"])
+def test_dynamic_takes_only_a_bool(name, bad):
+    """``dynamic="False"`` (a flag read from text) was read by its truth value and turned the moving base on; a flag
+    is True or False, as ``bidirectional`` is."""
+    with pytest.raises(TypeError, match="dynamic must be True or False"):
+        nnrnn.create(name, 3, 4, dynamic=bad)
+    assert nnrnn.create(name, 3, 4, dynamic=True).dynamic is True
+
+
 @pytest.mark.parametrize("name", NON_GATED)
 def test_nonlinearity_option(name):
     with pytest.raises(ValueError):

@@ -183,6 +183,14 @@ def check_dtype(dtype, complex_ok: bool = False):
     return dtype
 
 
+def check_flag(name: str, value) -> bool:
+    """``value`` if it is a bool, else a TypeError: a flag given as a string ("False") or a number would otherwise be
+    read by its truth value."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
 def check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype,
                       complex_ok: bool = False, dropout_warning: bool = True) -> tuple[int, float]:
     """torch.nn.RNN's constructor checks, in its order, shared by every model; returns (num_layers, dropout) as

@@ -5,7 +5,7 @@ import torch
 
 from ..parametrizations import INITS, check_init, orthogonal
 from ..parametrizations.orthogonal import init_skew_
-from .base import RecurrentModel
+from .base import RecurrentModel, check_flag
 
 
 class ExpRNN(RecurrentModel):
@@ -40,7 +40,7 @@ class ExpRNN(RecurrentModel):
     TUNED_OPTIONS = ("init",)  # the orthogonal initialisation, the supplement's set
 
     def __init__(self, *args, init: str = "henaff", dynamic: bool = False, **kwargs):
-        self.init, self.dynamic = check_init(init), bool(dynamic)
+        self.init, self.dynamic = check_init(init), check_flag("dynamic", dynamic)
         super().__init__(*args, **kwargs)
 
     def _make_recurrent(self, suffix, factory):

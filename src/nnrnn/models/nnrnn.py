@@ -5,7 +5,7 @@ import torch
 
 from ..parametrizations import INITS, check_fixed_gamma, check_init, free_triangular_entries, schur
 from ..parametrizations.schur import check_t_init
-from .base import RecurrentModel
+from .base import RecurrentModel, check_flag
 
 
 class NonNormalRNN(RecurrentModel):
@@ -81,7 +81,7 @@ class NonNormalRNN(RecurrentModel):
                  generator: torch.Generator | None = None, dynamic: bool = False,
                  fixed_gamma: float | None = None, t_init: str = "zeros", **kwargs):
         self.init, self.triangular, self._generator, self.dynamic = (check_init(init), triangular, generator,
-                                                                      bool(dynamic))
+                                                                      check_flag("dynamic", dynamic))
         self.fixed_gamma = check_fixed_gamma(fixed_gamma)
         check_t_init(t_init, triangular)  # refused here, at the call that received it
         self.t_init = t_init
