@@ -224,3 +224,13 @@ def test_nnrnn_trains_and_analyzes_an_nnlru_run(tmp_path, capsys):
     assert summary["departure_from_normality"] > 0  # the delay start: T ≠ 0
     assert (run / "analysis" / "nnlru.png").stat().st_size > 0
     assert "fisher_memory_total" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["lru", "nnlru"])
+def test_a_state_of_the_wrong_width_is_refused_naming_the_lrus_own_width(name):
+    """The LRU's state is [Re s, Im s], 2·state_size wide: the error says so (it said hidden_size, the width a
+    torch.nn.RNN user would then give)."""
+    model = nnrnn.create(name, 3, 4, state_size=3)
+    with pytest.raises(ValueError, match=r"\(1, 2, 6\) \(num_layers \* num_directions, batch, 2 \* state_size"):
+        model(torch.randn(5, 2, 3), torch.zeros(1, 2, 4))
+    assert model(torch.randn(5, 2, 3), torch.zeros(1, 2, 6))[1].shape == (1, 2, 6)

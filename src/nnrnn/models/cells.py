@@ -87,6 +87,9 @@ class CellModel(nn.Module, Traits):
         """The width of one state vector (hidden_size unless a model says otherwise)."""
         return self.hidden_size
 
+    # how an error names state_width (the LRU's is 2·N_s, not hidden_size)
+    STATE_WIDTH_NAME = "hidden_size"
+
     # ------------------------------------------------------------------ subclass hooks
     def _make_cell(self, suffix: str, layer_input: int, factory: dict) -> None:
         raise NotImplementedError
@@ -164,7 +167,7 @@ class CellModel(nn.Module, Traits):
             names = ", ".join(f"{s}_0" for s in self.STATES)
             raise TypeError(f"hx must be a tuple ({names}) of tensors or None; got {type(hx).__name__}")
         expected = (cells, width) if unbatched else (cells, batch, width)
-        layout = f"num_layers * num_directions, {'' if unbatched else 'batch, '}hidden_size"
+        layout = f"num_layers * num_directions, {'' if unbatched else 'batch, '}{self.STATE_WIDTH_NAME}"
         for name, h in zip(self.STATES, parts):
             check_state(self, "hx" if len(self.STATES) == 1 else f"{name}_0", h, expected, layout, x, dtype)
         state = torch.cat(parts, -1) if len(parts) > 1 else parts[0]

@@ -151,6 +151,8 @@ class LRU(CellModel):
         """2·N_s: the state's real features, [Re s, Im s]."""
         return 2 * self.state_size
 
+    STATE_WIDTH_NAME = "2 * state_size: [Re s, Im s]"
+
     def _make_cell(self, suffix, layer_input, factory):
         n, s = self.hidden_size, self.state_size
         shapes = {"weight_ih": (n, layer_input), "norm_weight": (n,), "norm_bias": (n,), "nu_log": (s,),
