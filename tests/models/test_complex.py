@@ -187,6 +187,17 @@ def test_fused_loop_trains_on_one_step_of_one_sequence_and_on_an_empty_batch(sha
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_model_moved_to_half_precision_says_so_at_its_call(dtype):
+    """Complex arithmetic has no half-precision kernels: the constructor refuses such a dtype, and a model moved
+    there by .to() is refused at its call in the same terms (it failed deep in a kernel, naming no dtype)."""
+    model = make(4, 3, dtype=torch.float32).to(dtype)
+    with pytest.raises(TypeError, match=r"torch.float32 or torch.float64.*\.float\(\)") as caught:
+        model(torch.randn(5, 2, 3, dtype=dtype))
+    assert isinstance(caught.value, RuntimeError)  # what the call raised before, and torch's type for it
+    assert model.float()(torch.randn(5, 2, 3))[0].dtype == torch.float32
+
+
 def test_fused_loop_in_float32_is_as_accurate_as_the_reference():
     """Both implementations in float32 against the same model in float64: outputs and every gradient within
     float32 accuracy (relative to the largest entry), the fused loop no worse than the reference loop."""

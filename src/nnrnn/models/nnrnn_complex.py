@@ -7,7 +7,8 @@ from torch.autograd.function import once_differentiable
 
 from ..kernels.autograd import autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
-from .base import as_given, assign_constrained, cell_suffix, check_constructor, check_hx, stack_layers, time_major
+from .base import (ParameterDtypeError, as_given, assign_constrained, cell_suffix, check_constructor, check_hx,
+                   stack_layers, time_major)
 from .init import check_scheme, init_
 from .traits import Traits
 
@@ -329,6 +330,9 @@ class ComplexNonNormalRNN(nn.Module, Traits):
                              f"got {self.implementation!r}")
         x, lengths, unbatched = time_major(self, input, hx)
         dtype = self.weight_ih_l0.dtype
+        if dtype not in (torch.float32, torch.float64):  # moved there by .to() / .half(): the constructor refuses it
+            raise ParameterDtypeError(f"the complex nnRNN computes in torch.float32 or torch.float64 (complex64 or "
+                                      f"complex128); its parameters are {dtype}: move it back with .float()")
         x = x.to(dtype)  # complex arithmetic has no low-precision kernels: autocast runs in the model's dtype
         hx = self._check_hx(hx, x.shape[1], unbatched, x, dtype)
 
