@@ -105,3 +105,32 @@ def test_the_report_curves_show_all_their_text(saved, tmp_path):
     figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)
     figures.learning_curves(made, "copy", tmp_path / "gradients-copy.png", 0.0945, gradients=True)
     assert {name: texts for name, texts in saved.items() if texts} == {}
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Each figure the code saves while the test runs, kept instead of written: {file name: figure}."""
+    found = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, path, *args, **kwargs: found.__setitem__(str(path).rsplit("/", 1)[-1], fig))
+    return found
+
+
+def _not_finite_marks(ax) -> list[float]:
+    """The x of the × markers an axis draws for NaN or inf values."""
+    return [float(x) for line in ax.lines if line.get_marker() == "x" for x in line.get_xdata()]
+
+
+def test_nan_gradient_norms_are_marked_and_said_never_called_zero(drawn, tmp_path):
+    norms = np.geomspace(1e-3, 1.0, 50)
+    norms[10:20] = np.nan
+    plots.plot_gradients(norms, tmp_path / "gradients.png", reference=np.full(50, np.inf))
+    ax = drawn["gradients.png"].axes[0]
+    assert ax.get_yscale() == "log"
+    assert sorted(_not_finite_marks(ax)) == sorted(list(range(11, 21)) + list(range(1, 51)))
+    trained = ax.lines[0].get_ydata()
+    assert np.isnan(trained[10:20]).all()  # the line breaks at the NaN steps instead of joining across them
+    labels = [t.get_text() for t in drawn["gradients.png"].legends[0].get_texts()]
+    assert labels[0].endswith("shrinks 1,000×; NaN or inf at 10 of 50 steps")
+    assert "untrained: the gradient is NaN or inf at 50 of 50 steps" in labels
+    assert not any("zero" in label for label in labels)

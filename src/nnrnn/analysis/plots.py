@@ -345,19 +345,44 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         return _save(fig, path)
 
 
+def _not_finite_words(values: np.ndarray, unit: str) -> str:
+    """'NaN or inf at 3 of 100 steps': how many of ``values`` are not finite, in words."""
+    return f"NaN or inf at {int(np.sum(~np.isfinite(values)))} of {len(values)} {unit}"
+
+
 def gradient_direction(norms: np.ndarray) -> str:
     """How ‖∂L/∂h_t‖ changes going back in time, from the last step T (where the loss is read) to t = 1: the
-    factor between the two, in words."""
+    factor between the two, in words; NaN or inf norms are said as such (never as a zero gradient)."""
     norms = np.asarray(norms, dtype=np.float64)
     first, last = norms[0], norms[-1]
+    if not (np.isfinite(first) and np.isfinite(last)):
+        return f"the gradient is {_not_finite_words(norms, 'steps')}"
     if not (first > 0 and last > 0):
         return "the gradient reaches zero on its way back"
+    note = f"; {_not_finite_words(norms, 'steps')}" if not np.all(np.isfinite(norms)) else ""
     ratio = first / last
     if 0.9 < ratio < 1.1:
-        return f"going back from t = {len(norms)} to t = 1 the gradient keeps its size ({ratio:.2g}×)"
+        return f"going back from t = {len(norms)} to t = 1 the gradient keeps its size ({ratio:.2g}×){note}"
     verb, factor = ("grows", ratio) if ratio > 1 else ("shrinks", 1 / ratio)
     shown = f"{factor:,.0f}" if factor < 1e6 else f"{factor:.2g}"
-    return f"going back from t = {len(norms)} to t = 1 the gradient {verb} {shown}×"
+    return f"going back from t = {len(norms)} to t = 1 the gradient {verb} {shown}×{note}"
+
+
+def _drawable(values: np.ndarray) -> np.ndarray:
+    """``values`` with every entry a log axis cannot draw (≤ 0, NaN, ±inf) set to NaN, so the line breaks there
+    instead of joining its neighbours straight across."""
+    return np.where(np.isfinite(values) & (values > 0), values, np.nan)
+
+
+def _mark_not_finite(ax, x: np.ndarray, values: np.ndarray, color: str, name: str, height: float = 0.97) -> bool:
+    """× markers in ``color`` near the top of ``ax`` (at ``height``, in axes units, so that two series' markers do
+    not hide each other) at the x of every NaN or ±inf in ``values``, which no axis can place, labelled for the
+    legend; whether there were any."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        ax.plot(x[bad], np.full(int(bad.sum()), height), "x", color=color, ms=6, mew=1.5, clip_on=False,
+                transform=ax.get_xaxis_transform(), label=f"{name}: NaN or inf (× near the top)")
+    return bool(bad.any())
 
 
 def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
@@ -369,14 +394,16 @@ def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
     t = np.arange(1, len(norms) + 1)
     with _figure(7.0, 3.4) as fig:
         ax = fig.subplots()
-        keep = norms > 0
-        ax.plot(t[keep], norms[keep], color="C0", label=f"trained: {gradient_direction(norms)}")
+        ax.plot(t, _drawable(norms), color="C0", label=f"trained: {gradient_direction(norms)}")
+        _mark_not_finite(ax, t, norms, "C0", "trained")
+        drawn = [norms]
         if reference is not None:
             reference = np.asarray(reference, dtype=np.float64)
-            shown = reference > 0
-            ax.plot(t[shown], reference[shown], color="0.5", ls="--",
+            ax.plot(t, _drawable(reference), color="0.5", ls="--",
                     label=f"{reference_label}: {gradient_direction(reference)}")
-        if keep.any():
+            _mark_not_finite(ax, t, reference, "0.5", reference_label.split(" ")[0], height=0.91)
+            drawn.append(reference)
+        if np.isfinite(_drawable(np.concatenate(drawn))).any():
             ax.set_yscale("log")
         ax.set_xlabel(rf"time step $t$ (the loss is read at $t=T={len(norms)}$; backpropagation runs "
                       r"$\leftarrow$ from right to left)")
