@@ -134,3 +134,18 @@ def test_nan_gradient_norms_are_marked_and_said_never_called_zero(drawn, tmp_pat
     assert labels[0].endswith("shrinks 1,000×; NaN or inf at 10 of 50 steps")
     assert "untrained: the gradient is NaN or inf at 50 of 50 steps" in labels
     assert not any("zero" in label for label in labels)
+
+
+def test_nan_training_gradient_norms_are_marked_and_the_rest_keeps_its_log_axis(drawn, tmp_path):
+    steps = np.arange(1, 51) * 10
+    norms = np.geomspace(1.0, 1e4, 50)
+    norms[25], norms[30:] = np.inf, np.nan  # a diverging run
+    plots.plot_training_gradients(steps, norms, tmp_path / "grad.png")
+    fig = drawn["grad.png"]
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"  # the finite windows span two decades
+    assert _not_finite_marks(ax) == [float(s) for s in [260] + list(range(310, 510, 10))]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["× near the top: NaN or inf at 21 of 50 logged windows"]
+    plots.plot_training_gradients(steps, np.ones(50), tmp_path / "flat.png")
+    assert drawn["flat.png"].legends == [] and drawn["flat.png"].axes[0].get_yscale() == "linear"

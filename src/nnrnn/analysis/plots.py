@@ -374,14 +374,14 @@ def _drawable(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values) & (values > 0), values, np.nan)
 
 
-def _mark_not_finite(ax, x: np.ndarray, values: np.ndarray, color: str, name: str, height: float = 0.97) -> bool:
+def _mark_not_finite(ax, x: np.ndarray, values: np.ndarray, color: str, label: str, height: float = 0.97) -> bool:
     """× markers in ``color`` near the top of ``ax`` (at ``height``, in axes units, so that two series' markers do
-    not hide each other) at the x of every NaN or ±inf in ``values``, which no axis can place, labelled for the
-    legend; whether there were any."""
+    not hide each other) at the x of every NaN or ±inf in ``values``, which no axis can place, with ``label`` for
+    the legend; whether there were any."""
     bad = ~np.isfinite(values)
     if bad.any():
         ax.plot(x[bad], np.full(int(bad.sum()), height), "x", color=color, ms=6, mew=1.5, clip_on=False,
-                transform=ax.get_xaxis_transform(), label=f"{name}: NaN or inf (× near the top)")
+                transform=ax.get_xaxis_transform(), label=label)
     return bool(bad.any())
 
 
@@ -395,13 +395,14 @@ def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
     with _figure(7.0, 3.4) as fig:
         ax = fig.subplots()
         ax.plot(t, _drawable(norms), color="C0", label=f"trained: {gradient_direction(norms)}")
-        _mark_not_finite(ax, t, norms, "C0", "trained")
+        _mark_not_finite(ax, t, norms, "C0", "trained: NaN or inf (× near the top)")
         drawn = [norms]
         if reference is not None:
             reference = np.asarray(reference, dtype=np.float64)
             ax.plot(t, _drawable(reference), color="0.5", ls="--",
                     label=f"{reference_label}: {gradient_direction(reference)}")
-            _mark_not_finite(ax, t, reference, "0.5", reference_label.split(" ")[0], height=0.91)
+            _mark_not_finite(ax, t, reference, "0.5", f"{reference_label.split(' ')[0]}: NaN or inf (× near the top)",
+                             height=0.91)
             drawn.append(reference)
         if np.isfinite(_drawable(np.concatenate(drawn))).any():
             ax.set_yscale("log")
@@ -415,13 +416,19 @@ def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
 
 
 def plot_training_gradients(steps, norms, path, title: str = "") -> str:
-    """The gradient norm the trainer logged (mean over each logging window) against updates."""
+    """The gradient norm the trainer logged (mean over each logging window) against updates, on a log axis where
+    its finite values span more than a decade; NaN or inf windows (a diverging run) are marked with × near the
+    top and named in a legend, since no axis can place them."""
     steps, norms = np.asarray(steps), np.asarray(norms, dtype=np.float64)
     with _figure(7.0, 3.0) as fig:
         ax = fig.subplots()
-        ax.plot(steps, norms, color="C1")
-        if norms.size and norms.min() > 0 and norms.max() / norms.min() > 10:
+        # a marker on each point: a run logs few windows, and a line alone hides where they are
+        ax.plot(steps, np.where(np.isfinite(norms), norms, np.nan), color="C1", marker="o", ms=2.5)
+        finite = norms[np.isfinite(norms)]
+        if finite.size and finite.min() > 0 and finite.max() / finite.min() > 10:
             ax.set_yscale("log")
+        if _mark_not_finite(ax, steps, norms, "C3", f"× near the top: {_not_finite_words(norms, 'logged windows')}"):
+            fig.legend(loc="outside lower center", frameon=False, fontsize=8)
         ax.set_xlabel("update")
         ax.set_ylabel(r"$\|\nabla_\theta L\|_2$ (window mean)")
         ax.set_title(title or "gradient norm during training")
