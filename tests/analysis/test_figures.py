@@ -149,3 +149,19 @@ def test_nan_training_gradient_norms_are_marked_and_the_rest_keeps_its_log_axis(
     assert legend == ["× near the top: NaN or inf at 21 of 50 logged windows"]
     plots.plot_training_gradients(steps, np.ones(50), tmp_path / "flat.png")
     assert drawn["flat.png"].legends == [] and drawn["flat.png"].axes[0].get_yscale() == "linear"
+
+
+def _labelled_ticks(ax) -> list[str]:
+    """The y tick labels ``ax`` draws inside its view."""
+    ax.figure.canvas.draw()
+    low, high = ax.get_ylim()
+    return [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks()) if low <= v <= high]
+
+
+def test_a_log_axis_over_less_than_two_decades_labels_1_2_5_in_plain_digits(drawn, tmp_path):
+    plots.plot_gradients(np.linspace(15.0, 55.0, 100), tmp_path / "gradients.png")  # 15 to 55: no power of ten
+    assert _labelled_ticks(drawn["gradients.png"].axes[0]) == ["20", "50"]
+    plots.figure_proposition1(tmp_path / "proposition1.png", n=20)  # right panel: J and bound, 0.015 to 1
+    assert _labelled_ticks(drawn["proposition1.png"].axes[1]) == ["0.02", "0.05", "0.1", "0.2", "0.5", "1"]
+    plots.plot_gradients(np.geomspace(1e-6, 1.0, 100), tmp_path / "wide.png")  # six decades: powers of ten
+    assert all(label.startswith("$\\mathdefault{10^{") for label in _labelled_ticks(drawn["wide.png"].axes[0]))

@@ -16,7 +16,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from . import theory
 from ._blas import single_threaded_blas
@@ -57,6 +57,24 @@ def _color(alpha: float, i: int) -> str:
 
 def _label(alpha: float, beta: float) -> str:
     return rf"$\alpha={alpha:g}$, $\beta={beta:g}$"
+
+
+def _tick_text(value: float, _position=None) -> str:
+    """A log axis's tick label: plain digits from 0.001 to 9999 ('0.02', '50'), a power of ten otherwise."""
+    if 1e-3 <= abs(value) < 1e4:
+        return f"{value:g}"
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return rf"${mantissa}\times10^{{{int(exponent)}}}$" if mantissa != "1" else rf"$10^{{{int(exponent)}}}$"
+
+
+def _label_short_log_axis(ax) -> None:
+    """On a log y axis that shows fewer than three powers of ten, ticks at 1, 2 and 5 × 10ᵏ with plain labels
+    ('20', '50'): matplotlib's default labels there only one or two values, or writes '4×10¹'."""
+    low, high = ax.get_ylim()
+    if ax.get_yscale() == "log" and 0 < low < high and math.floor(math.log10(high)) - math.ceil(math.log10(low)) < 2:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(_tick_text))
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -180,6 +198,7 @@ def figure_proposition1(path, n: int = 20, alpha: float = 1.05, beta: float = 0.
             ax.set_title((r"delay line ($\beta=0$): $\sigma_{\max}=1$" if key == "delay" else
                           rf"$\beta={c['beta']:g}$: $\sigma_{{\max}}={c['sigma_max']:.4g}$"))
             ax.legend(frameon=False, loc="best")
+            _label_short_log_axis(ax)
         axes[0].set_ylabel(r"Fisher memory $J(k)$")
         fig.suptitle(rf"Proposition 1: $N={n}$, $\sqrt{{\alpha}}$ on the sub-diagonal, $\alpha={alpha:g}$", fontsize=10)
         return _save(fig, path), curves
@@ -248,6 +267,7 @@ def plot_spectrum(matrix: np.ndarray, path, title: str = "") -> str:
         ax_s.set_title("singular values vs eigenvalue moduli")
         if sv[-1] > 0 and sv[0] / sv[-1] > 30:
             ax_s.set_yscale("log")
+            _label_short_log_axis(ax_s)
         ax_s.legend(frameon=False)
         if title:
             fig.suptitle(title, fontsize=10)
@@ -333,6 +353,7 @@ def plot_schur(theta: np.ndarray, angles: np.ndarray, moduli: np.ndarray, profil
         pos = vals[vals > 0]
         if pos.size and pos.max() / max(pos.min(), 1e-300) > 100 and np.all(profile["theta"] > 0):
             ax_p.set_yscale("log")
+            _label_short_log_axis(ax_p)
         ax_p.set_xscale("log")
         ax_p.set_xlabel(r"sub-diagonal $k$ (entries $\Theta_{i+k,i}$)")
         ax_p.set_ylabel(r"mean $|\Theta_{i+k,i}|$")
@@ -406,6 +427,7 @@ def plot_gradients(norms: np.ndarray, path, title: str = "", subtitle: str = "",
             drawn.append(reference)
         if np.isfinite(_drawable(np.concatenate(drawn))).any():
             ax.set_yscale("log")
+            _label_short_log_axis(ax)
         ax.set_xlabel(rf"time step $t$ (the loss is read at $t=T={len(norms)}$; backpropagation runs "
                       r"$\leftarrow$ from right to left)")
         ax.set_ylabel(r"$\|\partial L/\partial h_t\|_2$ (log scale)")
@@ -427,6 +449,7 @@ def plot_training_gradients(steps, norms, path, title: str = "") -> str:
         finite = norms[np.isfinite(norms)]
         if finite.size and finite.min() > 0 and finite.max() / finite.min() > 10:
             ax.set_yscale("log")
+            _label_short_log_axis(ax)
         if _mark_not_finite(ax, steps, norms, "C3", f"× near the top: {_not_finite_words(norms, 'logged windows')}"):
             fig.legend(loc="outside lower center", frameon=False, fontsize=8)
         ax.set_xlabel("update")
