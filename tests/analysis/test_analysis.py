@@ -512,3 +512,27 @@ def test_the_gradient_direction_is_said_in_words():
     assert gradient_direction(np.array([5.0, 1.0, 1.0])) == "going back from t = 3 to t = 1 the gradient grows 5×"
     assert gradient_direction(np.array([1.0, 4.0])) == "going back from t = 2 to t = 1 the gradient shrinks 4×"
     assert "keeps its size" in gradient_direction(np.array([1.0, 1.05]))
+
+
+def test_a_recurrent_matrix_with_nan_is_refused_naming_it(tmp_path):
+    model = torch.nn.RNN(3, 6)
+    with torch.no_grad():
+        model.weight_hh_l0[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="the recurrent matrix V holds 1 NaN or inf entries"):
+        analyze_model(model, tmp_path, batch=False)
+
+
+def test_cli_analyze_of_a_checkpoint_with_nan_parameters_says_so_in_one_line(tmp_path, capsys):
+    from helpers import TINY, one_line, run_cli
+
+    from nnrnn_cli import command as cli
+    run = tmp_path / "run"
+    assert cli.main(["train", "copy", "--steps", "2", "--eval-every", "2", "--out", str(run), *TINY]) == 0
+    best = run / "checkpoints" / "best.pt"
+    saved = torch.load(best, weights_only=False)
+    for value in saved["model"].values():
+        if value.is_floating_point():
+            value.fill_(float("nan"))
+    torch.save(saved, best)
+    one_line(*run_cli(capsys, "analyze", run), "holds NaN or inf parameters (a diverged run?)")
+    assert not (run / "analysis").exists()

@@ -474,6 +474,9 @@ def _matrix_figures(model: nn.Module, mats: dict, out_dir, title: str) -> tuple[
     """Each recurrent matrix's summary, and its spectrum and Schur-form figures (see :func:`analyze_model`)."""
     files, details = [], {}
     for key, matrix in mats.items():
+        if not np.isfinite(matrix).all():  # numpy's eigvals and schur would stop at it with a LinAlgError
+            raise ValueError(f"the recurrent matrix {key} holds {int(np.sum(~np.isfinite(matrix)))} NaN or inf "
+                             f"entries: its Schur form and spectrum are not defined")
         tensor = tensor_for(key)
         view = schur_view(model, tensor=tensor) if find_schur_form(model, tensor) else schur_view(matrix)
         details[key] = matrix_summary(view)

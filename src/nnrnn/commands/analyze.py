@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import torch
+
 from ..analysis.linear import analyze_nnlru
 from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
@@ -53,6 +55,9 @@ def main(args) -> int:
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise UserError(f"{source} holds NaN or inf parameters (a diverged run?), which have no spectrum or Schur "
+                        f"form; analyze a checkpoint saved before it diverged")
     out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
     extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
