@@ -76,6 +76,8 @@ def test_a_run_that_learned_says_so_last_and_records_it(tmp_path, capsys, monkey
     saved = json.loads((tmp_path / "run" / "outcome.json").read_text())
     assert saved["name"] == "learned" and saved["baseline"] == pytest.approx(CopyTask(T=4).baseline)
     assert run_title(tmp_path / "run").endswith(": run (learned)")  # curves.png's title says it too
+    (tmp_path / "run").rename(tmp_path / "copy")  # a folder named as its task: the name is said once
+    assert run_title(tmp_path / "copy").startswith("copy, nnrnn with ") and ": copy" not in run_title(tmp_path / "copy")
 
 
 def test_a_run_that_did_not_learn_says_so_in_its_last_lines_and_in_runs(tmp_path, capsys):

@@ -108,8 +108,8 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_references_on_every
     assert all(ax.get_xlabel() == "update" for ax in fig.axes)
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
     assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
-    assert list(lines["baseline 0.095"][1]) == [0.095, 0.095] and "test" not in lines
-    assert list(lines["chance 2.2"][1]) == [2.197, 2.197]
+    assert list(lines["baseline 0.0950"][1]) == [0.095, 0.095] and "test" not in lines
+    assert list(lines["chance 2.20"][1]) == [2.197, 2.197]
     # a single validation point must show: validation as small dots on a line, and so a short training series
     styles = {line.get_label(): (line.get_linestyle(), line.get_marker(), line.get_markersize())
               for line in loss.get_lines()}
@@ -126,11 +126,16 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_references_on_every
     assert lines == {"train": ([2, 4], [0.1, 0.3]), "valid": ([4], [0.2]), "baseline 0.125": ([0, 1], [0.125, 0.125]),
                      "chance 0.111": ([0, 1], [0.111, 0.111])}
     assert accuracy.get_ylim() == (0, 1)  # noise near chance must not look like a trend
-    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline 0.095", "chance 2.2"]
+    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train", "valid", "baseline 0.0950", "chance 2.20"]
     assert fig.get_size_inches()[0] > fig.get_size_inches()[1]  # panels side by side
     ptb = runlog_module.curves_figure([{"step": 1, "split": "valid", "loss": 2.0, "bpc": 2.9}])
     assert [ax.get_ylabel() for ax in ptb.axes] == ["loss", "bpc"]
     assert runlog_module.curves_figure([{"step": 1, "split": "train", "event": "skipped update"}]) is None
+    # references that 3 digits would print alike (psMNIST's loss: baseline 2.301, chance ln 10 = 2.303) get more
+    psmnist = runlog_module.curves_figure([{"step": 1, "split": "valid", "loss": 2.0}],
+                                          {"loss": {"baseline": 2.3012, "chance": 2.302585}})
+    assert [line.get_label() for line in psmnist.axes[0].get_lines()][1:] == ["baseline 2.301", "chance 2.303"]
+    assert runlog_module.reference_labels({"baseline": 3.0}) == {"baseline": "baseline 3.00"}  # not "3"
     import matplotlib.pyplot as plt
     plt.close("all")
 

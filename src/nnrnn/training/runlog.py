@@ -212,6 +212,16 @@ def run_summary(folder: Path, monitor_of) -> dict:
 REFERENCE_STYLES = {"baseline": "--", "chance": ":"}  # gray lines, not data
 
 
+def reference_labels(references: dict) -> dict:
+    """{name: its legend text}: each value to 3 significant digits, trailing zeros kept (3.00, not 3), and to
+    more where that many would print two different values alike (psMNIST's baseline 2.301 and chance 2.303)."""
+    for digits in range(3, 8):
+        labels = {name: f"{name} {value:#.{digits}g}".rstrip(".") for name, value in references.items()}
+        if len({text.split()[-1] for text in labels.values()}) == len(set(references.values())):
+            return labels
+    return labels
+
+
 def curves_figure(records: list[dict], references: dict | None = None, title: str | None = None):
     """A matplotlib Figure with one panel per metric logged (loss, accuracy, bpc, in that order): the
     training and validation points against updates, and on every panel the task's ``references``
@@ -236,10 +246,11 @@ def curves_figure(records: list[dict], references: dict | None = None, title: st
                 marker = "o" if split == "valid" or len(points) <= 20 else None
                 ax.plot(*zip(*points), "-", marker=marker, label=split, markersize=3)
                 values += [v for _, v in points if math.isfinite(v) and v > 0]
-        for name, value in ((references or {}).get(metric) or {}).items():
-            if value is not None and name in REFERENCE_STYLES:
-                ax.axhline(value, color="gray", linestyle=REFERENCE_STYLES[name], label=f"{name} {value:.3g}")
-                values.append(value)
+        drawn = {name: value for name, value in ((references or {}).get(metric) or {}).items()
+                 if value is not None and name in REFERENCE_STYLES}
+        for name, label in reference_labels(drawn).items():
+            ax.axhline(drawn[name], color="gray", linestyle=REFERENCE_STYLES[name], label=label)
+            values.append(drawn[name])
         if metric == "accuracy":
             ax.set_ylim(0, 1)
         elif values and max(values) > 10 * min(values):
@@ -263,7 +274,8 @@ def run_title(folder: Path) -> str | None:
         config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         return Path(folder).name + said
-    return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units: {Path(folder).name}{said}"
+    name = "" if Path(folder).name == config.get("task") else f": {Path(folder).name}"  # not "copy, …: copy"
+    return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units{name}{said}"
 
 
 def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
