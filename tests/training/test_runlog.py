@@ -106,6 +106,8 @@ def test_curves_show_each_metric_for_train_and_valid_and_the_references_on_every
     loss, accuracy = fig.axes
     assert [ax.get_ylabel() for ax in fig.axes] == ["loss (log scale)", "accuracy"]  # no bpc: no bpc panel
     assert all(ax.get_xlabel() == "update" for ax in fig.axes)
+    fig.canvas.draw()
+    assert all(float(tick).is_integer() for ax in fig.axes for tick in ax.get_xticks())  # updates are whole
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in loss.get_lines()}
     assert lines["train"] == ([2, 4], [0.9, 0.7]) and lines["valid"] == ([4], [0.8])
     assert list(lines["baseline 0.0950"][1]) == [0.095, 0.095] and "test" not in lines

@@ -234,6 +234,7 @@ def curves_figure(records: list[dict], references: dict | None = None, title: st
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     metrics = [m for m in ("loss", "accuracy", "bpc") if any(m in r for r in records)]
     if not metrics:
         return None
@@ -256,6 +257,7 @@ def curves_figure(records: list[dict], references: dict | None = None, title: st
         elif values and max(values) > 10 * min(values):
             ax.set_yscale("log")
         ax.set_xlabel("update")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # updates are counted: no 29.5 under one point
         ax.set_ylabel(metric + (" (log scale)" if ax.get_yscale() == "log" else ""))
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
