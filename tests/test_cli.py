@@ -456,3 +456,21 @@ def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(cap
         assert seen == [2] and "thread:" not in capsys.readouterr().out.split("\n")[0]
     finally:
         real(before)
+
+
+def test_resume_refuses_a_config_json_with_an_unknown_option(tmp_path, monkeypatch, capsys):
+    # a run that died before its first checkpoint resumes from config.json; a key mistyped there ("hiden") was
+    # ignored and the run restarted at the default 128 units
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    out = tmp_path / "run"
+    assert main(["train", "copy", "--hidden", "8", "--T", "5", "--steps", "1", "--no-progress", "--out", str(out)]) == 0
+    (out / "checkpoints" / "last.pt").unlink()
+    config = out / "config.json"
+    config.write_text(config.read_text().replace('"hidden"', '"hiden"'))
+    capsys.readouterr()
+    code, err = main(["train", "copy", "--out", str(out), "--resume"]), capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "'hiden'" in lines[0] and "'hidden'" in lines[0], err
+    assert '"hiden"' in config.read_text()  # refused before anything was written
