@@ -35,6 +35,7 @@ def nnrnn(*args, cwd=None):
     (["train", "psmnist", "--data-dir", "/nonexistent/mnist"], "nnrnn data fetch"),
     (["eval", "/nonexistent/run"], "no run folder or checkpoint"),
     (["frobnicate"], "invalid choice"),
+    (["theory"], "{table3,figure1,prop1,prop2}"),  # the subcommands, not argparse's dest "theory_command"
 ])
 def test_user_errors_are_one_line_exit_2(args, needle, tmp_path, monkeypatch, capsys):
     # in this process: nnrnn's own process adds nothing to these (the test below runs two in one of its own)
