@@ -214,6 +214,7 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert f"(default: {DEFAULTS['hidden']})" in train and f"(default: {DEFAULTS['max_bad_steps']})" in train
     assert all(name in " ".join(train.split()).replace("- ", "-") for name in presets.preset_names())
     assert "delta 0, t_decay 0 and an input bias" in " ".join(train.split())
+    assert " ".join(train.split()).count("the task's and model's") == 3  # said once each: description, --lr, --lr-orth
     assert "(default: 100, as in the paper)" not in parsers["theory table3"].format_help()  # said once, not twice
     assert "the split to score (default: test)" in " ".join(parsers["eval"].format_help().split())
     scale = " ".join(parsers["reproduce"].format_help().split())

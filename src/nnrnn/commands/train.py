@@ -16,8 +16,8 @@ from ..training.train import train
 def add_arguments(p) -> None:
     p.description = (
         f"Train MODEL on TASK. Options left out come from --preset, then from the defaults shown. Without a "
-        f"preset a model trains with those defaults and the task's and model's learning rates (the paper's: "
-        f"{rates.describe()}), not with all of the paper's hyperparameters: nnRNN with delta {DEFAULTS['delta']:g}, "
+        f"preset a model trains with those defaults (its learning rate: {rates.describe()}), not with all of the "
+        f"paper's hyperparameters: nnRNN with delta {DEFAULTS['delta']:g}, "
         f"t_decay {DEFAULTS['t_decay']:g} and an input bias; --preset paper gives the paper's (`nnrnn presets`). "
         f"Prints a line after every validation and a summary at the end, its outcome (learned, did not learn, "
         f"diverged: exit code 3), then the final metrics as one JSON line.")
