@@ -476,3 +476,18 @@ def test_resume_refuses_a_config_json_with_an_unknown_option(tmp_path, monkeypat
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "'hiden'" in lines[0] and "'hidden'" in lines[0], err
     assert '"hiden"' in config.read_text()  # refused before anything was written
+
+
+@pytest.mark.parametrize("text, needle", [("", "not a grid's compact data"), ("[1]", "lacks scale"),
+                                          ('{"a": 1}', "lacks scale, date"),
+                                          ('{"scale": "huge", "date": "", "runs": [], "analysis": [], '
+                                           '"structure": {}, "folders": {}}', "unknown scale 'huge'")])
+def test_reproduce_from_data_that_is_no_grids_data_is_one_line(text, needle, tmp_path, monkeypatch, capsys):
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    data = tmp_path / "data.json"
+    data.write_text(text)
+    code, err = main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "out")]), capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
