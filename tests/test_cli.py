@@ -491,3 +491,16 @@ def test_reproduce_from_data_that_is_no_grids_data_is_one_line(text, needle, tmp
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and needle in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_more_threads_than_cores_is_one_line(tmp_path, monkeypatch, capsys):
+    # --threads 100000 crashed the OpenMP runtime (a segfault, no message) after writing config.json
+    from nnrnn import environment
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    monkeypatch.setattr(environment.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    out = tmp_path / "run"
+    code = main(["train", "copy", "--hidden", "4", "--T", "3", "--steps", "1", "--threads", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--threads 3" in err and "2 cores" in err, err
+    assert not out.exists()
