@@ -504,3 +504,18 @@ def test_more_threads_than_cores_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--threads 3" in err and "2 cores" in err, err
     assert not out.exists()
+
+
+def test_runs_lists_a_damaged_run_as_unreadable_beside_the_others(tmp_path, capsys):
+    # one run's damaged metrics.jsonl ended the whole listing (exit 2, no table)
+    from nnrnn_cli.command import main
+    write_run(tmp_path / "good", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    write_run(tmp_path / "damaged", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    with open(tmp_path / "damaged" / "metrics.jsonl", "a") as f:
+        f.write("garbage{\n")
+    assert main(["runs", str(tmp_path)]) == 0
+    damaged, good = capsys.readouterr().out.splitlines()[1:]
+    assert damaged.startswith(str(tmp_path / "damaged")) and "unreadable: " in damaged and "line 2" in damaged
+    assert good.startswith(str(tmp_path / "good")) and "loss 0.5" in good
