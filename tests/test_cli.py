@@ -35,6 +35,7 @@ def nnrnn(*args, cwd=None):
     (["train", "psmnist", "--data-dir", "/nonexistent/mnist"], "nnrnn data fetch"),
     (["eval", "/nonexistent/run"], "no run folder or checkpoint"),
     (["frobnicate"], "invalid choice"),
+    (["theory"], "{table3,figure1,prop1,prop2}"),  # the subcommands, not argparse's dest "theory_command"
 ])
 def test_user_errors_are_one_line_exit_2(args, needle, tmp_path, monkeypatch, capsys):
     # in this process: nnrnn's own process adds nothing to these (the test below runs two in one of its own)
@@ -213,6 +214,7 @@ def test_help_shows_defaults_the_presets_and_what_a_plain_run_trains_with():
     assert f"(default: {DEFAULTS['hidden']})" in train and f"(default: {DEFAULTS['max_bad_steps']})" in train
     assert all(name in " ".join(train.split()).replace("- ", "-") for name in presets.preset_names())
     assert "delta 0, t_decay 0 and an input bias" in " ".join(train.split())
+    assert " ".join(train.split()).count("the task's and model's") == 3  # said once each: description, --lr, --lr-orth
     assert "(default: 100, as in the paper)" not in parsers["theory table3"].format_help()  # said once, not twice
     assert "the split to score (default: test)" in " ".join(parsers["eval"].format_help().split())
     scale = " ".join(parsers["reproduce"].format_help().split())
@@ -456,3 +458,64 @@ def test_a_run_uses_the_cores_free_or_omp_num_threads_or_threads_and_says_so(cap
         assert seen == [2] and "thread:" not in capsys.readouterr().out.split("\n")[0]
     finally:
         real(before)
+
+
+def test_resume_refuses_a_config_json_with_an_unknown_option(tmp_path, monkeypatch, capsys):
+    # a run that died before its first checkpoint resumes from config.json; a key mistyped there ("hiden") was
+    # ignored and the run restarted at the default 128 units
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    out = tmp_path / "run"
+    assert main(["train", "copy", "--hidden", "8", "--T", "5", "--steps", "1", "--no-progress", "--out", str(out)]) == 0
+    (out / "checkpoints" / "last.pt").unlink()
+    config = out / "config.json"
+    config.write_text(config.read_text().replace('"hidden"', '"hiden"'))
+    capsys.readouterr()
+    code, err = main(["train", "copy", "--out", str(out), "--resume"]), capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "'hiden'" in lines[0] and "'hidden'" in lines[0], err
+    assert '"hiden"' in config.read_text()  # refused before anything was written
+
+
+@pytest.mark.parametrize("text, needle", [("", "not a grid's compact data"), ("[1]", "lacks scale"),
+                                          ('{"a": 1}', "lacks scale, date"),
+                                          ('{"scale": "huge", "date": "", "runs": [], "analysis": [], '
+                                           '"structure": {}, "folders": {}}', "unknown scale 'huge'")])
+def test_reproduce_from_data_that_is_no_grids_data_is_one_line(text, needle, tmp_path, monkeypatch, capsys):
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    data = tmp_path / "data.json"
+    data.write_text(text)
+    code, err = main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "out")]), capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_more_threads_than_cores_is_one_line(tmp_path, monkeypatch, capsys):
+    # --threads 100000 crashed the OpenMP runtime (a segfault, no message) after writing config.json
+    from nnrnn import environment
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    monkeypatch.setattr(environment.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    out = tmp_path / "run"
+    code = main(["train", "copy", "--hidden", "4", "--T", "3", "--steps", "1", "--threads", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--threads 3" in err and "2 cores" in err, err
+    assert not out.exists()
+
+
+def test_runs_lists_a_damaged_run_as_unreadable_beside_the_others(tmp_path, capsys):
+    # one run's damaged metrics.jsonl ended the whole listing (exit 2, no table)
+    from nnrnn_cli.command import main
+    write_run(tmp_path / "good", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    write_run(tmp_path / "damaged", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    with open(tmp_path / "damaged" / "metrics.jsonl", "a") as f:
+        f.write("garbage{\n")
+    assert main(["runs", str(tmp_path)]) == 0
+    damaged, good = capsys.readouterr().out.splitlines()[1:]
+    assert damaged.startswith(str(tmp_path / "damaged")) and "unreadable: " in damaged and "line 2" in damaged
+    assert good.startswith(str(tmp_path / "good")) and "loss 0.5" in good

@@ -76,6 +76,11 @@ def extensions_dir() -> Path:
     return folder("NNRNN_EXTENSIONS_DIR") or cache_folder()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one, else every core."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def free_cores() -> tuple[int, str]:
     """The threads ``nnrnn train`` uses when ``--threads`` is not given, and why: ``OMP_NUM_THREADS`` when it is a
     positive integer, else the cores this process may run on (its CPU affinity) less those the load average says
@@ -85,7 +90,7 @@ def free_cores() -> tuple[int, str]:
     value = os.environ.get("OMP_NUM_THREADS", "").strip()
     if value.isdigit() and int(value) > 0:
         return int(value), f"OMP_NUM_THREADS={value}"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     free = max(1, min(cores, cores - round(load)))
     return free, f"{free} of {cores} cores free, load average {load:.1f}"

@@ -1,6 +1,7 @@
 """``nnrnn reproduce --scale SCALE``: run the paper's grid at a scale and write its report."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..errors import UserError
@@ -39,10 +40,29 @@ def add_arguments(p) -> None:
                    "share finished runs between grids that have runs in common")
 
 
+# the keys of a grid's compact data (nnrnn.experiments.compact) that writing its report again reads
+COMPACT_KEYS = ("scale", "date", "runs", "analysis", "structure", "folders")
+
+
+def check_compact(path: Path) -> None:
+    """UserError unless ``path`` holds a grid's compact data: a JSON object with :data:`COMPACT_KEYS`, of a scale
+    nnrnn knows."""
+    if not path.is_file():
+        raise UserError(f"no compact data at {path}; give the data.json beside a grid's report")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path} is not a grid's compact data ({error}); give the data.json beside a grid's "
+                        f"report") from None
+    missing = [key for key in COMPACT_KEYS if key not in data] if isinstance(data, dict) else list(COMPACT_KEYS)
+    if missing or data["scale"] not in SCALES:
+        what = f"it lacks {', '.join(missing)}" if missing else f"unknown scale {data['scale']!r}"
+        raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
+
+
 def main(args) -> int:
     if args.from_data:
-        if not Path(args.from_data).is_file():
-            raise UserError(f"no compact data at {args.from_data}; give the data.json beside a grid's report")
+        check_compact(Path(args.from_data))
         out = Path(args.out or f"runs/reproduce-{args.scale}")
         print(f"report: {regenerate(Path(args.from_data), out, args.data_dir)}")
         return 0

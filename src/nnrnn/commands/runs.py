@@ -21,7 +21,11 @@ def main(args) -> int:
         if not Path(folder).is_dir():
             raise UserError(f"no folder {folder}; give folders that hold run folders (such as runs)")
         for found in find_runs(Path(folder)):
-            summary = run_summary(found, lambda task: task_class(task).monitor)
+            try:
+                summary = run_summary(found, lambda task: task_class(task).monitor)
+            except UserError as error:  # one damaged run is a row saying so, not the end of the listing
+                rows.append([str(found), *["-"] * 6, f"unreadable: {error}"])
+                continue
             rows.append([str(found), summary["task"], summary["model"], str(summary["hidden"]),
                          str(summary["step"]), summary["best"], summary["test"], summary["status"]])
     if not rows:

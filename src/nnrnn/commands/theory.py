@@ -99,6 +99,7 @@ def add_arguments(p) -> None:
     q.add_argument("--t-max", dest="t_max", type=int, default=100_000, help="largest power t (default 1e5)")
     q.add_argument("--json", action="store_true", help="print the fits as JSON")
     q.set_defaults(subcommand=run_prop2)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"  # a missing subcommand is named by its choices, not by dest
 
 
 def format_table3(rows: list[dict]) -> str:

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from .. import presets
-from ..environment import free_cores
+from ..environment import free_cores, usable_cores
 from ..errors import OptionError
 from ..training import distributed, options, rates, runfolder
 from ..training.config import resolve_config, resume_config
@@ -16,8 +16,8 @@ from ..training.train import train
 def add_arguments(p) -> None:
     p.description = (
         f"Train MODEL on TASK. Options left out come from --preset, then from the defaults shown. Without a "
-        f"preset a model trains with those defaults and the task's and model's learning rates (the paper's: "
-        f"{rates.describe()}), not with all of the paper's hyperparameters: nnRNN with delta {DEFAULTS['delta']:g}, "
+        f"preset a model trains with those defaults (its learning rate: {rates.describe()}), not with all of the "
+        f"paper's hyperparameters: nnRNN with delta {DEFAULTS['delta']:g}, "
         f"t_decay {DEFAULTS['t_decay']:g} and an input bias; --preset paper gives the paper's (`nnrnn presets`). "
         f"Prints a line after every validation and a summary at the end, its outcome (learned, did not learn, "
         f"diverged: exit code 3), then the final metrics as one JSON line.")
@@ -40,6 +40,9 @@ def main(args) -> int:
         raise OptionError("--out must name a folder; got an empty string")
     out = Path(typed.get("out") or f"runs/{args.task}-{typed.get('model', 'nnrnn')}")
     typed["out"] = str(out)
+    if typed.get("threads", 0) > usable_cores():  # far more crash the OpenMP runtime (a segfault at 100000)
+        raise OptionError(f"--threads {typed['threads']} is more than the {usable_cores()} cores this process may run "
+                          f"on; give at most that (more threads than cores slow training, docs/training.md, Threads)")
     why = None
     if not args.resume and "threads" not in typed:  # a resumed run keeps its own number (the sums' order)
         typed["threads"], why = free_cores()

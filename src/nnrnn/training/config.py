@@ -8,6 +8,7 @@ device: a saved run's configuration is read by :mod:`nnrnn.training.runfolder`, 
 """
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -174,6 +175,12 @@ def resume_config(folder: Path, saved: dict | None, typed: dict, preset: str | N
     if saved is None:
         return resolve_config(typed, preset)
     folder = Path(folder)
+    unknown = sorted(set(saved) - set(DEFAULTS) - {"preset"})  # a typo in a hand-edited config.json
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], DEFAULTS, n=1)
+        raise UserError(f"cannot resume {folder}: its saved options hold an unknown option {unknown[0]!r}"
+                        + (f"; did you mean {close[0]!r}?" if close else "")
+                        + " Correct its config.json or start a new run")
     # options added to nnrnn since the run began: the values the run had (saved_options), else the defaults
     config = {**DEFAULTS, **saved_options(saved), "out": str(folder)}
     if preset is not None and preset != saved.get("preset"):
