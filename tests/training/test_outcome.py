@@ -86,10 +86,13 @@ def test_a_run_that_did_not_learn_says_so_in_its_last_lines_and_in_runs(tmp_path
         assert code == 0  # it ran as asked; the outcome is in its last lines, not an error
     lines = out.strip().splitlines()
     assert "[nnrnn] outcome: DID NOT LEARN: best validation loss" in lines[-3]
-    assert "the model did not learn" in lines[-2]
+    assert "the model did not learn" in lines[-2] and "--preset paper" in lines[-2]
     assert outcome.read(tmp_path / "r2").name == outcome.NOT_LEARNED
     code, table, _ = run_cli(capsys, "runs", tmp_path)
     assert code == 0 and table.count("did not learn") == 2 and "finished" not in table, table
+    code, out, _ = run_cli(capsys, "train", "copy", "--preset", "paper", "--steps", "2", "--out", tmp_path / "p", *TINY)
+    advice = out.strip().splitlines()[-2]  # a run of the paper's preset is not told to start from it
+    assert code == 0 and advice.startswith("[nnrnn] the model did not learn: train longer") and "preset" not in advice
 
 
 def test_a_run_far_above_chance_is_stopped_early_recorded_and_exits_3(tmp_path, capsys):

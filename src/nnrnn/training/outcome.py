@@ -47,13 +47,15 @@ class Outcome:
     chance: float | None = None
     solved_at: int | None = None   # the update at which --stop-when-solved stopped it (None: it did not)
 
-    def lines(self) -> list[str]:
-        """The run's last lines: the outcome in capitals where it failed, and what to try."""
+    def lines(self, preset: str | None = None) -> list[str]:
+        """The run's last lines: the outcome in capitals where it failed, and what to try (the paper's preset only
+        to a run that did not start from it)."""
         head = {LEARNED: "learned", NOT_LEARNED: "DID NOT LEARN", DIVERGED: "DIVERGED"}[self.name]
         lines = [f"[nnrnn] outcome: {head}: {self.reason}"]
         if self.name == NOT_LEARNED:
-            lines.append("[nnrnn] the model did not learn: train longer (--steps, --epochs), try another --lr, or "
-                         "start from --preset paper")
+            tries = "train longer (--steps, --epochs) or try another --lr" if preset == "paper" else \
+                "train longer (--steps, --epochs), try another --lr, or start from --preset paper"
+            lines.append(f"[nnrnn] the model did not learn: {tries}")
         return lines
 
 

@@ -454,7 +454,7 @@ def conclude(training: Training, ended: outcome.Outcome) -> None:
     """Record the run's outcome in its folder, in its curves' title, and print it as its last lines."""
     outcome.write(training.folder, ended)
     plot_curves(training.folder, training.task.references())
-    print("\n".join(ended.lines()), flush=True)
+    print("\n".join(ended.lines(training.config.get("preset"))), flush=True)
 
 
 def stop_if_diverged(training: Training, loss: float, what: str) -> None:
