@@ -51,13 +51,13 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
 def main(args) -> int:
     model, config, saved, source = load_saved(args.path)
     step = saved.get("step")
-    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         raise UserError(f"{source} holds NaN or inf parameters (a diverged run?), which have no spectrum or Schur "
                         f"form; analyze a checkpoint saved before it diverged")
+    print(f"{'analysed':36s} {source}" + (f" (after update {step})" if step is not None else ""))  # not refused
     out = output_folder(Path(args.out) if args.out else default_analysis_dir(args.path))
     extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
