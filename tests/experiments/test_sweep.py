@@ -308,6 +308,10 @@ def test_cli(sweep, capsys, tmp_path):
     assert args.handler(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[2].split()[0] == "1"
+    args = parser().parse_args(["sweep", "copy", "--model", "lstm", "--out", str(out), "--summary", "--study",
+                                "copy-nnrnn"])  # the study of another model: not shown as if it were this one's
+    with pytest.raises(UserError, match="searches copy/nnrnn, not copy/lstm; choose another --study"):
+        args.handler(args)
     for argv, message in ((["--trials", "0"], "--trials must be a positive integer"),
                           ([], "give --trials N")):
         args = parser().parse_args(["sweep", "copy", "--out", str(tmp_path / "x")] + argv)

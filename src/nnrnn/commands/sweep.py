@@ -57,7 +57,8 @@ def main(args) -> int:
     out = args.out or f"runs/sweep-{args.task}-{args.model}"
     study = args.study or f"{args.task}-{args.model}"
     if args.summary:
-        summary(out=out, storage=args.storage, study=study, top=args.top)
+        summary(out=out, storage=args.storage, study=study, top=args.top,
+                searches={"task": args.task, "model": args.model})
         return 0
     if args.trials is None:
         raise UserError("nnrnn sweep: give --trials N, the number of trials this process runs (or --summary)")

@@ -564,12 +564,17 @@ def _fixed_options(train_options: dict | None) -> tuple[dict, str | None]:
     return {k: v for k, v in options.items() if v is not None}, preset
 
 
-def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
-    """UserError if the study searches another task or model; else record what it searches, once."""
-    saved = the_study.user_attrs
+def check_searches(saved: dict, attrs: dict, name: str, url: str) -> None:
+    """UserError if a study whose attributes are ``saved`` searches another task or model than ``attrs``."""
     if any(key in saved and saved[key] != attrs[key] for key in ("task", "model")):
         raise UserError(f"study {name!r} in {_shown(url)} searches {saved.get('task')}/{saved.get('model')}, "
                         f"not {attrs['task']}/{attrs['model']}; choose another --study")
+
+
+def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
+    """UserError if the study searches another task or model; else record what it searches, once."""
+    saved = the_study.user_attrs
+    check_searches(saved, attrs, name, url)
     for key, value in attrs.items():
         if key not in saved:
             the_study.set_user_attr(key, value)
@@ -612,20 +617,10 @@ def _where(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
-def summary(out=None, storage: str | None = None, study: str | None = None, top: int = 10, file=None) -> list:
-    """Print the ``top`` best trials of a study and return them (FrozenTrials, best first).
-
-    The study is found in ``storage``, or in ``sqlite:///OUT/study.db``; with
-    no ``study`` name, the storage must hold exactly one study.  Completed
-    trials rank first by value, then pruned ones by their best reported value.
-    """
+def _existing_study(url: str, study: str | None, searches: dict | None):
+    """The study named ``study`` in the storage at ``url`` (the only one there when None); a UserError when there
+    is none, or ``searches`` names another task or model than the study searches."""
     import optuna
-    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
-        raise OptionError(f"top must be a positive integer; got {top!r}")
-    if storage is None and out is None:
-        raise OptionError("summary needs the sweep folder (out) or a storage URL")
-    file = file or sys.stdout
-    url = storage or default_storage(out)
     store = open_storage(url, must_exist=True)
     names = _study_names(store)
     if study is None:
@@ -636,6 +631,30 @@ def summary(out=None, storage: str | None = None, study: str | None = None, top:
     elif study not in names:
         raise UserError(f"{_shown(url)} has no study {study!r}; it holds {', '.join(names) or 'none'}")
     the_study = optuna.load_study(study_name=study, storage=store)
+    if searches:
+        check_searches(the_study.user_attrs, searches, study, url)
+    return the_study
+
+
+def summary(out=None, storage: str | None = None, study: str | None = None, top: int = 10, file=None,
+            searches: dict | None = None) -> list:
+    """Print the ``top`` best trials of a study and return them (FrozenTrials, best first).
+
+    The study is found in ``storage``, or in ``sqlite:///OUT/study.db``; with
+    no ``study`` name, the storage must hold exactly one study.  Completed
+    trials rank first by value, then pruned ones by their best reported value.
+    ``searches`` ({"task": …, "model": …}, what the command named): a UserError
+    if the study searches another task or model.
+    """
+    import optuna
+    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
+        raise OptionError(f"top must be a positive integer; got {top!r}")
+    if storage is None and out is None:
+        raise OptionError("summary needs the sweep folder (out) or a storage URL")
+    file = file or sys.stdout
+    url = storage or default_storage(out)
+    the_study = _existing_study(url, study, searches)
+    study = the_study.study_name
     minimize = the_study.direction == optuna.study.StudyDirection.MINIMIZE
     trials = the_study.get_trials(deepcopy=False)
     counts = {}
