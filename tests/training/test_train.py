@@ -482,6 +482,24 @@ def test_a_signal_during_training_is_recorded_and_the_handlers_are_restored():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_ctrl_c_while_a_finished_run_is_scored_says_how_to_go_on_and_resume_scores_it(tmp_path, capsys, monkeypatch):
+    config = copy_config(tmp_path, steps=4, log_every=2, eval_every=2)
+    whole = train(copy_config(tmp_path, "whole", steps=4, log_every=2, eval_every=2))
+    real = trainer.evaluate
+
+    def interrupted_at_test(net, task, split, *args, **kwargs):
+        if split == "test":
+            raise KeyboardInterrupt
+        return real(net, task, split, *args, **kwargs)
+    monkeypatch.setattr(trainer, "evaluate", interrupted_at_test)
+    with pytest.raises(errors_module.Interrupted) as stopped:
+        train(config)
+    assert stopped.value.exit_code == 130 and stopped.value.path == Path(config["out"]) / "checkpoints" / "last.pt"
+    assert stopped.value.advice == "continue with --resume"  # the CLI prints it, as for a stop during training
+    monkeypatch.setattr(trainer, "evaluate", real)
+    assert train(config, resume=True)["test"] == whole["test"]
+
+
 def test_resuming_a_finished_run_returns_what_the_run_returned(tmp_path):
     config = copy_config(tmp_path, steps=4, log_every=2, eval_every=2)
     first = train(config)

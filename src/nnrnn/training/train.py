@@ -546,7 +546,10 @@ def score_test(training: Training, log: MetricsLog | None) -> dict | None:
     if not (training.main and "test" in training.task.splits and training.best_path.exists()):
         return None
     training.net.load_state_dict(checkpoint.load(training.best_path, map_location=training.device)["model"])
-    test = evaluate(training.net, training.task, "test", training.device)
+    try:
+        test = evaluate(training.net, training.task, "test", training.device)
+    except KeyboardInterrupt:  # Ctrl-C while the finished run is scored: its last checkpoint is written
+        raise Interrupted(signal.SIGINT, training.last_path) from None
     log.log({"step": training.progress.step, "split": "test", **test})
     check_finite(test, "test", training.best_path)
     return test
