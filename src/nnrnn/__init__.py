@@ -11,8 +11,8 @@ import importlib.metadata
 
 from . import parametrizations
 from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,
-                     NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for, param_groups,
-                     parameter_count, regularization)
+                     NonNormalLRU, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for,
+                     param_groups, parameter_count, regularization)
 from .serialization import allow_weights_only_loading
 
 try:  # the version is pyproject.toml's, read from the installed package's metadata
@@ -21,8 +21,9 @@ except importlib.metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, 
     __version__ = "unknown (not installed: pip install -e .)"
 
 __all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
-           "NonNormalGRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN", "allow_weights_only_loading", "create",
-           "hidden_size_for", "load_run", "param_groups", "parameter_count", "parametrizations", "regularization"]
+           "NonNormalGRU", "NonNormalLRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN",
+           "allow_weights_only_loading", "create", "hidden_size_for", "load_run", "param_groups", "parameter_count",
+           "parametrizations", "regularization"]
 
 
 def load_run(path, device="cpu"):

@@ -74,6 +74,12 @@ def node_targets(graphs) -> list[str]:
             if isinstance(module, torch.fx.GraphModule) for node in module.graph.nodes]
 
 
+def test_every_model_class_is_reachable_from_the_top_level():
+    """``nnrnn.NonNormalLRU`` as ``nnrnn.NonNormalRNN``: every model of the registry, by its class's name."""
+    assert [cls.__name__ for cls in nnrnn.MODELS.values() if getattr(nnrnn, cls.__name__, None) is not cls] == []
+    assert all(cls.__name__ in nnrnn.__all__ for cls in nnrnn.MODELS.values())
+
+
 # --------------------------------------------------------------------------- constructor and shapes
 
 @pytest.mark.parametrize("name", ALL)
