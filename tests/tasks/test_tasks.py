@@ -220,3 +220,10 @@ def test_task_trains_with_model(tmp_path, task, model, data_head, undrawn_figure
     assert splits.count("train") == 2 and "valid" in splits and "test" in splits
     metric = {"copy": "accuracy", "adding": "loss", "psmnist": "accuracy", "ptb": "bpc"}[task]
     assert metric in result["test"]
+
+
+def test_the_synthetic_tasks_line_gives_the_baseline_and_chance_a_run_is_judged_against():
+    from nnrnn.tasks.adding import AddingTask
+    from nnrnn.tasks.copy import CopyTask
+    assert CopyTask(T=10).describe().endswith(f"baseline loss {CopyTask(T=10).baseline:.4f}, chance 2.1972")  # ln 9
+    assert "chance 1.1667 (answering 0)" in AddingTask(T=10).describe()  # 7/6

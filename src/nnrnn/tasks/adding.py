@@ -64,7 +64,8 @@ class AddingTask(SyntheticTask):
 
     def describe(self) -> str:
         return (f"adding problem: T={self.T}, batch {self.batch_size}; baseline MSE {self.baseline:.4f} (always "
-                f"answering 1, on the validation sequences; {BASELINE:.4f} in expectation)")
+                f"answering 1, on the validation sequences; {BASELINE:.4f} in expectation), chance {self.chance:.4f} "
+                f"(answering 0)")
 
     def loss(self, outputs, targets):
         loss = F.mse_loss(outputs, targets)

@@ -66,7 +66,7 @@ class CopyTask(SyntheticTask):
 
     def describe(self) -> str:
         return (f"copy task: T={self.T}, batch {self.batch_size}, fresh random batches each update; "
-                f"baseline loss {self.baseline:.4f}")
+                f"baseline loss {self.baseline:.4f}, chance {self.chance:.4f}")
 
     def loss(self, outputs, targets):
         logits = outputs.reshape(-1, outputs.shape[-1])
