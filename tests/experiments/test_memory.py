@@ -192,3 +192,12 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
                     and to_hex(x.get_markeredgecolor()) == colour]
         assert bool(unsolved) == any(r["solved"] < memory.SOLVED_BY for r in found[label])
         assert all(list(x.get_ydata()) == [2000] for x in unsolved)
+
+
+def test_the_pair_without_t_does_not_claim_to_isolate_t_when_each_model_has_its_own_pick():
+    """Each label of the memory grid is searched on its own, so the nnRNN and the nnRNN without T train at different
+    options: the sentence says so, and does not call the pair the paper's thesis isolated."""
+    rungs = [rung(50, [500, 600, 700])]
+    said = "\n".join(memory.comparisons({"nnrnn": rungs, "nnrnn normal": rungs}))
+    assert "isolated" not in said
+    assert "each at its own search's pick, so not T alone" in said

@@ -192,8 +192,9 @@ def _cell(result: dict | None) -> str:
     return solved + (f": {result['updates'].show(0)}" if result["solved"] else "")
 
 
-PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against the nnRNN without it (the paper's "
-          "thesis isolated)"),
+# every label has its own search, so a pair differs in its picks too: the sentence says T is not its only difference
+PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against the nnRNN without it (each at its own "
+          "search's pick, so not T alone)"),
          ("nnrnn delay", "nnrnn", "the nnRNN started as a delay line against the nnRNN started at T = 0"),
          ("nnlru", "lru", "the LRU with the nnRNN's non-normal part against the LRU"))
 
