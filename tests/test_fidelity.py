@@ -30,6 +30,7 @@ where float32 training is well conditioned, and is run again in float64 (torch's
 and compared to 1e-9; each test's docstring says where float32 is not well conditioned and why.
 """
 import math
+import struct
 from types import SimpleNamespace
 
 import numpy as np
@@ -88,6 +89,104 @@ def test_the_paper_scale_trains_the_releases_lengths():
     assert tasks["copy"]["options"]["steps"] == 1500
     assert tasks["psmnist"]["options"]["epochs"] == RELEASE["psmnist"]["epochs"] == 100
     assert tasks["ptb"]["options"]["epochs"] == 100
+
+
+# The supplement's hyperparameter tables (the paper's source, ../shared/paper/nnrnn-neurips2019.tex: copy Table
+# lines 685-693, psMNIST 723-731, PTB length 150 767-775, length 300 779-787): per table and model the row of the
+# fixed-hidden-units column, (hid, LR, LR orth, α, δ, T decay, V init), None where the table leaves it blank;
+# "glorot" is the table's "Glorot Normal".  PARAMS_ROWS: the fixed-parameter-count rows that differ from those
+# (hid, LR, α); the nnRNN, RNN and RNN-orth have one row, used by both presets.
+TABLES = {
+    "copy": {"nnrnn": (128, 5e-4, 1e-6, 0.99, 1e-4, 1e-6, "henaff"),
+             "exprnn": (128, 1e-3, 1e-4, 0.99, None, None, "henaff"),
+             "lstm": (128, 5e-4, None, 0.99, None, None, "glorot"),
+             "rnn-orth": (128, 2e-4, None, 0.99, None, None, "random"),
+             "eurnn": (128, 1e-3, None, 0.5, None, None, None),
+             "rnn": (128, 1e-3, None, 0.9, None, None, "glorot")},
+    "psmnist": {"nnrnn": (512, 2e-4, 2e-5, 0.99, 0.1, 1e-4, "cayley"),
+                "exprnn": (512, 5e-4, 5e-5, 0.99, None, None, "cayley"),
+                "lstm": (512, 5e-4, None, 0.9, None, None, "glorot"),
+                "rnn-orth": (512, 5e-5, None, 0.99, None, None, "random"),
+                "eurnn": (512, 1e-4, None, 0.9, None, None, None),
+                "rnn": (512, 1e-4, None, 0.9, None, None, "glorot")},
+    "ptb-150": {"nnrnn": (1024, 8e-4, 8e-5, 0.9, 1.0, 1e-4, "cayley"),
+                "exprnn": (1024, 5e-3, 1e-4, 0.9, None, None, "cayley"),
+                "lstm": (1024, 8e-3, None, 0.9, None, None, "glorot"),
+                "rnn-orth": (1024, 1e-4, None, 0.9, None, None, "random"),
+                "eurnn": (1024, 1e-3, None, 0.9, None, None, None),
+                "rnn": (1024, 1e-5, None, 0.9, None, None, "glorot")},
+    "ptb-300": {"nnrnn": (1024, 8e-4, 6e-5, 0.9, 1e-4, 1e-4, "cayley"),
+                "exprnn": (1024, 5e-3, 1e-4, 0.9, None, None, "cayley"),
+                "lstm": (1024, 8e-3, None, 0.9, None, None, "glorot"),
+                "rnn-orth": (1024, 1e-4, None, 0.9, None, None, "cayley"),
+                "eurnn": (1024, 1e-3, None, 0.9, None, None, None),
+                "rnn": (1024, 1e-5, None, 0.9, None, None, "glorot")},
+}
+PARAMS_ROWS = {("copy", "exprnn"): (176, 1e-3, 0.99), ("copy", "lstm"): (63, 1e-3, 0.99),
+               ("copy", "eurnn"): (256, 1e-3, 0.5), ("psmnist", "exprnn"): (722, 5e-4, 0.99),
+               ("psmnist", "lstm"): (257, 5e-4, 0.9), ("psmnist", "eurnn"): (1024, 1e-4, 0.9),
+               ("ptb-150", "exprnn"): (1386, 5e-3, 0.9), ("ptb-150", "lstm"): (475, 1e-3, 0.99),
+               ("ptb-150", "eurnn"): (2048, 1e-3, 0.9), ("ptb-300", "exprnn"): (1386, 5e-3, 0.9),
+               ("ptb-300", "lstm"): (475, 3e-3, 0.9), ("ptb-300", "eurnn"): (2048, 1e-3, 0.9)}
+# tex line 678 (copy: "a mini batch size of 10"; copytask.py --batch 10, --T 200), 700 (psMNIST: 128),
+# 738 (PTB: 128; language_task.py --batch 128)
+BATCH_SIZES = {"copy": 10, "psmnist": 128, "ptb-150": 128, "ptb-300": 128}
+# what "V init" is in nnrnn's terms: the Glorot normal V of the release's RNNCell (--rinit xavier,
+# RNN_Cell.py:66) is VanillaRNN's default; the LSTM's "Glorot Normal" is LSTM.py's per-gate concatenated Glorot
+V_INIT = {"glorot": {"rnn": "xavier", "lstm": "concat"}}
+
+
+@pytest.mark.parametrize("preset", ["paper", "paper-params"])
+@pytest.mark.parametrize("table", list(TABLES))
+def test_presets_hold_the_supplements_tables(preset, table):
+    task, _, bptt = table.partition("-")
+    for model, (hid, lr, lr_orth, alpha, delta, t_decay, v_init) in TABLES[table].items():
+        if preset == "paper-params" and (table, model) in PARAMS_ROWS:
+            hid, lr, alpha = PARAMS_ROWS[table, model]
+        config = resolve_config({"task": task, "model": model, "bptt": int(bptt) if bptt else None}, preset)
+        got = (config["hidden"], config["lr"], config["alpha"], config["optimizer"], config["batch_size"])
+        assert got == (hid, lr, alpha, "rmsprop", BATCH_SIZES[table]), (table, model)
+        if lr_orth is not None:
+            assert config["lr_orth"] == lr_orth, (table, model)
+        # δ and T decay are the nnRNN's alone; every other model trains without a penalty
+        assert (config["delta"], config["t_decay"]) == (delta or 0.0, t_decay or 0.0), (table, model)
+        if v_init is not None:
+            built = build_network({**config, "hidden": 4}, 10, 9, "all", vocab_size=9 if task == "ptb" else None).rnn
+            assert getattr(built, "init", None) == V_INIT.get(v_init, {}).get(model, v_init), (table, model)
+        # no clipping: the release's copytask.py, sMNIST.py and language_task.py clip nothing, and the tables
+        # have no clipping column (the release README's PTB clipping is a later change, "Changes from paper")
+        assert config["clip"] == 0.0
+        if task == "copy":
+            assert config["T"] == 200
+        if bptt:
+            assert config["bptt"] == int(bptt)
+
+
+@pytest.mark.parametrize("task, bptt", [("copy", None), ("psmnist", None), ("ptb", 150), ("ptb", 300)])
+def test_paper_optimizers_are_the_releases(task, bptt):
+    """utils.select_optimizer (release utils.py:139-179): nnRNN and expRNN get optim.RMSprop(lr, alpha) over every
+    parameter but the orthogonal generator and a second RMSprop(lr_orth, alpha) over the generator alone; every
+    other model one RMSprop(lr, alpha) over all its parameters.  torch's defaults otherwise: eps 1e-8, no momentum,
+    not centred, no weight decay (nnRNN's Tdecay, RMSprop's weight_decay on UppT, is nnrnn's t_decay penalty,
+    compared in float64 by the training tests below).  nnrnn's single RMSprop with two groups is the same per
+    element (RMSprop's state is per parameter)."""
+    for model in nnrnn.models.PAPER_MODELS:
+        config = resolve_config({"task": task, "model": model, "bptt": bptt, "hidden": 8}, "paper")
+        net = build_network(config, 10, 9, "all", vocab_size=9 if task == "ptb" else None)
+        optimizer = make_optimizer(config, net)
+        assert type(optimizer) is torch.optim.RMSprop, model
+        groups = optimizer.param_groups
+        for group in groups:
+            assert (group["alpha"], group["eps"], group["momentum"], group["centered"], group["weight_decay"]) == \
+                   (config["alpha"], 1e-8, 0, False, 0), model
+        trainable = {id(p) for p in net.parameters() if p.requires_grad}
+        assert {id(p) for g in groups for p in g["params"]} == trainable, model
+        if model in ("nnrnn", "exprnn"):
+            generator = net.rnn.parametrizations.weight_hh_l0.original
+            assert [g["lr"] for g in groups] == [config["lr"], config["lr_orth"]], model
+            assert [id(p) for p in groups[1]["params"]] == [id(generator)], model
+        else:
+            assert [g["lr"] for g in groups] == [config["lr"]], model
 
 
 # --------------------------------------------------------------------------- the release, rebuilt in its own layout
@@ -473,6 +572,90 @@ def test_nnrnn_ptb_trains_as_the_release(tmp_path, monkeypatch, dtype, lr, steps
         assert reference.lrs() == (config["lr"], config["lr_orth"])
 
 
+# --------------------------------------------------------------------------- the release's RNN, RNN-orth and LSTM
+
+class ReleaseFreeNet:
+    """The release's RNNCell (RNN and RNN-orth: RNN_Cell.py:30-87, h_t = modrelu(U(x_t) + V(h_{t-1})), U an
+    nn.Linear with bias, V without, modrelu from expRNN/exprnn.py:8-25) or LSTM (LSTM.py: four nn.Linear(N + I, N)
+    gates on cat(h, x), c_0 = 0 from init_states), copytask.Model's read-out, and utils.select_optimizer's one
+    RMSprop(lr, alpha) over every parameter (utils.py:161-175), float64, row vectors.
+
+    ``params``: RNN: U (N, I), bU (N), V (N, N) (V.weight, applied as h Vᵀ), b, lin_w, lin_b; LSTM: Wf, Wi, Wg,
+    Wo (N, N + I, the hidden state's columns first) and bf, bi, bg, bo (N), lin_w, lin_b."""
+
+    def __init__(self, kind, params, lr, alpha):
+        self.kind = kind
+        self.p = {k: torch.as_tensor(v, dtype=torch.float64).clone().requires_grad_() for k, v in params.items()}
+        self.optimizer = torch.optim.RMSprop(list(self.p.values()), lr=lr, alpha=alpha)
+        self.closest = math.inf  # as ReleaseNet: the smallest non-zero |pre-activation| met by modrelu
+
+    def run(self, inputs):
+        n = self.p["lin_w"].shape[1]
+        hidden = inputs.new_zeros(inputs.shape[1], n)
+        cell, out = inputs.new_zeros(inputs.shape[1], n), []
+        for x in inputs:
+            if self.kind == "LSTM":
+                both = torch.cat([hidden, x], 1)
+                f, i, o = (torch.sigmoid(both @ self.p["W" + g].T + self.p["b" + g]) for g in "fio")
+                cell = f * cell + i * torch.tanh(both @ self.p["Wg"].T + self.p["bg"])
+                hidden = o * torch.tanh(cell)
+            else:
+                z = x @ self.p["U"].T + self.p["bU"] + hidden @ self.p["V"].T
+                moved = z.detach().abs()[z != 0]
+                self.closest = min(self.closest, moved.min().item()) if moved.numel() else self.closest
+                hidden = torch.sign(z) * torch.relu(z.abs() + self.p["b"])
+            out.append(hidden)
+        return torch.stack(out)
+
+    def logits(self, hs):
+        return hs @ self.p["lin_w"].T + self.p["lin_b"]
+
+    def update(self, task_loss):
+        self.optimizer.zero_grad()
+        loss = task_loss(self)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+def to_release_free(state, kind):
+    """nnrnn's RNN / LSTM tensors in the release's layout.  The LSTM: torch.nn.LSTM's blocks are (i, f, g, o) of
+    weight_ih (4N, I), weight_hh (4N, N) and bias_ih (4N) (bias_hh held at 0 by init "concat"); the release's gate
+    k is the concatenation [W_hh block k | W_ih block k] with bias_ih's block k.  Slicing and concatenating commute
+    with RMSprop's per-entry step."""
+    s = {k: v.detach().double().clone() for k, v in state.items()}
+    out = {"lin_w": s["readout.weight"], "lin_b": s["readout.bias"]}
+    if kind == "LSTM":
+        assert torch.all(s["rnn.bias_hh_l0"] == 0)
+        blocks = zip("ifgo", s["rnn.weight_ih_l0"].chunk(4), s["rnn.weight_hh_l0"].chunk(4),
+                     s["rnn.bias_ih_l0"].chunk(4))
+        for gate, w_ih, w_hh, b in blocks:
+            out["W" + gate], out["b" + gate] = torch.cat([w_hh, w_ih], 1), b
+        return out
+    return {**out, "U": s["rnn.weight_ih_l0"], "bU": s["rnn.bias_ih_l0"], "V": s["rnn.weight_hh_l0"],
+            "b": s["rnn.modrelu_bias_l0"]}
+
+
+@pytest.mark.parametrize("model, kind", [("rnn", "RNN"), ("rnn-orth", "RNN"), ("lstm", "LSTM")])
+def test_unconstrained_models_train_on_copy_as_the_release(tmp_path, monkeypatch, model, kind):
+    """Three updates of `--preset paper` RNN, RNN-orth and LSTM on the copy task (16 units, T = 10), float64, against
+    the release's RNNCell / LSTM and copytask.py's loop (loss Σ_t CE / L, one RMSprop) from nnrnn's initial tensors on
+    nnrnn's batches: every parameter and the logged losses to 1e-9."""
+    config, initial, net, records, task = run_nnrnn(
+        tmp_path, monkeypatch, {"task": "copy", "model": model, "hidden": 16, "T": 10, "steps": 3, "eval_every": 3,
+                                "seed": 2}, torch.float64)
+    reference = ReleaseFreeNet(kind, to_release_free(initial, kind), config["lr"], config["alpha"])
+    start = to_release_free(initial, kind)
+    losses = [reference.update(copy_loss(*(lambda b: (b.inputs.double(), b.targets))(task.train_batch(k))))
+              for k in range(config["steps"])]
+    got = to_release_free(net.state_dict(), kind)
+    diffs = {name: (value - reference.p[name].detach()).norm().item()
+             / ((reference.p[name].detach() - start[name]).norm().item() or 1.0) for name, value in got.items()}
+    print(model, diffs, "losses", relative(train_losses(records), losses), reference.closest)
+    assert max(diffs.values()) < F64, diffs
+    assert relative(train_losses(records), losses) < F64
+
+
 # --------------------------------------------------------------------------- the PTB schedule
 
 def release_plateau_lrs(valid_losses, lr):
@@ -579,13 +762,18 @@ def test_release_lstm_initialisation():
 
 # --------------------------------------------------------------------------- psMNIST order
 
-def test_fixed_shuffle_visits_the_training_set_in_one_order(tmp_path):
-    from test_data import fake_mnist, write_idx  # the suite's own small MNIST files
+def write_idx(path, array):
+    """``array`` (uint8) in MNIST's IDX format: 0, 0, 0x08 (unsigned bytes), the rank; each size (big-endian
+    uint32); the bytes."""
+    path.write_bytes(struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+                     + array.tobytes())
 
+
+def test_fixed_shuffle_visits_the_training_set_in_one_order(tmp_path):
     from nnrnn.tasks import psmnist
-    images, labels = fake_mnist(60)
-    write_idx(tmp_path / "t10k-images-idx3-ubyte", images)
-    write_idx(tmp_path / "t10k-labels-idx1-ubyte", labels)
+    rng = np.random.default_rng(0)
+    write_idx(tmp_path / "t10k-images-idx3-ubyte", rng.integers(0, 256, (60, 28, 28), dtype=np.uint8))
+    write_idx(tmp_path / "t10k-labels-idx1-ubyte", rng.integers(0, 10, 60, dtype=np.uint8))
     folder = tmp_path
     fixed = psmnist.PermutedMNISTTask(data_dir=folder, batch_size=5, shuffle="fixed")
     per_epoch = psmnist.PermutedMNISTTask(data_dir=folder, batch_size=5, shuffle="epoch")
