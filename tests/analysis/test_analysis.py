@@ -173,6 +173,22 @@ def test_spectral_radius_at_least_one_raises(theta):
             call()
 
 
+
+@pytest.mark.parametrize("method", ["sqrt", "lyapunov"])
+@pytest.mark.parametrize("u", [[np.nan, 0.0, 0.0], [np.inf, 0.0, 0.0], [1j, 0.0, 0.0]])
+def test_a_non_finite_or_complex_input_vector_is_refused_naming_it(u, method):
+    """J(k) of a NaN input was NaN (curve) or a 'did not converge' error after a million steps (J_tot)."""
+    for call in (lambda: fisher_memory_curve(0.5 * np.eye(3), 3, u, method=method),
+                 lambda: fisher_memory_total(0.5 * np.eye(3), u, method=method)):
+        with pytest.raises(ValueError, match="input_vector"):
+            call()
+
+
+def test_a_complex_theta_is_refused_naming_it():
+    """float64 conversion dropped the imaginary part: the curve of 0.5i I came out as that of the zero matrix."""
+    with pytest.raises(ValueError, match="theta must be real"):
+        fisher_memory_curve(0.5j * np.eye(2), 3)
+
 def test_condition_number_grows_as_spectral_radius_approaches_one():
     conds = [covariance_factor(r * np.eye(5) + 0.5 * np.eye(5, k=-1)).cond for r in (0.5, 0.9, 0.99, 0.999)]
     assert all(b > 10 * a for a, b in zip(conds, conds[1:]))

@@ -97,6 +97,8 @@ def schur_example(n: int, alpha: float, beta: float, d: float) -> np.ndarray:
 # Stationary covariance
 # ----------------------------------------------------------------------------------------------
 def _as_square(theta) -> np.ndarray:
+    if np.iscomplexobj(theta):  # float64 conversion would drop the imaginary part with a warning only
+        raise ValueError("theta must be real; got a complex array (use the real Schur or real form of the matrix)")
     theta = np.asarray(theta, dtype=np.float64)
     if theta.ndim != 2 or theta.shape[0] != theta.shape[1] or theta.shape[0] == 0:
         raise ValueError(f"theta must be a non-empty square matrix; got shape {theta.shape}")
@@ -269,9 +271,13 @@ def _input(theta: np.ndarray, input_vector) -> np.ndarray:
         u = np.zeros(n)
         u[0] = 1.0
         return u
+    if np.iscomplexobj(input_vector):
+        raise ValueError("input_vector must be real; got a complex array")
     u = np.asarray(input_vector, dtype=np.float64).reshape(-1)
     if u.shape != (n,):
         raise ValueError(f"input_vector must have {n} entries; got shape {np.shape(input_vector)}")
+    if not np.all(np.isfinite(u)):  # else J(k) is NaN, or J_tot's tail bound never falls
+        raise ValueError("input_vector has non-finite entries")
     return u
 
 
