@@ -189,6 +189,18 @@ def test_a_complex_theta_is_refused_naming_it():
     with pytest.raises(ValueError, match="theta must be real"):
         fisher_memory_curve(0.5j * np.eye(2), 3)
 
+
+@pytest.mark.parametrize("noise", [math.inf, math.nan, 0.0, -1.0])
+def test_a_noise_that_is_not_positive_and_finite_is_refused_naming_it(noise):
+    """ε = inf was blamed on the spectral radius ('too close to 1') and gave a lower bound of zeros."""
+    delay = np.diag(np.ones(3), -1)
+    for call in (lambda: fisher_memory_curve(0.5 * np.eye(3), 3, noise=noise),
+                 lambda: fisher_memory_total(0.5 * np.eye(3), noise=noise),
+                 lambda: covariance_factor(0.5 * np.eye(3), noise),
+                 lambda: fisher_memory_lower_bound(delay, 3, noise=noise)):
+        with pytest.raises(ValueError, match="noise"):
+            call()
+
 def test_condition_number_grows_as_spectral_radius_approaches_one():
     conds = [covariance_factor(r * np.eye(5) + 0.5 * np.eye(5, k=-1)).cond for r in (0.5, 0.9, 0.99, 0.999)]
     assert all(b > 10 * a for a, b in zip(conds, conds[1:]))

@@ -128,8 +128,9 @@ def _check_stable(theta: np.ndarray) -> float:
 
 
 def _check_noise(noise) -> float:
-    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating, np.integer)) or not noise > 0:
-        raise ValueError(f"noise (eps) must be a positive number; got {noise!r}")
+    if (isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating, np.integer)) or not noise > 0
+            or not math.isfinite(noise)):
+        raise ValueError(f"noise (eps) must be a positive finite number; got {noise!r}")
     return float(noise)
 
 
