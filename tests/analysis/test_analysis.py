@@ -40,6 +40,26 @@ def test_delay_line_matches_ganguli_closed_form(alpha, noise):
     assert j[0] == pytest.approx(1 / noise)
 
 
+
+def test_delay_line_closed_form_is_finite_for_large_k_and_exact_next_to_alpha_one():
+    """αᵏ overflowed at α = 2, k ≳ 1024: NaN where the value tends to (α − 1)/α = 1/2.  The logarithmic form
+    that replaces it must stay exact next to α = 1 (checked against 40 digits) and at α = 0."""
+    import mpmath
+
+    assert np.all(np.isfinite(delay_line_fmc(2.0, 2000)))
+    assert delay_line_fmc(2.0, 2000)[-1] == pytest.approx(0.5, rel=1e-12)
+    alpha = 1 + 1e-10
+    with mpmath.workdps(40):
+        a = mpmath.mpf(alpha)
+        exact = [float(a ** k * (a - 1) / (a ** (k + 1) - 1)) for k in range(50)]
+    np.testing.assert_allclose(delay_line_fmc(alpha, 50), exact, rtol=1e-12)
+    np.testing.assert_array_equal(delay_line_fmc(0.0, 3, noise=0.5), [2.0, 0.0, 0.0])  # gain 0: J(0) = 1/ε only
+    for bad in (math.nan, math.inf, -0.5):
+        with pytest.raises(ValueError, match="alpha"):
+            delay_line_fmc(bad, 3)
+    with pytest.raises(ValueError, match="noise"):
+        delay_line_fmc(0.5, 3, noise=0.0)
+
 def direct_fisher_memory(theta, steps, noise=1.0):
     """J(k) = v_kᵀ C⁻¹ v_k, v_k = Θᵏ e₁, C = ε Σ_{j<N} Θʲ Θʲᵀ (Θ nilpotent: the sum is finite), float64."""
     n = theta.shape[0]

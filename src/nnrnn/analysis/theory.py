@@ -387,11 +387,31 @@ def fisher_memory_total(theta, input_vector=None, noise: float = 1.0, method: st
 
 def delay_line_fmc(alpha: float, steps: int, noise: float = 1.0) -> np.ndarray:
     """Ganguli et al.'s closed form for the delay line with gain √α per link, k < N:
-    J(k) = αᵏ (α − 1) / (α^{k+1} − 1) / ε  (= 1 / ((k+1) ε) at α = 1)."""
+    J(k) = αᵏ (α − 1) / (α^{k+1} − 1) / ε  (= 1 / ((k+1) ε) at α = 1; 1/ε at k = 0 and 0 after at α = 0).
+
+    Evaluated in logarithms (:func:`_delay_line_log_fraction`, shared with Proposition 1's bound): finite for
+    α > 1 at large k, where αᵏ overflows (the value tends to (α − 1)/α), and exact next to α = 1.
+    Raises ValueError naming ``alpha`` (not a finite number ≥ 0: α is a squared gain), ``steps`` or ``noise``.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)) \
+            or not (math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha (the squared gain of each link) must be a finite number >= 0; got {alpha!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    noise = _check_noise(noise)
     k = np.arange(steps, dtype=np.float64)
-    if alpha == 1.0:
-        return 1.0 / ((k + 1) * noise)
-    return alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1) / noise
+    if alpha == 0:  # the signal stays in the first unit for one step only
+        return np.where(k == 0, 1.0 / noise, 0.0)
+    return np.exp(_delay_line_log_fraction(float(alpha), k) - math.log(noise))
+
+
+def _delay_line_log_fraction(alpha: float, k: np.ndarray) -> np.ndarray:
+    """log(αᵏ (α − 1)/(α^{k+1} − 1)) for α > 0, as k ln α + log|e^{ln α} − 1| − log|e^{(k+1) ln α} − 1| with
+    expm1: exact next to α = 1 (the limit −log(k + 1) at α = 1) and finite for large k."""
+    log_alpha = math.log(alpha)
+    if log_alpha == 0.0:
+        return -np.log(k + 1)
+    return k * log_alpha + _log_abs_expm1(np.array(log_alpha)) - _log_abs_expm1((k + 1) * log_alpha)
 
 
 def _check_proposition1(theta) -> tuple[np.ndarray, float]:
@@ -479,12 +499,7 @@ def fisher_memory_lower_bound(theta, steps: int, noise: float = 1.0) -> np.ndarr
     n = theta.shape[0]
     sigma = float(np.linalg.svd(_triangle(theta, alpha), compute_uv=False)[0])
     k = np.arange(min(int(steps), n), dtype=np.float64)
-    log_alpha = math.log(alpha)
-    if log_alpha == 0.0:
-        log_fraction = -np.log(k + 1)
-    else:  # α^k (α − 1)/(α^{k+1} − 1) in logarithms: exact near α = 1, finite for large k
-        log_fraction = k * log_alpha + _log_abs_expm1(np.array(log_alpha)) - _log_abs_expm1((k + 1) * log_alpha)
-    bound = np.exp(log_fraction - 2 * (n - 1) * math.log(sigma) - math.log(noise))
+    bound = np.exp(_delay_line_log_fraction(alpha, k) - 2 * (n - 1) * math.log(sigma) - math.log(noise))
     return np.concatenate([bound, np.zeros(max(int(steps) - n, 0))])
 
 
