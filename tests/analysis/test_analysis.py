@@ -250,6 +250,18 @@ def test_proposition2_degree_fit():
         assert m == pytest.approx(np.abs(np.linalg.matrix_power(a, int(t))).max(), rel=1e-12)
 
 
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"x": math.nan}, "x"), ({"x": math.inf}, "x"), ({"x": 0.0}, "x"),
+    ({"n": 1}, "n"), ({"n": 3.0}, "n"), ({"t_max": 5}, "t_max"), ({"t_max": 1}, "t_max"),
+    ({"points": 2}, "points"), ({"n": 60, "x": 4.0, "t_max": 10 ** 6}, "overflows"),
+])
+def test_proposition2_refuses_settings_it_cannot_fit_naming_them(kwargs, name):
+    """A NaN or infinite x gave NaN fits, x = 0 an R² of NaN, t_max = 1 a LinAlgError from the fit, n = 3.0 a
+    TypeError: each is now a ValueError that names its argument."""
+    with pytest.raises(ValueError, match=name):
+        proposition2(**{"n": 3, "x": 0.5, "t_max": 1000, **kwargs})
+
 # ---------------------------------------------------------------------------------------------- models
 def test_henrici_departure_zero_for_orthogonal_positive_for_triangular():
     q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((10, 10)))

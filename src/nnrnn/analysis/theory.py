@@ -640,6 +640,11 @@ class Prop2Result:
     local_slopes: np.ndarray
 
 
+def _check_int(name: str, value, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be an int >= {least}; got {value!r}")
+
+
 def _r2(x, y):
     coef = np.polyfit(x, y, 1)
     resid = y - np.polyval(coef, x)
@@ -652,17 +657,32 @@ def proposition2(n: int = 6, x: float = 0.5, t_max: int = 100_000, points: int =
 
     Aᵗ is evaluated exactly through the binomial expansion Aᵗ = Σ_{l<n} C(t, l) (xN)ˡ
     (N = strictly upper all-ones, nilpotent), so no rounding accumulates over t.
+
+    Raises ValueError naming ``n`` (not an int ≥ 2), ``x`` (0, where A = I has nothing to fit, or not finite),
+    ``t_max`` (not an int ≥ 10), ``points`` (fewer than 3 t in the fitted tail) and when max |Aᵗ| overflows
+    float64 (large n, t_max or |x|).
     """
-    if n < 2:
-        raise ValueError("n must be >= 2")
+    _check_int("n", n, 2)
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(x) \
+            or x == 0:
+        raise ValueError(f"x (A's entries above the diagonal) must be a non-zero finite number; got {x!r}")
+    _check_int("t_max", t_max, 10)
+    _check_int("points", points, 3)
     nil = x * np.triu(np.ones((n, n)), 1)
     powers = [np.linalg.matrix_power(nil, l) for l in range(n)]
     t = np.unique(np.round(np.logspace(0, math.log10(t_max), points)).astype(np.int64))
     maxima = np.empty(len(t))
-    for i, ti in enumerate(t):
-        at = sum(math.comb(int(ti), l) * powers[l] for l in range(min(n, int(ti) + 1)))
-        maxima[i] = np.abs(at).max()
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        for i, ti in enumerate(t):
+            at = sum(math.comb(int(ti), l) * powers[l] for l in range(min(n, int(ti) + 1)))
+            maxima[i] = np.abs(at).max()
+    if not np.all(np.isfinite(maxima)):
+        raise ValueError(f"max |(A^t)_ij| overflows float64 for n = {n}, x = {x:g}, t <= {t_max}: "
+                         "choose a smaller n, t_max or |x|")
     tail = t >= t_max / 10
+    if tail.sum() < 3:
+        raise ValueError(f"points = {points} leaves {tail.sum()} distinct t in the fitted tail [t_max/10, t_max]; "
+                         "at least 3 are needed")
     lt, lm = np.log(t[tail]), np.log(maxima[tail])
     degree, r2_loglog = _r2(lt, lm)
     _, r2_semilog = _r2(t[tail].astype(float), lm)
