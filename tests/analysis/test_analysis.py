@@ -11,7 +11,8 @@ import nnrnn
 from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
                             delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
                             fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure,
-                            proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3)
+                            proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3,
+                            transients)
 
 
 # ---------------------------------------------------------------------------------------------- theory
@@ -261,6 +262,17 @@ def test_proposition2_refuses_settings_it_cannot_fit_naming_them(kwargs, name):
     TypeError: each is now a ValueError that names its argument."""
     with pytest.raises(ValueError, match=name):
         proposition2(**{"n": 3, "x": 0.5, "t_max": 1000, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, name", [({"n_init": 0}, "n_init"), ({"steps": -1}, "steps"),
+                                          ({"steps": 2.0}, "steps")])
+def test_transients_refuse_an_empty_ensemble_or_a_negative_horizon_naming_it(kwargs, name):
+    """n_init = 0 gave NaN means (the mean of no initial conditions) and steps = -1 empty records, silently."""
+    with pytest.raises(ValueError, match=name):
+        transients(**{"theta": 0.5 * np.eye(3), "steps": 3, "n_init": 4, **kwargs})
+    out = transients(np.array([[0.5]]), 2, n_init=3)  # N = 1: h_t = 0.5ᵗ h_0 with |h_0| = 1, one unit
+    np.testing.assert_allclose(out["norm_mean"], [1.0, 0.5, 0.25])
+    np.testing.assert_array_equal(out["unit_std_mean"], 0.0)
 
 # ---------------------------------------------------------------------------------------------- models
 def test_henrici_departure_zero_for_orthogonal_positive_for_triangular():

@@ -595,9 +595,12 @@ def transients(theta, steps: int, n_init: int = 1000, seed: int = 0) -> dict[str
 
     Returns per-t mean and standard deviation (over initial conditions) of the
     standard deviation across units of h_t (``unit_std_mean``/``unit_std_std``)
-    and of ‖h_t‖ (``norm_mean``/``norm_std``), t = 0..steps, plus ``t``.
+    and of ‖h_t‖ (``norm_mean``/``norm_std``), t = 0..steps, plus ``t``.  Raises ValueError naming
+    ``steps`` (not an int ≥ 0) or ``n_init`` (not an int ≥ 1).
     """
     theta = _as_square(theta)
+    _check_int("steps", steps, 0)
+    _check_int("n_init", n_init, 1)
     rng = np.random.default_rng(seed)
     h = rng.standard_normal((theta.shape[0], n_init))
     h /= np.linalg.norm(h, axis=0, keepdims=True)
