@@ -15,12 +15,12 @@ for ρ ≥ 1 the sum diverges and :func:`stationary_covariance` raises
 
 Numerics.  C can be extremely ill-conditioned even for ρ(Θ) well below 1:
 for Table 3's d = 0.2 rows Θ is a single 100×100 Jordan block (eigenvalue
-0.2) with strong feed-forward amplification and cond(C) reaches 10¹⁴–10²⁶,
+0.2) with strong feed-forward amplification and cond(C) reaches 5·10¹⁴–10²⁴,
 beyond what float64 (unit round-off 1.1e-16) can represent.  Forming C and
 then solving with it ("lyapunov" method below, scipy.linalg.solve_discrete_lyapunov
 + cho_solve) then loses every digit of the small-eigenvalue directions and J_tot
-comes out wrong by up to 6 %.  The default "sqrt" method never forms C: it
-builds a triangular factor C = Rᵀ R directly by the square-root (QR) form of
+comes out wrong by percents (up to 6.4 % on one machine, 1.8 % on another).
+The default "sqrt" method never forms C: it builds a triangular factor C = Rᵀ R directly by the square-root (QR) form of
 the doubling (Smith) iteration of the same Lyapunov equation,
 
     C_{2K} = C_K + Θᴷ C_K (Θᴷ)ᵀ   ⇔   R_{2K} = qr([R_K ; R_K (Θᴷ)ᵀ]).R,
@@ -566,8 +566,8 @@ def table3(n: int = 100, noise: float = 1.0, method: str = "sqrt", compare_lyapu
     Each row: alpha, beta, d, j_tot (``method``), paper (the published value),
     rel_diff_paper = j_tot / paper − 1, exact (80-digit reference, N = 100, ε = 1 only),
     cond_C, spectral_radius, steps (terms summed) and, with ``compare_lyapunov``,
-    j_tot_lyapunov (the float64 solve_discrete_lyapunov route; differs by up to 6.4 %
-    on the ill-conditioned d = 0.2 rows).
+    j_tot_lyapunov (the float64 solve_discrete_lyapunov route; on the ill-conditioned d = 0.2
+    rows it is off by percents, by an amount that changes with the machine's BLAS kernels).
     """
     rows = []
     for i, (a, b, d) in enumerate(TABLE3_GRID):
