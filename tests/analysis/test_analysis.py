@@ -11,7 +11,8 @@ import nnrnn
 from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
                             delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
                             fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure,
-                            proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3)
+                            proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3,
+                            transients)
 
 
 # ---------------------------------------------------------------------------------------------- theory
@@ -39,6 +40,26 @@ def test_delay_line_matches_ganguli_closed_form(alpha, noise):
     np.testing.assert_allclose(j[:n] * noise, delay_line_fmc(alpha, n, 1.0), rtol=1e-12)  # J ∝ 1/ε
     assert j[0] == pytest.approx(1 / noise)
 
+
+
+def test_delay_line_closed_form_is_finite_for_large_k_and_exact_next_to_alpha_one():
+    """αᵏ overflowed at α = 2, k ≳ 1024: NaN where the value tends to (α − 1)/α = 1/2.  The logarithmic form
+    that replaces it must stay exact next to α = 1 (checked against 40 digits) and at α = 0."""
+    import mpmath
+
+    assert np.all(np.isfinite(delay_line_fmc(2.0, 2000)))
+    assert delay_line_fmc(2.0, 2000)[-1] == pytest.approx(0.5, rel=1e-12)
+    alpha = 1 + 1e-10
+    with mpmath.workdps(40):
+        a = mpmath.mpf(alpha)
+        exact = [float(a ** k * (a - 1) / (a ** (k + 1) - 1)) for k in range(50)]
+    np.testing.assert_allclose(delay_line_fmc(alpha, 50), exact, rtol=1e-12)
+    np.testing.assert_array_equal(delay_line_fmc(0.0, 3, noise=0.5), [2.0, 0.0, 0.0])  # gain 0: J(0) = 1/ε only
+    for bad in (math.nan, math.inf, -0.5):
+        with pytest.raises(ValueError, match="alpha"):
+            delay_line_fmc(bad, 3)
+    with pytest.raises(ValueError, match="noise"):
+        delay_line_fmc(0.5, 3, noise=0.0)
 
 def direct_fisher_memory(theta, steps, noise=1.0):
     """J(k) = v_kᵀ C⁻¹ v_k, v_k = Θᵏ e₁, C = ε Σ_{j<N} Θʲ Θʲᵀ (Θ nilpotent: the sum is finite), float64."""
@@ -173,6 +194,34 @@ def test_spectral_radius_at_least_one_raises(theta):
             call()
 
 
+
+@pytest.mark.parametrize("method", ["sqrt", "lyapunov"])
+@pytest.mark.parametrize("u", [[np.nan, 0.0, 0.0], [np.inf, 0.0, 0.0], [1j, 0.0, 0.0]])
+def test_a_non_finite_or_complex_input_vector_is_refused_naming_it(u, method):
+    """J(k) of a NaN input was NaN (curve) or a 'did not converge' error after a million steps (J_tot)."""
+    for call in (lambda: fisher_memory_curve(0.5 * np.eye(3), 3, u, method=method),
+                 lambda: fisher_memory_total(0.5 * np.eye(3), u, method=method)):
+        with pytest.raises(ValueError, match="input_vector"):
+            call()
+
+
+def test_a_complex_theta_is_refused_naming_it():
+    """float64 conversion dropped the imaginary part: the curve of 0.5i I came out as that of the zero matrix."""
+    with pytest.raises(ValueError, match="theta must be real"):
+        fisher_memory_curve(0.5j * np.eye(2), 3)
+
+
+@pytest.mark.parametrize("noise", [math.inf, math.nan, 0.0, -1.0])
+def test_a_noise_that_is_not_positive_and_finite_is_refused_naming_it(noise):
+    """ε = inf was blamed on the spectral radius ('too close to 1') and gave a lower bound of zeros."""
+    delay = np.diag(np.ones(3), -1)
+    for call in (lambda: fisher_memory_curve(0.5 * np.eye(3), 3, noise=noise),
+                 lambda: fisher_memory_total(0.5 * np.eye(3), noise=noise),
+                 lambda: covariance_factor(0.5 * np.eye(3), noise),
+                 lambda: fisher_memory_lower_bound(delay, 3, noise=noise)):
+        with pytest.raises(ValueError, match="noise"):
+            call()
+
 def test_condition_number_grows_as_spectral_radius_approaches_one():
     conds = [covariance_factor(r * np.eye(5) + 0.5 * np.eye(5, k=-1)).cond for r in (0.5, 0.9, 0.99, 0.999)]
     assert all(b > 10 * a for a, b in zip(conds, conds[1:]))
@@ -201,6 +250,29 @@ def test_proposition2_degree_fit():
     for t, m in zip(r.t, r.max_entry):
         assert m == pytest.approx(np.abs(np.linalg.matrix_power(a, int(t))).max(), rel=1e-12)
 
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"x": math.nan}, "x"), ({"x": math.inf}, "x"), ({"x": 0.0}, "x"),
+    ({"n": 1}, "n"), ({"n": 3.0}, "n"), ({"t_max": 5}, "t_max"), ({"t_max": 1}, "t_max"),
+    ({"points": 2}, "points"), ({"n": 60, "x": 4.0, "t_max": 10 ** 6}, "overflows"),
+])
+def test_proposition2_refuses_settings_it_cannot_fit_naming_them(kwargs, name):
+    """A NaN or infinite x gave NaN fits, x = 0 an R² of NaN, t_max = 1 a LinAlgError from the fit, n = 3.0 a
+    TypeError: each is now a ValueError that names its argument."""
+    with pytest.raises(ValueError, match=name):
+        proposition2(**{"n": 3, "x": 0.5, "t_max": 1000, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, name", [({"n_init": 0}, "n_init"), ({"steps": -1}, "steps"),
+                                          ({"steps": 2.0}, "steps")])
+def test_transients_refuse_an_empty_ensemble_or_a_negative_horizon_naming_it(kwargs, name):
+    """n_init = 0 gave NaN means (the mean of no initial conditions) and steps = -1 empty records, silently."""
+    with pytest.raises(ValueError, match=name):
+        transients(**{"theta": 0.5 * np.eye(3), "steps": 3, "n_init": 4, **kwargs})
+    out = transients(np.array([[0.5]]), 2, n_init=3)  # N = 1: h_t = 0.5ᵗ h_0 with |h_0| = 1, one unit
+    np.testing.assert_allclose(out["norm_mean"], [1.0, 0.5, 0.25])
+    np.testing.assert_array_equal(out["unit_std_mean"], 0.0)
 
 # ---------------------------------------------------------------------------------------------- models
 def test_henrici_departure_zero_for_orthogonal_positive_for_triangular():

@@ -15,12 +15,12 @@ for ρ ≥ 1 the sum diverges and :func:`stationary_covariance` raises
 
 Numerics.  C can be extremely ill-conditioned even for ρ(Θ) well below 1:
 for Table 3's d = 0.2 rows Θ is a single 100×100 Jordan block (eigenvalue
-0.2) with strong feed-forward amplification and cond(C) reaches 10¹⁴–10²⁶,
+0.2) with strong feed-forward amplification and cond(C) reaches 5·10¹⁴–10²⁴,
 beyond what float64 (unit round-off 1.1e-16) can represent.  Forming C and
 then solving with it ("lyapunov" method below, scipy.linalg.solve_discrete_lyapunov
 + cho_solve) then loses every digit of the small-eigenvalue directions and J_tot
-comes out wrong by up to 6 %.  The default "sqrt" method never forms C: it
-builds a triangular factor C = Rᵀ R directly by the square-root (QR) form of
+comes out wrong by percents (up to 6.4 % on one machine, 1.8 % on another).
+The default "sqrt" method never forms C: it builds a triangular factor C = Rᵀ R directly by the square-root (QR) form of
 the doubling (Smith) iteration of the same Lyapunov equation,
 
     C_{2K} = C_K + Θᴷ C_K (Θᴷ)ᵀ   ⇔   R_{2K} = qr([R_K ; R_K (Θᴷ)ᵀ]).R,
@@ -97,6 +97,8 @@ def schur_example(n: int, alpha: float, beta: float, d: float) -> np.ndarray:
 # Stationary covariance
 # ----------------------------------------------------------------------------------------------
 def _as_square(theta) -> np.ndarray:
+    if np.iscomplexobj(theta):  # float64 conversion would drop the imaginary part with a warning only
+        raise ValueError("theta must be real; got a complex array (use the real Schur or real form of the matrix)")
     theta = np.asarray(theta, dtype=np.float64)
     if theta.ndim != 2 or theta.shape[0] != theta.shape[1] or theta.shape[0] == 0:
         raise ValueError(f"theta must be a non-empty square matrix; got shape {theta.shape}")
@@ -126,8 +128,9 @@ def _check_stable(theta: np.ndarray) -> float:
 
 
 def _check_noise(noise) -> float:
-    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating, np.integer)) or not noise > 0:
-        raise ValueError(f"noise (eps) must be a positive number; got {noise!r}")
+    if (isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating, np.integer)) or not noise > 0
+            or not math.isfinite(noise)):
+        raise ValueError(f"noise (eps) must be a positive finite number; got {noise!r}")
     return float(noise)
 
 
@@ -269,9 +272,13 @@ def _input(theta: np.ndarray, input_vector) -> np.ndarray:
         u = np.zeros(n)
         u[0] = 1.0
         return u
+    if np.iscomplexobj(input_vector):
+        raise ValueError("input_vector must be real; got a complex array")
     u = np.asarray(input_vector, dtype=np.float64).reshape(-1)
     if u.shape != (n,):
         raise ValueError(f"input_vector must have {n} entries; got shape {np.shape(input_vector)}")
+    if not np.all(np.isfinite(u)):  # else J(k) is NaN, or J_tot's tail bound never falls
+        raise ValueError("input_vector has non-finite entries")
     return u
 
 
@@ -380,11 +387,31 @@ def fisher_memory_total(theta, input_vector=None, noise: float = 1.0, method: st
 
 def delay_line_fmc(alpha: float, steps: int, noise: float = 1.0) -> np.ndarray:
     """Ganguli et al.'s closed form for the delay line with gain √α per link, k < N:
-    J(k) = αᵏ (α − 1) / (α^{k+1} − 1) / ε  (= 1 / ((k+1) ε) at α = 1)."""
+    J(k) = αᵏ (α − 1) / (α^{k+1} − 1) / ε  (= 1 / ((k+1) ε) at α = 1; 1/ε at k = 0 and 0 after at α = 0).
+
+    Evaluated in logarithms (:func:`_delay_line_log_fraction`, shared with Proposition 1's bound): finite for
+    α > 1 at large k, where αᵏ overflows (the value tends to (α − 1)/α), and exact next to α = 1.
+    Raises ValueError naming ``alpha`` (not a finite number ≥ 0: α is a squared gain), ``steps`` or ``noise``.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)) \
+            or not (math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha (the squared gain of each link) must be a finite number >= 0; got {alpha!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    noise = _check_noise(noise)
     k = np.arange(steps, dtype=np.float64)
-    if alpha == 1.0:
-        return 1.0 / ((k + 1) * noise)
-    return alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1) / noise
+    if alpha == 0:  # the signal stays in the first unit for one step only
+        return np.where(k == 0, 1.0 / noise, 0.0)
+    return np.exp(_delay_line_log_fraction(float(alpha), k) - math.log(noise))
+
+
+def _delay_line_log_fraction(alpha: float, k: np.ndarray) -> np.ndarray:
+    """log(αᵏ (α − 1)/(α^{k+1} − 1)) for α > 0, as k ln α + log|e^{ln α} − 1| − log|e^{(k+1) ln α} − 1| with
+    expm1: exact next to α = 1 (the limit −log(k + 1) at α = 1) and finite for large k."""
+    log_alpha = math.log(alpha)
+    if log_alpha == 0.0:
+        return -np.log(k + 1)
+    return k * log_alpha + _log_abs_expm1(np.array(log_alpha)) - _log_abs_expm1((k + 1) * log_alpha)
 
 
 def _check_proposition1(theta) -> tuple[np.ndarray, float]:
@@ -472,12 +499,7 @@ def fisher_memory_lower_bound(theta, steps: int, noise: float = 1.0) -> np.ndarr
     n = theta.shape[0]
     sigma = float(np.linalg.svd(_triangle(theta, alpha), compute_uv=False)[0])
     k = np.arange(min(int(steps), n), dtype=np.float64)
-    log_alpha = math.log(alpha)
-    if log_alpha == 0.0:
-        log_fraction = -np.log(k + 1)
-    else:  # α^k (α − 1)/(α^{k+1} − 1) in logarithms: exact near α = 1, finite for large k
-        log_fraction = k * log_alpha + _log_abs_expm1(np.array(log_alpha)) - _log_abs_expm1((k + 1) * log_alpha)
-    bound = np.exp(log_fraction - 2 * (n - 1) * math.log(sigma) - math.log(noise))
+    bound = np.exp(_delay_line_log_fraction(alpha, k) - 2 * (n - 1) * math.log(sigma) - math.log(noise))
     return np.concatenate([bound, np.zeros(max(int(steps) - n, 0))])
 
 
@@ -544,8 +566,8 @@ def table3(n: int = 100, noise: float = 1.0, method: str = "sqrt", compare_lyapu
     Each row: alpha, beta, d, j_tot (``method``), paper (the published value),
     rel_diff_paper = j_tot / paper − 1, exact (80-digit reference, N = 100, ε = 1 only),
     cond_C, spectral_radius, steps (terms summed) and, with ``compare_lyapunov``,
-    j_tot_lyapunov (the float64 solve_discrete_lyapunov route; differs by up to 6.4 %
-    on the ill-conditioned d = 0.2 rows).
+    j_tot_lyapunov (the float64 solve_discrete_lyapunov route; on the ill-conditioned d = 0.2
+    rows it is off by percents, by an amount that changes with the machine's BLAS kernels).
     """
     rows = []
     for i, (a, b, d) in enumerate(TABLE3_GRID):
@@ -573,9 +595,12 @@ def transients(theta, steps: int, n_init: int = 1000, seed: int = 0) -> dict[str
 
     Returns per-t mean and standard deviation (over initial conditions) of the
     standard deviation across units of h_t (``unit_std_mean``/``unit_std_std``)
-    and of ‖h_t‖ (``norm_mean``/``norm_std``), t = 0..steps, plus ``t``.
+    and of ‖h_t‖ (``norm_mean``/``norm_std``), t = 0..steps, plus ``t``.  Raises ValueError naming
+    ``steps`` (not an int ≥ 0) or ``n_init`` (not an int ≥ 1).
     """
     theta = _as_square(theta)
+    _check_int("steps", steps, 0)
+    _check_int("n_init", n_init, 1)
     rng = np.random.default_rng(seed)
     h = rng.standard_normal((theta.shape[0], n_init))
     h /= np.linalg.norm(h, axis=0, keepdims=True)
@@ -618,6 +643,11 @@ class Prop2Result:
     local_slopes: np.ndarray
 
 
+def _check_int(name: str, value, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be an int >= {least}; got {value!r}")
+
+
 def _r2(x, y):
     coef = np.polyfit(x, y, 1)
     resid = y - np.polyval(coef, x)
@@ -630,17 +660,32 @@ def proposition2(n: int = 6, x: float = 0.5, t_max: int = 100_000, points: int =
 
     Aᵗ is evaluated exactly through the binomial expansion Aᵗ = Σ_{l<n} C(t, l) (xN)ˡ
     (N = strictly upper all-ones, nilpotent), so no rounding accumulates over t.
+
+    Raises ValueError naming ``n`` (not an int ≥ 2), ``x`` (0, where A = I has nothing to fit, or not finite),
+    ``t_max`` (not an int ≥ 10), ``points`` (fewer than 3 t in the fitted tail) and when max |Aᵗ| overflows
+    float64 (large n, t_max or |x|).
     """
-    if n < 2:
-        raise ValueError("n must be >= 2")
+    _check_int("n", n, 2)
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(x) \
+            or x == 0:
+        raise ValueError(f"x (A's entries above the diagonal) must be a non-zero finite number; got {x!r}")
+    _check_int("t_max", t_max, 10)
+    _check_int("points", points, 3)
     nil = x * np.triu(np.ones((n, n)), 1)
     powers = [np.linalg.matrix_power(nil, l) for l in range(n)]
     t = np.unique(np.round(np.logspace(0, math.log10(t_max), points)).astype(np.int64))
     maxima = np.empty(len(t))
-    for i, ti in enumerate(t):
-        at = sum(math.comb(int(ti), l) * powers[l] for l in range(min(n, int(ti) + 1)))
-        maxima[i] = np.abs(at).max()
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        for i, ti in enumerate(t):
+            at = sum(math.comb(int(ti), l) * powers[l] for l in range(min(n, int(ti) + 1)))
+            maxima[i] = np.abs(at).max()
+    if not np.all(np.isfinite(maxima)):
+        raise ValueError(f"max |(A^t)_ij| overflows float64 for n = {n}, x = {x:g}, t <= {t_max}: "
+                         "choose a smaller n, t_max or |x|")
     tail = t >= t_max / 10
+    if tail.sum() < 3:
+        raise ValueError(f"points = {points} leaves {tail.sum()} distinct t in the fitted tail [t_max/10, t_max]; "
+                         "at least 3 are needed")
     lt, lm = np.log(t[tail]), np.log(maxima[tail])
     degree, r2_loglog = _r2(lt, lm)
     _, r2_semilog = _r2(t[tail].astype(float), lm)
