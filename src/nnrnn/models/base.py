@@ -183,6 +183,21 @@ def check_dtype(dtype, complex_ok: bool = False):
     return dtype
 
 
+def kept(cache: dict, name, tensors, compose):
+    """``compose()``, kept in ``cache[name]`` and given again while autograd is off (inference, generation) and
+    none of ``tensors`` (what it is composed from) changed: a tensor changed in place (an optimizer step,
+    ``load_state_dict``, ``copy_``) has a new version, one replaced or moved a new address or dtype.  Writes through
+    ``.data`` move neither, so the models empty their caches in ``train()``.  With autograd on, or while
+    torch.compile traces, it is composed anew."""
+    if torch.is_grad_enabled() or torch.compiler.is_compiling():
+        return compose()
+    key = tuple((t.data_ptr(), t._version, t.dtype) for t in tensors)
+    hit = cache.get(name)
+    if hit is None or hit[0] != key:
+        hit = cache[name] = (key, compose())
+    return hit[1]
+
+
 def check_flag(name: str, value) -> bool:
     """``value`` if it is a bool, else a TypeError: a flag given as a string ("False") or a number would otherwise be
     read by its truth value."""
@@ -451,16 +466,7 @@ class RecurrentModel(nn.Module, Traits):
         """V (hidden_size × hidden_size) of one layer and direction, composed from the current parameters
         (reused while autograd is off and none of them changed)."""
         suffix = self.cell(layer, direction)
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            return self._compose(suffix)
-        # A parameter changed in place (optimizer step, load_state_dict, copy_) has a new version; one that
-        # was replaced or moved has a new address.  (Writes through ``.data`` bypass version counters.)
-        key = tuple((p.data_ptr(), p._version, p.dtype) for p in self._recurrent_parameters(suffix))
-        hit = self._v_cache.get(suffix)
-        if hit is None or hit[0] != key:
-            hit = (key, self._compose(suffix))
-            self._v_cache[suffix] = hit
-        return hit[1]
+        return kept(self._v_cache, suffix, self._recurrent_parameters(suffix), lambda: self._compose(suffix))
 
     def __setattr__(self, name: str, value) -> None:
         if not assign_constrained(self, name, value):

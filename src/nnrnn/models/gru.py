@@ -9,8 +9,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence
 
-from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, stack_layers,
-                   time_major)
+from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, kept,
+                   stack_layers, time_major)
 from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
 from .traits import Traits
 
@@ -190,17 +190,8 @@ class GRU(nn.GRU, Traits):
         would otherwise compose every Schur form, an exponential each, at every step."""
         def compose():
             return [getattr(self, name, None) for name in self._flat_weights_names]
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            return compose()
-        # an in-place change (optimizer step, load_state_dict, copy_) moves a version; a replaced or moved
-        # tensor has a new address.  (Writes through ``.data`` move neither: train() drops the cache.)
-        key = tuple((t.data_ptr(), t._version, t.dtype) for t in (*self.parametrizations.parameters(),
-                                                                   *self.parametrizations.buffers()))
-        cached = self.__dict__.get("_inference_weights")
-        if cached is None or cached[0] != key:
-            cached = (key, compose())
-            self.__dict__["_inference_weights"] = cached
-        return cached[1]
+        return kept(self.__dict__.setdefault("_inference_weights", {}), "flat weights",
+                    (*self.parametrizations.parameters(), *self.parametrizations.buffers()), compose)
 
     def train(self, mode: bool = True):
         self.__dict__.pop("_inference_weights", None)  # see _composed_weights

@@ -7,7 +7,7 @@ from torch.autograd.function import once_differentiable
 
 from ..kernels.autograd import autocast_off, exporting_to_onnx
 from ..parametrizations.unitary import INITS, complex_schur
-from .base import (ParameterDtypeError, as_given, assign_constrained, cell_suffix, check_constructor, check_hx,
+from .base import (ParameterDtypeError, as_given, assign_constrained, cell_suffix, check_constructor, check_hx, kept,
                    stack_layers, time_major)
 from .init import check_scheme, init_
 from .traits import Traits
@@ -293,19 +293,14 @@ class ComplexNonNormalRNN(nn.Module, Traits):
         """V (complex N × N) of one layer and direction, composed from the current parameters (reused while
         autograd is off and none of them changed, as :meth:`RecurrentModel.recurrent_matrix` does)."""
         suffix = self.cell(layer, direction)
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            w = getattr(self, "weight_hh" + suffix)
-            return torch.complex(w[0], w[1])
         plist = self.parametrizations["weight_hh" + suffix]
         form = plist[0]
-        parameters = (plist.original, form.theta, form.gamma, form.lower_real, form.lower_imag)
-        key = tuple((p.data_ptr(), p._version, p.dtype) for p in parameters)
-        hit = self._v_cache.get(suffix)
-        if hit is None or hit[0] != key:
+
+        def compose():
             w = getattr(self, "weight_hh" + suffix)
-            hit = (key, torch.complex(w[0], w[1]))
-            self._v_cache[suffix] = hit
-        return hit[1]
+            return torch.complex(w[0], w[1])
+        return kept(self._v_cache, suffix, (plist.original, form.theta, form.gamma, form.lower_real, form.lower_imag),
+                    compose)
 
     def __getstate__(self):
         state = super().__getstate__()
