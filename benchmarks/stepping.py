@@ -3,9 +3,9 @@
 Each step is ``out, h = model(x_t, h)`` with x_t of shape (1, B, I), under ``torch.no_grad()``, as a
 sampling loop runs it.  All implementations run in one process, round-robin (a block of steps of each, in
 an order rotated every round), after a warm-up; the table gives the median time per step and its ratio
-to torch.nn.RNN(relu)'s.  nnrnn's models compose V once and reuse it while no parameter changes
-(nnrnn/models/base.py); the column "recomposed" times the same step with that cache defeated (a parameter
-touched before every step), which is what each step cost before.
+to torch.nn.RNN(relu)'s.  nnrnn's models compose V (the LRUs: their eigenvalues and transition) once and
+reuse it while no parameter changes (nnrnn/models/base.py, ``kept``); the column "recomposed" times the same
+step with that cache defeated (a parameter touched before every step), which is what each step cost before.
 
 Usage::
 
@@ -40,9 +40,10 @@ def builders(input_size: int, hidden: int) -> dict:
 
 
 def touch(model: nn.Module) -> None:
-    """Bump one recurrent parameter's version counter without changing its value (defeats the V cache)."""
+    """Bump one recurrent parameter's version counter without changing its value (defeats the V cache, and the
+    LRU's kept eigenvalues, which ν's logarithm enters)."""
     for name, p in model.named_parameters():
-        if "weight_hh" in name or "angles" in name:
+        if "weight_hh" in name or "angles" in name or "nu_log" in name:
             p.add_(0.0)
             return
 

@@ -234,3 +234,47 @@ def test_a_state_of_the_wrong_width_is_refused_naming_the_lrus_own_width(name):
     with pytest.raises(ValueError, match=r"\(1, 2, 6\) \(num_layers \* num_directions, batch, 2 \* state_size"):
         model(torch.randn(5, 2, 3), torch.zeros(1, 2, 4))
     assert model(torch.randn(5, 2, 3), torch.zeros(1, 2, 6))[1].shape == (1, 2, 6)
+
+
+@pytest.mark.parametrize("name", ["lru", "nnlru"])
+def test_stepping_without_grad_derives_the_recurrence_once_and_never_stale(name, monkeypatch):
+    """One token at a time under no_grad (generation) keeps Λ (and the nnLRU's transition M) while no parameter
+    changed; after an optimizer step, and after a write through ``.data`` followed by a mode switch, each step gives
+    what a model loaded from the same state gives; nothing kept is saved or copied."""
+    import copy
+
+    from nnrnn.models import base
+    derived = []
+
+    def counting(cache, key, tensors, compose):
+        return base.kept(cache, key, tensors, lambda: derived.append(key) or compose())
+    monkeypatch.setattr(lru, "kept", counting)
+    monkeypatch.setattr(nnlru_module, "kept", counting)
+    torch.manual_seed(3)
+    options = {"t_init": "delay:0.5"} if name == "nnlru" else {}  # a T that is not zero
+    model = nnrnn.create(name, 3, 4, num_layers=2, **options).eval()
+    x = torch.randn(1, 2, 3)
+
+    def steps_match_a_loaded_twin():
+        twin = nnrnn.create(name, 3, 4, num_layers=2).eval()
+        twin.load_state_dict(model.state_dict())
+        h, h_twin = None, None
+        with torch.no_grad():
+            for _ in range(3):
+                out, h = model(x, h)
+                expected, h_twin = twin(x, h_twin)
+                torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+    with torch.no_grad():
+        h = None
+        for _ in range(3):
+            _, h = model(x, h)
+    assert len(derived) == 2 * (2 if name == "nnlru" else 1)  # per layer: Λ (and M), once for three steps
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(torch.randn(4, 2, 3))[0].pow(2).sum().backward()
+    optimizer.step()
+    steps_match_a_loaded_twin()
+    model.nu_log_l1.data.mul_(0.5)  # moves no version counter: a mode switch drops what was kept
+    model.train().eval()
+    steps_match_a_loaded_twin()
+    assert copy.deepcopy(model)._kept == {} and set(model.state_dict()) == set(dict(model.named_parameters()))

@@ -10,6 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..kernels.candidates import Scanned
+from .base import kept
 from .cells import CellModel, use_scan
 from .cornn import check_positive
 
@@ -145,6 +146,16 @@ class LRU(CellModel):
         self.state_size = state_size or hidden_size
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
                          dtype)
+        self._kept: dict = {}  # what the recurrence derives from its parameters, kept while autograd is off
+
+    def train(self, mode: bool = True):
+        self._kept.clear()  # writes through .data move no version (base.kept)
+        return super().train(mode)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_kept"] = {}  # derived tensors are not part of the model
+        return state
 
     @property
     def state_width(self) -> int:
@@ -191,14 +202,22 @@ class LRU(CellModel):
         p = lambda name: getattr(self, name + suffix)  # noqa: E731
         u = F.linear(x, p("weight_ih"), p("bias_ih") if self.bias else None)
         v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"), eps=NORM_EPS)
-        modulus, angle = torch.exp(-torch.exp(p("nu_log"))), torch.exp(p("theta_log"))
-        lr, li = modulus * torch.cos(angle), modulus * torch.sin(angle)
-        gamma = torch.exp(p("gamma_log"))
+        lr, li, gamma = self._diagonal(suffix)
         br, bi = gamma * (v @ p("b_real").t()), gamma * (v @ p("b_imag").t())
         xr, xi = self._recurrence(suffix, br, bi, h0, lr, li)
         y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
         value, gate = F.linear(F.gelu(y, approximate="tanh"), p("glu_weight"), p("glu_bias")).chunk(2, -1)
         return u + value * torch.sigmoid(gate), torch.cat([xr, xi], -1)
+
+    def _diagonal(self, suffix) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(Re λ, Im λ, γ), each N_s, from ν, θ and γ's logarithms; kept while autograd is off and none of them
+        changed (:func:`~nnrnn.models.base.kept`): one step at a time would otherwise spend most of its time here."""
+        p = [getattr(self, name + suffix) for name in ("nu_log", "theta_log", "gamma_log")]
+
+        def compose():
+            modulus, angle = torch.exp(-torch.exp(p[0])), torch.exp(p[1])
+            return modulus * torch.cos(angle), modulus * torch.sin(angle), torch.exp(p[2])
+        return kept(self._kept, ("diagonal", suffix), p, compose)
 
     def _recurrence(self, suffix, br, bi, h0, lr, li):
         """(Re s, Im s), each (T, B, N_s), of s_t = Λ s_{t−1} + b_t from s_{−1} = h0 ([Re s, Im s]), b = br + i·bi,

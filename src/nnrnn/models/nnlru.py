@@ -8,6 +8,7 @@ import torch
 from ..kernels.candidates import Scanned
 from ..parametrizations import parse_t_init
 from ..parametrizations.schur import check_penalty_weights
+from .base import kept
 from .cells import use_scan
 from .lru import LRU, _interleave
 
@@ -134,7 +135,8 @@ class NonNormalLRU(LRU):
 
     def _recurrence(self, suffix, br, bi, h0, lr, li):
         scan = use_scan(self.implementation, br, self.state_width, self.SCANNED)
-        m = transition(lr, li, *self._triangular_parts(suffix))
+        parts = [getattr(self, name + suffix) for name in ("nu_log", "theta_log", "t_real", "t_imag")]
+        m = kept(self._kept, ("transition", suffix), parts, lambda: transition(lr, li, *self._triangular_parts(suffix)))
         b = torch.cat([br, bi], -1)
         b = torch.cat([b[:1] + h0 @ m.t(), b[1:]])  # the carried state enters as the first step's A s_{-1}
         return (nnlru_scan if scan else nnlru_loop)(b, m).chunk(2, -1)
