@@ -251,3 +251,14 @@ def one_line(code, err, *expected, exit_code=2):
     for text in expected:
         assert text in lines[0], lines[0]
 
+
+def steps_match_a_loaded_twin(model, twin, x, steps: int = 3) -> None:
+    """``twin`` (a fresh model of ``model``'s architecture) loaded from ``model``'s state: ``steps`` no-grad steps of
+    both, the state carried, give the same outputs: what a model reuses between no-grad calls is never stale."""
+    twin.load_state_dict(model.state_dict())
+    h, h_twin = None, None
+    with torch.no_grad():
+        for _ in range(steps):
+            out, h = model(x, h)
+            expected, h_twin = twin(x, h_twin)
+            torch.testing.assert_close(out, expected, rtol=0, atol=0)

@@ -243,6 +243,8 @@ def test_stepping_without_grad_derives_the_recurrence_once_and_never_stale(name,
     what a model loaded from the same state gives; nothing kept is saved or copied."""
     import copy
 
+    from helpers import steps_match_a_loaded_twin
+
     from nnrnn.models import base
     derived = []
 
@@ -255,16 +257,6 @@ def test_stepping_without_grad_derives_the_recurrence_once_and_never_stale(name,
     model = nnrnn.create(name, 3, 4, num_layers=2, **options).eval()
     x = torch.randn(1, 2, 3)
 
-    def steps_match_a_loaded_twin():
-        twin = nnrnn.create(name, 3, 4, num_layers=2).eval()
-        twin.load_state_dict(model.state_dict())
-        h, h_twin = None, None
-        with torch.no_grad():
-            for _ in range(3):
-                out, h = model(x, h)
-                expected, h_twin = twin(x, h_twin)
-                torch.testing.assert_close(out, expected, rtol=0, atol=0)
-
     with torch.no_grad():
         h = None
         for _ in range(3):
@@ -273,8 +265,8 @@ def test_stepping_without_grad_derives_the_recurrence_once_and_never_stale(name,
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model(torch.randn(4, 2, 3))[0].pow(2).sum().backward()
     optimizer.step()
-    steps_match_a_loaded_twin()
+    steps_match_a_loaded_twin(model, nnrnn.create(name, 3, 4, num_layers=2).eval(), x)
     model.nu_log_l1.data.mul_(0.5)  # moves no version counter: a mode switch drops what was kept
     model.train().eval()
-    steps_match_a_loaded_twin()
+    steps_match_a_loaded_twin(model, nnrnn.create(name, 3, 4, num_layers=2).eval(), x)
     assert copy.deepcopy(model)._kept == {} and set(model.state_dict()) == set(dict(model.named_parameters()))
