@@ -724,3 +724,14 @@ def test_triangular_none_refuses_a_state_whose_t_it_would_drop():
     strict.load_state_dict(normal.state_dict())  # T = 0 loads into a layer that could train it
     torch.testing.assert_close(strict.theta, normal.theta)
     assert torch.all(strict.triangular_factor() == 0)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_an_orthogonal_weight_refuses_a_rotation_of_another_size(dynamic):
+    """Assigning a 4×4 rotation to a 3×3 orthogonal weight is a ValueError naming both shapes; the weight keeps
+    its shape (torch's parametrize would otherwise resize ``original`` to whatever right_inverse returns)."""
+    linear = orthogonal(nn.Linear(3, 3, bias=False, dtype=torch.float64), dynamic=dynamic)
+    rotation = torch.linalg.matrix_exp(skew(torch.randn(4, 4, dtype=torch.float64)))
+    with pytest.raises(ValueError, match=r"3×3.*\(4, 4\)"):
+        linear.weight = rotation
+    assert linear.weight.shape == (3, 3)

@@ -121,6 +121,7 @@ class OrthogonalFactor(Parametrization):
 
     def __init__(self, n: int | None = None, dynamic: bool = False, dtype=None, device=None):
         super().__init__()
+        self.n = n  # the size of Q; None only for a static factor made without it
         self.dynamic = bool(dynamic)
         if self.dynamic:
             if n is None:
@@ -166,6 +167,10 @@ class MatrixExpOrthogonal(OrthogonalFactor):
 
     @torch.no_grad()
     def right_inverse(self, q: torch.Tensor) -> torch.Tensor:
+        # parametrize resizes ``original`` to whatever this returns: a rotation of another size must not pass
+        if q.dim() != 2 or (self.n is not None and q.shape != (self.n, self.n)):
+            raise ValueError(f"an orthogonal {self.n}×{self.n} weight can only be assigned a {self.n}×{self.n} "
+                             f"rotation; got shape {tuple(q.shape)}")
         eye = torch.eye(q.shape[-1], dtype=q.dtype, device=q.device)
         if self.dynamic:
             q = self.base.T @ q  # X with B exp(skew(X)) = q
