@@ -9,6 +9,7 @@ from nnrnn.parametrizations.expm import (MAX_SQUARINGS, NORM_SAFETY, THETA_MAX, 
                                          paterson_stockmeyer_plan, plan, spectral_norm_from_square, squarings,
                                          taylor_degree)
 from nnrnn.parametrizations.orthogonal import cayley_, henaff_, skew
+from nnrnn.parametrizations.unitary import expm_skew_hermitian
 
 
 def generator(n, kind, norm2, dtype=torch.float64, seed=0):
@@ -346,3 +347,20 @@ def test_taylor_degree_at_the_small_end():
     assert taylor_degree(0.0, 2.0 ** -25) == 0
     assert taylor_degree(1e-5, 2.0 ** -25) == 1
     assert taylor_degree(1e-5, 2.0 ** -54) == 3  # θ³/6 ≈ 1.7e-16 > 2^-54 ≈ 5.6e-17, θ⁴/24 below
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_norm_that_overflows_gives_nan_not_a_wrong_matrix(dtype, each_plan):
+    """A finite A whose square overflows (‖A‖₂ ~ 1e200 in float64, 1e30 in float32) has no estimate of ‖A‖₂:
+    both plans give NaN, as the fixed one does past its squarings, rather than I + A (not orthogonal)."""
+    huge = 1e200 if dtype == torch.float64 else 1e30
+    a = torch.zeros(3, 3, dtype=dtype)
+    a[1, 0], a[0, 1] = huge, -huge
+    assert expm_skew(a).isnan().all()
+
+
+def test_a_skew_hermitian_norm_that_overflows_gives_nan(each_plan):
+    """The complex nnRNN's exponential likewise: NaN, not I + A, where ‖A‖₂ cannot be estimated."""
+    a = torch.zeros(3, 3, dtype=torch.complex128)
+    a[1, 0], a[0, 1] = 1e200, -1e200
+    assert expm_skew_hermitian(a).isnan().all()

@@ -167,14 +167,15 @@ def _evaluate(a: torch.Tensor):
     theta = NORM_SAFETY * spectral_norm_from_square(a2)
     steps, squares = [], []
     if not fixed_exponential_plan(a):
-        s, m, q = plan(float(theta), a.dtype)
+        read = float(theta)  # not finite where A² overflowed: no plan is accurate, P is NaN as the fixed plan's
+        s, m, q = plan(read if math.isfinite(read) else 0.0, a.dtype)
         scale = 2.0 ** -s
         x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
         p, powers = taylor_series(x, x2, m, q, eye, matmul, steps)
         for _ in range(s):
             squares.append(p)
             p = matmul(p, p)
-        return p, (scale, s, m, q, powers, steps, squares)
+        return (p if math.isfinite(read) else torch.full_like(p, math.nan)), (scale, s, m, q, powers, steps, squares)
     m, q = fixed_plan(a.dtype)
     s = squarings(theta)
     scale = torch.exp2(-s).to(a.dtype)

@@ -68,12 +68,13 @@ def expm_skew_hermitian(a: torch.Tensor) -> torch.Tensor:
     a2 = a @ a
     theta = NORM_SAFETY * spectral_norm_from_square(a2.detach())
     if not (torch.compiler.is_compiling() or fixed_exponential_plan(a)):
-        s, m, q = plan(float(theta), real)
+        read = float(theta)  # not finite where A² overflowed: no plan is accurate, P is NaN as the fixed plan's
+        s, m, q = plan(read if math.isfinite(read) else 0.0, real)
         scale = 2.0 ** -s
         p, _ = taylor_series(a * scale, a2 * scale ** 2, m, q, eye)
         for _ in range(s):
             p = p @ p
-        return p
+        return p if math.isfinite(read) else torch.full_like(p, math.nan)
     m, q = fixed_plan(real)
     s = squarings(theta)
     scale = torch.exp2(-s).to(a.dtype)
