@@ -336,6 +336,15 @@ def test_load_ptb_reads_unseen_characters_beside_training_symbols_above_the_unkn
     assert decode(corpus.test) == UNKNOWN + "a\n"
     assert sorted(set(corpus.vocab)) == sorted(corpus.vocab)  # no symbol twice
 
+
+def test_load_ptb_with_the_unknown_symbol_in_the_training_text_has_it_once(tmp_path):
+    (tmp_path / "ptb.char.train.txt").write_text(f"a {UNKNOWN}\nb\n")
+    (tmp_path / "ptb.char.valid.txt").write_text("a b\n")
+    (tmp_path / "ptb.char.test.txt").write_text("z a\n")
+    corpus = load_ptb(tmp_path)
+    assert corpus.vocab == [EOS, "a", "b", UNKNOWN]
+    assert corpus.test.tolist() == [3, 1, 0] and "1 in the test text ('z')" in corpus.note
+
 # ---------------------------------------------------------------------------- fetch
 def test_fetch_md5_mismatch_then_next_mirror(tmp_path, server):
     good, bad, dest = tmp_path / "good", tmp_path / "bad", tmp_path / "dest"

@@ -171,7 +171,8 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
         if missing:
             unseen[name] = (missing, sum(text.count(c) for c in missing))
     if unseen:
-        vocab.append(UNKNOWN)  # last, whatever its code point's place (encode does not rely on its order)
+        if UNKNOWN not in symbols:  # a training text that has U+FFFD already has its id
+            vocab.append(UNKNOWN)   # last, whatever its code point's place (encode does not rely on its order)
         table = str.maketrans({c: UNKNOWN for group, _ in unseen.values() for c in group})
         valid, test = [line.translate(table) for line in valid], [line.translate(table) for line in test]
         notes.append("characters that the training text never has were read as the unknown symbol U+FFFD: "
