@@ -323,6 +323,28 @@ def test_load_ptb_says_what_it_did_with_foreign_symbols_and_tabs(tmp_path):
     assert "ptb.char.valid.txt holds 1 whitespace character(s)" in corpus.note and "'\\t'" in corpus.note
 
 
+
+def test_load_ptb_reads_unseen_characters_beside_training_symbols_above_the_unknown_symbol(tmp_path):
+    """An emoji (beyond U+FFFD) in the training text and a character only the test text has: each symbol keeps
+    its own id and the unseen one reads as the unknown symbol."""
+    (tmp_path / "ptb.char.train.txt").write_text("a \U0001F600\nb\n")
+    (tmp_path / "ptb.char.valid.txt").write_text("\U0001F600 b\n")
+    (tmp_path / "ptb.char.test.txt").write_text("z a\n")
+    corpus = load_ptb(tmp_path)
+    decode = lambda ids: "".join(corpus.vocab[i] for i in ids)
+    assert decode(corpus.train) == "a\U0001F600\nb\n" and decode(corpus.valid) == "\U0001F600b\n"
+    assert decode(corpus.test) == UNKNOWN + "a\n"
+    assert sorted(set(corpus.vocab)) == sorted(corpus.vocab)  # no symbol twice
+
+
+def test_load_ptb_with_the_unknown_symbol_in_the_training_text_has_it_once(tmp_path):
+    (tmp_path / "ptb.char.train.txt").write_text(f"a {UNKNOWN}\nb\n")
+    (tmp_path / "ptb.char.valid.txt").write_text("a b\n")
+    (tmp_path / "ptb.char.test.txt").write_text("z a\n")
+    corpus = load_ptb(tmp_path)
+    assert corpus.vocab == [EOS, "a", "b", UNKNOWN]
+    assert corpus.test.tolist() == [3, 1, 0] and "1 in the test text ('z')" in corpus.note
+
 # ---------------------------------------------------------------------------- fetch
 def test_fetch_md5_mismatch_then_next_mirror(tmp_path, server):
     good, bad, dest = tmp_path / "good", tmp_path / "bad", tmp_path / "dest"

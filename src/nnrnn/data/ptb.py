@@ -87,9 +87,12 @@ def encode(lines: list[str], vocab: list[str]) -> np.ndarray:
     """int64 token ids of the lines, each line followed by EOS; every symbol must be in ``vocab``."""
     text = EOS.join(lines) + EOS
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    table = np.array([ord(s) for s in vocab], dtype=np.uint32)   # sorted, as vocab is
-    ids = np.searchsorted(table, codes)
-    assert np.array_equal(table[np.minimum(ids, len(table) - 1)], codes), "symbol outside the vocabulary"
+    table = np.array([ord(s) for s in vocab], dtype=np.uint32)
+    # vocab is sorted except for the appended UNKNOWN, which a training symbol beyond U+FFFD (an emoji) sorts after
+    by_code = np.argsort(table, kind="stable")
+    found = np.minimum(np.searchsorted(table[by_code], codes), len(table) - 1)
+    ids = by_code[found]
+    assert np.array_equal(table[ids], codes), "symbol outside the vocabulary"
     return ids.astype(np.int64)
 
 
@@ -168,7 +171,8 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
         if missing:
             unseen[name] = (missing, sum(text.count(c) for c in missing))
     if unseen:
-        vocab.append(UNKNOWN)  # U+FFFD sorts after every other symbol here; appended, the ids stay sorted
+        if UNKNOWN not in symbols:  # a training text that has U+FFFD already has its id
+            vocab.append(UNKNOWN)   # last, whatever its code point's place (encode does not rely on its order)
         table = str.maketrans({c: UNKNOWN for group, _ in unseen.values() for c in group})
         valid, test = [line.translate(table) for line in valid], [line.translate(table) for line in test]
         notes.append("characters that the training text never has were read as the unknown symbol U+FFFD: "
