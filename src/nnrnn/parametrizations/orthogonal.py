@@ -168,9 +168,10 @@ class MatrixExpOrthogonal(OrthogonalFactor):
     @torch.no_grad()
     def right_inverse(self, q: torch.Tensor) -> torch.Tensor:
         # parametrize resizes ``original`` to whatever this returns: a rotation of another size must not pass
-        if q.dim() != 2 or (self.n is not None and q.shape != (self.n, self.n)):
-            raise ValueError(f"an orthogonal {self.n}×{self.n} weight can only be assigned a {self.n}×{self.n} "
-                             f"rotation; got shape {tuple(q.shape)}")
+        n = getattr(self, "n", None)  # None also in a factor pickled before it kept its size
+        if q.dim() != 2 or (n is not None and q.shape != (n, n)):
+            raise ValueError(f"an orthogonal {n}×{n} weight can only be assigned a {n}×{n} rotation; got shape "
+                             f"{tuple(q.shape)}")
         eye = torch.eye(q.shape[-1], dtype=q.dtype, device=q.device)
         if self.dynamic:
             q = self.base.T @ q  # X with B exp(skew(X)) = q
