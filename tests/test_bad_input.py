@@ -236,7 +236,8 @@ def test_corrupt_files_are_named(capsys, finished_run, tmp_path):
     one_line(*run_cli(capsys, "train", "copy", "--out", broken, "--resume", "--steps", "6", *TINY),
                     "last.pt is not a readable nnrnn checkpoint")
     (broken / "checkpoints" / "best.pt").write_bytes((finished_run / "checkpoints" / "best.pt").read_bytes()[:100])
-    one_line(*run_cli(capsys, "eval", broken), "best.pt is not a readable nnrnn checkpoint")
+    one_line(*run_cli(capsys, "eval", broken), "best.pt is not a readable nnrnn checkpoint",
+             "may still be readable; `nnrnn train ... --overwrite` starts the run again")
 
 
 # --------------------------------------------------------------------------- runs that go wrong

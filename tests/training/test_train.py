@@ -836,6 +836,20 @@ def test_a_steps_run_resumes_with_epochs_and_back(capsys, tmp_path):
 
 
 
+@needs_mnist
+def test_the_closing_lines_say_how_much_of_the_official_data_the_test_score_is_on(capsys, tmp_path):
+    common = ["--model", "rnn", "--hidden", "4", "--steps", "1", "--batch-size", "500", "--eval-batch-size", "1000",
+              "--no-progress"]
+    assert nnrnn_cli.main(["train", "psmnist", "--data-dir", str(SHARED), "--out", str(tmp_path / "p"), *common]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    test_line = next(i for i, line in enumerate(lines) if line.startswith("[nnrnn] test "))
+    assert lines[test_line + 1].startswith("[nnrnn] data: MNIST from ") and \
+        lines[test_line + 1].endswith("8,000 train / 1,000 valid / 1,000 test (all from the official test set)")
+    assert nnrnn_cli.main(["train", "copy", "--T", "5", "--out", str(tmp_path / "c"), *common[:6], "--no-progress"]) \
+        == 0
+    assert "[nnrnn] data:" not in capsys.readouterr().out  # generated data: nothing to say
+
+
 def test_resume_without_config_json_uses_the_checkpoints_configuration(capsys, finished, tmp_path):
     import shutil
     run = tmp_path / "run"

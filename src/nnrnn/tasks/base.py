@@ -96,6 +96,11 @@ class Task:
         on it, each a line of its own (a long first line hides the note)."""
         return [self.describe()]
 
+    def data_seen(self) -> str | None:
+        """How much of the official data the run read, said again beside its test score; None for a task that
+        generates its data."""
+        return None
+
     # The loss of the best prediction that uses no memory of the inputs (``baseline``) and of an untrained
     # model's guess (``chance``): what a run's outcome is judged against (nnrnn.training.outcome)
     baseline: float | None = None

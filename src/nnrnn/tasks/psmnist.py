@@ -152,6 +152,9 @@ class PermutedMNISTTask(Task):
     def describe_lines(self) -> list[str]:
         return [self.describe(), self.data.describe()] + ([f"note: {self.data_note}"] if self.data_note else [])
 
+    def data_seen(self) -> str:
+        return self.data.describe()
+
     def data_state(self) -> dict:
         """What a checkpoint should record to check that a resumed run sees the same data."""
         return {"dataset": "mnist", "split": self.data.split,

@@ -152,6 +152,9 @@ class PTBTask(Task):
     def describe_lines(self) -> list[str]:
         return [self.describe(), self.corpus.describe()] + ([f"note: {self.data_note}"] if self.data_note else [])
 
+    def data_seen(self) -> str:
+        return self.corpus.describe()
+
     def data_state(self) -> dict:
         """What a checkpoint should record (the vocabulary above all) to check a resumed run's data."""
         return {"dataset": "ptb", "split": self.corpus.split, "vocab": list(self.vocab),

@@ -70,7 +70,9 @@ def load(path: Path, map_location="cpu") -> dict:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
         raise UserError(f"{path} is not a readable nnrnn checkpoint ({type(exc).__name__}); "
-                        f"it is truncated or was not written by nnrnn") from None
+                        f"it is truncated or was not written by nnrnn (the run's other checkpoint, best.pt or "
+                        f"last.pt, may still be readable; `nnrnn train ... --overwrite` starts the run "
+                        f"again)") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise UserError(f"{path} is not an nnrnn checkpoint (it was saved by another program)")
     if payload.get("version") != VERSION:

@@ -114,9 +114,10 @@ def validation_line(step: int, total: int, train: dict | None, valid: dict, best
     return "[nnrnn] " + " | ".join(parts)
 
 
-def summary_lines(folder: Path, monitor: tuple[str, str]) -> list[str]:
+def summary_lines(folder: Path, monitor: tuple[str, str], data: str | None = None) -> list[str]:
     """The closing summary of a run, from its metrics.jsonl: the last validation, the best one by the task's
-    ``monitor`` (metric, "min" or "max"), the test score (of best.pt), and the run folder's files."""
+    ``monitor`` (metric, "min" or "max"), the test score (of best.pt), the ``data`` it was measured on (how much of
+    the official files, :meth:`~nnrnn.tasks.base.Task.data_seen`), and the run folder's files."""
     folder = Path(folder)
     records = read_metrics(folder)
     metric, mode = monitor
@@ -132,6 +133,8 @@ def summary_lines(folder: Path, monitor: tuple[str, str]) -> list[str]:
         lines.append(f"[nnrnn] best validation {metric} {best[metric]:.4g} at update {best['step']}")
     if test is not None:
         lines.append(f"[nnrnn] test {metrics_text(test)} (the best validation's checkpoint)")
+    if data:
+        lines.append(f"[nnrnn] data: {data}")
     files = [(runfolder.CURVES, "training and validation curves"), (runfolder.METRICS, "every logged point"),
              (runfolder.CHECKPOINTS, "best.pt (best validation), last.pt (for --resume)"),
              (runfolder.TENSORBOARD, f"tensorboard --logdir {folder / runfolder.TENSORBOARD}"),

@@ -400,7 +400,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
             plot_curves(training.folder, task.references())
     check_converged(training, last_valid)
     if training.main:
-        print("\n".join(summary_lines(training.folder, task.monitor)), flush=True)
+        print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
         conclude(training, final_outcome(training))
     return result(training.folder, training.main, test)
 
