@@ -36,6 +36,13 @@ class OptionError(UserError, ValueError):
     cannot use; the message names the option and the values it takes."""
 
 
+class DataError(UserError, ValueError):
+    """A data file is there but is not what it should be (a corrupt gzip, a wrong IDX magic number, a size its header
+    does not call for, images and labels of different counts, text that is not UTF-8 or not in the ptb.char
+    format): a ``ValueError``, as numpy's and Python's parsers raise, carrying the house type so that the command
+    line prints it as one line.  The message names the file and what to do."""
+
+
 class RunNotFound(UserError, FileNotFoundError):
     """No run folder or checkpoint at the path given (``nnrnn.load_run``, ``nnrnn analyze``): a
     ``FileNotFoundError``, as ``torch.load`` raises, carrying the house type so that the command line prints it as

@@ -124,10 +124,11 @@ def test_read_idx_raw_and_gzip(tmp_path, gz):
 
 def test_read_idx_wrong_magic(tmp_path):
     path = write_idx(tmp_path / "labels-as-images", np.zeros(4), gz=True)
-    with pytest.raises(UserError, match="labels-as-images.*magic number 2049, expected 2051"):
-        read_idx(path, 2051)
+    with pytest.raises(ValueError, match="labels-as-images.*magic number 2049, expected 2051") as raised:
+        read_idx(path, 2051)  # a ValueError, as a parser's, that the command line prints as one line
+    assert isinstance(raised.value, UserError)
     (tmp_path / "junk").write_bytes(b"hello world, not an IDX file")
-    with pytest.raises(UserError, match="junk"):
+    with pytest.raises(ValueError, match="junk"):
         read_idx(tmp_path / "junk", 2051)
 
 
@@ -135,7 +136,7 @@ def test_read_idx_truncated_gzip(tmp_path):
     full = gzip.compress(idx_bytes(fake_mnist(20)[0]))
     path = tmp_path / "cut-images-idx3-ubyte.gz"
     path.write_bytes(full[: len(full) // 2])
-    with pytest.raises(UserError, match=r"cut-images-idx3-ubyte\.gz is a truncated or corrupt gzip"):
+    with pytest.raises(ValueError, match=r"cut-images-idx3-ubyte\.gz is a truncated or corrupt gzip"):
         read_idx(path, 2051)
 
 
@@ -143,7 +144,7 @@ def test_read_idx_size_mismatch(tmp_path):
     data = idx_bytes(fake_mnist(3)[0])
     path = tmp_path / "short"
     path.write_bytes(data[:-10])
-    with pytest.raises(UserError, match="short holds .* data bytes but its header"):
+    with pytest.raises(ValueError, match="short holds .* data bytes but its header"):
         read_idx(path, 2051)
     path.write_bytes(data + b"extra")
     with pytest.raises(UserError, match="truncated or corrupt"):
@@ -270,11 +271,14 @@ def test_read_ptb(tmp_path):
     path.write_text("a b _ c\n < u n k > _ a \n\n b \n ")    # blank line kept; final whitespace is no line
     assert read_ptb(path) == ["ab_c", "<unk>_a", "", "b"]
     (tmp_path / "word.txt").write_text("the cat sat\n")
-    with pytest.raises(UserError, match="multi-character token 'the'.*word-level"):
+    with pytest.raises(ValueError, match="multi-character token 'the'.*word-level"):
         read_ptb(tmp_path / "word.txt")
     (tmp_path / "empty.txt").write_text("\n")
-    with pytest.raises(UserError, match="no characters"):
+    with pytest.raises(ValueError, match="no characters"):
         read_ptb(tmp_path / "empty.txt")
+    (tmp_path / "latin1.txt").write_bytes("a b \xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt is not a text file .*not UTF-8"):  # a parser's type
+        read_ptb(tmp_path / "latin1.txt")
 
 
 def test_load_ptb_without_train(tmp_path):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import DataError, UserError
 from .paths import DataNotFound, resolve_dir
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -49,9 +49,9 @@ IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x
 def read_idx(path: str | os.PathLike, magic: int | None = None, hint: str = FETCH_HINT) -> np.ndarray:
     """Read an IDX file (gzipped or not; detected from its first bytes, not its name).
 
-    ``magic``: the expected magic number (2051 images, 2049 labels); any problem
-    (unreadable, corrupt gzip, wrong magic, size not matching the header) raises
-    :class:`UserError` naming the file.
+    ``magic``: the expected magic number (2051 images, 2049 labels); a file that cannot be read raises
+    :class:`UserError`, one that is not a whole IDX file of that kind (corrupt gzip, wrong magic, size not matching
+    the header) :class:`~nnrnn.errors.DataError` (a ``ValueError``), each naming the file.
     """
     path = Path(path)
     try:
@@ -62,23 +62,23 @@ def read_idx(path: str | os.PathLike, magic: int | None = None, hint: str = FETC
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as e:
-            raise UserError(f"{path} is a truncated or corrupt gzip file ({e}); delete it and {hint}") from None
+            raise DataError(f"{path} is a truncated or corrupt gzip file ({e}); delete it and {hint}") from None
     if len(raw) < 4:
-        raise UserError(f"{path} is too short to be an IDX file ({len(raw)} bytes); delete it and {hint}")
+        raise DataError(f"{path} is too short to be an IDX file ({len(raw)} bytes); delete it and {hint}")
     found = int.from_bytes(raw[:4], "big")
     type_code, ndim = raw[2], raw[3]
     if raw[:2] != b"\0\0" or type_code not in IDX_TYPES or ndim == 0 or (magic is not None and found != magic):
         expected = f"{magic}" if magic is not None else "an IDX magic number"
-        raise UserError(f"{path} is not the expected IDX file (magic number {found}, expected {expected}); "
+        raise DataError(f"{path} is not the expected IDX file (magic number {found}, expected {expected}); "
                         f"replace it with the official file or {hint}")
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise UserError(f"{path} is truncated inside its IDX header; delete it and {hint}")
+        raise DataError(f"{path} is truncated inside its IDX header; delete it and {hint}")
     dims = struct.unpack(f">{ndim}I", raw[4:header])
     dtype = np.dtype(IDX_TYPES[type_code])
     count = int(np.prod(dims, dtype=np.int64))
     if len(raw) - header != count * dtype.itemsize:
-        raise UserError(f"{path} holds {len(raw) - header} data bytes but its header {dims} calls for "
+        raise DataError(f"{path} holds {len(raw) - header} data bytes but its header {dims} calls for "
                         f"{count * dtype.itemsize}, so it is truncated or corrupt; delete it and {hint}")
     data = np.frombuffer(raw, dtype=dtype, count=count, offset=header).reshape(dims)
     return data.astype(dtype.newbyteorder("="), copy=True)
@@ -96,7 +96,7 @@ def find_file(folder: Path, stem: str) -> Path | None:
         for other in found[1:]:
             data = read_idx(other)
             if data.shape != first.shape or not np.array_equal(data, first):
-                raise UserError(f"{found[0]} and {other} are two copies of {stem} with different contents, so "
+                raise DataError(f"{found[0]} and {other} are two copies of {stem} with different contents, so "
                                 f"which one to read is ambiguous; delete the one that is not the official file "
                                 f"(or delete both and {FETCH_HINT})")
     return found[0] if found else None
@@ -131,13 +131,13 @@ def _load_pair(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np.nda
     images = read_idx(images_path, IMAGES_MAGIC)
     labels = read_idx(labels_path, LABELS_MAGIC)
     if images.ndim != 3 or images.shape[1:] != (ROWS, COLS) or images.dtype != np.uint8:
-        raise UserError(f"{images_path} holds {images.dtype} images of shape {images.shape[1:]}, "
+        raise DataError(f"{images_path} holds {images.dtype} images of shape {images.shape[1:]}, "
                         f"not 28x28 uint8 MNIST images; replace it with the official file or {FETCH_HINT}")
     if labels.ndim != 1 or labels.dtype != np.uint8 or (labels.size and labels.max() > 9):
-        raise UserError(f"{labels_path} does not hold MNIST labels 0-9; "
+        raise DataError(f"{labels_path} does not hold MNIST labels 0-9; "
                         f"replace it with the official file or {FETCH_HINT}")
     if len(images) != len(labels):
-        raise UserError(f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels; "
+        raise DataError(f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels; "
                         f"replace them with the official files or {FETCH_HINT}")
     return images, labels.astype(np.int64)
 
@@ -167,7 +167,7 @@ def load_mnist(data_dir: str | os.PathLike | None = None) -> MNISTData:
     if train_img_path is not None:
         images, labels = _load_pair(train_img_path, train_lab_path)
         if len(labels) <= OFFICIAL_VALID:
-            raise UserError(f"{train_img_path} has only {len(labels)} images; "
+            raise DataError(f"{train_img_path} has only {len(labels)} images; "
                             f"replace it with the official file or {FETCH_HINT}")
         rng = np.random.RandomState(SPLIT_SEED)
         rng.permutation(ROWS * COLS)          # the paper's code draws its pixel permutation first
@@ -180,7 +180,7 @@ def load_mnist(data_dir: str | os.PathLike | None = None) -> MNISTData:
     n_train, n_valid, n_test = (TEST_ONLY_SPLIT if n == sum(TEST_ONLY_SPLIT)
                                 else (n - 2 * (n // 10), n // 10, n // 10))
     if min(n_train, n_valid, n_test) < 1:
-        raise UserError(f"{folder} holds only {n} MNIST test images, too few to split; {FETCH_HINT}")
+        raise DataError(f"{folder} holds only {n} MNIST test images, too few to split; {FETCH_HINT}")
     order = np.random.RandomState(SPLIT_SEED).permutation(n)
     tr, va, te = order[:n_train], order[n_train:n_train + n_valid], order[n_train + n_valid:]
     note = (f"only MNIST's test set was found, split {n_train:,} train / {n_valid:,} valid / {n_test:,} test: "

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import DataError, UserError
 from .paths import DataNotFound, resolve_dir
 
 EOS = "\n"
@@ -59,7 +59,7 @@ def _read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> tuple[list[str
     except OSError as e:
         raise UserError(f"cannot read {path} ({e.strerror}); check the file or {hint}") from None
     except UnicodeDecodeError as e:
-        raise UserError(f"{path} is not a text file (byte {e.start} is not UTF-8); "
+        raise DataError(f"{path} is not a text file (byte {e.start} is not UTF-8); "
                         f"replace it with Mikolov's ptb.char file or {hint}") from None
     pieces = text.split("\n")
     if pieces and not pieces[-1].strip():
@@ -71,10 +71,10 @@ def _read_ptb(path: str | os.PathLike, hint: str = FETCH_HINT) -> tuple[list[str
         n_tokens += len(tokens)
     if sum(map(len, lines)) != n_tokens:  # some token is longer than one character
         bad = next(t for p in pieces for t in p.split() if len(t) != 1)
-        raise UserError(f"{path} is not in the ptb.char format (it has the multi-character token {bad[:20]!r}, "
+        raise DataError(f"{path} is not in the ptb.char format (it has the multi-character token {bad[:20]!r}, "
                         f"so it may be the word-level file); use Mikolov's ptb.char.*.txt or {hint}")
     if not n_tokens:
-        raise UserError(f"{path} holds no characters; replace it with Mikolov's ptb.char file or {hint}")
+        raise DataError(f"{path} holds no characters; replace it with Mikolov's ptb.char file or {hint}")
     stray = {c: text.count(c) for c in set(text) if c.isspace() and c not in " \n"}
     return lines, stray
 
@@ -152,7 +152,7 @@ def load_ptb(data_dir: str | os.PathLike | None = None) -> PTBCorpus:
     else:
         cut = int(round(TRAIN_FRACTION * len(lines["valid"])))
         if cut < 1 or cut >= len(lines["valid"]):
-            raise UserError(f"{paths['valid']} has only {len(lines['valid'])} lines, too few to carve out a training "
+            raise DataError(f"{paths['valid']} has only {len(lines['valid'])} lines, too few to carve out a training "
                             f"set; {FETCH_HINT} to get {FILES['train']}")
         split, train, valid, test = "valid-as-train", lines["valid"][:cut], lines["valid"][cut:], lines["test"]
         note = (f"no {FILES['train']}: training on the first {cut:,} lines (90%) of {FILES['valid']}, validation "
