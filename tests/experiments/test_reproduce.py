@@ -227,3 +227,12 @@ def test_a_task_or_model_the_scale_does_not_run_is_refused_before_anything_is_wr
     with pytest.raises(OptionError, match=words):
         reproduce.reproduce("smoke", tmp_path / "grid", **filters)
     assert not (tmp_path / "grid").exists()
+
+
+def test_a_device_this_machine_lacks_is_refused_before_anything_is_measured(tmp_path, monkeypatch, tiny_scale):
+    import torch
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(OptionError, match="cuda:1"):
+        reproduce.reproduce(tiny_scale, tmp_path / "grid", devices=["cuda:1"], plan_only=True, log=lambda m: None)
+    assert not (tmp_path / "grid").exists()
+

@@ -43,6 +43,17 @@ def check_devices(devices: list[str]) -> list[str]:
     return named
 
 
+def check_present(devices: list[str]) -> list[str]:
+    """``devices`` (as :func:`check_devices` names them); OptionError for a GPU this machine does not have, before
+    anything measures or trains on it (torch would fail there with an AssertionError or a CUDA error)."""
+    count = torch.cuda.device_count()  # 0 without CUDA
+    missing = [d for d in devices if d != CPU and torch.device(d).index >= count]
+    if missing:
+        has = f"has {', '.join(f'cuda:{i}' for i in range(count))}" if count else "has no CUDA GPU"
+        raise OptionError(f"--devices {' '.join(missing)}: this machine {has}")
+    return devices
+
+
 def slot_devices(devices: list[str], per_device: int | None, jobs: int) -> list[str]:
     """The device of every slot: on the CPU, ``jobs`` slots (``per_device``, if given, replaces it); on GPUs, each
     device ``per_device`` times (default once)."""

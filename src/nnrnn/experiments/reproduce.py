@@ -44,7 +44,7 @@ from .grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, pl
 from .cluster import cluster_slots, run_on_cluster
 from .grids import SCALES
 from .cost import estimate
-from .placement import CPU, Slots, check_devices, slot_devices, visible_devices
+from .placement import CPU, Slots, check_devices, check_present, slot_devices, visible_devices
 from .report import planned_grid, report_of, write_report
 from .sweep import EQUAL, default_storage, run_sweep, span
 
@@ -421,4 +421,4 @@ def _where(devices, runs_per_device, jobs, cluster) -> Where:
     if cluster is not None:
         count, gpus = cluster_slots(cluster)
         return Where((CPU,) * count, cluster, gpus)
-    return Where(tuple(slot_devices(check_devices(devices or visible_devices()), runs_per_device, jobs)))
+    return Where(tuple(slot_devices(check_present(check_devices(devices or visible_devices())), runs_per_device, jobs)))
