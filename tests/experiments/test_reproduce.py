@@ -236,3 +236,9 @@ def test_a_device_this_machine_lacks_is_refused_before_anything_is_measured(tmp_
         reproduce.reproduce(tiny_scale, tmp_path / "grid", devices=["cuda:1"], plan_only=True, log=lambda m: None)
     assert not (tmp_path / "grid").exists()
 
+
+def test_a_runs_folder_that_is_a_file_is_refused_in_one_line(tmp_path, tiny_scale):
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(UserError, match="--runs .*afile is a file"):
+        reproduce.reproduce(tiny_scale, tmp_path / "grid", runs_dir=tmp_path / "afile", log=lambda m: None)
+

@@ -346,8 +346,8 @@ def share_runs(out: Path, runs_dir) -> None:
     if link.exists() or link.is_symlink():
         raise UserError(f"{link} already exists and is not a link to {target}; give --runs only with a new --out, "
                         f"or leave --runs out")
-    target.mkdir(parents=True, exist_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
+    runlock.make_folder(target, "--runs")
+    runlock.make_folder(out)
     link.symlink_to(target, target_is_directory=True)
 
 
