@@ -242,3 +242,11 @@ def test_a_runs_folder_that_is_a_file_is_refused_in_one_line(tmp_path, tiny_scal
     with pytest.raises(UserError, match="--runs .*afile is a file"):
         reproduce.reproduce(tiny_scale, tmp_path / "grid", runs_dir=tmp_path / "afile", log=lambda m: None)
 
+
+def test_a_report_from_data_into_a_file_is_refused_in_one_line(tmp_path, capsys):
+    from pathlib import Path
+    from nnrnn_cli import command as cli
+    (tmp_path / "afile").write_text("")
+    data = Path(__file__).parents[2] / "docs" / "beyond" / "data.json"
+    assert cli.main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "afile")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

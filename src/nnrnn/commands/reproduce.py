@@ -9,6 +9,7 @@ from ..experiments.grids import SCALES
 from ..experiments.report import regenerate
 from ..experiments.reproduce import reproduce
 from ..models import MODELS
+from ..training import runlock
 
 
 def add_arguments(p) -> None:
@@ -64,7 +65,9 @@ def main(args) -> int:
     if args.from_data:
         check_compact(Path(args.from_data))
         out = Path(args.out or f"runs/reproduce-{args.scale}")
-        print(f"report: {regenerate(Path(args.from_data), out, args.data_dir)}")
+        with runlock.hold(out):  # a grid still writing into --out would interleave its report with this one
+            report = regenerate(Path(args.from_data), out, args.data_dir)
+        print(f"report: {report}")
         return 0
     reproduce(args.scale, args.out or f"runs/reproduce-{args.scale}", args.models, args.tasks, args.seeds,
               args.data_dir, jobs=args.jobs, runs_dir=args.runs_dir, devices=args.devices,
