@@ -250,3 +250,14 @@ def test_a_report_from_data_into_a_file_is_refused_in_one_line(tmp_path, capsys)
     data = Path(__file__).parents[2] / "docs" / "beyond" / "data.json"
     assert cli.main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "afile")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_a_grids_searches_print_one_line_each_and_their_trials_go_to_a_log(tmp_path, tuned_scale, capfd):
+    logs = []
+    reproduce.reproduce(tuned_scale, tmp_path, log=logs.append)
+    out, err = capfd.readouterr()
+    assert "[sweep]" not in out and "Trial 0 finished" not in err  # not the trials' lines, nor Optuna's
+    searched = [line for line in logs if line.startswith("[") and "best" in line]
+    assert len(searched) == 3
+    assert "[sweep] trial 1 complete" in (tmp_path / "searches" / "copy-gru" / "search.log").read_text()
+    assert sorted(p.name for p in (tmp_path / "searches").iterdir()) == ["copy-gru", "copy-nnrnn", "copy-nnrnn-delay"]

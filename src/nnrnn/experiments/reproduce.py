@@ -198,9 +198,10 @@ def _search_one(folder: Path, search: dict, threads: int | None, device: str = C
     lacking = search["trials"] - ended_trials(folder, search)
     sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()), constant_liar=True,
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
-    study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
-                      train_options={**search["options"], "preset": search["preset"], "device": device},
-                      searching=EQUAL)
+    with _trial_output(folder):
+        study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
+                          train_options={**search["options"], "preset": search["preset"], "device": device},
+                          searching=EQUAL)
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
 
 
@@ -216,9 +217,26 @@ def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CP
     start = time.time()
     sampler = optuna.samplers.TPESampler(seed=zlib.crc32(folder.name.encode()) + ordinal, constant_liar=True,
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
-    run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
-              train_options={**search["options"], "preset": search["preset"], "device": device}, searching=EQUAL)
+    with _trial_output(folder):
+        run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
+                  train_options={**search["options"], "preset": search["preset"], "device": device}, searching=EQUAL)
     return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
+
+
+SEARCH_LOG = "search.log"
+
+
+@contextlib.contextmanager
+def _trial_output(folder: Path):
+    """What a search prints (its ``[sweep]`` lines per trial) goes to ``searches/NAME/search.log``, and Optuna says
+    only its warnings, so that the grid's own output stays one line per search, as it is per run, when several search
+    at once.  The log is inside the search's folder: beside it, it would count as a search (compact data, reports)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / SEARCH_LOG, "a") as log, contextlib.redirect_stdout(log):
+        yield
 
 
 def _trials(folder: Path, search: dict) -> list:
