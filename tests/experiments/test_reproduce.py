@@ -261,3 +261,15 @@ def test_a_grids_searches_print_one_line_each_and_their_trials_go_to_a_log(tmp_p
     assert len(searched) == 3
     assert "[sweep] trial 1 complete" in (tmp_path / "searches" / "copy-gru" / "search.log").read_text()
     assert sorted(p.name for p in (tmp_path / "searches").iterdir()) == ["copy-gru", "copy-nnrnn", "copy-nnrnn-delay"]
+
+
+def test_a_tuned_grids_estimate_counts_its_tuned_runs_before_their_searches_pick(tmp_path, tuned_scale):
+    """Before the picks, a tuned run planned as its search starts it has the paper column's options: it is still a
+    run of its own to train, not that column's."""
+    logs = []
+    reproduce.reproduce(tuned_scale, tmp_path, log=logs.append, plan_only=True)
+    assert "5 planned runs (5 to train)" in logs[-1]
+    reproduce.reproduce(tuned_scale, tmp_path, log=lambda m: None)
+    logs.clear()
+    reproduce.reproduce(tuned_scale, tmp_path, log=logs.append, plan_only=True)
+    assert "(0 to train)" in logs[-1]

@@ -392,6 +392,21 @@ def _costed_plan(spec: dict, tuned: Path, models, tasks, seeds, data_dir) -> lis
     return plan(spec, models, tasks, seeds, data_dir, searching=True)
 
 
+def _to_train(grid: Grid, searching: bool) -> list[PlannedRun]:
+    """The runs a grid's cost counts as still to train, one per run folder.  Before its searches have picked
+    (``searching``) every tuned run is one of its own and unfinished: planned as its search starts it, it has the
+    paper column's options and folder, but the picks will name it apart (the beyond grid's plan counted 63 of its 99
+    runs so)."""
+    todo = {}
+    for planned in grid.planned:
+        folder = grid.run_folder(planned)
+        if searching and planned.column == TUNED:
+            todo[TUNED, folder] = planned
+        elif not finished(folder):
+            todo[folder] = planned
+    return list(todo.values())
+
+
 def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=None, log=print, jobs: int = 1,
               runs_dir=None, devices=None, runs_per_device=None, cluster=None, plan_only: bool = False) -> Path | None:
     """Run the grid of ``scale`` (a module of :mod:`.grids`) in ``out``: its searches when it has a tuned column,
@@ -406,7 +421,7 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     spec = SCALES[scale]
     grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
     costed = planned_grid(out, scale, _costed_plan(spec, grid.tuned, models, tasks, seeds, data_dir))
-    todo = list({costed.run_folder(p): p for p in costed.planned if not finished(costed.run_folder(p))}.values())
+    todo = _to_train(costed, searching="tune" in spec and not grid.tuned.is_file())
     found = searches(spec, models, tasks, data_dir) if "tune" in spec else {}
     pending = [s for name, s in found.items() if ended_trials(grid.searches / name, s) < s["trials"]]
     local = visible_devices()[0] if where.cluster is not None else where.slots[0]
