@@ -240,10 +240,21 @@ def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
         raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
     monkeypatch.setattr(nnrnn.experiments.sweep, "train", interrupted)
-    with pytest.raises(nnrnn.errors.Interrupted):
-        run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
+    import logging
+    warned = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warned.append(record.getMessage())
+    logging.getLogger("optuna").addHandler(handler)
+    verbosity = optuna.logging.get_verbosity()
+    try:
+        with pytest.raises(nnrnn.errors.Interrupted):
+            run_sweep("copy", "rnn", 3, out=str(tmp_path), train_options=TINY)
+    finally:
+        logging.getLogger("optuna").removeHandler(handler)
     (trial,) = optuna.load_study(study_name="copy-rnn", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()
     assert trial.state.name == "FAIL" and trial.user_attrs["stopped"] == "interrupted"
+    assert warned == []  # no "the value nan is not acceptable", which would read as a diverged run
+    assert optuna.logging.get_verbosity() == verbosity  # put back for what runs next
 
 
 # --------------------------------------------------------------------------- bad inputs and the CLI

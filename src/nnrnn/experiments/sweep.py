@@ -426,12 +426,8 @@ class _Objective:
             trial.set_user_attr("stopped", "diverged")
             trial.set_user_attr("reason", str(exc))
             raise optuna.TrialPruned(str(exc)) from None
-        except Interrupted as exc:  # the run is checkpointed: mark the trial FAIL (a NaN value does,
-            trial.set_user_attr("stopped", "interrupted")  # without a traceback in the log), start no
-            trial.set_user_attr("reason", str(exc))  # other trial, and let run_sweep re-raise
-            self.interrupted = exc
-            trial.study.stop()
-            return float("nan")
+        except Interrupted as exc:
+            return self._interrupted(trial, exc)
         finally:
             if best["step"] is not None:
                 trial.set_user_attr("best_step", best["step"])
@@ -442,6 +438,19 @@ class _Objective:
             trial.set_user_attr("test", {k: v for k, v in result["test"].items()
                                          if isinstance(v, (int, float))})
         return self.searching.value(held_to(curve, planned_steps(config)), self.mode == "min")
+
+
+    def _interrupted(self, trial, exc: Interrupted) -> float:
+        """The run is checkpointed: the trial is marked FAIL (a NaN value does, without a traceback in the log), no
+        other trial starts, and run_sweep re-raises ``exc``.  Optuna would warn twice that NaN "is not acceptable",
+        which reads as a diverged run: its warnings are off until run_sweep puts its verbosity back."""
+        import optuna
+        trial.set_user_attr("stopped", "interrupted")
+        trial.set_user_attr("reason", str(exc))
+        self.interrupted = exc
+        trial.study.stop()
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        return float("nan")
 
 
 def _report_trial(study, trial) -> None:
@@ -506,7 +515,11 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
             return the_study
     print(f"[sweep] study {name!r} in {_shown(url)}: {len(the_study.trials)} trials so far; running {trials} "
           f"more here, searching {', '.join(space) or 'nothing'}", flush=True)
-    the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
+    verbosity = optuna.logging.get_verbosity()
+    try:
+        the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     if objective.interrupted is not None:
         raise objective.interrupted
     return the_study
