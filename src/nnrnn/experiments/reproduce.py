@@ -229,14 +229,19 @@ SEARCH_LOG = "search.log"
 @contextlib.contextmanager
 def _trial_output(folder: Path):
     """What a search prints (its ``[sweep]`` lines per trial) goes to ``searches/NAME/search.log``, and Optuna says
-    only its warnings, so that the grid's own output stays one line per search, as it is per run, when several search
-    at once.  The log is inside the search's folder: beside it, it would count as a search (compact data, reports)."""
+    only its warnings while it runs, so that the grid's own output stays one line per search, as it is per run, when
+    several search at once.  The log is inside the search's folder: beside it, it would count as a search (compact
+    data, reports)."""
     import optuna
 
+    verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / SEARCH_LOG, "a") as log, contextlib.redirect_stdout(log):
-        yield
+    try:
+        with open(folder / SEARCH_LOG, "a") as log, contextlib.redirect_stdout(log):
+            yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)  # the caller's logging is its own
 
 
 def _trials(folder: Path, search: dict) -> list:

@@ -439,7 +439,6 @@ class _Objective:
                                          if isinstance(v, (int, float))})
         return self.searching.value(held_to(curve, planned_steps(config)), self.mode == "min")
 
-
     def _interrupted(self, trial, exc: Interrupted) -> float:
         """The run is checkpointed: the trial is marked FAIL (a NaN value does, without a traceback in the log), no
         other trial starts, and run_sweep re-raises ``exc``.  Optuna would warn twice that NaN "is not acceptable",
