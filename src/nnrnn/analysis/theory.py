@@ -396,8 +396,7 @@ def delay_line_fmc(alpha: float, steps: int, noise: float = 1.0) -> np.ndarray:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)) \
             or not (math.isfinite(alpha) and alpha >= 0):
         raise ValueError(f"alpha (the squared gain of each link) must be a finite number >= 0; got {alpha!r}")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    _check_int("steps", steps, 0)
     noise = _check_noise(noise)
     k = np.arange(steps, dtype=np.float64)
     if alpha == 0:  # the signal stays in the first unit for one step only
@@ -492,8 +491,7 @@ def fisher_memory_lower_bound(theta, steps: int, noise: float = 1.0) -> np.ndarr
         ValueError naming ``theta`` when it does not satisfy these hypotheses, ``steps`` or ``noise`` when
         they are not a non-negative int and a positive number.
     """
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int; got {steps!r}")
+    _check_int("steps", steps, 0)
     noise = _check_noise(noise)
     theta, alpha = _check_proposition1(theta)
     n = theta.shape[0]
