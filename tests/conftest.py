@@ -125,7 +125,7 @@ def tuning(monkeypatch, tmp_path):
 def planted_costs(monkeypatch, tmp_path_factory):
     """A grid's cost is estimated from planted times, not measured (measuring a shape trains it;
     tests/experiments/test_cost.py measures once, on its own), and the estimates' cache is the test's own."""
-    from nnrnn.experiments import cost
+    from nnrnn.experiments.planning import cost
     path = tmp_path_factory.mktemp("costs") / "update-times.json"
     monkeypatch.setattr(cost, "cache_path", lambda: path)
     monkeypatch.setattr(cost, "measure", lambda config: cost.Times(0.1, 0.01, 0.001, 0.01))

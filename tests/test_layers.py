@@ -171,17 +171,34 @@ def docstring_order(package: Path) -> dict[str, int]:
     return ranks
 
 
-def test_the_experiments_modules_import_in_the_order_their_package_describes():
-    package = SRC / "nnrnn" / "experiments"
+ROOMS = ("experiments", "experiments/judging", "experiments/planning", "experiments/reporting")
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_experiments_rooms_import_in_the_order_their_package_describes(room):
+    """experiments/ and each of its rooms: every module or room in it is in its docstring's list, and none imports
+    one listed after it (an arrow up), at any depth below it."""
+    package = SRC / "nnrnn" / room
+    dotted = "nnrnn." + room.replace("/", ".")
     ranks = docstring_order(package)
-    modules = {p.relative_to(package).parts[0].removesuffix(".py") for p in package.rglob("*.py")} - {"__init__"}
-    assert modules <= set(ranks), f"not in the package's docstring: {sorted(modules - set(ranks))}"
+    members = {p.relative_to(package).parts[0].removesuffix(".py") for p in package.rglob("*.py")} - {"__init__"}
+    assert members <= set(ranks), f"not in the package's docstring: {sorted(members - set(ranks))}"
     upward = []
     for path in sorted(package.rglob("*.py")):
         own = path.relative_to(package).parts[0].removesuffix(".py")
         for line, name in imported(path):
-            parts = name.split(".")
-            if own != "__init__" and parts[:2] == ["nnrnn", "experiments"] and len(parts) > 2 \
-                    and parts[2] in ranks and parts[2] != own and ranks[parts[2]] > ranks[own]:
+            if own == "__init__" or not name.startswith(dotted + "."):
+                continue
+            other = name[len(dotted) + 1:].split(".")[0]
+            if other in ranks and other != own and ranks[other] > ranks[own]:
                 upward.append(f"{path.relative_to(package)} line {line}: {name}")
     assert upward == []
+
+
+def test_no_room_of_experiments_imports_a_particular_grid():
+    """Shared code (judging, planning, reporting) never imports a grid: a grid declares its hooks, the shared code
+    calls them."""
+    shared = [p for room in ROOMS[1:] for p in sorted((SRC / "nnrnn" / room).rglob("*.py"))]
+    found = [f"{p.relative_to(SRC)} line {line}: {name}" for p in shared for line, name in imported(p)
+             if name.startswith("nnrnn.experiments.grids")]
+    assert found == []

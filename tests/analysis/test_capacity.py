@@ -1,5 +1,5 @@
 """Linear memory capacity (nnrnn.analysis.capacity) against layers whose capacity is known exactly, in float64:
-what the memory report's capacity column (nnrnn.experiments.memory) rests on."""
+what the memory report's capacity column (nnrnn.experiments.grids.memory) rests on."""
 import pytest
 import torch
 from torch import nn

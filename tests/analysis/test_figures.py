@@ -11,7 +11,8 @@ from matplotlib.text import Text
 
 import nnrnn
 from nnrnn.analysis import analyze_model, plots
-from nnrnn.experiments import figures, grid
+from nnrnn.experiments.reporting import figures
+from nnrnn.experiments.planning import grid
 from nnrnn.training.runlog import curves_figure
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from nnrnn.experiments import grid, grids
-from nnrnn.experiments.collect import STRUCTURE as MEASURED
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids
+from nnrnn.experiments.reporting.collect import STRUCTURE as MEASURED
 from nnrnn.experiments.report import planned_grid
 from nnrnn.training import runfolder
 

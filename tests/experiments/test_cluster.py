@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from nnrnn.errors import UserError
-from nnrnn.experiments import cluster, grid, grids, reproduce
+from nnrnn.experiments.planning import cluster, grid
+from nnrnn.experiments import grids, reproduce
 from nnrnn.training.runfolder import best_checkpoint, config_file, last_checkpoint, metrics_file
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'nnrnn[ray]'); the cluster path is "

@@ -5,7 +5,9 @@ import json
 import pytest
 
 from nnrnn_cli import command as cli
-from nnrnn.experiments import compact, grid, grids, report
+from nnrnn.experiments import compact, report
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments import grids
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -46,7 +48,7 @@ def test_from_data_names_a_missing_file_in_one_line(tmp_path, capsys, copy_scale
 
 
 def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
-    from nnrnn.experiments.collect import probe_norms
+    from nnrnn.experiments.reporting.collect import probe_norms
     out = tmp_path / "grid"
     made = synthetic.build(out, copy_scale)
     made.analysis("ptb").mkdir(parents=True)

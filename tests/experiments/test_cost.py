@@ -5,7 +5,9 @@ import time
 
 import pytest
 
-from nnrnn.experiments import cost, grid, grids
+from nnrnn.experiments.planning import cost, grid
+
+from nnrnn.experiments import grids
 
 
 @pytest.fixture

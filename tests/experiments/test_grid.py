@@ -1,9 +1,11 @@
-"""nnrnn.experiments.grid: what the grids know of a task comes from the task's class, so a task added to
+"""nnrnn.experiments.planning.grid: what the grids know of a task comes from the task's class, so a task added to
 nnrnn.tasks needs nothing in grid.py or report.py."""
 import pytest
 
-from nnrnn.experiments import grid, grids
-from nnrnn.experiments.words import title
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids
+from nnrnn.experiments.judging.words import title
 from tests.experiments.synthetic import planned
 
 
@@ -20,7 +22,7 @@ def test_a_setting_is_titled_by_its_task_with_the_length_that_defines_it():
 
 
 def test_finished_and_diverged_are_the_trainers_outcome(tmp_path):
-    from nnrnn.experiments.grid import diverged, finished
+    from nnrnn.experiments.planning.grid import diverged, finished
     from nnrnn.training import outcome
     for name, is_diverged in ((outcome.LEARNED, False), (outcome.NOT_LEARNED, False), (outcome.DIVERGED, True)):
         folder = tmp_path / name.replace(" ", "-")
@@ -37,7 +39,7 @@ def test_finished_and_diverged_are_the_trainers_outcome(tmp_path):
 
 
 def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
-    from nnrnn.experiments.grid import finished
+    from nnrnn.experiments.planning.grid import finished
     from nnrnn.training import outcome
     from nnrnn.training.runlog import run_summary
     logs = {"tested": ['{"step": 5, "split": "train", "loss": 1.0}', '{"step": 5, "split": "test", "loss": 1.0}'],

@@ -1,16 +1,24 @@
-"""The memory grid (nnrnn.experiments.grids.memory) and its report (nnrnn.experiments.memory): the ladder climbs by
+"""The memory grid and its report (nnrnn.experiments.grids.memory): the ladder climbs by
 its rule, a second invocation trains nothing new, and the report is written again from its compact data alone."""
 import dataclasses
 import json
 
 import pytest
 
-from nnrnn.experiments import figures, grid, grids, memory, reproduce, statistics
+from nnrnn.experiments.reporting import figures
+
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids, reproduce
+
+from nnrnn.experiments.grids import memory
+
+from nnrnn.experiments.judging import statistics
 from nnrnn.experiments import report as reports
 from nnrnn.experiments.grids import memory as memory_grid
-from nnrnn.experiments.memory import REPORT, solved_at
-from nnrnn.experiments.sections import generated
-from nnrnn.experiments.statistics import Stat
+from nnrnn.experiments.grids.memory import REPORT, solved_at
+from nnrnn.experiments.reporting.sections import generated
+from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
 from nnrnn.training import outcome
@@ -133,7 +141,7 @@ def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_dela
 
 
 def rung(T: int, updates: list, seeds: int = 3) -> dict:
-    """One label's result at one rung (:func:`nnrnn.experiments.memory.rung_result`'s shape); None: not solved."""
+    """One label's result at one rung (:func:`nnrnn.experiments.grids.memory.rung_result`'s shape); None: not solved."""
     solving = [u for u in updates if u is not None]
     return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving),
             "updates": Stat.of(solving, resolution=50), "seconds": Stat.of([1.0] * len(solving)),

@@ -1,4 +1,4 @@
-"""nnrnn.experiments.modern: today's long-memory RNNs beside the nnRNN, tuned alike, judged by the one rule."""
+"""nnrnn.experiments.grids.modern: today's long-memory RNNs beside the nnRNN, tuned alike, judged by the one rule."""
 import json
 import math
 
@@ -6,9 +6,12 @@ import pytest
 
 from conftest import HAS_PTB, SHARED
 from nnrnn_cli import command as cli
-from nnrnn.experiments import grid, grids, modern, picks, reproduce
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments import grids, reproduce
+from nnrnn.experiments.grids import modern
+from nnrnn.experiments.reporting import picks
 from nnrnn.experiments.grids import modern as modern_grid
-from nnrnn.experiments.statistics import Stat
+from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.experiments.report import planned_grid
 from nnrnn.tasks import make_task
 from tests.experiments import synthetic
@@ -78,7 +81,7 @@ def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(
 
 
 def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_could_see():
-    from nnrnn.experiments.sentences import compare
+    from nnrnn.experiments.judging.sentences import compare
     table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
              "other": Stat(2.2, float("nan"), 1)}
     gap = 2 * math.sqrt(0.1 ** 2 + 0.03 ** 2)  # two combined standard errors
@@ -91,7 +94,7 @@ def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_coul
 
 
 def test_still_moving_is_measured_over_the_last_fifth_of_the_updates_not_of_the_evaluations():
-    from nnrnn.experiments.statistics import last_fifth_share
+    from nnrnn.experiments.judging.statistics import last_fifth_share
     # a straight fall evaluated every 100 updates: the last fifth of its updates (800 to 1000) holds a fifth of its
     # change, where the last fifth of its 11 evaluations (the last 2, 900 to 1000) would hold a tenth
     straight = [(100 * i, 1.0 - i / 10) for i in range(11)]

@@ -1,8 +1,9 @@
-"""nnrnn.experiments.paper: the paper's groups of models come from the model classes, and a class's flags agree with
+"""nnrnn.experiments.judging.paper: the paper's groups of models come from the model classes, and a class's flags
+agree with
 the training options it accepts."""
 import pytest
 
-from nnrnn.experiments import paper
+from nnrnn.experiments.judging import paper
 from nnrnn.experiments.reproduce import expected_cost
 from nnrnn.models import MODELS
 from tests.experiments import synthetic

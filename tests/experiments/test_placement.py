@@ -7,7 +7,7 @@ import pytest
 
 from nnrnn.errors import OptionError
 from nnrnn.experiments import reproduce
-from nnrnn.experiments.placement import Slots, check_devices, slot_devices
+from nnrnn.experiments.planning.placement import Slots, check_devices, slot_devices
 
 
 def test_slots_spread_runs_over_devices_and_never_share_one_unless_asked():

@@ -1,14 +1,20 @@
-"""nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table, data sizes)."""
+"""nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table,
+data sizes)."""
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-from nnrnn.experiments import figures, grid, grids, report, reproduce
-from nnrnn.experiments.beyond import goal_section
-from nnrnn.experiments.collect import converged, spike, updates_to_solve
-from nnrnn.experiments.reproduction import _per_run
+from nnrnn.experiments import report
+from nnrnn.experiments.reporting import figures
+
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids, reproduce
+from nnrnn.experiments.grids.beyond import goal_section
+from nnrnn.experiments.reporting.collect import converged, spike, updates_to_solve
+from nnrnn.experiments.grids.paper import _per_run
 from nnrnn.training import runfolder
 from tests.conftest import SHARED, needs_ptb
 from tests.experiments.synthetic import planned
@@ -112,7 +118,7 @@ def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, 
 
 
 def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one():
-    from nnrnn.experiments.statistics import Stat
+    from nnrnn.experiments.judging.statistics import Stat
     tables = {"ptb-150": {"tuned": {"nnrnn": Stat.of([1.40, 1.41, 1.40]), "lstm": Stat.of([1.60, 1.61, 1.60])}},
               "copy": {"tuned": {"nnrnn": Stat.of([0.0, 0.0, 0.0]), "exprnn": Stat.of([0.0, 0.0, 0.0])}},
               "psmnist": {"tuned": {"nnrnn": Stat.of([0.95, 0.95, 0.96]), "exprnn": Stat.of([0.95, 0.96, 0.95])}}}

@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from nnrnn.experiments import grid, grids, reproduce
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import beyond as beyond_grid
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
 

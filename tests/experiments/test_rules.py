@@ -1,10 +1,17 @@
-"""nnrnn.experiments.rules: every rule in one table with its reason; a grid records them when it starts, and a report
+"""nnrnn.experiments.judging.rules: every rule in one table with its reason; a grid records them when it starts,
+and a report
 whose rules changed since says which verdicts moved and which change moves them."""
 import json
 
 import pytest
 
-from nnrnn.experiments import grid, grids, report, rules
+from nnrnn.experiments.planning import grid
+
+from nnrnn.experiments import grids
+
+from nnrnn.experiments import report
+
+from nnrnn.experiments.judging import rules
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -98,7 +105,7 @@ def _spike_last_validation(folder, value: float) -> None:
 
 def test_a_run_is_scored_by_its_best_checkpoints_test_score_and_a_grid_started_before_by_copys_last_validation(
         tmp_path, copy_scale):
-    from nnrnn.experiments import collect
+    from nnrnn.experiments.reporting import collect
     built = synthetic.build(tmp_path, copy_scale)
     spiked = next(r for r in built.planned if r.label == "nnrnn" and r.seed == 0)
     _spike_last_validation(built.run_folder(spiked), 24.8)

@@ -1,4 +1,4 @@
-"""nnrnn.experiments.sweep: Optuna searches whose trials are ordinary run folders.
+"""nnrnn.experiments.planning.sweep: Optuna searches whose trials are ordinary run folders.
 
 Tiny runs (copy task, hidden 8, T 5, a few dozen updates) keep the whole file
 to well under a minute on two cores.
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS, LR_ORTH_RANGE,
-                                     LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS, curve_area, default_storage,
-                                     equal_space, held_to, open_storage, published, run_sweep, search_space, summary,
-                                     tie_rates)
+from nnrnn.experiments.planning.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS,
+                                              LR_ORTH_RANGE, LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS, curve_area,
+                                              default_storage, equal_space, held_to, open_storage, published, run_sweep,
+                                              search_space, summary, tie_rates)
 from nnrnn.models import model_class
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_a_second_run_joins_the_same_study(sweep, tmp_path):
 WORKER = UNDRAWN + """
 import gc
 import sys
-from nnrnn.experiments.sweep import run_sweep
+from nnrnn.experiments.planning.sweep import run_sweep
 gc.freeze()
 for storage, out in zip(sys.argv[1::2], sys.argv[2::2]):
     run_sweep("copy", "rnn", 2, storage=storage, study="shared", out=out,
@@ -201,7 +201,7 @@ def test_pruned_trials_stop_at_the_first_validation(tmp_path):
 
 
 def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import nnrnn.experiments.sweep
+    import nnrnn.experiments.planning.sweep
     calls = []
 
     def diverging_train(config, resume=False, on_eval=None):
@@ -212,7 +212,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
-    monkeypatch.setattr(nnrnn.experiments.sweep, "train", diverging_train)
+    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train", diverging_train)
     study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     first, second = study.get_trials()
     assert first.state.name == "PRUNED" and first.user_attrs["stopped"] == "diverged"
@@ -223,7 +223,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     assert "PRUNED (diverged)" in text.getvalue()
 
     # any other user error stops the sweep: it would recur in every trial
-    monkeypatch.setattr(nnrnn.experiments.sweep, "train",
+    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train",
                         lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
     with pytest.raises(UserError, match="no data files"):
         run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
@@ -234,12 +234,12 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
 def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
     import signal
 
-    import nnrnn.experiments.sweep
+    import nnrnn.experiments.planning.sweep
 
     def interrupted(config, resume=False, on_eval=None):
         raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
-    monkeypatch.setattr(nnrnn.experiments.sweep, "train", interrupted)
+    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train", interrupted)
     import logging
     warned = []
     handler = logging.Handler(logging.WARNING)

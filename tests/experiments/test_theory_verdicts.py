@@ -1,4 +1,4 @@
-"""nnrnn.experiments.theory_verdicts: the claims of §3, Table 3 and the Propositions, judged on made-up
+"""nnrnn.experiments.judging.theory_verdicts: the claims of §3, Table 3 and the Propositions, judged on made-up
 numbers and on the numbers nnrnn.analysis.theory measures at the paper's settings."""
 import math
 
@@ -6,9 +6,10 @@ import pytest
 from helpers import undraw
 
 from nnrnn.analysis import theory
-from nnrnn.experiments import reproduction, sentences, theory_verdicts
-from nnrnn.experiments.rules import FAILS, HOLDS, PARTLY
-from nnrnn.experiments.statistics import Stat
+from nnrnn.experiments.grids import paper as paper_grid
+from nnrnn.experiments.judging import sentences, theory_verdicts
+from nnrnn.experiments.judging.rules import FAILS, HOLDS, PARTLY
+from nnrnn.experiments.judging.statistics import Stat
 
 
 def transient(peak, t, se=0.01, last=1.0, after=0.0):
@@ -157,12 +158,12 @@ def test_the_measured_numbers_give_these_verdicts_at_the_papers_settings():
 
 def test_theory_section_adds_its_claims_to_the_reports_list_or_shows_them_itself(tmp_path, monkeypatch):
     claims = []
-    lines = reproduction.theory_section(tmp_path, claims)
+    lines = paper_grid.theory_section(tmp_path, claims)
     assert len(claims) == 9 and not any("The claims of §3" in line for line in lines)
     assert {"figure1b.png", "figure1c.png", "proposition1.png", "proposition2.png"} <= \
         {p.name for p in tmp_path.iterdir()}
     undraw(monkeypatch)  # the figures are drawn above: what the second section gives is checked, its text
-    alone = reproduction.theory_section(tmp_path)
+    alone = paper_grid.theory_section(tmp_path)
     assert "### The claims of §3 judged" in alone
     assert sum(line.endswith("**partly** |") or line.endswith("**holds** |") for line in alone) == 9
 
@@ -213,7 +214,7 @@ def test_beta_judged_on_j_tot_lets_the_papers_own_table3_bear_out_its_sentence()
     numbers = memory(beta=(0.861, 0.878, 0.99), totals=totals)  # the smallest J_β(k)/J_0(k), at k = 99
     beta = sentences.fisher_memory_claims(numbers)[1]
     assert beta.verdict == HOLDS and "α = 0.95: 3.030 → 3.180" in beta.here
-    from nnrnn.experiments.rules import judged_by
+    from nnrnn.experiments.judging.rules import judged_by
     with judged_by({"DEGRADED_ON": "every k"}):
         assert sentences.fisher_memory_claims(numbers)[1].verdict == PARTLY
 

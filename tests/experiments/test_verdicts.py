@@ -1,12 +1,12 @@
-"""nnrnn.experiments.verdicts: each claim judged in its own words by the two-standard-error rule."""
+"""nnrnn.experiments.judging.verdicts: each claim judged in its own words by the two-standard-error rule."""
 import math
 
 import pytest
 
-from nnrnn.experiments import sentences, statistics, verdicts
-from nnrnn.experiments.paper import GAMMA_HELD, PAPER_PTB_BPC
-from nnrnn.experiments.rules import FAILS, HOLDS, NOT_JUDGED, PARTLY, UNEQUAL, UNTESTED
-from nnrnn.experiments.statistics import Stat
+from nnrnn.experiments.judging import sentences, statistics, verdicts
+from nnrnn.experiments.judging.paper import GAMMA_HELD, PAPER_PTB_BPC
+from nnrnn.experiments.judging.rules import FAILS, HOLDS, NOT_JUDGED, PARTLY, UNEQUAL, UNTESTED
+from nnrnn.experiments.judging.statistics import Stat
 
 BASELINE = 10 * math.log(8) / 220
 
@@ -291,7 +291,7 @@ def test_the_papers_own_table1_bears_out_where_the_nnrnn_shines():
     claim = sentences.gap_claims(paper[150], paper[300])[2]
     assert claim.verdict == HOLDS and claim.paper.count("clearly larger") == 2
     assert "T_PTB = 150: gap" in claim.paper and "1.510 − 1.490 = 0.020, clearly larger" in claim.paper
-    from nnrnn.experiments.rules import judged_by
+    from nnrnn.experiments.judging.rules import judged_by
     with judged_by({"GAP_SHARED": "independent"}):
         assert sentences.gap_claims(paper[150], paper[300])[2].verdict == PARTLY
 
@@ -377,7 +377,7 @@ def test_gamma_held_is_the_model_the_claim_calls_good():
 
 def learned(tri, conc=(0.1, 0.1, 0.6), delay=2.0, modulus=(1.0, 0.99, 0.9), gamma=(1.0, 0.99, 0.96),
             sizes=(128, 128, 128)):
-    from nnrnn.experiments.collect import triangle_per_entry
+    from nnrnn.experiments.reporting.collect import triangle_per_entry
     keys = ("copy", "psmnist", "ptb")
     return {task: {"triangular_fraction": s(tri[i], 0.01), "departure": s(tri[i], 0.01),
                    "triangle_per_entry": s(triangle_per_entry(tri[i], sizes[i]), 0.001),
@@ -467,8 +467,8 @@ def test_regularization_on_gamma_best_and_most_stable():
 
 
 def test_the_order_of_the_tasks_is_judged_like_with_like():
-    from nnrnn.experiments.collect import triangle_per_entry
-    from nnrnn.experiments.rules import judged_by
+    from nnrnn.experiments.reporting.collect import triangle_per_entry
+    from nnrnn.experiments.judging.rules import judged_by
     # T's rms entry over Λ's: the same entries give the same value at any N, where ‖T‖/‖Θ‖ grows with N
     assert triangle_per_entry(0.1, 64) == pytest.approx(0.1 / (1 - 0.01) ** 0.5 * (128 / 2016) ** 0.5)
     assert triangle_per_entry(None, 64) is None and triangle_per_entry(1.0, 64) is None
@@ -507,7 +507,7 @@ def test_gradient_explosion_all_or_nothing_on_the_cpu_long_runs():
 
 
 def test_the_gated_claim_holds_on_the_papers_own_numbers_and_fails_when_a_non_gated_model_is_as_low():
-    from nnrnn.experiments.paper import PAPER_LSTM_BPC, PAPER_PTB_BPC
+    from nnrnn.experiments.judging.paper import PAPER_LSTM_BPC, PAPER_PTB_BPC
     paper = {**PAPER_PTB_BPC[(150, "hidden")], "lstm": PAPER_LSTM_BPC}
     claim = sentences.gated_claim(paper, 150)
     assert claim.verdict == HOLDS and "1.37" in claim.paper
@@ -517,7 +517,7 @@ def test_the_gated_claim_holds_on_the_papers_own_numbers_and_fails_when_a_non_ga
 
 
 def test_gradients_during_backpropagation_are_judged_polynomial_or_exponential_on_the_probe():
-    from nnrnn.experiments.rules import judged_by
+    from nnrnn.experiments.judging.rules import judged_by
     steps = range(100)
     # the probe's norms are indexed by t = 1..T with the loss at h_T: reversed, s = 0 is the loss's step
     power = [(s + 1) ** 1.5 for s in steps][::-1]

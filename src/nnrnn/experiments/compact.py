@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
-from .collect import PROBED, STRUCTURE, probe_norms
-from .grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
-from .memory import CAPACITY
+from .reporting.collect import PROBED, STRUCTURE, probe_norms
+from .planning.grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
+from .grids.memory import CAPACITY
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
 # files beside a report that it reads whole: the searches' trials, the update times the modern report measures and

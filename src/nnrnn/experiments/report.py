@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 from .compact import materialize, write_data
-from .grid import Grid, PlannedRun, reading_once
+from .planning.grid import Grid, PlannedRun, reading_once
 from .grids import SCALES
-from .reproduction import REPORT as REPRODUCTION, analyse_first_seed
-from .sections import Report, data_section, introduction, notes
+from .grids.paper import REPORT as REPRODUCTION, analyse_first_seed
+from .reporting.sections import Report, data_section, introduction, notes
 
 
 def report_of(grid: Grid) -> Report:

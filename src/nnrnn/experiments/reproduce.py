@@ -40,13 +40,13 @@ from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
-from .grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
-from .cluster import cluster_slots, run_on_cluster
+from .planning.grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
+from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES
-from .cost import estimate
-from .placement import CPU, Slots, check_devices, check_present, slot_devices, visible_devices
+from .planning.cost import estimate
+from .planning.placement import CPU, Slots, check_devices, check_present, slot_devices, visible_devices
 from .report import planned_grid, report_of, write_report
-from .sweep import EQUAL, default_storage, run_sweep, span
+from .planning.sweep import EQUAL, default_storage, run_sweep, span
 
 
 def run_log(folder: Path) -> Path:

@@ -1,6 +1,7 @@
 """Every grid ``nnrnn reproduce --scale NAME`` runs, one module each: a module of this package that declares
 ``NAME`` (the scale's name on the command line) and ``SCALE`` (its seeds, settings and, under ``"report"``, the
-:class:`~nnrnn.experiments.sections.Report` it writes) is a grid.  :data:`SCALES` is read from the package's modules,
+:class:`~nnrnn.experiments.reporting.sections.Report` it writes) is a grid.  :data:`SCALES` is read from the
+package's modules,
 so adding a grid is adding one file here."""
 from __future__ import annotations
 

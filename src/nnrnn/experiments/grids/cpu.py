@@ -1,8 +1,8 @@
 """The ``cpu`` grid: a few epochs of each run of the paper's grid at small sizes (its last report, superseded by
 cpu-long's, is docs/archive/reproduction-cpu/report.md), so it measures early learning speed, not the converged
 models the paper's claims are about."""
-from ..grid import BOTH
-from ..reproduction import REPORT
+from ..planning.grid import BOTH
+from .paper import REPORT
 
 NAME = "cpu"
 SCALE = {

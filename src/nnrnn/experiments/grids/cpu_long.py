@@ -1,8 +1,8 @@
 """The ``cpu-long`` grid: the paper's tables at small sizes and long training, 3 seeds
 (docs/reproduction-cpu-long/report.md), with the checks of why EURNN and RNN-orth miss copy and nnRNN with γ held."""
-from ..grid import BOTH
-from ..paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
-from ..reproduction import REPORT
+from ..planning.grid import BOTH
+from ..judging.paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
+from .paper import REPORT
 
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
 GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},

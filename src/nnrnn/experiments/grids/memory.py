@@ -32,15 +32,331 @@ That is about 8,000 core-seconds, 1 h 7 min on 2 cores.  The ceiling, every mode
 budget's end, is 8.4 U ≈ 17,000 core-seconds (2 h 20 min) plus the search; the rungs are barriers (the next is
 planned once the last has finished), so a rung with fewer runs than cores leaves one idle; the grid resumes across
 sittings.
-"""
+
+Its report's own sections: per model the longest copy delay that at least :data:`SOLVED_BY` of its seeds solved,
+the updates and seconds solving it took, a figure of both against the delay (each label in its colour and line style
+of :data:`..reporting.figures.STYLES`), each trained model's linear memory capacity (:mod:`nnrnn.analysis.capacity`),
+and how every model was tuned and where its picks fell (:mod:`..reporting.tuning`, :mod:`..reporting.picks`).
+
+A rung's run is *solved* at the update of its second validation in a row whose loss is below :data:`SOLVED_SHARE` ×
+copy's memoryless baseline 10 log 8 / (T + 20) (the rule of ``--stop-when-solved``, which stopped it there), read from
+its records alone so that the compact data gives the same answer."""
 from __future__ import annotations
 
+import json
+import math
+
+import torch
+
+from ...analysis.capacity import memory_capacity
+from ...tasks.copy import N_SYMBOLS, baseline_loss
+from ...training.network import load_saved
+from ...training.runfolder import WALL_SECONDS, best_checkpoint
+from ..judging import statistics
+from ..reporting.tuning import tuning_section
+from ..reporting.figures import line_style
+from ..planning.grid import Grid, PlannedRun, finished, metrics
+from ..reporting.picks import picks_section
+from ..reporting.sections import Report
+from ..judging.statistics import Stat
+from ..judging.words import name
 import dataclasses
 
 from ...models import PAPER_MODELS
-from ..grid import TUNE_SEED, TUNED, Grid, finished, metrics
-from ..memory import REPORT, SOLVED_BY, SOLVED_SHARE, copy_setting, solved_at
+from ..planning.grid import TUNE_SEED, TUNED
 from .modern import CHAIN_ELU
+
+SOLVED_IN_A_ROW = 2  # the trainer's rule (nnrnn.training.train.SOLVED_IN_A_ROW), read back from the records
+SOLVED_BY = 2  # of a model's 3 seeds at a rung, how many must solve it for the model to climb on
+SOLVED_SHARE = 0.1  # solved: validation loss below this share of the baseline (twice in a row)
+# {run folder: its memory capacity}, beside the report (nnrnn.experiments.compact.FILES)
+CAPACITY = "capacity.json"
+CAPACITY_DELAYS, CAPACITY_STEPS, CAPACITY_BATCH = 64, 400, 32  # K, and the driving sequences' length and number
+MARKERS = "osD^v"  # beside each label's colour and line style (figures.STYLES), so that near lines differ
+
+
+def copy_setting(T: int) -> str:
+    """The name of the ladder's rung at delay ``T``."""
+    return f"copy-{T}"
+
+
+def solved_at(records: list[dict], options: dict) -> int | None:
+    """The update at which a run with ``options`` (copy's ``T``, ``stop_when_solved`` F) was solved: its second
+    validation in a row with a loss below F × the baseline 10 log 8 / (T + 20); None when none was."""
+    threshold = options["stop_when_solved"] * baseline_loss(options["T"])
+    row = 0
+    for record in records:
+        if record.get("split") != "valid":
+            continue
+        row = row + 1 if record["loss"] < threshold else 0
+        if row >= SOLVED_IN_A_ROW:
+            return record["step"]
+    return None
+
+
+def _wall(grid: Grid, run: PlannedRun) -> float | None:
+    path = grid.run_folder(run) / WALL_SECONDS
+    return float(path.read_text()) if path.is_file() else None
+
+
+def rung_result(grid: Grid, runs: list[PlannedRun]) -> dict:
+    """One label at one rung: its seeds, how many finished and solved, updates and seconds to solve (over the
+    solving seeds), the budget."""
+    done = [r for r in runs if finished(grid.run_folder(r))]
+    solving = [(r, at) for r in done if (at := solved_at(metrics(grid.run_folder(r)), r.options)) is not None]
+    options = runs[0].options
+    return {"T": options["T"], "seeds": len(runs), "finished": len(done), "solved": len(solving),
+            "updates": Stat.of([at for _, at in solving], resolution=options["eval_every"]),
+            "seconds": Stat.of([_wall(grid, r) for r, _ in solving]),
+            "budget": options["steps"], "batch": options["batch_size"]}
+
+
+def ladder(grid: Grid) -> dict[str, list[dict]]:
+    """{label: its rungs' results in the order it climbed them} (:func:`rung_result`), labels in plan order."""
+    settings = grid.settings
+    found = {}
+    for label in dict.fromkeys(r.label for r in grid.planned):
+        found[label] = [rung_result(grid, runs) for s in settings
+                        if (runs := [r for r in grid.planned if (r.setting, r.label) == (s, label)])]
+    return found
+
+
+def longest(rungs: list[dict]) -> dict | None:
+    """The result at the longest delay at least :data:`SOLVED_BY` seeds solved; None when none was."""
+    return next((r for r in reversed(rungs) if r["solved"] >= SOLVED_BY), None)
+
+
+# --------------------------------------------------------------------------------------------- capacity
+
+def capacity_inputs() -> torch.Tensor:
+    """The driving inputs: i.i.d. symbols, uniform over copy's 8 data symbols, one-hot in its 10 input channels
+    (the distribution of the symbols a copy sequence asks to remember), the same for every model."""
+    symbols = torch.randint(0, N_SYMBOLS, (CAPACITY_STEPS, CAPACITY_BATCH), generator=torch.Generator().manual_seed(0))
+    return torch.nn.functional.one_hot(symbols, N_SYMBOLS + 2).float()
+
+
+def measure_capacity(grid: Grid, log=print) -> None:
+    """``OUT/capacity.json``: every finished run's memory capacity (its best checkpoint's recurrent layer), measured
+    once per run; runs added since (a resumed ladder) are measured and added."""
+    path = grid.out / CAPACITY
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    todo = [f for f in dict.fromkeys(grid.run_folder(r) for r in grid.planned)
+            if f.name not in known and finished(f) and best_checkpoint(f).is_file()]
+    if todo:
+        log(f"measuring the linear memory capacity of {len(todo)} trained models")
+    inputs = capacity_inputs()
+    for folder in todo:
+        layer = load_saved(folder).net.rnn
+        known[folder.name] = memory_capacity(layer, inputs, CAPACITY_DELAYS).total
+    path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+
+
+def capacity(grid: Grid, runs: list[PlannedRun]) -> Stat:
+    """Mean ± s.e. over ``runs`` of their measured memory capacity (OUT/capacity.json)."""
+    path = grid.out / CAPACITY
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    return Stat.of([known.get(grid.run_folder(r).name) for r in runs])
+
+
+# --------------------------------------------------------------------------------------------- the sections
+
+def protocol_section(grid: Grid) -> list[str]:
+    """What was trained: copy at this scale and budget, the stop rule, the climb rule, the data."""
+    sample = grid.planned[0].options if grid.planned else {}
+    delays = sorted({r.options["T"] for r in grid.planned})
+    return ["## The protocol", "",
+            f"The copy task (memorise 10 symbols, recall them after a delay T) at T = "
+            f"{', '.join(map(str, delays))}, at this grid's CPU scale: every model at nnRNN's parameter count "
+            f"with N = {grid.spec['tasks'][grid.settings[0]]['hidden'] if grid.settings else '?'} nnRNN units, "
+            f"and a budget of {sample.get('steps', 0):,} updates of {sample.get('batch_size', 0)} sequences per delay "
+            f"(the same at every delay; stated beside every row). The data is synthetic and unlimited: every "
+            "update draws new sequences. A run stops once solved, its validation loss below "
+            f"{SOLVED_SHARE:g} × the memoryless baseline 10 log 8 / (T + 20) at {SOLVED_IN_A_ROW} validations in a "
+            f"row (every {sample.get('eval_every', 0)} updates), and a model climbs to the next delay only while at "
+            f"least {SOLVED_BY} of its {len(grid.spec['seeds'])} seeds solved the last. Each model's options were "
+            "searched once, alike for every model, at one delay (the scale's `tune`), and held for the whole ladder.",
+            ""]
+
+
+def _row(label: str, rungs: list[dict], cap: Stat) -> str:
+    top = longest(rungs)
+    last = rungs[-1]
+    budget = f"{last['budget']:,} × {last['batch']}"
+    if top is None:
+        return f"| {name(label)} | none (T = {rungs[0]['T']}: {rungs[0]['solved']} of {rungs[0]['seeds']}) | | | " \
+               f"{budget} | {cap.show(2, 'not measured')} |"
+    return (f"| {name(label)} | {top['T']} ({top['solved']} of {top['seeds']} seeds) | {top['updates'].show(0)} | "
+            f"{top['seconds'].show(0)} | {budget} | {cap.show(2, 'not measured')} |")
+
+
+def horizon_section(grid: Grid) -> list[str]:
+    """Per model: the longest delay solved, updates and seconds to solve it, the budget, the memory capacity."""
+    found = ladder(grid)
+    lines = ["## The memory horizon", "",
+             f"Per model, the longest delay T that at least {SOLVED_BY} seeds solved, the updates and seconds "
+             "(wall time of the run, validations included; a run resumed after an interruption counts its last "
+             "sitting only) solving it took (mean ± s.e. over the seeds that solved "
+             "it), the budget per delay (updates × sequences), and the linear memory capacity (Jaeger 2001: "
+             f"Σ_k R²_k of ridge read-outs of u_(t−k), k = 1..{CAPACITY_DELAYS}, from the trained recurrent layer "
+             "driven by i.i.d. copy symbols; mean ± s.e. over the seeds of the model's last delay). The models "
+             "were trained on copy and are driven here by a different input, an i.i.d. symbol at every step where "
+             "copy gives 10 symbols and then blanks: the capacity measures a property of the trained recurrence, "
+             "not the copy skill, and it is taken at a different delay per model (each model's last delay, the "
+             "column T of its last rung below), so two models' capacities come from networks trained at different "
+             "delays.", "",
+             "| model | longest delay solved | updates there | seconds there | budget per delay | memory capacity |",
+             "|---|---|---|---|---|---|"]
+    for label, rungs in found.items():
+        last = rungs[-1]["T"]
+        runs = [r for r in grid.planned if r.label == label and r.options["T"] == last]
+        lines.append(_row(label, rungs, capacity(grid, runs)))
+    lines += ["", "Each delay a model trained at (solved seeds of all; updates to solve, mean ± s.e.; — not reached):",
+              "", "| model | " + " | ".join(f"T = {r.options['T']}" for r in _firsts(grid)) + " |",
+              "|---|" + "---|" * len(_firsts(grid))]
+    for label, rungs in found.items():
+        by_t = {r["T"]: r for r in rungs}
+        cells = [_cell(by_t.get(r.options["T"])) for r in _firsts(grid)]
+        lines.append(f"| {name(label)} | " + " | ".join(cells) + " |")
+    return lines + [""] + comparisons(found) + [""] + horizon_figure(grid, found)
+
+
+def _firsts(grid: Grid) -> list[PlannedRun]:
+    """One planned run per rung, in the ladder's order."""
+    return [next(r for r in grid.planned if r.setting == s) for s in grid.settings]
+
+
+def _cell(result: dict | None) -> str:
+    if result is None:
+        return "—"
+    solved = f"{result['solved']} of {result['seeds']}"
+    return solved + (f": {result['updates'].show(0)}" if result["solved"] else "")
+
+
+# every label has its own search, so a pair differs in its picks too: the sentence says T is not its only difference
+PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against the nnRNN without it (each at its own "
+          "search's pick, so not T alone)"),
+         ("nnrnn delay", "nnrnn", "the nnRNN started as a delay line against the nnRNN started at T = 0"),
+         ("nnlru", "lru", "the LRU with the nnRNN's non-normal part against the LRU"))
+
+
+def comparisons(found: dict[str, list[dict]]) -> list[str]:
+    """The ladder in sentences: the models by the longest delay they solved, and the pairs that test the paper's
+    thesis, by the project's one rule (:mod:`.statistics`)."""
+    by_delay: dict[int, list[str]] = {}
+    for label, rungs in found.items():
+        top = longest(rungs)
+        by_delay.setdefault(top["T"] if top else 0, []).append(name(label))
+    order = sorted(by_delay, reverse=True)
+    lines = ["Longest delay solved: " + "; ".join(
+        (f"T = {t}: " if t else "none: ") + ", ".join(by_delay[t]) for t in order) + "."]
+    for a, b, what in PAIRS:
+        if a in found and b in found:
+            lines.append(f"- {what}: {compare(a, b, found[a], found[b])}")
+    return lines
+
+
+def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
+    """One sentence: which of two models solved the longer delay, and its updates against the other's at the longest
+    delay both solved (:func:`_shared_delay`), or, at the same delay, which needed fewer updates, by the rule (two
+    means differ when more than two combined standard errors apart)."""
+    top_a, top_b = longest(rungs_a), longest(rungs_b)
+    t_a, t_b = (top["T"] if top else 0 for top in (top_a, top_b))
+    if t_a != t_b:
+        longer, shorter = (a, b) if t_a > t_b else (b, a)
+        rungs = {a: rungs_a, b: rungs_b}
+        return (f"{name(longer)} solved a longer delay than {name(shorter)} (T = {max(t_a, t_b)} against "
+                f"{min(t_a, t_b) or 'none'})" + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
+    if not t_a:
+        return f"neither solved the first delay (T = {rungs_a[0]['T']})."
+    u_a, u_b = top_a["updates"], top_b["updates"]
+    shown = f"{u_a.show(0)} against {u_b.show(0)} updates"
+    verdict = statistics.order(u_a, u_b)
+    if verdict:
+        faster, slower = (a, b) if verdict < 0 else (b, a)
+        return (f"both solved T = {t_a}; {name(faster)} needed fewer updates than {name(slower)} ({shown}; more "
+                "than two combined standard errors apart).")
+    gap = statistics.margin(u_a, u_b)
+    seen = f"the smallest difference the rule can see here is {gap:.0f} updates" if math.isfinite(gap) else \
+        "single seeds, which the rule cannot compare"
+    return f"both solved T = {t_a}, in updates not clearly different ({shown}; {seen})."
+
+
+def _shared_delay(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
+    """"; at T = t a solved in … updates (k of n seeds), clearly fewer than b's … (k of n)" at the longest delay t
+    both solved (at least :data:`SOLVED_BY` seeds each), over the solving seeds only, by the rule (two means differ
+    when more than two combined standard errors apart; beside "not clearly different", the smallest difference the
+    rule can see); "" when no delay was solved by both."""
+    solved_b = {r["T"]: r for r in rungs_b if r["solved"] >= SOLVED_BY}
+    shared = [(r, solved_b[r["T"]]) for r in rungs_a if r["solved"] >= SOLVED_BY and r["T"] in solved_b]
+    if not shared:
+        return ""
+    here, there = shared[-1]
+    u_a, u_b = here["updates"], there["updates"]
+    verdict = statistics.order(u_a, u_b)
+    words = {-1: "clearly fewer than", 1: "clearly more than", 0: "not clearly different from"}[verdict]
+    gap = statistics.margin(u_a, u_b)
+    seen = "" if verdict else (f"; the smallest difference the rule can see here is {gap:.0f} updates"
+                               if math.isfinite(gap) else "; single seeds, which the rule cannot compare")
+    return (f"; at T = {here['T']} {name(a)} solved in {u_a.show(0)} updates ({here['solved']} of {here['seeds']} "
+            f"seeds), {words} {name(b)}'s {u_b.show(0)} ({there['solved']} of {there['seeds']}{seen})")
+
+
+def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:
+    """Updates to solve against the delay (log2), one line per model; a delay reached but not solved is an open
+    marker at the budget.  Returns the report's lines for it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if not found:
+        return []
+    fig, ax = plt.subplots(figsize=(8.5, 5.0))
+    for i, (label, rungs) in enumerate(found.items()):
+        colour, line = line_style(label, grid.planned)
+        marker = MARKERS[i % len(MARKERS)]
+        solved = [r for r in rungs if r["solved"] >= SOLVED_BY]
+        ax.errorbar([r["T"] for r in solved], [r["updates"].mean for r in solved],
+                    yerr=[r["updates"].err() for r in solved], color=colour, linestyle=line, marker=marker,
+                    label=name(label), capsize=2)
+        failed = [r for r in rungs if r["solved"] < SOLVED_BY]
+        shift = 2 ** (0.015 * (i - len(found) / 2))  # models failing at one delay side by side, not on one point
+        ax.plot([r["T"] * shift for r in failed], [r["budget"] for r in failed], linestyle="none", marker=marker,
+                markerfacecolor="none", markeredgecolor=colour, markersize=9)
+    budget = max(r["budget"] for rungs in found.values() for r in rungs)
+    ax.axhline(budget, color="gray", linestyle=":", lw=0.8, label="budget (open marker: not solved)")
+    ax.set_xscale("log", base=2)
+    delays = sorted({r["T"] for rungs in found.values() for r in rungs})
+    ax.set_xticks(delays, [str(t) for t in delays])
+    ax.minorticks_off()
+    ax.set_xlabel("delay T (copy)")
+    ax.set_ylabel("updates to solve (mean ± s.e. over solving seeds)")
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    path = grid.figures / "memory_horizon.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return ["![updates to solve against the delay, one line per model](figures/memory_horizon.png)", ""]
+
+
+def tuned_section(grid: Grid) -> list[str]:
+    """How every model was tuned (:func:`..reporting.tuning.tuning_section`): once, at one delay, its pick held up
+    the ladder."""
+    if not grid.tune:
+        return []
+    delays = sorted({r.options["T"] for r in grid.planned if r.setting in grid.tune.get("settings", ())})
+    at = f"T = {', '.join(map(str, delays))}" if delays else "one delay"
+    return tuning_section(grid, (
+        f"Every search ran once, on copy at {at} (the ladder's first delay), and its pick was held at every delay "
+        "of the ladder. The options a search does not search are taken from `paper-params` where the paper gives "
+        "the model hyperparameters (the nnRNN's variants and the chain-initialised RNN from their model's); the "
+        "others are trained by the task's procedure in the paper's presets (batch size, read-out initialisation). "
+        "This grid's size, delays, batch and budget replace the presets'. Every model appears in the tuned column "
+        "only."))
+
+
+REPORT = Report("The memory horizon: the longest copy delay each model solves",
+                (protocol_section, tuned_section, picks_section, horizon_section), prepare=measure_capacity)
+
 
 RUNGS = (50, 100, 200, 400, 800)  # the delays T, in the order a model climbs them
 
@@ -66,14 +382,14 @@ def rung(T: int) -> dict:
 
 
 def solved(grid: Grid, planned) -> bool:
-    """Whether a finished run solved its rung (:func:`nnrnn.experiments.memory.solved_at`, from its records)."""
+    """Whether a finished run solved its rung (:func:`nnrnn.experiments.grids.memory.solved_at`, from its records)."""
     return solved_at(metrics(grid.run_folder(planned)), planned.options) is not None
 
 
 def climb(grid: Grid, execute) -> Grid:
     """Train the ladder rung by rung (the grid's settings in order) with ``execute(grid)``, which trains the runs of
     a grid not finished and resumes interrupted ones: rung k's runs are those of the labels at least
-    :data:`~nnrnn.experiments.memory.SOLVED_BY` of whose seeds solved rung k − 1 (every label at the first).
+    :data:`~nnrnn.experiments.grids.memory.SOLVED_BY` of whose seeds solved rung k − 1 (every label at the first).
     Returns ``grid`` with the runs planned so far, which the report reads; it stops at a rung some of whose runs did
     not finish (another process trains them: the next invocation goes on from there)."""
     climbing = list(dict.fromkeys(r.label for r in grid.planned))

@@ -1,6 +1,6 @@
 """The ``smoke`` grid: a few updates per run at 16 units, one seed; checks that an installation runs the whole
 pipeline."""
-from ..reproduction import REPORT
+from .paper import REPORT
 
 NAME = "smoke"
 SCALE = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import OptionError
+from ...errors import OptionError
 
 CPU = "cpu"
 

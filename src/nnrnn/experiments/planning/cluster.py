@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
 INSTALL = "--cluster needs Ray, which is not installed: pip install 'nnrnn[ray]'"

@@ -10,17 +10,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
-from ..models.nnrnn_complex import ComplexNonNormalRNN
-from ..tasks import task_class
-from ..tasks.base import Reported
-from ..training import outcome, runfolder
-from ..training.network import best_checkpoint, load_model
-from ..training.train import lr_halvings
-from .grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
-from .paper import GAMMA_ONE
-from .rules import COPY_LAST_VALID, rule
-from .statistics import Stat, last_fifth_share
+from ...analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
+from ...models.nnrnn_complex import ComplexNonNormalRNN
+from ...tasks import task_class
+from ...tasks.base import Reported
+from ...training import outcome, runfolder
+from ...training.network import best_checkpoint, load_model
+from ...training.train import lr_halvings
+from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
+from ..judging.paper import GAMMA_ONE
+from ..judging.rules import COPY_LAST_VALID, rule
+from ..judging.statistics import Stat, last_fifth_share
 
 STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departure_from_normality_normalized",
              "mean_modulus": "mean_eigenvalue_modulus", "angle_concentration": "angle_concentration",

@@ -11,19 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import fmean
 
-from .. import presets
-from ..tasks import make_task
-from ..tasks.copy import baseline_loss
-from ..training.config import resolve_config
-from ..training.network import build_task
-from ..training.runfolder import WALL_SECONDS
+from ... import presets
+from ...tasks import make_task
+from ...tasks.copy import baseline_loss
+from ...training.config import resolve_config
+from ...training.network import build_task
+from ...training.runfolder import WALL_SECONDS
 from .collect import convergence, copy_speed, group, labels, results, scored, setting_task_of
 from .figures import learning_curves
-from . import rules
-from .grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
-from .paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
-from .rules import rule
-from .words import column_words, name, title
+from ..judging import rules
+from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
+from ..judging.paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
+from ..judging.rules import rule
+from ..judging.words import column_words, name, title
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,12 @@ def introduction(grid: Grid, heading: str) -> list[str]:
             f"wall times). Seeds: {', '.join(map(str, seeds))}; entries are mean ± standard error over seeds. "
             "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
             "released code does) unless a column says it is tuned; sizes and lengths are this scale's "
-            "(`src/nnrnn/experiments/grid.py`, `SCALES`).", "",
+            "(`src/nnrnn/experiments/planning/grid.py`, `SCALES`).", "",
             "**The comparison rule.** Two means differ when they are more than two combined standard errors "
             "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
             "comparison below, in the tables, the claims and the notes, uses this rule "
-            "(`src/nnrnn/experiments/statistics.py`, which also says how it treats a single seed and seeds that "
-            "failed; the thresholds in `rules.py`).",
+            "(`src/nnrnn/experiments/judging/statistics.py`, which also says how it treats a single seed and seeds "
+            "that failed; the thresholds in `rules.py`).",
             ""]
 
 
@@ -277,7 +277,8 @@ def scoring_at_start(grid: GridFolder) -> str | None:
 def rescored_intro(then: str) -> list[str]:
     """The words that open a report's verdicts under the scoring its grid started with (``then``)."""
     return [f"**The scoring changed after this grid started** (the rule SCORED_BY in "
-            f"`src/nnrnn/experiments/rules.py`): then {then}; now {rules.rule('SCORED_BY')} for every protocol. "
+            f"`src/nnrnn/experiments/judging/rules.py`): then {then}; now {rules.rule('SCORED_BY')} for every "
+            "protocol. "
             f"{rules.RULES['SCORED_BY'].reason[0].upper() + rules.RULES['SCORED_BY'].reason[1:]}. The verdicts "
             "above are under the scoring now; below, beside them, what the scoring at the start gave.", ""]
 

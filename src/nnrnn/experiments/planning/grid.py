@@ -11,21 +11,21 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import presets
-from ..models import PAPER_MODELS, hidden_size_for, model_class, parameter_count
-from ..tasks import make_task, task_class
-from ..training.config import DEFAULTS, model_options, resolve_config
-from ..training.network import embedding_width
-from ..training import outcome
-from ..training.runlog import read_metrics
-from . import rules
+from ... import presets
+from ...models import PAPER_MODELS, hidden_size_for, model_class, parameter_count
+from ...tasks import make_task, task_class
+from ...training.config import DEFAULTS, model_options, resolve_config
+from ...training.network import embedding_width
+from ...training import outcome
+from ...training.runlog import read_metrics
+from ..judging import rules
 
 BOTH = ("hidden", "params")
 TUNED = "tuned"
 TPE_STARTUP = 10  # Optuna's TPE draws this many trials at random before it models the results (its default)
 # the files of a grid's folder that its compact data holds whole (:mod:`.compact`), so named here rather than on
 # :class:`GridFolder` alone
-SPEED = "speed.json"  # the modern report's update times (nnrnn.experiments.modern)
+SPEED = "speed.json"  # the modern report's update times (nnrnn.experiments.grids.modern)
 TRIALS = "trials.json"  # every search's trials in order (nnrnn.experiments.reproduce.tune)
 PLAN = "plan.json"  # what a grid recorded when it started (its scale and the rules' values)
 TUNE_SEED = 100  # the seed a scale's searches train on: none of the seeds its tables report, so no pick is chosen
@@ -112,7 +112,7 @@ class GridFolder:
 
     @property
     def speed(self) -> Path:
-        """The modern report's update times (:mod:`nnrnn.experiments.modern`)."""
+        """The modern report's update times (:mod:`nnrnn.experiments.grids.modern`)."""
         return self.out / SPEED
 
     @property

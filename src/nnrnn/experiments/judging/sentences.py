@@ -258,7 +258,8 @@ def _show_bpc(stat) -> str:
 # --------------------------------------------------------------------------------------------- the gap to expRNN
 def gap_claims(bpc150: dict, bpc300: dict, scope: str = "") -> list[Claim]:
     """§4.2 on the gap to expRNN.  ``bpc150`` and ``bpc300`` map a column ("params", "hidden") to {model: Stat
-    of test bpc} at T_PTB = 150 and 300 (the shape :func:`nnrnn.experiments.collect.results` gives).  The gap is
+    of test bpc} at T_PTB = 150 and 300 (the shape :func:`nnrnn.experiments.reporting.collect.results` gives).  The
+    gap is
     expRNN − nnRNN (positive: nnRNN better), its s.e. sqrt(se_e² + se_n²).  One claim per column given: the
     gap "appreciatively improves" at T_PTB = 300 (:func:`.verdicts.gap_change`); and, when both columns are given,
     one claim that at each T_PTB the gap at fixed hidden units is clearly larger than at the fixed parameter count

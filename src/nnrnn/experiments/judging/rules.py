@@ -4,7 +4,7 @@ one table (:data:`RULES`), and the words of a verdict.
 Rules before runs: a grid records the fingerprint and values of these rules in its plan when it starts
 (:func:`nnrnn.experiments.reproduce.reproduce`); a report whose rules changed since prints, for each verdict that
 moved, the verdict under the rules at the start beside the new one, and names the change
-(:func:`nnrnn.experiments.reproduction.rules_section`).  The claims read a rule through :func:`rule`, so the same
+(:func:`nnrnn.experiments.grids.paper.rules_section`).  The claims read a rule through :func:`rule`, so the same
 code judges under the rules in force or under a grid's recorded ones (:func:`judged_by`).
 
 The two-standard-error rule itself is in :mod:`.statistics`.

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..tasks import task_class
-from ..training.network import build_task
+from ...tasks import task_class
+from ...training.network import build_task
 from .collect import group, labels, setting_task_of
-from .grid import COLUMNS, Grid, PlannedRun, metric, metrics
-from .rules import rule
-from .words import column_words, name, title
+from ..planning.grid import COLUMNS, Grid, PlannedRun, metric, metrics
+from ..judging.rules import rule
+from ..judging.words import column_words, name, title
 
 
 # Every label's colour and line style, the one table every figure of every report reads: the models in nnrnn's order,

@@ -2,7 +2,7 @@
 setting's title."""
 from __future__ import annotations
 
-from ..tasks import task_class
+from ...tasks import task_class
 from .paper import GAMMA_HELD, GAMMA_ONE
 from .statistics import Stat
 

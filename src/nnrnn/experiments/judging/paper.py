@@ -3,7 +3,7 @@ the labels of the grid's γ-held variants, the groups of models the paper's sent
 classes) and the size of the official PTB training file."""
 from __future__ import annotations
 
-from ..models import PAPER_MODELS, model_class
+from ...models import PAPER_MODELS, model_class
 from .statistics import Stat
 
 GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)

@@ -41,15 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import presets
-from ..errors import Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import model_class
-from ..tasks import task_class
-from ..training import runfolder
-from ..training.config import resolve_config, total_steps
-from ..training.network import build, build_task
-from ..training.runlock import make_folder
-from ..training.train import train
+from ... import presets
+from ...errors import Interrupted, OptionError, TrainingDiverged, UserError
+from ...models import model_class
+from ...tasks import task_class
+from ...training import runfolder
+from ...training.config import resolve_config, total_steps
+from ...training.network import build, build_task
+from ...training.runlock import make_folder
+from ...training.train import train
 
 LR_RANGE = (1e-5, 5e-3)           # log-uniform
 # with Adam: up to 1e-2, since the models trained with Adam by their authors (coRNN, LEM) use rates above 5e-3

@@ -1,6 +1,6 @@
 """Where each search's pick fell in its range, the optimizer each model trained with, and each search's queued
 published settings: the report section that shows a tuned grid searched every model on equal terms
-(:data:`nnrnn.experiments.sweep.EQUAL`).
+(:data:`nnrnn.experiments.planning.sweep.EQUAL`).
 
 A pick's position in a range [lo, hi] searched log-uniformly is (log p − log lo) / (log hi − log lo): 0 at the floor,
 1 at the ceiling.  A pick within :data:`EDGE` of either end is named: the search may have wanted to go beyond, and
@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import math
 
-from ..tasks import task_class
-from ..training.config import resolve_config
-from .grid import Grid, PlannedRun, search_name
-from .sweep import PAPER_OPTIMIZERS, search_space, span
-from .words import name
+from ...tasks import task_class
+from ...training.config import resolve_config
+from ..planning.grid import Grid, PlannedRun, search_name
+from ..planning.sweep import PAPER_OPTIMIZERS, search_space, span
+from ..judging.words import name
 
 EDGE = 0.05  # a pick within this fraction of the log range of an end is named
 # a grid searched before trials recorded their ranges searched the supplement's space (sweep.search_space) with
@@ -40,7 +40,8 @@ def _read_trials(grid: Grid) -> dict:
 
 
 def supplement_ranges(planned: PlannedRun) -> dict:
-    """{option: its span (:func:`nnrnn.experiments.sweep.span`)} of the supplement's search of ``planned``'s model
+    """{option: its span (:func:`nnrnn.experiments.planning.sweep.span`)} of the supplement's search of
+    ``planned``'s model
     and optimizer, as a grid searched it before trials recorded their ranges (:data:`SUPPLEMENT_BEFORE`)."""
     optimizer = resolve_config(planned.options, planned.preset)["optimizer"]
     ranges = {k: span(d) for k, d in search_space(planned.model, optimizer=optimizer).items()}
@@ -55,7 +56,7 @@ def _best(trials: list[dict], lower: bool) -> dict | None:
 
 def pick_rows(grid: Grid) -> list[dict]:
     """One row per searched option of every search that finished a trial: setting, label, option, range (its
-    span, :func:`nnrnn.experiments.sweep.span`), pick, and position (:func:`place`)."""
+    span, :func:`nnrnn.experiments.planning.sweep.span`), pick, and position (:func:`place`)."""
     trials, rows = _read_trials(grid), []
     for setting in grid.settings:
         members = [r for r in grid.planned if r.setting == setting]
@@ -122,15 +123,16 @@ def picks_section(grid: Grid) -> list[str]:
     if not any("ranges" in t for found in trials.values() for t in found):
         return ["## Where the picks fell", "",
                 "This grid searched before the searches were put on equal terms (issue 59): each model over the "
-                "supplement's space as it applies to it (`nnrnn.experiments.sweep.search_space`, with the Adam range "
-                "for coRNN and LEM where their preset trains with Adam, and coRNN's ranges then: Δt 0.01 to 0.5, "
-                "γ 0.1 to 100, ε 0.5 to 50), judged by each trial's best validation value, no published settings "
-                "queued. Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a "
+                "supplement's space as it applies to it (`nnrnn.experiments.planning.sweep.search_space`, with the "
+                "Adam range for coRNN and LEM where their preset trains with Adam, and coRNN's ranges then: Δt "
+                "0.01 to 0.5, γ 0.1 to 100, ε 0.5 to 50), judged by each trial's best validation value, no published "
+                "settings queued. Position: the pick's place in its range on the log scale (0 the floor, 1 the "
+                "ceiling); a "
                 f"pick within {EDGE:.0%} of an end is named below the table.", "", *_pick_table(grid)]
     lines = ["## Where the picks fell", "",
              "Every model searched its learning rate over one range and at most the same number of its own options "
-             "(`nnrnn.experiments.sweep.equal_space`); its published settings, where a preset holds them, were its "
-             "search's first trial. Each model trained with the optimizer below.", "",
+             "(`nnrnn.experiments.planning.sweep.equal_space`); its published settings, where a preset holds them, "
+             "were its search's first trial. Each model trained with the optimizer below.", "",
              "| model | optimizer |", "|---|---|",
              *[f"| {name(m)} | {words} |" for m, words in optimizer_rows(grid)], "",
              "| setting | model | first trial |", "|---|---|---|"]

@@ -1,0 +1,11 @@
+"""Judging and its words: a claim's verdict from numbers, and the verdict in the claim's own words.
+
+Layered bottom to top, each module importing only from those listed before it:
+
+* :mod:`.rules`: the words of a verdict and every threshold and window a claim is judged by;
+* :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the two-standard-error rule;
+* :mod:`.paper`: the paper's published numbers, and its groups of models read from the model classes;
+* :mod:`.words`: names and results as sentences show them;
+* :mod:`.theory_verdicts`, :mod:`.verdicts`: one function per claim, numbers in, a judgement out (the verdict and
+  the comparisons behind it; no files);
+* :mod:`.sentences`: judgements in English, as the reports' claim rows."""

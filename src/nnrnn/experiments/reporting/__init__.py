@@ -1,0 +1,12 @@
+"""What every report shares; it imports no particular grid (a grid's own sections live in its module of
+:mod:`..grids`).
+
+Layered bottom to top, each module importing only from those listed before it (and from :mod:`..judging` and
+:mod:`..planning`):
+
+* :mod:`.collect`: what the reports read from run folders;
+* :mod:`.picks`: where a tuned grid's picks fell in their ranges, each model's optimizer and queued published
+  settings;
+* :mod:`.figures`, :mod:`.sections`: the reports' figures, the shape of a report (:class:`~.sections.Report`) and
+  the sections several reports share;
+* :mod:`.tuning`: how every model of a tuned grid was tuned (the section every tuned grid's report shows)."""
