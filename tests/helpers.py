@@ -9,7 +9,7 @@ import torch
 from nnrnn_cli import command as cli
 from nnrnn.training import checkpoint
 from nnrnn.training import network as network_module
-from nnrnn.training import train as trainer
+from nnrnn.training import evaluation
 from nnrnn.training.config import resolve_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,13 +78,13 @@ def tensorboard_scalars(folder: Path) -> dict:
 
 def script_validation(monkeypatch, metric: str, values: list) -> None:
     """The trainer's validations report ``values`` for ``metric``, one per validation, the rest as measured."""
-    values, real_evaluate = iter(values), getattr(trainer.evaluate, "real", trainer.evaluate)
+    values, real_evaluate = iter(values), getattr(evaluation.evaluate, "real", evaluation.evaluate)
 
     def scripted(net, task, split, device):
         metrics = real_evaluate(net, task, split, device)
         return {**metrics, metric: next(values)} if split == "valid" else metrics
     scripted.real = real_evaluate  # scripting again replaces this script instead of wrapping it
-    monkeypatch.setattr(trainer, "evaluate", scripted)
+    monkeypatch.setattr(evaluation, "evaluate", scripted)
 
 
 def on_training_losses(monkeypatch, edit):

@@ -690,9 +690,9 @@ def test_plateau_schedule_halves_exactly_when_the_release_does():
 
 def test_trainer_halves_both_learning_rates_after_a_validation_that_did_not_improve(tmp_path, monkeypatch):
     """The trainer steps the schedule on every validation score: scripted scores, the release's rule."""
-    from nnrnn.training import train as trainer
+    from nnrnn.training import evaluation, train as trainer
     scores = iter([3.0, 2.5, 2.6, 2.5, 2.4, 2.45, 9.0])  # the last: the test split, scored at the end
-    monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
+    monkeypatch.setattr(evaluation, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
     config = resolve_config({"task": "copy", "model": "nnrnn", "hidden": 8, "T": 3, "batch_size": 2, "steps": 12,
                              "eval_every": 2, "log_every": 1, "progress": False, "lr": 1e-3, "lr_orth": 1e-4,
                              "lr_schedule": "plateau", "out": str(tmp_path / "run")})

@@ -28,7 +28,7 @@ plant "the nnRNN penalty is not added to the loss" src/nnrnn/training/step.py \
 plant "lr_orth is ignored" src/nnrnn/training/train.py \
   's/param_groups(net, config\["lr"\], config\["lr_orth"\])/param_groups(net, config["lr"], config["lr"])/' \
   "$T::test_the_orthogonal_generator_trains_at_lr_orth"
-plant "the carried PTB state is not restored on resume" src/nnrnn/training/train.py \
+plant "the carried PTB state is not restored on resume" src/nnrnn/training/run_state.py \
   's/RunState.from_checkpoint(saved, distributed.shard_state(saved\["state"\], run.rank, run.world))/RunState.from_checkpoint(saved, None)/' \
   "$T::test_resume_restores_the_carried_ptb_state_and_the_schedule"
 plant "checkpoints are written in place" src/nnrnn/training/checkpoint.py \

@@ -22,7 +22,7 @@ from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
 from nnrnn.training import outcome
-from nnrnn.training import train as trainer
+from nnrnn.training import evaluation
 from tests.experiments import synthetic
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")
@@ -85,13 +85,13 @@ def toy(monkeypatch):
     """The toy ladder as a scale; the LSTM's validations report a loss far below the threshold (it solves every
     delay), the RNN's are measured (it solves none at this size and budget)."""
     monkeypatch.setitem(grids.SCALES, "memory-toy", toy_scale())
-    real = trainer.evaluate
+    real = evaluation.evaluate
 
     def scripted(net, task, split, device):
         metrics = real(net, task, split, device)
         solving = split == "valid" and isinstance(net.rnn, model_class("lstm"))
         return {**metrics, "loss": 0.01 * task.baseline} if solving else metrics
-    monkeypatch.setattr(trainer, "evaluate", scripted)
+    monkeypatch.setattr(evaluation, "evaluate", scripted)
     return "memory-toy"
 
 

@@ -1,11 +1,11 @@
 """nnrnn.experiments.judging.theory_verdicts: the claims of §3, Table 3 and the Propositions, judged on made-up
-numbers and on the numbers nnrnn.analysis.theory measures at the paper's settings."""
+numbers and on the numbers nnrnn.analysis.claim_numbers measures at the paper's settings."""
 import math
 
 import pytest
 from helpers import undraw
 
-from nnrnn.analysis import theory
+from nnrnn.analysis import claim_numbers, theta_example
 from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments.judging import sentences, theory_verdicts
 from nnrnn.experiments.judging.rules import FAILS, HOLDS, PARTLY
@@ -97,20 +97,20 @@ def test_fisher_memory_claims_partly_and_not():
     assert partly.verdict == PARTLY and "almost optimal for k < N not at α = 0.95 (β = 0, 0.005)" in partly.here
 
 
-def rows(values, papers=theory.PAPER_TABLE3):
+def rows(values, papers=theta_example.PAPER_TABLE3):
     return [{"alpha": a, "beta": b, "d": d, "j_tot": v, "paper": p}
-            for (a, b, d), v, p in zip(theory.TABLE3_GRID, values, papers)]
+            for (a, b, d), v, p in zip(theta_example.TABLE3_GRID, values, papers)]
 
 
 def test_table3_claim_counts_the_rows_that_match_the_papers_printed_digits():
-    assert sentences.table3_claim(rows(theory.PAPER_TABLE3)).verdict == HOLDS
+    assert sentences.table3_claim(rows(theta_example.PAPER_TABLE3)).verdict == HOLDS
     # 5.30 printed: 5.304 rounds to it, 5.306 does not
-    rounded = rows([*theory.PAPER_TABLE3[:4], 5.304, *theory.PAPER_TABLE3[5:]])
+    rounded = rows([*theta_example.PAPER_TABLE3[:4], 5.304, *theta_example.PAPER_TABLE3[5:]])
     assert sentences.table3_claim(rounded).verdict == HOLDS
-    claim = sentences.table3_claim(rows([*theory.PAPER_TABLE3[:4], 5.306, *theory.PAPER_TABLE3[5:]]))
+    claim = sentences.table3_claim(rows([*theta_example.PAPER_TABLE3[:4], 5.306, *theta_example.PAPER_TABLE3[5:]]))
     assert claim.verdict == PARTLY and claim.here.startswith("11 of 12")
     assert "5.30" in claim.paper and "12.0" in claim.paper  # the paper's values as printed
-    far = sentences.table3_claim(rows([2 * p for p in theory.PAPER_TABLE3]))
+    far = sentences.table3_claim(rows([2 * p for p in theta_example.PAPER_TABLE3]))
     assert far.verdict == FAILS and "0 of 12 within 2.5%" in far.here
 
 
@@ -144,8 +144,9 @@ def test_proposition2_claim():
 
 
 def test_the_measured_numbers_give_these_verdicts_at_the_papers_settings():
-    claims = sentences.theory_claims(theory.transient_numbers(), theory.fisher_memory_numbers(), theory.table3(),
-                                    theory.proposition1_numbers(), theory.proposition2_numbers())
+    claims = sentences.theory_claims(claim_numbers.transient_numbers(), claim_numbers.fisher_memory_numbers(),
+                                     theta_example.table3(), claim_numbers.proposition1_numbers(),
+                                     claim_numbers.proposition2_numbers())
     # β on J_tot (issue 49): the paper's own curves no longer fail its sentence at k = 99, where J ≈ 4e-6
     assert [c.verdict for c in claims] == [PARTLY, HOLDS, PARTLY, PARTLY, HOLDS, HOLDS, PARTLY, HOLDS, HOLDS]
     # a figure row short of "holds" says it compares the paper's words with its own model
@@ -169,7 +170,7 @@ def test_theory_section_adds_its_claims_to_the_reports_list_or_shows_them_itself
 
 
 def test_proposition2_coefficients_are_the_binomial_ones():
-    c = theory.proposition2_coefficients(6, 30)
+    c = claim_numbers.proposition2_coefficients(6, 30)
     for t in (1, 7, 30):
         for i in range(6):
             for j in range(i + 1, 6):
@@ -180,11 +181,12 @@ def test_proposition2_coefficients_are_the_binomial_ones():
 
 
 def test_the_figures_and_the_claims_share_one_computation():
-    first = theory.figure1b_transients()
-    assert theory.figure1b_transients() is first
+    first = claim_numbers.figure1b_transients()
+    assert claim_numbers.figure1b_transients() is first
     with pytest.raises(ValueError):
         first[1.05, 0.0]["norm_mean"][0] = 3.0  # read-only: a caller cannot change what the next one reads
-    assert theory.figure1c_memory()[1.05, 0.0, 0.0].total == pytest.approx(theory.EXACT_TABLE3[2], rel=1e-8)
+    total = claim_numbers.figure1c_memory()[1.05, 0.0, 0.0].total
+    assert total == pytest.approx(theta_example.EXACT_TABLE3[2], rel=1e-8)
 
 
 def test_the_delay_line_claim_gives_the_links_between_modes_and_the_in_block_size_beside_them():
@@ -209,7 +211,7 @@ def test_the_delay_line_claim_gives_the_links_between_modes_and_the_in_block_siz
 def test_beta_judged_on_j_tot_lets_the_papers_own_table3_bear_out_its_sentence():
     """Supplementary Table 3 at d = 0: J_tot 3.03, 5.19, 12.1 at β = 0 and 3.18, 5.30, 12.1 at β = 0.005 (α = 0.95,
     1, 1.05); the worst single k, the rule before issue 49, made the paper's curves fail its own sentence."""
-    table = dict(zip(theory.TABLE3_GRID, theory.PAPER_TABLE3))
+    table = dict(zip(theta_example.TABLE3_GRID, theta_example.PAPER_TABLE3))
     totals = {a: (table[a, 0.0, 0.0], table[a, 0.005, 0.0]) for a in (0.95, 1.0, 1.05)}
     numbers = memory(beta=(0.861, 0.878, 0.99), totals=totals)  # the smallest J_β(k)/J_0(k), at k = 99
     beta = sentences.fisher_memory_claims(numbers)[1]

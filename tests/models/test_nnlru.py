@@ -14,7 +14,8 @@ import torch
 import nnrnn
 from nnrnn.models import lru
 from nnrnn.analysis.linear import fisher_memory_of, linear_part, real_form
-from nnrnn.analysis.theory import delay_line_fmc, fisher_memory_curve
+from nnrnn.analysis.fisher import fisher_memory_curve
+from nnrnn.analysis.proposition1 import delay_line_fmc
 from nnrnn.models import nnlru as nnlru_module
 from nnrnn.models.nnlru import nnlru_loop, nnlru_scan, transition
 

@@ -36,6 +36,7 @@ from torch import nn
 
 from nnrnn.training import checkpoint
 from nnrnn.training import config as config_module
+from nnrnn.training import evaluation
 from nnrnn_cli import command as nnrnn_cli
 from nnrnn import errors as errors_module
 from nnrnn.training import network as network_module
@@ -44,9 +45,11 @@ from nnrnn.training import train as trainer
 from nnrnn.training.config import check_resumable, resolve_config
 from conftest import SHARED, needs_mnist
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
+from nnrnn.training.evaluation import evaluate_checkpoint
+from nnrnn.training.interrupt import StopRequested
 from nnrnn.training.network import load_model
 from nnrnn.training.runlog import read_metrics
-from nnrnn.training.train import evaluate_checkpoint, make_optimizer, train
+from nnrnn.training.train import make_optimizer, train
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -354,12 +357,12 @@ def test_resume_restores_the_carried_ptb_state_and_the_schedule(tmp_path, monkey
     data = fake_ptb(tmp_path / "ptb")
     scores = {"whole": iter([3.0, 3.1, 2.9, 3.2, 2.8, 3.3, 9, 9]), "split": iter([3.0, 3.1, 2.9, 3.2, 2.8, 3.3, 9, 9])}
     which = {"run": "whole"}
-    real_evaluate = trainer.evaluate
+    real_evaluate = evaluation.evaluate
 
     def scripted(net, task, split, device):
         metrics = real_evaluate(net, task, split, device)
         return {**metrics, "bpc": next(scores[which["run"]]) if split == "valid" else metrics["bpc"]}
-    monkeypatch.setattr(trainer, "evaluate", scripted)
+    monkeypatch.setattr(evaluation, "evaluate", scripted)
     options = dict(task="ptb", model="nnrnn", hidden=8, batch_size=4, bptt=7, eval_every=1, log_every=1,
                    eval_batch_size=2, lr_schedule="plateau", progress=False, data_dir=str(data))
     train(resolve_config({**options, "steps": 6, "out": str(tmp_path / "whole")}))
@@ -426,7 +429,7 @@ def test_the_step_schedule_is_refused_before_anything_is_written_where_it_cannot
 
 def test_training_stops_after_the_asked_number_of_halvings_and_stays_stopped(tmp_path, monkeypatch, capsys):
     scores = iter([3.0, 3.1, 2.9, 3.0, 3.0, 2.0, 1.0, 0.5, 9.0])  # halvings after validations 2, 4 and 5
-    monkeypatch.setattr(trainer, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
+    monkeypatch.setattr(evaluation, "evaluate", lambda net, task, split, device: {"loss": next(scores)})
     config = copy_config(tmp_path, steps=40, lr=1e-3, lr_schedule="plateau", stop_after_halvings=3)
     train(config)
     records = read_metrics(tmp_path / "run")
@@ -475,7 +478,7 @@ def test_interrupted_names_the_signal_and_the_checkpoint_and_exits_as_a_shell_wo
 def test_a_signal_during_training_is_recorded_and_the_handlers_are_restored():
     import signal
     before = signal.getsignal(signal.SIGTERM)
-    with trainer.StopRequested() as stop:
+    with StopRequested() as stop:
         assert stop.signal is None
         os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode: the process does not end
         assert stop.signal == signal.SIGTERM
@@ -485,18 +488,18 @@ def test_a_signal_during_training_is_recorded_and_the_handlers_are_restored():
 def test_ctrl_c_while_a_finished_run_is_scored_says_how_to_go_on_and_resume_scores_it(tmp_path, capsys, monkeypatch):
     config = copy_config(tmp_path, steps=4, log_every=2, eval_every=2)
     whole = train(copy_config(tmp_path, "whole", steps=4, log_every=2, eval_every=2))
-    real = trainer.evaluate
+    real = evaluation.evaluate
 
     def interrupted_at_test(net, task, split, *args, **kwargs):
         if split == "test":
             raise KeyboardInterrupt
         return real(net, task, split, *args, **kwargs)
-    monkeypatch.setattr(trainer, "evaluate", interrupted_at_test)
+    monkeypatch.setattr(evaluation, "evaluate", interrupted_at_test)
     with pytest.raises(errors_module.Interrupted) as stopped:
         train(config)
     assert stopped.value.exit_code == 130 and stopped.value.path == Path(config["out"]) / "checkpoints" / "last.pt"
     assert stopped.value.advice == "continue with --resume"  # the CLI prints it, as for a stop during training
-    monkeypatch.setattr(trainer, "evaluate", real)
+    monkeypatch.setattr(evaluation, "evaluate", real)
     assert train(config, resume=True)["test"] == whole["test"]
 
 
@@ -768,9 +771,9 @@ def test_the_test_split_is_scored_with_the_best_parameters_and_the_curves_get_th
     folder = tmp_path / "run"
     test = read_metrics(folder)[-1]
     assert test["split"] == "test" and test["step"] == 2
-    best = trainer.evaluate_checkpoint(folder / "checkpoints" / "best.pt")
+    best = evaluation.evaluate_checkpoint(folder / "checkpoints" / "best.pt")
     assert {k: v for k, v in test.items() if k not in ("step", "split")} == best == result["test"]
-    assert best != trainer.evaluate_checkpoint(folder / "checkpoints" / "last.pt")
+    assert best != evaluation.evaluate_checkpoint(folder / "checkpoints" / "last.pt")
     # when training ends, and again titled with the run's outcome
     assert plotted == [(folder, CopyTask(T=4, batch_size=4).references())] * 2
 
@@ -875,13 +878,12 @@ def test_a_best_checkpoint_in_place_of_the_last_is_named(capsys, finished, tmp_p
 # --------------------------------------------------------------------------- results are part of the run
 
 def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkeypatch):
-    from nnrnn.training import train as trainer
-    real = trainer.evaluate
+    real = evaluation.evaluate
 
     def nan_test(net, task, split, device):
         metrics = real(net, task, split, device)
         return {**metrics, "loss": float("nan")} if split == "test" else metrics
-    monkeypatch.setattr(trainer, "evaluate", nan_test)
+    monkeypatch.setattr(evaluation, "evaluate", nan_test)
     one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY_ARGV),
              "the test loss of", "is nan", exit_code=3)
     one_line(*run_cli(capsys, "eval", tmp_path / "r"), "the test loss", "is nan", exit_code=3)
@@ -898,7 +900,7 @@ def test_a_non_finite_test_score_fails_the_run_and_eval(capsys, tmp_path, monkey
 KILL = UNDRAWN + r"""
 import json, os, signal, sys, traceback
 import torch
-from nnrnn.training import checkpoint, network, runlog, train as trainer
+from nnrnn.training import checkpoint, evaluation, network, runlog, train as trainer
 
 
 def killed(config, phase, at):
@@ -923,8 +925,8 @@ def killed(config, phase, at):
     elif phase == "checkpoint":
         checkpoint.atomic_write = dies(checkpoint.atomic_write, lambda path, write: path.name == "last.pt")
     elif phase in ("validation", "test"):
-        trainer.evaluate = dies(trainer.evaluate,
-                                lambda net, task, split, device: split == phase.replace("validation", "valid"))
+        evaluation.evaluate = dies(evaluation.evaluate,
+                                   lambda net, task, split, device: split == phase.replace("validation", "valid"))
     elif phase == "plotting":
         trainer.plot_curves = dies(trainer.plot_curves)
     trainer.train(config)

@@ -1,6 +1,6 @@
 """The theory of §3, exact on a trained non-normal LRU (:class:`~nnrnn.models.nnlru.NonNormalLRU`): its state
 recurrence s_t = A s_{t−1} + G v_t (A = Λ + T, G = γ ⊙ B, v_t the LayerNorm of the encoded input) is linear, so
-its Fisher memory curve is :func:`nnrnn.analysis.theory.fisher_memory` of A's real form with the input vector
+its Fisher memory curve is :func:`nnrnn.analysis.fisher.fisher_memory` of A's real form with the input vector
 G w, w the signal's direction and size in v's space.
 
 * :func:`linear_part` — A and G of one layer and direction, as complex arrays;
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import plots, theory
+from . import fisher, plots
 from ._blas import single_threaded_blas
 
 __all__ = ["analyze_nnlru", "fisher_memory_of", "linear_part", "real_form"]
@@ -57,14 +57,14 @@ def _principal_signal(model: nn.Module, inputs: torch.Tensor) -> np.ndarray:
 
 @single_threaded_blas()
 def fisher_memory_of(model: nn.Module, steps: int | None = None, signal=None, inputs: torch.Tensor | None = None,
-                     noise: float = 1.0, layer: int = 0, direction: int = 0) -> theory.FisherMemory:
-    """The Fisher memory curve J(k) and J_tot (:func:`nnrnn.analysis.theory.fisher_memory`) of an nnlru's linear
+                     noise: float = 1.0, layer: int = 0, direction: int = 0) -> fisher.FisherMemory:
+    """The Fisher memory curve J(k) and J_tot (:func:`nnrnn.analysis.fisher.fisher_memory`) of an nnlru's linear
     part: Θ = :func:`real_form` (A), input vector [Re G w, Im G w], noise ε (``noise``) on every real feature.
 
     ``signal``: w (N), the signal's direction and size in v's space.  Else, with ``inputs`` (layer 0's inputs,
     (L, B, N_in)): the principal component of v over them, scaled by its standard deviation.  Else: the real unit w
     of largest ‖G w‖, the direction the recurrence takes in most strongly.  ``steps``: as
-    :func:`~nnrnn.analysis.theory.fisher_memory` (None: until J_tot has converged).  ValueError for a ``signal``
+    :func:`~nnrnn.analysis.fisher.fisher_memory` (None: until J_tot has converged).  ValueError for a ``signal``
     of the wrong size, ``inputs`` for a layer above 0, or ρ(A) ≥ 1."""
     a, g = linear_part(model, layer, direction)
     if signal is not None:
@@ -79,7 +79,7 @@ def fisher_memory_of(model: nn.Module, steps: int | None = None, signal=None, in
     else:
         w = np.linalg.eigh((g.conj().T @ g).real)[1][:, -1]  # the real unit w of largest ‖G w‖ (v is real)
     u = g @ w
-    return theory.fisher_memory(real_form(a), steps, np.concatenate([u.real, u.imag]), noise)
+    return fisher.fisher_memory(real_form(a), steps, np.concatenate([u.real, u.imag]), noise)
 
 
 def analyze_nnlru(model: nn.Module, out_dir, title: str, extra: dict | None = None, inputs=None) -> dict:

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from . import theory
+from . import claim_numbers, fisher, polynomial_growth, proposition1, theta_example
 from ._blas import single_threaded_blas
 
 __all__ = ["figure1b", "figure1c", "figure_proposition1", "figure_proposition2", "plot_gradients",
@@ -88,7 +88,8 @@ def figure1b(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
     steps = n + 20 if steps is None else steps
     with _figure(7.0, 5.4) as fig:
         ax_std, ax_norm = fig.subplots(2, 1, sharex=True)
-        runs = theory.figure1b_transients(n, alphas, betas, d, n_init, steps, seed)  # shared with the report's claims
+        # shared with the report's claims
+        runs = claim_numbers.figure1b_transients(n, alphas, betas, d, n_init, steps, seed)
         for i, a in enumerate(alphas):
             for b in betas:
                 res = runs[a, b]
@@ -131,7 +132,7 @@ def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
         axes = fig.subplots(1, len(ds), sharey=True, squeeze=False)[0]
         floor = 1e-12
         totals = {}
-        memory = theory.figure1c_memory(n, alphas, betas, ds, noise)  # shared with the report's claims
+        memory = claim_numbers.figure1c_memory(n, alphas, betas, ds, noise)  # shared with the report's claims
         for ax, d in zip(axes, ds):
             for i, a in enumerate(alphas):
                 for b in betas:
@@ -169,7 +170,7 @@ def figure1c(path, n: int = 100, alphas=(0.95, 1.0, 1.05), betas=(0.0, 0.005), d
 def proposition1_theta(n: int, alpha: float, beta: float) -> np.ndarray:
     """Θ for Proposition 1: √α on the first sub-diagonal, β on every entry below it (Eq. simpletheta with
     the sub-diagonal √α, d = 0)."""
-    return theory.schur_example(n, math.sqrt(alpha), beta, 0.0)
+    return theta_example.schur_example(n, math.sqrt(alpha), beta, 0.0)
 
 
 @single_threaded_blas()
@@ -183,9 +184,9 @@ def figure_proposition1(path, n: int = 20, alpha: float = 1.05, beta: float = 0.
         theta = proposition1_theta(n, alpha, b)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            j = theory.fisher_memory_curve(theta, n)
-        sigma = float(np.linalg.svd(theory.gram_schmidt_triangle(theta), compute_uv=False)[0])
-        curves[key] = {"beta": b, "J": j, "bound": theory.fisher_memory_lower_bound(theta, n), "sigma_max": sigma}
+            j = fisher.fisher_memory_curve(theta, n)
+        sigma = float(np.linalg.svd(proposition1.gram_schmidt_triangle(theta), compute_uv=False)[0])
+        curves[key] = {"beta": b, "J": j, "bound": proposition1.fisher_memory_lower_bound(theta, n), "sigma_max": sigma}
     k = np.arange(n)
     with _figure(7.0, 3.2) as fig:
         axes = fig.subplots(1, 2)
@@ -207,7 +208,7 @@ def figure_proposition1(path, n: int = 20, alpha: float = 1.05, beta: float = 0.
 def figure_proposition2(path, ns=(2, 4, 6, 8), x: float = 0.5, t_max: int = 100_000) -> tuple[str, list]:
     """Proposition 2: max_ij |(Aᵗ)_ij| against t, log-log (left, with the fitted degree) and
     semi-log (right, where exponential growth would be a straight line)."""
-    results = [theory.proposition2(n, x, t_max) for n in ns]
+    results = [polynomial_growth.proposition2(n, x, t_max) for n in ns]
     with _figure(7.0, 3.2) as fig:
         ax_ll, ax_sl = fig.subplots(1, 2)
         for i, r in enumerate(results):

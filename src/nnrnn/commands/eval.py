@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..kernels.policy import used_line
 from ..training.network import best_checkpoint, load_saved
-from ..training.train import evaluate_saved
+from ..training.evaluation import evaluate_saved
 
 
 def add_arguments(p) -> None:

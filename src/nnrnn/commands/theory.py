@@ -13,7 +13,7 @@ import warnings
 
 from ..analysis import plots
 from ..analysis.outputs import output_folder
-from ..analysis.theory import table3
+from ..analysis.theta_example import table3
 from ..errors import OptionError
 
 DEFAULT_THEORY_OUT = "figures/theory"
@@ -41,7 +41,7 @@ def table3_bytes(n: int) -> int:
 
 def figure1_bytes(n_init: int) -> int:
     """Working set of Figure 1(b): the N × n_init states (three, with Θh and h.std's temporary) and the two
-    (steps + 1) × n_init records of plots.figure1b / theory.transients."""
+    (steps + 1) × n_init records of plots.figure1b / transient_growth.transients."""
     return 8 * n_init * (3 * FIGURE1_N + 2 * (FIGURE1_STEPS + 1))
 
 

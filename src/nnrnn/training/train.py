@@ -3,8 +3,9 @@
 A run writes into a run folder (its layout: :mod:`nnrnn.training.runfolder`).
 
 Batches are a pure function of (seed, step), and everything that changes during training is in one
-:class:`Progress`, saved to ``last.pt`` and restored from it in one place, so a resumed run continues
-exactly as if uninterrupted.
+:class:`~.run_state.Progress`, saved to ``last.pt`` and restored from it in one place (:mod:`.run_state`), so a
+resumed run continues exactly as if uninterrupted.  Evaluation is :mod:`.evaluation`'s; SIGINT and SIGTERM,
+:mod:`.interrupt`'s.
 """
 from __future__ import annotations
 
@@ -14,87 +15,27 @@ import json
 import math
 import signal
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from ..kernels import policy as kernel_policy
-from . import checkpoint, distributed, outcome, runfolder, runlock
-from .config import check_resumable, evaluation_interval, total_steps
-from .options import DEFAULTS, RESUMABLE, flag
+from . import checkpoint, distributed, evaluation, outcome, runfolder, runlock
+from .config import evaluation_interval, total_steps
+from .options import DEFAULTS
 from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
-from .network import Saved, build_saved_task, build_task, check_weights, load_saved, network_sizes, seeded_network
+from .interrupt import StopRequested
+from .network import build_task, network_sizes, seeded_network
 from .resources import check_device, check_memory
+from .run_state import Progress, Training, restore, save
 from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
 from .step import CapturedStep, TrainStep, capturable, make_step
 from ..tasks.base import accumulate
 
 PLATEAU_FACTOR = 0.5
 STEP_FACTOR, STEP_EPOCHS = 0.1, 100  # coRNN's and LEM's psMNIST and sMNIST code: lr /= 10 after every 100 epochs
-CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
-
-
-@dataclass
-class Progress:
-    """A run's progress: everything about it that changes while it trains, besides the network's parameters
-    and the optimizer's and schedule's own state; what ``last.pt`` holds and a resume restores."""
-
-    step: int = 0             # updates done
-    best: float | None = None  # best validation score so far (the task's monitor)
-    window: dict = field(default_factory=dict)  # training metric sums since the last logged point
-    bad_steps: int = 0        # non-finite updates in a row
-    skipped: int = 0          # non-finite updates in all
-    carried: torch.Tensor | tuple | None = None  # the hidden state carried into the next batch (PTB)
-    initial_loss: float | None = None  # the first finite update's training loss: the untrained model's
-    above_limit: int = 0      # logged losses in a row above the divergence limit (outcome.py)
-    below_solved: int = 0     # validations in a row below --stop-when-solved's loss (checkpointed: a resume stops
-    #                           where the uninterrupted run stops)
-
-    def to_checkpoint(self, carried) -> dict:
-        return {"step": self.step, "best": self.best, "window": self.window, "bad_steps": self.bad_steps,
-                "skipped": self.skipped, "state": carried, "initial_loss": self.initial_loss,
-                "above_limit": self.above_limit, "below_solved": self.below_solved}
-
-    @classmethod
-    def from_checkpoint(cls, saved: dict, carried) -> Progress:
-        return cls(saved["step"], saved["best"], saved["window"], saved["bad_steps"], saved.get("skipped", 0), carried,
-                   saved.get("initial_loss"), saved.get("above_limit", 0), saved.get("below_solved", 0))
-
-
-@dataclass
-class Training:
-    """A training under way, as one object: the run's configuration and folder, what was built from them, and
-    its :class:`Progress`.  (A *run* is what the user starts and its folder; this is the process training it.)"""
-
-    config: dict
-    folder: Path
-    device: torch.device
-    rank: int
-    world: int
-    task: object
-    net: nn.Module
-    model: nn.Module          # the network, or its DistributedDataParallel wrapper
-    optimizer: torch.optim.Optimizer
-    schedule: object
-    progress: Progress
-    steps: int
-    data_state: dict | None
-    train_step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def last_path(self) -> Path:
-        return runfolder.last_checkpoint(self.folder)
-
-    @property
-    def best_path(self) -> Path:
-        return runfolder.best_checkpoint(self.folder)
 
 
 def make_optimizer(config: dict, net: nn.Module) -> torch.optim.Optimizer:
@@ -152,20 +93,6 @@ def count_solved(training: Training, record: dict | None) -> None:
         return
     loss = distributed.broadcast_float(record["loss"] if training.main else 0.0, training.world)
     training.progress.below_solved = training.progress.below_solved + 1 if loss < share * baseline else 0
-
-
-@torch.no_grad()
-def evaluate(net: nn.Module, task, split: str, device) -> dict:
-    """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
-    was_training = net.training
-    net.eval()
-    sums, carried = {}, None
-    for batch in task.eval_batches(split):
-        carried = carried if batch.carry else None
-        outputs, carried = net(batch.inputs.to(device), carried)
-        accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
-    net.train(was_training)
-    return task.summarize(sums)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -240,82 +167,6 @@ def start(config: dict, task, folder: Path, restoring: bool, device: torch.devic
     if restoring:
         restore(training, last)
     return training
-
-
-def save(training: Training) -> None:
-    """Write ``last.pt``: the run's state, parameters, optimizer, schedule, RNG and data description.  Every
-    rank takes part (the carried state is gathered from all of them); rank 0 writes."""
-    carried = distributed.gather_batch(training.progress.carried, training.world)
-    if training.main:
-        schedule = training.schedule.state_dict() if training.schedule is not None else None
-        checkpoint.save(training.last_path, {"config": training.config, "sizes": network_sizes(training.task),
-                                             "model": training.net.state_dict(),
-                                             "optimizer": training.optimizer.state_dict(), "schedule": schedule,
-                                             "rng": torch.get_rng_state(), "data": training.data_state,
-                                             "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
-                                             **training.progress.to_checkpoint(carried)})
-
-
-def restore(training: Training, saved: dict | None = None) -> None:
-    """The inverse of :func:`save` (of ``saved``, ``last.pt`` already read, else of the file), refusing a
-    checkpoint that is not a run's last one, or that holds another model, configuration or data."""
-    if saved is None:
-        saved = checkpoint.load(training.last_path, map_location=training.device)
-    else:  # read on the CPU: its tensors go where the file's would have been loaded to
-        saved = checkpoint.to_device(saved, training.device)
-    missing = [key for key in CHECKPOINT_KEYS if key not in saved]
-    if missing:
-        raise UserError(f"{training.last_path} is not a run's last checkpoint (it has no {', '.join(missing)}; a "
-                        f"best.pt holds only the model); put the run's own last.pt back or start a new run")
-    config, before = training.config, saved["config"]
-    for key in ("task", "model", "hidden"):
-        if before.get(key) != config.get(key):
-            raise UserError(f"{training.last_path} holds a {before.get('model')} run on {before.get('task')} with "
-                            f"{before.get('hidden')} hidden units, not the {config.get(key)!r} {key} this run asks "
-                            f"for; start a new run elsewhere")
-    check_resumable(before, config, training.folder)
-    check_own_checkpoint(training, before)
-    if saved.get("data") is not None:  # before the weights: other data can mean another embedding's shape
-        training.task.check_data_state(saved["data"])
-    check_weights(training.net, saved["model"], training.last_path, training.task)
-    training.net.load_state_dict(saved["model"])
-    try:
-        training.optimizer.load_state_dict(saved["optimizer"])
-        capturable(training.optimizer, isinstance(training.train_step, CapturedStep) and training.device.type == "cuda")
-        if training.schedule is not None:
-            training.schedule.load_state_dict(saved["schedule"])
-    except (RuntimeError, ValueError, KeyError) as error:
-        raise UserError(f"the optimizer state in {training.last_path} does not fit the {training.config['optimizer']} "
-                        f"optimizer its configuration describes ({type(error).__name__}: {error}); restore the "
-                        f"run's own last.pt or start a new run") from None
-    carried = distributed.shard_state(saved["state"], training.rank, training.world)
-    training.progress = Progress.from_checkpoint(saved, carried)
-    if training.progress.step > training.steps:
-        raise UserError(f"{training.folder} is already at update {training.progress.step}, past the {training.steps} "
-                        f"updates asked for; give a larger --steps (or --epochs) to train further")
-    torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
-    kernel_policy.pin(saved.get("kernels"))  # the kernels the run trained with, whatever this process would time
-
-
-def check_own_checkpoint(training: Training, before: dict) -> None:
-    """UserError naming every option that may not change on resume and differs between ``last.pt``'s
-    configuration ``before`` and the run folder's config.json: a checkpoint copied in from another run, which a
-    resume must neither continue nor write its options over the run's own (config.json, metrics) with."""
-    path = runfolder.config_file(training.folder)
-    if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
-        return
-    try:
-        own = runfolder.read_config(path)
-    except UserError:  # a damaged config.json: last.pt's configuration is the run's, and the resume writes it back
-        return
-    value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
-    differ = [key for key in sorted(set(own) | set(before))
-              if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
-    if differ:
-        shown = "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
-                          for key in differ)
-        raise UserError(f"{training.last_path} is another run's checkpoint, not this run's ({shown}); put the run's "
-                        f"own last.pt back, or resume the other run in its own folder")
 
 
 def finish(training: Training) -> dict:
@@ -523,7 +374,7 @@ def validation_pass(training: Training, log: MetricsLog | None) -> dict | None:
     monitor, mode = training.task.monitor
     record = None
     if training.main:
-        scores = evaluate(training.net, training.task, "valid", training.device)
+        scores = evaluation.evaluate(training.net, training.task, "valid", training.device)
         record = {"step": training.progress.step, "split": "valid", **scores}
         log.log(record)
         score, best = record[monitor], training.progress.best
@@ -547,20 +398,12 @@ def score_test(training: Training, log: MetricsLog | None) -> dict | None:
         return None
     training.net.load_state_dict(checkpoint.load(training.best_path, map_location=training.device)["model"])
     try:
-        test = evaluate(training.net, training.task, "test", training.device)
+        test = evaluation.evaluate(training.net, training.task, "test", training.device)
     except KeyboardInterrupt:  # Ctrl-C while the finished run is scored: its last checkpoint is written
         raise Interrupted(signal.SIGINT, training.last_path) from None
     log.log({"step": training.progress.step, "split": "test", **test})
-    check_finite(test, "test", training.best_path)
+    evaluation.check_finite(test, "test", training.best_path)
     return test
-
-
-def check_finite(metrics: dict, split: str, path: Path) -> None:
-    """TrainingDiverged naming the split and metric when a checkpoint's score is not finite."""
-    bad = [name for name, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
-    if bad:
-        raise TrainingDiverged(f"the {split} {bad[0]} of {path} is {metrics[bad[0]]}: the model's predictions are "
-                               f"not finite, so the run is not trustworthy; retrain with a lower --lr or --clip")
 
 
 def check_converged(training: Training, last_valid: dict | None) -> None:
@@ -589,45 +432,3 @@ def result(folder: Path, main: bool, test: dict | None = None) -> dict:
     if test is not None:
         out["test"] = {k: v for k, v in test.items() if k not in ("step", "split")}
     return out
-
-
-def evaluate_checkpoint(path: Path, device="cpu", split: str = "test", data_dir=None) -> dict:
-    """Metrics of a saved model (a checkpoint file, or a run folder's best) on ``split``, its data found as
-    :func:`~nnrnn.training.network.build_saved_task` says (``data_dir``, else the run's own folder, else
-    NNRNN_DATA or the cache); data or weights that do not fit are a UserError naming which."""
-    return evaluate_saved(load_saved(path, device), device, split, data_dir)
-
-
-def evaluate_saved(saved: Saved, device="cpu", split: str = "test", data_dir=None) -> dict:
-    """:func:`evaluate_checkpoint` of a network already read back (:func:`~nnrnn.training.network.load_saved`)."""
-    kernel_policy.pin(saved.checkpoint.get("kernels"))  # the run's kernels where it meets the same shapes
-    task = build_saved_task(saved.config, data_dir)
-    if saved.checkpoint.get("data") is not None:
-        task.check_data_state(saved.checkpoint["data"])
-    check_weights(saved.net, saved.checkpoint["model"], saved.path, task)  # the read-out against this data's width
-    metrics = evaluate(saved.net, task, split, device)
-    check_finite(metrics, split, saved.path)
-    return metrics
-
-
-class StopRequested:
-    """Turns SIGINT/SIGTERM into a flag the loop checks, so it can checkpoint before exiting."""
-
-    def __init__(self):
-        self.signal = None
-        self.previous = {}
-
-    def __enter__(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self.previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread: leave signals alone
-                pass
-        return self
-
-    def _handle(self, signum, frame):
-        self.signal = signum
-
-    def __exit__(self, *exc):
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...analysis import analyze_model, plots, theory
+from ...analysis import analyze_model, claim_numbers, plots, theta_example
 from ...training.network import best_checkpoint, load_model
 from ..reporting.collect import (PROBED, bptt_of, converged, converged_table, copy_speed, done, final_value, group,
                                  held_gamma, learned_structure, probe_norms, results, scored, setting_task_of, spike)
@@ -259,14 +259,14 @@ def learned_section(learned: dict) -> list[str]:
 def theory_numbers(figures: Path) -> tuple:
     """The theory's figures (written into ``figures``) and the numbers its claims are judged on, in the order
     :func:`.sentences.theory_claims` takes them; the figures and the claims share one computation of each
-    ensemble and curve (the caches of :mod:`nnrnn.analysis.theory`)."""
+    ensemble and curve (the caches of :mod:`nnrnn.analysis.claim_numbers`)."""
     figures.mkdir(parents=True, exist_ok=True)
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
     plots.figure_proposition1(figures / "proposition1.png")
     _, fits = plots.figure_proposition2(figures / "proposition2.png")
-    return (theory.transient_numbers(), theory.fisher_memory_numbers(), theory.table3(), theory.proposition1_numbers(),
-            theory.proposition2_numbers(fits=fits))
+    return (claim_numbers.transient_numbers(), claim_numbers.fisher_memory_numbers(), theta_example.table3(),
+            claim_numbers.proposition1_numbers(), claim_numbers.proposition2_numbers(fits=fits))
 
 
 def theory_section(figures: Path, claims: list | None = None, numbers: tuple | None = None) -> list[str]:

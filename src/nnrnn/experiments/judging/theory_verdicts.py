@@ -1,9 +1,9 @@
 """The claims of the paper's §3, its supplementary Table 3 and its Propositions, judged on the numbers
-:mod:`nnrnn.analysis.theory` computes (transient_numbers, fisher_memory_numbers, table3, proposition1_numbers,
-proposition2_numbers): every function returns judgements (the verdict and what decided it, as numbers and
-settings), which :mod:`.sentences` says in the claims' own words.  There are no seeds here: the transients are
-means over an ensemble of initial conditions, whose standard error the rule uses; everything else is deterministic
-arithmetic, judged against the fixed thresholds of :mod:`.rules`."""
+:mod:`nnrnn.analysis.claim_numbers` and :mod:`nnrnn.analysis.theta_example` compute (transient_numbers,
+fisher_memory_numbers, table3, proposition1_numbers, proposition2_numbers): every function returns judgements (the
+verdict and what decided it, as numbers and settings), which :mod:`.sentences` says in the claims' own words.  There
+are no seeds here: the transients are means over an ensemble of initial conditions, whose standard error the rule
+uses; everything else is deterministic arithmetic, judged against the fixed thresholds of :mod:`.rules`."""
 from __future__ import annotations
 
 import math
@@ -70,7 +70,7 @@ def _steps(runs: dict, n_init: int) -> tuple[list, list]:
 
 def transients(numbers: dict) -> tuple[Growth, Ended, Strength]:
     """Fig. 1(b) (§3, "Non-normality drives expressive transients"), from
-    :func:`nnrnn.analysis.theory.transient_numbers`: transients that grow with α and β, that end at t = N, and α
+    :func:`nnrnn.analysis.claim_numbers.transient_numbers`: transients that grow with α and β, that end at t = N, and α
     setting their strength while β shapes them."""
     runs, n_init = numbers["runs"], numbers["n_init"]
     flat = [key for key, r in runs.items() if not above_value(peak(r, n_init), r["start"])]
@@ -129,7 +129,7 @@ class Diagonal:
 
 
 def fisher_memory(numbers: dict) -> tuple[Retains, BetaKept, Diagonal]:
-    """Fig. 1(c) and the text beside Proposition 1, from :func:`nnrnn.analysis.theory.fisher_memory_numbers`: the
+    """Fig. 1(c) and the text beside Proposition 1, from :func:`nnrnn.analysis.claim_numbers.fisher_memory_numbers`: the
     delay line with α > 1 retains the most up to N; β does not degrade it; d > 0 keeps J(k) almost optimal for
     k < N, extends it beyond N and raises J_tot."""
     rivals = numbers["rivals"]
@@ -181,7 +181,7 @@ def printed(value: float, paper: float, figures: int = 3) -> bool:
 
 
 def table3(rows: list[dict]) -> Table3:
-    """Supplementary Table 3 from :func:`nnrnn.analysis.theory.table3`'s rows (alpha, beta, d, j_tot, paper and,
+    """Supplementary Table 3 from :func:`nnrnn.analysis.theta_example.table3`'s rows (alpha, beta, d, j_tot, paper and,
     where known, exact): holds when every J_tot rounds to the paper's value at its 3 printed significant figures."""
     same = [r for r in rows if printed(r["j_tot"], r["paper"])]
     within = [r for r in rows if abs(r["j_tot"] / r["paper"] - 1) <= rule('TABLE3_TOLERANCE')]
@@ -200,7 +200,7 @@ class Proposition1:
 
 
 def proposition1(numbers: dict) -> Proposition1:
-    """Proposition 1 from :func:`nnrnn.analysis.theory.proposition1_numbers`: J(k) ≥ the bound on every Θ checked
+    """Proposition 1 from :func:`nnrnn.analysis.claim_numbers.proposition1_numbers`: J(k) ≥ the bound on every Θ checked
     (up to ROUNDING), and equal to it on the delay lines."""
     low = min(numbers["cases"], key=lambda c: c["min_ratio"])
     bound_ok = low["min_ratio"] >= 1 - rule('ROUNDING')
@@ -219,9 +219,9 @@ class Proposition2:
 
 
 def proposition2(numbers: dict) -> Proposition2:
-    """Proposition 2 from :func:`nnrnn.analysis.theory.proposition2_numbers`: the exact coefficients (degree at most
-    j − i, no x⁰ term, the xˡ coefficient over C(t, l) not growing with t) and, as its consequence, polynomial
-    growth of degree at most n − 1 of max_ij abs((Aᵗ)_ij)."""
+    """Proposition 2 from :func:`nnrnn.analysis.claim_numbers.proposition2_numbers`: the exact coefficients
+    (degree at most j − i, no x⁰ term, the xˡ coefficient over C(t, l) not growing with t) and, as its consequence,
+    polynomial growth of degree at most n − 1 of max_ij abs((Aᵗ)_ij)."""
     checks = (numbers["degree_ok"], numbers["constant_zero"], numbers["ratio_growth"] <= 1 + rule('ROUNDING'),
               all(f["is_polynomial"] for f in numbers["fits"]))
     return Proposition2(HOLDS if all(checks) else PARTLY if any(checks) else FAILS, numbers, checks)

@@ -42,7 +42,8 @@ from ...kernels.host import describe_cpu
 from ...training.config import evaluation_interval, resolve_config, total_steps
 from ...training.network import build_task
 from ...training.runlog import MetricsLog
-from ...training.train import save, start, train, update
+from ...training.run_state import save
+from ...training.train import start, train, update
 from .grid import PlannedRun
 
 UPDATES = 3  # updates timed per shape, after one that warms up (the optimizer's state, first allocations)
