@@ -12,7 +12,7 @@ from nnrnn.experiments.grids import modern
 from nnrnn.experiments.reporting import picks
 from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.judging.statistics import Stat
-from nnrnn.experiments.report import planned_grid
+from nnrnn.experiments.grids import planned_grid
 from nnrnn.tasks import make_task
 from tests.experiments import synthetic
 

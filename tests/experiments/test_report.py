@@ -1,4 +1,4 @@
-"""nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table,
+"""nnrnn.experiments.reporting.report: the grid's report from its run folders (settings, variants, speed, γ table,
 data sizes)."""
 import json
 import math
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrnn.experiments import report
+from nnrnn.experiments.reporting import report
 from nnrnn.experiments.reporting import figures
 
 from nnrnn.experiments.planning import grid
@@ -50,7 +50,7 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
     assert (tmp_path / "figures" / "gradients-copy-9.png").is_file()  # the supplement's gradient norms
     grid.GridFolder(tmp_path).notes.write_text("EURNN's capacity explains it.\n")
-    made = report.planned_grid(tmp_path, scale, runs)
+    made = grids.planned_grid(tmp_path, scale, runs)
     text = report.write_report(made).read_text()  # written again: the hand-written notes stay
     assert text.endswith("## Notes on this grid (written by hand, from notes.md)\n\nEURNN's capacity explains it.\n")
     # the learned structure is measured on every seed, once

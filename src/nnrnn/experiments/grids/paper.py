@@ -63,7 +63,8 @@ def judged_sections(grid: Grid) -> list[str]:
     return lines + grid.analysis_lines + [""] + theory_section(grid.figures, [], numbers)
 
 
-REPORT = Report("Reproduction report", (scope_section, settings_sections, judged_sections), analysed=True)
+REPORT = Report("Reproduction report", (scope_section, settings_sections, judged_sections),
+                analyse=analyse_first_seed)
 
 
 def judge(grid: Grid, settings: list[str], baseline, numbers: tuple) -> list[Claim]:
