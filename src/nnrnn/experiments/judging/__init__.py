@@ -8,4 +8,8 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.words`: names and results as sentences show them;
 * :mod:`.theory_verdicts`, :mod:`.verdicts`: one function per claim, numbers in, a judgement out (the verdict and
   the comparisons behind it; no files);
-* :mod:`.sentences`: judgements in English, as the reports' claim rows."""
+* :mod:`.comparisons`: one comparison by the rule in words (:func:`~.comparisons.compare`,
+  :func:`~.comparisons.relation`);
+* :mod:`.task_sentences`, :mod:`.gamma_sentences`, :mod:`.structure_sentences`, :mod:`.theory_sentences`: judgements
+  in English, as the reports' claim rows, by claim family (copy, psMNIST, PTB and the gap to expRNN; γ and the
+  gradients; what nnRNN learned; the theory)."""

@@ -1,6 +1,7 @@
 """The paper's claims on its experiments, each judged from a grid's numbers: every function returns a judgement (the
-verdict and the comparisons behind it, as numbers and model names); :mod:`.sentences` says them in the claim's own
-words as :class:`~.rules.Claim` rows.
+verdict and the comparisons behind it, as numbers and model names); :mod:`.task_sentences`,
+:mod:`.gamma_sentences` and :mod:`.structure_sentences` say them in the claim's own words as :class:`~.rules.Claim`
+rows.
 
 The comparison rule and its treatment of single seeds and failed seeds are in :mod:`.statistics`; the thresholds
 and the words of a verdict in :mod:`.rules`; the paper's published numbers in :mod:`.paper`; the theory's claims
