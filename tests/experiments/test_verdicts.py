@@ -1,10 +1,11 @@
-"""nnrnn.experiments.judging.verdicts: each claim judged in its own words by the two-standard-error rule."""
+"""nnrnn.experiments.judging's task, γ and structure verdicts and their sentences: each claim judged in its own
+words by the two-standard-error rule."""
 import math
 
 import pytest
 
-from nnrnn.experiments.judging import (comparisons, gamma_sentences, statistics, structure_sentences, task_sentences,
-                                      verdicts)
+from nnrnn.experiments.judging import (comparisons, gamma_sentences, gamma_verdicts, statistics, structure_sentences,
+                                      task_sentences, task_verdicts)
 from nnrnn.experiments.judging.paper import GAMMA_HELD, PAPER_PTB_BPC
 from nnrnn.experiments.judging.rules import FAILS, HOLDS, NOT_JUDGED, PARTLY, UNEQUAL, UNTESTED
 from nnrnn.experiments.judging.statistics import Stat
@@ -539,15 +540,15 @@ def test_gradients_during_backpropagation_are_judged_polynomial_or_exponential_o
 
 
 def test_a_judgement_carries_the_comparisons_behind_its_verdict_without_words():
-    orth, matched, lstm_rnn = verdicts.copy_judgements(*copy_numbers(nnrnn_loss=s(0.5, 0.01)), BASELINE)
+    orth, matched, lstm_rnn = task_verdicts.copy_judgements(*copy_numbers(nnrnn_loss=s(0.5, 0.01)), BASELINE)
     assert orth.verdict == HOLDS and orth.solved == ("exprnn", "eurnn", "rnn-orth")
     assert matched.best == "exprnn" and matched.loss_order == 1 and not matched.solved  # clearly above expRNN
     assert matched.fastest in ("exprnn", "eurnn", "rnn-orth") and matched.speed_order == 0
     assert lstm_rnn.struggles and lstm_rnn.fails and lstm_rnn.verdict == HOLDS
-    gaps = verdicts.hidden_gap({c: PAPER_PTB_BPC[(150, c)] for c in ("params", "hidden")},
+    gaps = task_verdicts.hidden_gap({c: PAPER_PTB_BPC[(150, c)] for c in ("params", "hidden")},
                                {c: PAPER_PTB_BPC[(300, c)] for c in ("params", "hidden")})
     assert set(gaps.here) == {150, 300} and all(g.shared for g in gaps.here.values())
-    assert verdicts.gamma_held({GAMMA_HELD: s(2.0, 0.01), "nnrnn": s(2.3, 0.01)}, 150).verdict == FAILS
+    assert gamma_verdicts.gamma_held({GAMMA_HELD: s(2.0, 0.01), "nnrnn": s(2.3, 0.01)}, 150).verdict == FAILS
 
 
 def test_order_and_ranking_are_the_rule_as_numbers():

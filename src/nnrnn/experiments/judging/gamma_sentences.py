@@ -1,11 +1,11 @@
 """The paper's claims on nnRNN's γ and its gradients on PTB in their own words: supplementary Table 7 (γ held
 at 1 and at 0.958), §3 on regularizing γ, and the supplement's gradient claims, as :class:`~.rules.Claim` rows
-from the judgements of :mod:`.verdicts`."""
+from the judgements of :mod:`.gamma_verdicts`."""
 from __future__ import annotations
 
 import math
 
-from . import verdicts as judge
+from . import gamma_verdicts as judge
 from .comparisons import _needs, relation
 from .paper import GAMMA_HELD, GAMMA_ONE, PAPER_GAMMA
 from .rules import FAILS, HOLDS, NOT_JUDGED, UNJUDGED, UNTESTED, Claim
@@ -70,8 +70,8 @@ def _gamma_held_claim(bpc: dict, bptt: int, scope: str) -> Claim:
 
 def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") -> Claim:
     """§3: regularization on γ "yields the best results with most stable training", against γ held at 1 and at
-    0.958 (:func:`.verdicts.regularization`).  ``bpc``: test bpc per label, γ = 1 over the runs that converged (its
-    ``failed`` the runs that did not); ``spikes``: each run's largest training gradient norm over its median."""
+    0.958 (:func:`.gamma_verdicts.regularization`).  ``bpc``: test bpc per label, γ = 1 over the runs that converged
+    (its ``failed`` the runs that did not); ``spikes``: each run's largest training gradient norm over its median."""
     j = judge.regularization(bpc, spikes)
     labels = judge.REGULARIZED
     claim = (f"PTB (T_PTB = {bptt}): \"allowing eigenvalues to deviate slightly from the unit circle throughout "
@@ -92,7 +92,7 @@ def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") ->
 # --------------------------------------------------------------------------------------------- gradients
 def all_or_nothing_claim(runs: list[tuple], bptt: int, scope: str = "") -> Claim:
     """Supplement: "gradient explosion leading to diverging training runs appears to be an all-or-nothing event"
-    (:func:`.verdicts.all_or_nothing`)."""
+    (:func:`.gamma_verdicts.all_or_nothing`)."""
     j = judge.all_or_nothing(runs)
     claim = (f"PTB (T_PTB = {bptt}): \"gradient explosion leading to diverging training runs appears to be an "
              "all-or-nothing event\" (nnRNN with γ regularized and held)")
@@ -115,7 +115,7 @@ def all_or_nothing_claim(runs: list[tuple], bptt: int, scope: str = "") -> Claim
 
 def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation and throughout
-    training" (:func:`.verdicts.gradient`)."""
+    training" (:func:`.gamma_verdicts.gradient`)."""
     j = judge.gradient(spikes, threshold)
     claim = (f"PTB (T_PTB = {bptt}): \"gradient norms behave nicely during backpropagation and throughout "
              "training\" (nnRNN with γ regularized and held at 0.958; judged on each run's largest training gradient "
@@ -142,7 +142,7 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scop
 def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation", its figure's
     "growing polynomially", and §3's "gradients explode polynomially in time rather than exponentially"
-    (:func:`.verdicts.backprop`)."""
+    (:func:`.gamma_verdicts.backprop`)."""
     j = judge.backprop(norms)
     claim = (f"PTB (T_PTB = {bptt}): \"gradient norms behave nicely during backpropagation\" (the supplement's figure: "
              "\"growing polynomially\"; §3: \"gradients explode polynomially in time rather than exponentially\")")

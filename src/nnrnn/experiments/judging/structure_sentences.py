@@ -1,16 +1,16 @@
 """The paper's claims on what nnRNN learned (§4.3, Fig. 3 and the supplement: Θ's lower triangle, the angles,
 the delay line, the eigenvalues' moduli) in their own words, as :class:`~.rules.Claim` rows from the judgements
-of :mod:`.verdicts`."""
+of :mod:`.structure_verdicts`."""
 from __future__ import annotations
 
-from . import verdicts as judge
+from . import structure_verdicts as judge
 from .comparisons import relation
 from .rules import UNEQUAL, UNTESTED, Claim, rule
 
 
 # --------------------------------------------------------------------------------------------- learned structure
 def structure_claims(learned: dict, sizes: dict | None = None) -> list[Claim]:
-    """§4.3 and the supplement on what nnRNN learned (:func:`.verdicts.structure_judgements`)."""
+    """§4.3 and the supplement on what nnRNN learned (:func:`.structure_verdicts.structure_judgements`)."""
     triangle, order_, uniform, aligned, delay, modulus = judge.structure_judgements(learned, sizes)
     return [_triangle_claim(triangle), _order_claim(order_), *_angle_claims(uniform, aligned), _delay_claim(delay),
             _modulus_claim(modulus)]

@@ -1,6 +1,6 @@
 """The paper's claims on its tasks in their own words: copy (§4.1, Fig. 2), psMNIST (§4.1), PTB (Table 1,
 supplementary Table 2, §4.2 on gated networks) and the gap to expRNN (§4.2); each ``*_claim(s)`` function takes
-the numbers a claim is judged on, asks :mod:`.verdicts` for its judgement and returns :class:`~.rules.Claim` rows
+the numbers a claim is judged on, asks :mod:`.task_verdicts` for its judgement and returns :class:`~.rules.Claim` rows
 (the claim, the paper's numbers, this grid's, the verdict).
 
 Each row's ``here`` can end with this scale's size (``scope``), beside the paper's N = 512 / 1024.  The names of the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from . import verdicts as judge
+from . import task_verdicts as judge
 from .comparisons import _needs, _versus
 from .paper import NON_GATED, ORTHOGONAL, PAPER_LSTM_BPC, PAPER_PTB_ACCURACY, PAPER_PTB_BPC
 from .rules import UNTESTED, Claim
@@ -19,7 +19,7 @@ from .words import _join, _paper, _said, _scoped, _show_bpc, _show_speed, column
 
 # --------------------------------------------------------------------------------------------- copy
 def copy_claims(loss: dict, speed: dict, baseline: float, column: str, scope: str = "") -> list[Claim]:
-    """Main text §4.1 on the copy task in one column (:func:`.verdicts.copy_judgements`)."""
+    """Main text §4.1 on the copy task in one column (:func:`.task_verdicts.copy_judgements`)."""
     where = "N = 128, Fig. 2" if column == "hidden" else "18.9K parameters, supplement"
     title = f"copy ({column_words(column)}): "
     orth, matched, lstm_rnn = judge.copy_judgements(loss, speed, baseline)
@@ -106,7 +106,7 @@ _COPY_COLUMNS = "copy: \"We see little difference if we match the number of para
 
 
 def copy_columns_claim(hidden: dict, params: dict, scope: str = "") -> Claim:
-    """§4.1: "We see little difference if we match the number of parameters" (:func:`.verdicts.copy_columns`)."""
+    """§4.1: "We see little difference if we match the number of parameters" (:func:`.task_verdicts.copy_columns`)."""
     j = judge.copy_columns(hidden, params)
     paper = "Fig. 2 against the supplement's Fig. at 18.9K parameters"
     if j.verdict == UNTESTED:
@@ -124,7 +124,7 @@ def _show_acc(stat) -> str:
 
 def psmnist_claim(accuracy: dict, column: str, scope: str = "") -> Claim:
     """§4.1: "the nnRNN matches orthogonal RNNs in performance, whereas RNN and LSTM show lesser performances"
-    (:func:`.verdicts.psmnist`)."""
+    (:func:`.task_verdicts.psmnist`)."""
     j = judge.psmnist(accuracy)
     where = "N = 512, Fig. 2" if column == "hidden" else "269K parameters, supplement"
     if j.verdict == UNTESTED:
@@ -198,7 +198,7 @@ def _nnrnn_best(j: judge.NnrnnBest, paper: dict) -> tuple[str, str, str]:
 
 def gated_claim(bpc: dict, bptt: int, scope: str = "") -> Claim:
     """§4.2: "Gated networks are well-suited for such tasks, and we could get an LSTM with N = 1024 hidden units to
-    achieve 1.37 ± 0.003 BPC", against Table 1's non-gated models at N = 1024 (:func:`.verdicts.gated`).  The
+    achieve 1.37 ± 0.003 BPC", against Table 1's non-gated models at N = 1024 (:func:`.task_verdicts.gated`).  The
     N = 1024 figure itself is the paper's size, which ``scope`` says."""
     j = judge.gated(bpc)
     paper = PAPER_PTB_BPC[(bptt, "hidden")] if (bptt, "hidden") in PAPER_PTB_BPC else {}
@@ -222,9 +222,9 @@ def gap_claims(bpc150: dict, bpc300: dict, scope: str = "") -> list[Claim]:
     of test bpc} at T_PTB = 150 and 300 (the shape :func:`nnrnn.experiments.reporting.collect.results` gives).  The
     gap is
     expRNN − nnRNN (positive: nnRNN better), its s.e. sqrt(se_e² + se_n²).  One claim per column given: the
-    gap "appreciatively improves" at T_PTB = 300 (:func:`.verdicts.gap_change`); and, when both columns are given,
+    gap "appreciatively improves" at T_PTB = 300 (:func:`.task_verdicts.gap_change`); and, when both columns are given,
     one claim that at each T_PTB the gap at fixed hidden units is clearly larger than at the fixed parameter count
-    (:func:`.verdicts.hidden_gap`)."""
+    (:func:`.task_verdicts.hidden_gap`)."""
     columns = [c for c in ("params", "hidden") if bpc150.get(c) or bpc300.get(c)]
     claims = [_gap_change_claim(bpc150.get(c, {}), bpc300.get(c, {}), c, scope) for c in columns]
     if len(columns) == 2:
@@ -239,7 +239,7 @@ def _show_gap(gap: Stat) -> str:
 
 
 def _gap_words(small: Stat, large: Stat, change: int | None) -> str:
-    """``large`` against ``small`` (:func:`.verdicts.gap_order`), with the rule's margin when not clearly
+    """``large`` against ``small`` (:func:`.task_verdicts.gap_order`), with the rule's margin when not clearly
     different."""
     if change is None:
         return "not comparable (every expRNN seed diverged in both)"
