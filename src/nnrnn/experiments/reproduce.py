@@ -47,7 +47,9 @@ from .planning.cost import estimate
 from .planning.placement import CPU, Slots, check_devices, check_present, slot_devices, visible_devices
 from .reporting.compact import materialize
 from .reporting.report import report_of, write_report
-from .planning.sweep import EQUAL, default_storage, run_sweep, span
+from .planning.searching import EQUAL, span
+from .planning.storage import default_storage
+from .planning.sweep import run_sweep
 
 
 def run_log(folder: Path) -> Path:

@@ -39,7 +39,7 @@ from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finishe
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
 from ..judging.statistics import Stat, below_value, margin
-from ..judging.sentences import compare
+from ..judging.comparisons import compare
 from ..judging.words import name, title
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED
