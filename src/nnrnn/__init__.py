@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from . import parametrizations
-from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,
+import torch
+
+from .dependencies import check_torch
+
+check_torch(torch.__version__)  # before the models: an older torch fails on them with a traceback of its own
+from . import parametrizations  # noqa: E402
+from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,  # noqa: E402
                      NonNormalLRU, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for,
                      param_groups, parameter_count, regularization)
-from .serialization import allow_weights_only_loading
+from .serialization import allow_weights_only_loading  # noqa: E402
 
 try:  # the version is pyproject.toml's, read from the installed package's metadata
     __version__ = importlib.metadata.version("nnrnn")
