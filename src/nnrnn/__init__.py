@@ -11,6 +11,7 @@ import importlib.metadata
 
 import torch
 
+from . import environment  # noqa: F401 - before the check, so that the command line can read NNRNN_DEBUG after it
 from .dependencies import check_torch
 
 check_torch(torch.__version__)  # before the models: an older torch fails on them with a traceback of its own

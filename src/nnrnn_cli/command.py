@@ -160,8 +160,9 @@ def _report(exc: BaseException) -> int | None:
     if isinstance(exc, errors.Interrupted):
         print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
         return exc.exit_code
-    from nnrnn.environment import flag
-    if flag("NNRNN_DEBUG"):
+    # from sys.modules: after a failed `import nnrnn` (an older torch) importing nnrnn.environment would fail again
+    environment = sys.modules.get("nnrnn.environment") or importlib.import_module("nnrnn.environment")
+    if environment.flag("NNRNN_DEBUG"):
         raise exc
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     print(f"nnrnn: error: {message}", file=sys.stderr)
