@@ -1,7 +1,8 @@
 """The recurrent models of the paper behind one constructor, :func:`create`.
 
 Adding a model is one file in this package (a subclass of :class:`~nnrnn.models.base.RecurrentModel` for a
-non-gated one) and one line in :data:`MODELS`.
+non-gated one), one line in :data:`MODELS`, and its cell in :mod:`nnrnn.models.stepcells` with a line in
+:data:`CELLS`.
 """
 from __future__ import annotations
 

@@ -128,8 +128,8 @@ class FusedRecurrence(torch.autograd.Function):
 # ----------------------------------------------------------------------------- as a torch.library op
 # torch.compile and torch.export cannot trace the loops (compiled C++, or data-dependent choices), so while
 # compiling the recurrence is one opaque custom op with a shape function and this same backward.  Each op's schema
-# is written out, not inferred from the annotations: the torch versions nnrnn supports before 2.7 cannot read them
-# as strings (`from __future__ import annotations`), nor `list[torch.Tensor]` (docs/design.md, "Supported torch").
+# is written out, not inferred from the annotations: torch 2.4.1 cannot read them as strings (`from __future__
+# import annotations`), 2.6.0 not `list[torch.Tensor]` (docs/design.md, "Supported torch").
 
 _KINDS = {kind: name for name, kind in loops.KIND.items()}
 
