@@ -171,3 +171,17 @@ def test_a_users_own_loop_trains_an_nnrnn_cell_with_its_penalty_and_orthogonal_r
         value.backward()
         optimizer.step()
     assert loss().item() < 0.8 * first
+
+
+def test_an_lstm_cell_with_a_projection_steps_as_its_layer():
+    layer, cell = pair("lstm", proj_size=2)
+    x = torch.randn(5, 3, 3, dtype=D64)
+    out, (h_n, c_n) = layer(x)
+    hx = None
+    for x_t in x:
+        hx = cell(x_t, hx)
+    assert hx[0].shape == (3, 2) and hx[1].shape == (3, 4)
+    torch.testing.assert_close(hx[0], out[-1], rtol=0, atol=1e-10)
+    torch.testing.assert_close(hx[1], c_n[0], rtol=0, atol=1e-10)
+    with pytest.raises(RuntimeError):  # h_0 as wide as hidden_size: the projection's width is due
+        cell(x[0], (torch.zeros(3, 4, dtype=D64), torch.zeros(3, 4, dtype=D64)))

@@ -156,6 +156,9 @@ class LSTMCell(GatedCell, LSTM):
 
     STATE_NAMES = ("h", "c")
 
+    def state_widths(self) -> tuple[int, ...]:
+        return (self.proj_size or self.hidden_size, self.hidden_size)  # h is proj_size wide with a projection
+
 
 class GRUCell(GatedCell, GRU):
     """One step of :class:`~nnrnn.GRU`."""
