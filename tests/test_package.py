@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -98,8 +99,12 @@ def test_import_nnrnn_loads_no_compiler_machinery():
 @pytest.mark.subprocess
 def test_the_source_distribution_carries_the_license_and_the_citation(tmp_path):
     pytest.importorskip("setuptools", minversion="77")  # pyproject.toml's license needs it
+    tree = tmp_path / "tree"  # a copy: the build writes an egg-info beside the sources, which stay untouched
+    shutil.copytree(REPO / "src", tree / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CITATION.cff", "MANIFEST.in"):
+        shutil.copy(REPO / name, tree / name)
     code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(tmp_path)!r}))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tree)
     assert result.returncode == 0, result.stderr
     with tarfile.open(tmp_path / result.stdout.strip().splitlines()[-1]) as sdist:
         names = {Path(*Path(n).parts[1:]).as_posix() for n in sdist.getnames()}
