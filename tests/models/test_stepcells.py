@@ -185,3 +185,15 @@ def test_an_lstm_cell_with_a_projection_steps_as_its_layer():
     torch.testing.assert_close(hx[1], c_n[0], rtol=0, atol=1e-10)
     with pytest.raises(RuntimeError):  # h_0 as wide as hidden_size: the projection's width is due
         cell(x[0], (torch.zeros(3, 4, dtype=D64), torch.zeros(3, 4, dtype=D64)))
+
+
+@pytest.mark.parametrize("name", ["nnrnn", "lstm", "lru"])
+def test_a_cell_saved_whole_loads_with_a_plain_torch_load(name):
+    import io
+    _, cell = pair(name)
+    buffer = io.BytesIO()
+    torch.save(cell, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)  # weights_only=True, torch's default: the cells are on its allow-list
+    x = torch.randn(2, 3, dtype=D64)
+    torch.testing.assert_close(loaded(x), cell(x), rtol=0, atol=0)
