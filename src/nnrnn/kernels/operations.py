@@ -4,7 +4,8 @@ tensors' device, dtype and shape, then runs it.
 torch.mm goes to MKL's sgemm; oneDNN's inner-product kernel (:mod:`nnrnn.kernels.onednn`) is faster at some
 shapes on some processors.  :func:`matmul` (composing V) and :func:`linear` (the input projection of every step)
 choose between the two; :func:`choose_loops` chooses the loops of the fused recurrence
-(:mod:`nnrnn.kernels.loops`); :func:`choose_scan` a model's parallel scan over time or its loop;
+(:mod:`nnrnn.kernels.loops`); :func:`choose_cells` a gated or oscillator cell's compiled loop or its Python one;
+:func:`choose_scan` a model's parallel scan over time or its loop;
 :func:`fixed_exponential_plan` and :func:`givens_chunks` the matrix exponential's
 plan and EURNN's composition.  Tensors on other devices and in other dtypes always use torch.
 """
@@ -20,6 +21,16 @@ def choose_loops(h: torch.Tensor, nonlinearity: str | None = "relu") -> str:
     """COMPILED, ONEDNN or ATEN for outputs h (T × B × N): the kernel policy's choice for h's device, dtype and
     (B, N) (benchmarks/recurrence_loops.py and benchmarks/kernel_policy.py time them)."""
     return policy.policy_for(h).loops(h.shape[1], h.shape[2], nonlinearity)
+
+
+def choose_cells(like: torch.Tensor, cell: str) -> str:
+    """COMPILED or TORCH for the time loop of a gated or oscillator ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``) whose
+    parameters are like ``like``: the kernel policy's choice for its device and dtype
+    (:meth:`nnrnn.kernels.policy.KernelPolicy.cells`); TORCH while torch.compile or torch.export traces (the
+    compiled loops are not traceable, the Python loop is)."""
+    if torch.compiler.is_compiling():
+        return settings.TORCH
+    return policy.policy_for(like).cells(cell)
 
 
 def choose_scan(x: torch.Tensor, width: int, scanned: Scanned) -> bool:
