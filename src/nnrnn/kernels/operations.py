@@ -84,3 +84,18 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         flat = onednn.kernel()(x.reshape(rows, x.shape[-1]), weight, bias, "none", [], "")
         return flat.view(*x.shape[:-1], weight.shape[0])
     return torch.nn.functional.linear(x, weight, bias).contiguous()
+
+
+def step_products(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """gᵀ x (M × K) from g (R × M) and x (R × K), R = steps · batch: a weight's gradient summed over every step
+    (no autograd).  By oneDNN for float32 CPU tensors where oneDNN is preferred (AVX-512,
+    :func:`nnrnn.kernels.policy.onednn_preferred`): at the cells' shapes, a long sum over R into a small
+    matrix, MKL's sgemm ran at a third of its speed on the AMD EPYC host (about 900 µs for R = 3200, M = 192,
+    K = 64, oneDNN 370 µs); by torch.mm otherwise."""
+    if g.device.type == "cpu" and g.dtype == torch.float32 and x.dtype == g.dtype and g.shape[0] > 0 \
+            and not torch.compiler.is_compiling() and onednn.kernel() is not None \
+            and policy.onednn_preferred(policy.policy_for(g).settings):
+        # oneDNN's linear(X, W) = X Wᵀ with X = xᵀ (copied contiguous, as oneDNN would) and W = gᵀ, the transpose
+        # of a contiguous g (given rows with gaps, a slice of a wider tensor, oneDNN took seconds)
+        return onednn.kernel()(x.t().contiguous(), g.contiguous().t(), None, "none", [], "").t().contiguous()
+    return torch.mm(g.t(), x)

@@ -27,7 +27,7 @@ import torch
 
 from ..kernels import extension
 from ..kernels.autograd import first_order_only
-from ..kernels.operations import linear
+from ..kernels.operations import linear, step_products
 
 _INSTEAD = "; the Python loop (float64, or NNRNN_CPP=0) runs through autograd, which supports them"
 
@@ -84,7 +84,7 @@ class GRULoop(torch.autograd.Function):
         _loops().gru_backward(grad_h.contiguous(), h, h0, gates, weight_hh.contiguous(), grad_in, grad_rec, carry)
         grad_x, grad_wi, grad_bi = _input_grads(grad_in, inputs, weight_ih, need_x, need_wi,
                                                 need_bi and ctx.has_bias)
-        grad_wh = torch.mm(_flat(grad_rec).t(), _flat(_previous(h, h0))) if need_wh else None
+        grad_wh = step_products(_flat(grad_rec), _flat(_previous(h, h0))) if need_wh else None
         grad_bh = _flat(grad_rec).sum(0) if need_bh and ctx.has_bias else None
         return grad_x, carry if need_h0 else None, grad_wi, grad_wh, grad_bi, grad_bh
 
@@ -116,7 +116,7 @@ class CoRNNLoop(torch.autograd.Function):
                                 *ctx.constants)
         grad_x, grad_wi, grad_b = _input_grads(grad_pre, inputs, weight_ih, need_x, need_wi,
                                                need_b and ctx.has_bias)
-        grad_wh = torch.mm(_flat(grad_pre).t(), _flat(_previous(states, s0))) if need_wh else None
+        grad_wh = step_products(_flat(grad_pre), _flat(_previous(states, s0))) if need_wh else None
         return grad_x, carry if need_s0 else None, grad_wi, grad_wh, grad_b, None, None, None, None
 
 
@@ -151,9 +151,9 @@ class LEMLoop(torch.autograd.Function):
         if need_wh:  # W_hh's rows [W_2; W_1; W_z] act on y_{t-1} for the gates of y and z and z's drive
             y_prev = _flat(_previous(states, s0)[..., :n])
             grad_rec = torch.cat([grad_pre[..., :2 * n], grad_pre[..., 3 * n:]], -1)
-            grad_wh = torch.mm(_flat(grad_rec).t(), y_prev)
+            grad_wh = step_products(_flat(grad_rec), y_prev)
         if need_wzy:  # W_y acts on z_t for y's drive
-            grad_wzy = torch.mm(_flat(grad_pre[..., 2 * n:3 * n]).t(), _flat(states[..., n:]))
+            grad_wzy = step_products(_flat(grad_pre[..., 2 * n:3 * n]), _flat(states[..., n:]))
         return grad_x, carry if need_s0 else None, grad_wi, grad_wh, grad_wzy, grad_b, None
 
 
