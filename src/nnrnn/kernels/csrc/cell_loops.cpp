@@ -18,6 +18,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace {
 
@@ -25,25 +26,38 @@ namespace {
 // has more than one thread; below it the micro-kernel on one thread, which costs far less per call.
 constexpr int64_t THREADED_WORK = int64_t(1) << 21;
 
-// c (rows × cols, ld ldc) += a (rows × k, ld lda) · b (k × cols, ld ldb), all row-major float32.
-void gemm_acc(int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-              float* c, int64_t ldc) {
-  if (rows * cols * k >= THREADED_WORK && at::get_num_threads() > 1) {
-    auto ct = at::from_blob(c, {rows, cols}, {ldc, 1}, at::kFloat);
-    ct.addmm_(at::from_blob(const_cast<float*>(a), {rows, k}, {lda, 1}, at::kFloat),
-              at::from_blob(const_cast<float*>(b), {k, cols}, {ldb, 1}, at::kFloat));
+template <typename T> constexpr at::ScalarType scalar_type();
+template <> constexpr at::ScalarType scalar_type<float>() { return at::kFloat; }
+template <> constexpr at::ScalarType scalar_type<double>() { return at::kDouble; }
+
+template <typename T>
+inline at::Tensor block(T* p, int64_t rows, int64_t cols, int64_t ld) {
+  return at::from_blob(p, {rows, cols}, {ld, 1}, scalar_type<T>());
+}
+
+// c (rows × cols, ld ldc) += a (rows × k, ld lda) · b (k × cols, ld ldb), all row-major.  Float64 (which the
+// models never run here: it is for the tests' gradcheck of the same loops) always by torch's addmm.
+template <typename T>
+void gemm_acc(int64_t rows, int64_t cols, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+              T* c, int64_t ldc) {
+  if (std::is_same_v<T, double> || (rows * cols * k >= THREADED_WORK && at::get_num_threads() > 1)) {
+    block(c, rows, cols, ldc)
+        .addmm_(block(const_cast<T*>(a), rows, k, lda), block(const_cast<T*>(b), k, cols, ldb));
     return;
   }
-  at::native::cpublas::brgemm(rows, cols, k, lda, ldb, ldc, /*add_C=*/true, a, b, c, /*is_vnni=*/false);
+  if constexpr (std::is_same_v<T, float>)
+    at::native::cpublas::brgemm(rows, cols, k, lda, ldb, ldc, /*add_C=*/true, a, b, c, /*is_vnni=*/false);
 }
 
-inline at::Tensor block(float* p, int64_t rows, int64_t cols, int64_t ld) {
-  return at::from_blob(p, {rows, cols}, {ld, 1}, at::kFloat);
+template <typename T>
+void release() {
+  if constexpr (std::is_same_v<T, float>) at::native::cpublas::brgemm_release(/*is_vnni=*/false);
 }
 
+template <typename T>
 void check(const at::Tensor& t, const char* name, std::initializer_list<int64_t> sizes) {
-  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(), name,
-              " must be a contiguous float32 CPU tensor");
+  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == scalar_type<T>() && t.is_contiguous(), name,
+              " must be a contiguous CPU tensor of ", scalar_type<T>());
   TORCH_CHECK(t.sizes() == at::IntArrayRef(sizes), name, " has shape ", t.sizes(), ", expected ",
               at::IntArrayRef(sizes));
 }
@@ -53,86 +67,88 @@ void check(const at::Tensor& t, const char* name, std::initializer_list<int64_t>
 // ------------------------------------------------------------------------------------------------ GRU
 // xp (T, B, 3N): W_ih x_t + b_ih.  h (T, B, N) receives h_t; gates (T, B, 4N) receives [r, z, W_hn h + b_hn, n].
 // wt = W_hhᵀ (N, 3N); bias = b_hh (3N) or empty.
-void gru_forward(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
-                 at::Tensor h, at::Tensor gates) {
+template <typename T>
+void gru_forward_impl(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
+                      at::Tensor h, at::Tensor gates) {
   const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
-  check(xp, "xp", {steps, batch, 3 * n});
-  check(h0, "h0", {batch, n});
-  check(wt, "wt", {n, 3 * n});
-  check(h, "h", {steps, batch, n});
-  check(gates, "gates", {steps, batch, 4 * n});
-  const float* b = bias.numel() ? bias.data_ptr<float>() : nullptr;
-  if (b) check(bias, "bias", {3 * n});
-  const float* w = wt.data_ptr<float>();
-  const float* prev = h0.data_ptr<float>();
+  check<T>(xp, "xp", {steps, batch, 3 * n});
+  check<T>(h0, "h0", {batch, n});
+  check<T>(wt, "wt", {n, 3 * n});
+  check<T>(h, "h", {steps, batch, n});
+  check<T>(gates, "gates", {steps, batch, 4 * n});
+  const T* b = bias.numel() ? bias.data_ptr<T>() : nullptr;
+  if (b) check<T>(bias, "bias", {3 * n});
+  const T* w = wt.data_ptr<T>();
+  const T* prev = h0.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    const float* x = xp.data_ptr<float>() + t * batch * 3 * n;
-    float* g = gates.data_ptr<float>() + t * batch * 4 * n;
-    float* out = h.data_ptr<float>() + t * batch * n;
+    const T* x = xp.data_ptr<T>() + t * batch * 3 * n;
+    T* g = gates.data_ptr<T>() + t * batch * 4 * n;
+    T* out = h.data_ptr<T>() + t * batch * n;
     for (int64_t r = 0; r < batch; ++r) {
-      float* row = g + r * 4 * n;
-      if (b) std::copy(b, b + 3 * n, row); else std::fill(row, row + 3 * n, 0.f);
+      T* row = g + r * 4 * n;
+      if (b) std::copy(b, b + 3 * n, row); else std::fill(row, row + 3 * n, T(0));
     }
-    gemm_acc(batch, 3 * n, n, prev, n, w, 3 * n, g, 4 * n);  // [W_hr h, W_hz h, W_hn h] + b_hh
+    gemm_acc<T>(batch, 3 * n, n, prev, n, w, 3 * n, g, 4 * n);  // [W_hr h, W_hz h, W_hn h] + b_hh
     for (int64_t r = 0; r < batch; ++r) {
-      float* __restrict row = g + r * 4 * n;
-      const float* __restrict xr = x + r * 3 * n;
+      T* __restrict row = g + r * 4 * n;
+      const T* __restrict xr = x + r * 3 * n;
       for (int64_t j = 0; j < 2 * n; ++j) row[j] = xr[j] + row[j];
     }
-    block(g, batch, 2 * n, 4 * n).sigmoid_();
+    block<T>(g, batch, 2 * n, 4 * n).sigmoid_();
     for (int64_t r = 0; r < batch; ++r) {
-      float* __restrict row = g + r * 4 * n;
-      const float* __restrict xr = x + r * 3 * n;
+      T* __restrict row = g + r * 4 * n;
+      const T* __restrict xr = x + r * 3 * n;
       for (int64_t j = 0; j < n; ++j) row[3 * n + j] = xr[2 * n + j] + row[j] * row[2 * n + j];
     }
-    block(g + 3 * n, batch, n, 4 * n).tanh_();
+    block<T>(g + 3 * n, batch, n, 4 * n).tanh_();
     for (int64_t r = 0; r < batch; ++r) {
-      const float* __restrict row = g + r * 4 * n;
-      const float* __restrict hp = prev + r * n;
-      float* __restrict hr = out + r * n;
+      const T* __restrict row = g + r * 4 * n;
+      const T* __restrict hp = prev + r * n;
+      T* __restrict hr = out + r * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float z = row[n + j], nn = row[3 * n + j];
-        hr[j] = (1.f - z) * nn + z * hp[j];
+        const T z = row[n + j], nn = row[3 * n + j];
+        hr[j] = (T(1) - z) * nn + z * hp[j];
       }
     }
     prev = out;
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
 }
 
 // From grad_h = ∂L/∂h_t (T, B, N): dxp (T, B, 3N) = ∂L/∂(W_ih x_t + b_ih), da (T, B, 3N) = ∂L/∂(W_hh h_{t-1} +
 // b_hh), and carry (B, N, zeroed) = ∂L/∂h_0.  w = W_hh (3N, N).
-void gru_backward(const at::Tensor& grad_h, const at::Tensor& h, const at::Tensor& h0, const at::Tensor& gates,
-                  const at::Tensor& w, at::Tensor dxp, at::Tensor da, at::Tensor carry) {
+template <typename T>
+void gru_backward_impl(const at::Tensor& grad_h, const at::Tensor& h, const at::Tensor& h0, const at::Tensor& gates,
+                       const at::Tensor& w, at::Tensor dxp, at::Tensor da, at::Tensor carry) {
   const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
-  check(grad_h, "grad_h", {steps, batch, n});
-  check(h, "h", {steps, batch, n});
-  check(h0, "h0", {batch, n});
-  check(gates, "gates", {steps, batch, 4 * n});
-  check(w, "w", {3 * n, n});
-  check(dxp, "dxp", {steps, batch, 3 * n});
-  check(da, "da", {steps, batch, 3 * n});
-  check(carry, "carry", {batch, n});
-  float* c = carry.data_ptr<float>();
+  check<T>(grad_h, "grad_h", {steps, batch, n});
+  check<T>(h, "h", {steps, batch, n});
+  check<T>(h0, "h0", {batch, n});
+  check<T>(gates, "gates", {steps, batch, 4 * n});
+  check<T>(w, "w", {3 * n, n});
+  check<T>(dxp, "dxp", {steps, batch, 3 * n});
+  check<T>(da, "da", {steps, batch, 3 * n});
+  check<T>(carry, "carry", {batch, n});
+  T* c = carry.data_ptr<T>();
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const float* gh = grad_h.data_ptr<float>() + t * batch * n;
-    const float* g = gates.data_ptr<float>() + t * batch * 4 * n;
-    const float* prev = t ? h.data_ptr<float>() + (t - 1) * batch * n : h0.data_ptr<float>();
-    float* dx = dxp.data_ptr<float>() + t * batch * 3 * n;
-    float* dr = da.data_ptr<float>() + t * batch * 3 * n;
+    const T* gh = grad_h.data_ptr<T>() + t * batch * n;
+    const T* g = gates.data_ptr<T>() + t * batch * 4 * n;
+    const T* prev = t ? h.data_ptr<T>() + (t - 1) * batch * n : h0.data_ptr<T>();
+    T* dx = dxp.data_ptr<T>() + t * batch * 3 * n;
+    T* dr = da.data_ptr<T>() + t * batch * 3 * n;
     for (int64_t b = 0; b < batch; ++b) {
-      const float* __restrict row = g + b * 4 * n;
-      const float* __restrict hp = prev + b * n;
-      const float* __restrict ghr = gh + b * n;
-      float* __restrict cr = c + b * n;
-      float* __restrict dxr = dx + b * 3 * n;
-      float* __restrict dar = dr + b * 3 * n;
+      const T* __restrict row = g + b * 4 * n;
+      const T* __restrict hp = prev + b * n;
+      const T* __restrict ghr = gh + b * n;
+      T* __restrict cr = c + b * n;
+      T* __restrict dxr = dx + b * 3 * n;
+      T* __restrict dar = dr + b * 3 * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float r = row[j], z = row[n + j], an = row[2 * n + j], nn = row[3 * n + j];
-        const float dh = ghr[j] + cr[j];
-        const float dn = dh * (1.f - z) * (1.f - nn * nn);  // ∂L/∂(pre-activation of n)
-        const float dz = dh * (hp[j] - nn) * z * (1.f - z);
-        const float drr = dn * an * r * (1.f - r);
+        const T r = row[j], z = row[n + j], an = row[2 * n + j], nn = row[3 * n + j];
+        const T dh = ghr[j] + cr[j];
+        const T dn = dh * (T(1) - z) * (T(1) - nn * nn);  // ∂L/∂(pre-activation of n)
+        const T dz = dh * (hp[j] - nn) * z * (T(1) - z);
+        const T drr = dn * an * r * (T(1) - r);
         dxr[j] = drr;
         dxr[n + j] = dz;
         dxr[2 * n + j] = dn;
@@ -142,37 +158,38 @@ void gru_backward(const at::Tensor& grad_h, const at::Tensor& h, const at::Tenso
         cr[j] = dh * z;
       }
     }
-    gemm_acc(batch, n, 3 * n, dr, 3 * n, w.data_ptr<float>(), n, c, n);  // + da_t W_hh
+    gemm_acc<T>(batch, n, 3 * n, dr, 3 * n, w.data_ptr<T>(), n, c, n);  // + da_t W_hh
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
 }
 
 // ------------------------------------------------------------------------------------------------ coRNN
 // drive (T, B, N): V u_t + b on entry, tanh(V u_t + b + W_hh [y, z]_{t-1}) on exit.  s (T, B, 2N) receives
 // [y_t, z_t]; s0 (B, 2N); wt = W_hhᵀ (2N, N).
-void cornn_forward(at::Tensor drive, const at::Tensor& s0, const at::Tensor& wt, at::Tensor s, double dt,
-                   double gamma, double epsilon, bool implicit) {
+template <typename T>
+void cornn_forward_impl(at::Tensor drive, const at::Tensor& s0, const at::Tensor& wt, at::Tensor s, double dt,
+                        double gamma, double epsilon, bool implicit) {
   const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
-  check(drive, "drive", {steps, batch, n});
-  check(s0, "s0", {batch, 2 * n});
-  check(wt, "wt", {2 * n, n});
-  check(s, "s", {steps, batch, 2 * n});
-  const float fdt = dt, fgamma = gamma, fepsilon = epsilon, scale = 1.0 + dt * epsilon;
-  const float* prev = s0.data_ptr<float>();
+  check<T>(drive, "drive", {steps, batch, n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(wt, "wt", {2 * n, n});
+  check<T>(s, "s", {steps, batch, 2 * n});
+  const T fdt = dt, fgamma = gamma, fepsilon = epsilon, scale = 1.0 + dt * epsilon;
+  const T* prev = s0.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    float* d = drive.data_ptr<float>() + t * batch * n;
-    float* out = s.data_ptr<float>() + t * batch * 2 * n;
-    gemm_acc(batch, n, 2 * n, prev, 2 * n, wt.data_ptr<float>(), n, d, n);
-    block(d, batch, n, n).tanh_();
+    T* d = drive.data_ptr<T>() + t * batch * n;
+    T* out = s.data_ptr<T>() + t * batch * 2 * n;
+    gemm_acc<T>(batch, n, 2 * n, prev, 2 * n, wt.data_ptr<T>(), n, d, n);
+    block<T>(d, batch, n, n).tanh_();
     for (int64_t b = 0; b < batch; ++b) {
-      const float* __restrict dr = d + b * n;
-      const float* __restrict y = prev + b * 2 * n;
-      const float* __restrict z = y + n;
-      float* __restrict yo = out + b * 2 * n;
-      float* __restrict zo = yo + n;
+      const T* __restrict dr = d + b * n;
+      const T* __restrict y = prev + b * 2 * n;
+      const T* __restrict z = y + n;
+      T* __restrict yo = out + b * 2 * n;
+      T* __restrict zo = yo + n;
       for (int64_t j = 0; j < n; ++j) {
         // in the reference's order of operations (nnrnn/models/cornn.py)
-        const float zn = implicit ? (z[j] + fdt * (dr[j] - fgamma * y[j])) / scale
+        const T zn = implicit ? (z[j] + fdt * (dr[j] - fgamma * y[j])) / scale
                                   : z[j] + fdt * (dr[j] - fgamma * y[j] - fepsilon * z[j]);
         zo[j] = zn;
         yo[j] = y[j] + fdt * zn;
@@ -180,147 +197,190 @@ void cornn_forward(at::Tensor drive, const at::Tensor& s0, const at::Tensor& wt,
     }
     prev = out;
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
 }
 
 // From grad_s = ∂L/∂[y_t, z_t] (T, B, 2N) and the forward's drive: dpre (T, B, N) = ∂L/∂(pre-activation of the
 // drive), carry (B, 2N, zeroed) = ∂L/∂[y_0, z_0].  w = W_hh (N, 2N).
-void cornn_backward(const at::Tensor& grad_s, const at::Tensor& drive, const at::Tensor& w, at::Tensor dpre,
-                    at::Tensor carry, double dt, double gamma, double epsilon, bool implicit) {
+template <typename T>
+void cornn_backward_impl(const at::Tensor& grad_s, const at::Tensor& drive, const at::Tensor& w, at::Tensor dpre,
+                         at::Tensor carry, double dt, double gamma, double epsilon, bool implicit) {
   const int64_t steps = drive.size(0), batch = drive.size(1), n = drive.size(2);
-  check(grad_s, "grad_s", {steps, batch, 2 * n});
-  check(w, "w", {n, 2 * n});
-  check(dpre, "dpre", {steps, batch, n});
-  check(carry, "carry", {batch, 2 * n});
-  const float fdt = dt, fgamma = gamma, keep_z = implicit ? 1.0 : 1.0 - dt * epsilon;
-  const float inverse = implicit ? 1.0 / (1.0 + dt * epsilon) : 1.0;
-  float* c = carry.data_ptr<float>();
+  check<T>(grad_s, "grad_s", {steps, batch, 2 * n});
+  check<T>(w, "w", {n, 2 * n});
+  check<T>(dpre, "dpre", {steps, batch, n});
+  check<T>(carry, "carry", {batch, 2 * n});
+  const T fdt = dt, fgamma = gamma, keep_z = implicit ? 1.0 : 1.0 - dt * epsilon;
+  const T inverse = implicit ? 1.0 / (1.0 + dt * epsilon) : 1.0;
+  T* c = carry.data_ptr<T>();
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const float* gs = grad_s.data_ptr<float>() + t * batch * 2 * n;
-    const float* d = drive.data_ptr<float>() + t * batch * n;
-    float* dp = dpre.data_ptr<float>() + t * batch * n;
+    const T* gs = grad_s.data_ptr<T>() + t * batch * 2 * n;
+    const T* d = drive.data_ptr<T>() + t * batch * n;
+    T* dp = dpre.data_ptr<T>() + t * batch * n;
     for (int64_t b = 0; b < batch; ++b) {
-      const float* __restrict gy = gs + b * 2 * n;
-      const float* __restrict gz = gy + n;
-      const float* __restrict dr = d + b * n;
-      float* __restrict cy = c + b * 2 * n;
-      float* __restrict cz = cy + n;
-      float* __restrict dpr = dp + b * n;
+      const T* __restrict gy = gs + b * 2 * n;
+      const T* __restrict gz = gy + n;
+      const T* __restrict dr = d + b * n;
+      T* __restrict cy = c + b * 2 * n;
+      T* __restrict cz = cy + n;
+      T* __restrict dpr = dp + b * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float dy = gy[j] + cy[j];
+        const T dy = gy[j] + cy[j];
         // y_t = y + Δt z_t, then z_t's own formula: ∂L/∂(z_t's numerator), divided by 1 + Δt ε if implicit
-        const float dz = (gz[j] + cz[j] + fdt * dy) * inverse;
-        dpr[j] = fdt * dz * (1.f - dr[j] * dr[j]);
+        const T dz = (gz[j] + cz[j] + fdt * dy) * inverse;
+        dpr[j] = fdt * dz * (T(1) - dr[j] * dr[j]);
         cy[j] = dy - fdt * fgamma * dz;
         cz[j] = keep_z * dz;
       }
     }
-    gemm_acc(batch, 2 * n, n, dp, n, w.data_ptr<float>(), 2 * n, c, 2 * n);  // + dpre_t W_hh
+    gemm_acc<T>(batch, 2 * n, n, dp, n, w.data_ptr<T>(), 2 * n, c, 2 * n);  // + dpre_t W_hh
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
 }
 
 // ------------------------------------------------------------------------------------------------ LEM
 // gates (T, B, 4N): W_ih u_t + b ([gate y, gate z, drive y, drive z]) on entry, [σ_y, σ_z, tanh_y, tanh_z] on
 // exit.  s (T, B, 2N) receives [y_t, z_t]; s0 (B, 2N); wt_hh = W_hhᵀ (N, 3N); wt_zy = W_zyᵀ (N, N).
-void lem_forward(at::Tensor gates, const at::Tensor& s0, const at::Tensor& wt_hh, const at::Tensor& wt_zy,
-                 at::Tensor s, double dt) {
+template <typename T>
+void lem_forward_impl(at::Tensor gates, const at::Tensor& s0, const at::Tensor& wt_hh, const at::Tensor& wt_zy,
+                      at::Tensor s, double dt) {
   const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
-  check(gates, "gates", {steps, batch, 4 * n});
-  check(s0, "s0", {batch, 2 * n});
-  check(wt_hh, "wt_hh", {n, 3 * n});
-  check(wt_zy, "wt_zy", {n, n});
-  check(s, "s", {steps, batch, 2 * n});
-  const float fdt = dt;
-  const float* whh = wt_hh.data_ptr<float>();
-  const float* prev = s0.data_ptr<float>();
+  check<T>(gates, "gates", {steps, batch, 4 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(wt_hh, "wt_hh", {n, 3 * n});
+  check<T>(wt_zy, "wt_zy", {n, n});
+  check<T>(s, "s", {steps, batch, 2 * n});
+  const T fdt = dt;
+  const T* whh = wt_hh.data_ptr<T>();
+  const T* prev = s0.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    float* g = gates.data_ptr<float>() + t * batch * 4 * n;
-    float* out = s.data_ptr<float>() + t * batch * 2 * n;
-    gemm_acc(batch, 2 * n, n, prev, 2 * n, whh, 3 * n, g, 4 * n);                  // + [W_2; W_1] y
-    gemm_acc(batch, n, n, prev, 2 * n, whh + 2 * n, 3 * n, g + 3 * n, 4 * n);      // + W_z y
-    block(g, batch, 2 * n, 4 * n).sigmoid_();
-    block(g + 3 * n, batch, n, 4 * n).tanh_();
+    T* g = gates.data_ptr<T>() + t * batch * 4 * n;
+    T* out = s.data_ptr<T>() + t * batch * 2 * n;
+    gemm_acc<T>(batch, 2 * n, n, prev, 2 * n, whh, 3 * n, g, 4 * n);                  // + [W_2; W_1] y
+    gemm_acc<T>(batch, n, n, prev, 2 * n, whh + 2 * n, 3 * n, g + 3 * n, 4 * n);      // + W_z y
+    block<T>(g, batch, 2 * n, 4 * n).sigmoid_();
+    block<T>(g + 3 * n, batch, n, 4 * n).tanh_();
     for (int64_t b = 0; b < batch; ++b) {
-      const float* __restrict row = g + b * 4 * n;
-      const float* __restrict z = prev + b * 2 * n + n;
-      float* __restrict zo = out + b * 2 * n + n;
+      const T* __restrict row = g + b * 4 * n;
+      const T* __restrict z = prev + b * 2 * n + n;
+      T* __restrict zo = out + b * 2 * n + n;
       for (int64_t j = 0; j < n; ++j) {
-        const float dtz = fdt * row[n + j];
-        zo[j] = (1.f - dtz) * z[j] + dtz * row[3 * n + j];
+        const T dtz = fdt * row[n + j];
+        zo[j] = (T(1) - dtz) * z[j] + dtz * row[3 * n + j];
       }
     }
-    gemm_acc(batch, n, n, out + n, 2 * n, wt_zy.data_ptr<float>(), n, g + 2 * n, 4 * n);  // + W_y z_t
-    block(g + 2 * n, batch, n, 4 * n).tanh_();
+    gemm_acc<T>(batch, n, n, out + n, 2 * n, wt_zy.data_ptr<T>(), n, g + 2 * n, 4 * n);  // + W_y z_t
+    block<T>(g + 2 * n, batch, n, 4 * n).tanh_();
     for (int64_t b = 0; b < batch; ++b) {
-      const float* __restrict row = g + b * 4 * n;
-      const float* __restrict y = prev + b * 2 * n;
-      float* __restrict yo = out + b * 2 * n;
+      const T* __restrict row = g + b * 4 * n;
+      const T* __restrict y = prev + b * 2 * n;
+      T* __restrict yo = out + b * 2 * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float dty = fdt * row[j];
-        yo[j] = (1.f - dty) * y[j] + dty * row[2 * n + j];
+        const T dty = fdt * row[j];
+        yo[j] = (T(1) - dty) * y[j] + dty * row[2 * n + j];
       }
     }
     prev = out;
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
 }
 
 // From grad_s = ∂L/∂[y_t, z_t] (T, B, 2N), the states s and the forward's gates: dxp (T, B, 4N) = ∂L/∂(W_ih u_t
 // + b), carry (B, 2N, zeroed) = ∂L/∂[y_0, z_0].  w_hh = W_hh (3N, N), w_zy = W_zy (N, N).
-void lem_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& gates,
-                  const at::Tensor& w_hh, const at::Tensor& w_zy, at::Tensor dxp, at::Tensor carry, double dt) {
+template <typename T>
+void lem_backward_impl(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& gates,
+                       const at::Tensor& w_hh, const at::Tensor& w_zy, at::Tensor dxp, at::Tensor carry, double dt) {
   const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
-  check(grad_s, "grad_s", {steps, batch, 2 * n});
-  check(s0, "s0", {batch, 2 * n});
-  check(gates, "gates", {steps, batch, 4 * n});
-  check(w_hh, "w_hh", {3 * n, n});
-  check(w_zy, "w_zy", {n, n});
-  check(dxp, "dxp", {steps, batch, 4 * n});
-  check(carry, "carry", {batch, 2 * n});
-  const float fdt = dt;
-  const float* whh = w_hh.data_ptr<float>();
-  float* c = carry.data_ptr<float>();
+  check<T>(grad_s, "grad_s", {steps, batch, 2 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(gates, "gates", {steps, batch, 4 * n});
+  check<T>(w_hh, "w_hh", {3 * n, n});
+  check<T>(w_zy, "w_zy", {n, n});
+  check<T>(dxp, "dxp", {steps, batch, 4 * n});
+  check<T>(carry, "carry", {batch, 2 * n});
+  const T fdt = dt;
+  const T* whh = w_hh.data_ptr<T>();
+  T* c = carry.data_ptr<T>();
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const float* gs = grad_s.data_ptr<float>() + t * batch * 2 * n;
-    const float* g = gates.data_ptr<float>() + t * batch * 4 * n;
-    const float* prev = t ? s.data_ptr<float>() + (t - 1) * batch * 2 * n : s0.data_ptr<float>();
-    float* dx = dxp.data_ptr<float>() + t * batch * 4 * n;
+    const T* gs = grad_s.data_ptr<T>() + t * batch * 2 * n;
+    const T* g = gates.data_ptr<T>() + t * batch * 4 * n;
+    const T* prev = t ? s.data_ptr<T>() + (t - 1) * batch * 2 * n : s0.data_ptr<T>();
+    T* dx = dxp.data_ptr<T>() + t * batch * 4 * n;
     for (int64_t b = 0; b < batch; ++b) {  // y_t = (1 - Δt σ_y) y + Δt σ_y tanh_y
-      const float* __restrict row = g + b * 4 * n;
-      const float* __restrict gy = gs + b * 2 * n;
-      const float* __restrict gz = gy + n;
-      const float* __restrict y = prev + b * 2 * n;
-      float* __restrict cy = c + b * 2 * n;
-      float* __restrict cz = cy + n;
-      float* __restrict dxr = dx + b * 4 * n;
+      const T* __restrict row = g + b * 4 * n;
+      const T* __restrict gy = gs + b * 2 * n;
+      const T* __restrict gz = gy + n;
+      const T* __restrict y = prev + b * 2 * n;
+      T* __restrict cy = c + b * 2 * n;
+      T* __restrict cz = cy + n;
+      T* __restrict dxr = dx + b * 4 * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float sy = row[j], ty = row[2 * n + j], dty = fdt * sy;
-        const float dy = gy[j] + cy[j];
-        dxr[2 * n + j] = dy * dty * (1.f - ty * ty);
-        dxr[j] = dy * (ty - y[j]) * fdt * sy * (1.f - sy);
-        cy[j] = dy * (1.f - dty);
+        const T sy = row[j], ty = row[2 * n + j], dty = fdt * sy;
+        const T dy = gy[j] + cy[j];
+        dxr[2 * n + j] = dy * dty * (T(1) - ty * ty);
+        dxr[j] = dy * (ty - y[j]) * fdt * sy * (T(1) - sy);
+        cy[j] = dy * (T(1) - dty);
         cz[j] = gz[j] + cz[j];
       }
     }
-    gemm_acc(batch, n, n, dx + 2 * n, 4 * n, w_zy.data_ptr<float>(), n, c + n, 2 * n);  // ∂L/∂z_t += (y's drive) W_y
+    gemm_acc<T>(batch, n, n, dx + 2 * n, 4 * n, w_zy.data_ptr<T>(), n, c + n, 2 * n);  // ∂L/∂z_t += (y's drive) W_y
     for (int64_t b = 0; b < batch; ++b) {  // z_t = (1 - Δt σ_z) z + Δt σ_z tanh_z
-      const float* __restrict row = g + b * 4 * n;
-      const float* __restrict z = prev + b * 2 * n + n;
-      float* __restrict cz = c + b * 2 * n + n;
-      float* __restrict dxr = dx + b * 4 * n;
+      const T* __restrict row = g + b * 4 * n;
+      const T* __restrict z = prev + b * 2 * n + n;
+      T* __restrict cz = c + b * 2 * n + n;
+      T* __restrict dxr = dx + b * 4 * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float sz = row[n + j], tz = row[3 * n + j], dtz = fdt * sz;
-        const float dz = cz[j];
-        dxr[3 * n + j] = dz * dtz * (1.f - tz * tz);
-        dxr[n + j] = dz * (tz - z[j]) * fdt * sz * (1.f - sz);
-        cz[j] = dz * (1.f - dtz);
+        const T sz = row[n + j], tz = row[3 * n + j], dtz = fdt * sz;
+        const T dz = cz[j];
+        dxr[3 * n + j] = dz * dtz * (T(1) - tz * tz);
+        dxr[n + j] = dz * (tz - z[j]) * fdt * sz * (T(1) - sz);
+        cz[j] = dz * (T(1) - dtz);
       }
     }
-    gemm_acc(batch, n, 2 * n, dx, 4 * n, whh, n, c, 2 * n);                      // + [dgate_y, dgate_z] [W_2; W_1]
-    gemm_acc(batch, n, n, dx + 3 * n, 4 * n, whh + 2 * n * n, n, c, 2 * n);      // + ddrive_z W_z
+    gemm_acc<T>(batch, n, 2 * n, dx, 4 * n, whh, n, c, 2 * n);                      // + [dgate_y, dgate_z] [W_2; W_1]
+    gemm_acc<T>(batch, n, n, dx + 3 * n, 4 * n, whh + 2 * n * n, n, c, 2 * n);      // + ddrive_z W_z
   }
-  at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+  release<T>();
+}
+
+
+// float32 (what the models run) or float64 (the tests' gradcheck), by the dtype of the first tensor
+void gru_forward(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
+                 at::Tensor h, at::Tensor gates) {
+  if (xp.scalar_type() == at::kDouble) gru_forward_impl<double>(xp, h0, wt, bias, h, gates);
+  else gru_forward_impl<float>(xp, h0, wt, bias, h, gates);
+}
+
+void gru_backward(const at::Tensor& grad_h, const at::Tensor& h, const at::Tensor& h0, const at::Tensor& gates,
+                  const at::Tensor& w, at::Tensor dxp, at::Tensor da, at::Tensor carry) {
+  if (grad_h.scalar_type() == at::kDouble) gru_backward_impl<double>(grad_h, h, h0, gates, w, dxp, da, carry);
+  else gru_backward_impl<float>(grad_h, h, h0, gates, w, dxp, da, carry);
+}
+
+void cornn_forward(at::Tensor drive, const at::Tensor& s0, const at::Tensor& wt, at::Tensor s, double dt,
+                   double gamma, double epsilon, bool implicit) {
+  if (drive.scalar_type() == at::kDouble) cornn_forward_impl<double>(drive, s0, wt, s, dt, gamma, epsilon, implicit);
+  else cornn_forward_impl<float>(drive, s0, wt, s, dt, gamma, epsilon, implicit);
+}
+
+void cornn_backward(const at::Tensor& grad_s, const at::Tensor& drive, const at::Tensor& w, at::Tensor dpre,
+                    at::Tensor carry, double dt, double gamma, double epsilon, bool implicit) {
+  if (grad_s.scalar_type() == at::kDouble) cornn_backward_impl<double>(
+      grad_s, drive, w, dpre, carry, dt, gamma, epsilon, implicit);
+  else cornn_backward_impl<float>(grad_s, drive, w, dpre, carry, dt, gamma, epsilon, implicit);
+}
+
+void lem_forward(at::Tensor gates, const at::Tensor& s0, const at::Tensor& wt_hh, const at::Tensor& wt_zy,
+                 at::Tensor s, double dt) {
+  if (gates.scalar_type() == at::kDouble) lem_forward_impl<double>(gates, s0, wt_hh, wt_zy, s, dt);
+  else lem_forward_impl<float>(gates, s0, wt_hh, wt_zy, s, dt);
+}
+
+void lem_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& gates,
+                  const at::Tensor& w_hh, const at::Tensor& w_zy, at::Tensor dxp, at::Tensor carry, double dt) {
+  if (grad_s.scalar_type() == at::kDouble) lem_backward_impl<double>(
+      grad_s, s, s0, gates, w_hh, w_zy, dxp, carry, dt);
+  else lem_backward_impl<float>(grad_s, s, s0, gates, w_hh, w_zy, dxp, carry, dt);
 }
 
 void register_cell_loops(pybind11::module& m) {
