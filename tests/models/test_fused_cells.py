@@ -16,11 +16,13 @@ from nnrnn.models import fused_cells
 from nnrnn.models.cornn import cornn_loop
 from nnrnn.models.gru import gru_reference
 from nnrnn.models.lem import lem_loop
+from nnrnn.models.nnrnn_complex import complex_reference
 
 
 # (name, options) of every model whose loop the compiled cell loops run
 CELL_MODELS = [("gru", {}), ("nngru", {}), ("nngru", {"schur_gates": True}), ("cornn", {}),
-               ("cornn", {"damping": "implicit"}), ("lem", {"dt": 0.5})]
+               ("cornn", {"damping": "implicit"}), ("lem", {"dt": 0.5}), ("nnrnn-complex", {}),
+               ("nnrnn-complex", {"nonlinearity": None})]
 CORNN = {"dt": 0.3, "gamma": 0.7, "epsilon": 1.5}  # Δt ε < 1, larger steps than the defaults: every term counts
 
 
@@ -70,7 +72,19 @@ def lem_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
     return compiled, reference, (x, s0, w_ih, w_hh, w_zy, b)
 
 
-CASES = {"gru": gru_case, "cornn-explicit": lambda *a, **k: cornn_case(*a, "explicit", **k),
+def complex_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
+    """The complex nnRNN's recurrence on [Re h, Im h] (``inputs`` unused: it takes the projection)."""
+    projected, h0, v_real, v_imag, b = tensors(dtype, seed, (steps, batch, 2 * n), (batch, 2 * n), (n, n), (n, n),
+                                               (n,))
+    b = b if bias else None
+
+    def reference(projected, h0, v_real, v_imag, b):
+        return complex_reference(projected, h0, torch.complex(v_real, v_imag), b)
+    return (lambda *a: fused_cells.ComplexLoop.apply(*a), reference, (projected, h0, v_real, v_imag, b))
+
+
+CASES = {"gru": gru_case, "nnrnn-complex": complex_case,
+         "cornn-explicit": lambda *a, **k: cornn_case(*a, "explicit", **k),
          "cornn-implicit": lambda *a, **k: cornn_case(*a, "implicit", **k), "lem": lem_case}
 
 
@@ -178,7 +192,8 @@ def count_calls(monkeypatch, name):
     return calls
 
 
-COMPILED_FUNCTION = {"gru": "gru_compiled", "nngru": "gru_compiled", "cornn": "cornn_compiled", "lem": "lem_compiled"}
+COMPILED_FUNCTION = {"gru": "gru_compiled", "nngru": "gru_compiled", "cornn": "cornn_compiled", "lem": "lem_compiled",
+                     "nnrnn-complex": "complex_compiled"}
 
 
 @pytest.mark.parametrize("layout", ["padded", "packed", "batch_first"])
@@ -189,10 +204,14 @@ def test_models_match_their_python_loops(name, options, layout, monkeypatch):
     torch.manual_seed(0)
     model = nnrnn.MODELS[name](3, 8, num_layers=2, bidirectional=True, batch_first=layout == "batch_first",
                                **options)
+    if name == "nnrnn-complex":  # not at its initial γ = 1, T = 0, b = 0: every part of its Jacobian counts
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(torch.randn_like(parameter) * 0.1)
     x = torch.randn(7, 3, 3)
     lengths = torch.tensor([7, 5, 2])
     inputs = {"padded": x, "packed": pack_padded_sequence(x, lengths), "batch_first": x.transpose(0, 1)}[layout]
-    hx = torch.randn(4, 3, 8) * 0.5
+    hx = torch.randn(4, 3, 16 if name == "nnrnn-complex" else 8) * 0.5  # the complex one's [Re h, Im h]
     if name in ("cornn", "lem"):  # (y_0, z_0), torch.nn.LSTM's form
         hx = (hx, torch.randn(4, 3, 8) * 0.5)
     calls = count_calls(monkeypatch, COMPILED_FUNCTION[name])
@@ -230,7 +249,7 @@ def test_the_gru_runs_torchs_kernel_where_asked_or_where_the_compiled_loop_does_
 def test_empty_inputs_take_the_python_loop(name, options):
     model = nnrnn.MODELS[name](3, 4, **options)
     out, _ = model(torch.randn(3, 0, 3))
-    assert out.shape == (3, 0, 4)
+    assert out.shape == (3, 0, 8 if name == "nnrnn-complex" else 4)
 
 
 @pytest.mark.parametrize("name,options", CELL_MODELS)

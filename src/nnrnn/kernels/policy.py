@@ -4,7 +4,8 @@ The decisions:
 
 * **loops**: which implementation runs the fused recurrence's two time loops (:mod:`.loops`): the
   compiled C++ loops, Python issuing oneDNN products, or Python issuing torch.addmm (``aten``);
-* **cell loops**: whether a gated or oscillator cell (the GRU, the nnGRU, coRNN, LEM) runs its whole time loop
+* **cell loops**: whether a gated or oscillator cell (the GRU, the nnGRU, coRNN, LEM) or the complex nnRNN runs
+  its whole time loop
   in the compiled loops of ``csrc/cell_loops.cpp`` or steps its Python loop (torch.nn.GRU's kernel for the GRUs);
 * **products**: whether an N × N matrix product and its gradient (``operations.matmul``: composing V) go to
   oneDNN or to torch.mm;
@@ -196,9 +197,10 @@ class KernelPolicy:
                                               "large steps without oneDNN preferred, or below oneDNN's sizes"))
 
     def cells(self, cell: str) -> str:
-        """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``): the compiled loops
-        wherever they run (float32 on the CPU, built, ``NNRNN_CPP`` not 0), the Python loop elsewhere.  Not timed:
-        at every shape measured the compiled loop was the faster (docs/performance.md, 'Cell loops')."""
+        """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``, ``"nnrnn-complex"``):
+        the compiled loops wherever they run (float32 on the CPU, built, ``NNRNN_CPP`` not 0), the Python loop
+        elsewhere.  Not timed: at every shape measured the compiled loop was the faster (docs/performance.md,
+        'Cell loops')."""
         return self._remembered(("cells", cell), lambda: self._cells(cell))
 
     def _cells(self, cell: str) -> str:
@@ -322,9 +324,8 @@ class KernelPolicy:
         onednn = "oneDNN or torch" if self._onednn_candidate() else "torch (no usable oneDNN kernel, or NNRNN_ONEDNN=0)"
         forced = f"NNRNN_LOOPS={self.settings.loops}" if self.settings.loops in loops else self.how()
         plan, chunks = self._plan_rule(), self.givens_chunks(2 * GIVENS_LAYERS_PER_CHUNK)
-        cells = ("compiled / torch" if COMPILED in loops else "torch") + " (GRU, nnGRU, coRNN, LEM)"
+        cells = ("compiled / torch" if COMPILED in loops else "torch") + " (GRU, nnGRU, coRNN, LEM, complex nnRNN)"
         rows = [("recurrence loops", " / ".join(loops), forced),
-                ("cell loops", cells, "fixed rule: the compiled loop wherever it runs"),
                 ("N × N products", onednn, self.how()),
                 ("input projections", onednn, self.how()),
                 ("scan or loop over time", "scan / loop", self.how() if self._float32_cpu() else
@@ -333,7 +334,8 @@ class KernelPolicy:
                 ("Givens product", "in order" if chunks == 1 else f"chunks of {GIVENS_LAYERS_PER_CHUNK} layers",
                  f"NNRNN_GIVENS_CHUNKS={self.settings.givens_chunks}" if self.settings.givens_chunks
                  else self.decisions["givens"].reason),
-                ("CUDA-graph capture", "on" if self.capture() else "off", self.decisions["capture"].reason)]
+                ("CUDA-graph capture", "on" if self.capture() else "off", self.decisions["capture"].reason),
+                ("cell loops", cells, "fixed rule: the compiled loop wherever it runs")]
         return rows + [(key, made.choice, made.reason) for key, made in self.decisions.items()
                        if key not in ("givens", "capture", "exponential plan")]
 

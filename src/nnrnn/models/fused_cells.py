@@ -1,8 +1,10 @@
 """The gated and oscillator cells' time loops as one autograd node each, with a hand-written backward: the GRU's
-(torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings) and LEM's, each over all steps in one call
-of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``.  Each computes what its Python loop computes
-(:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
-:func:`~nnrnn.models.lem.lem_loop`), which stays beside it as the reference and as the path wherever the compiled
+(torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings), LEM's and the complex nnRNN's, each over all
+steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``.  Each computes what its Python
+loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
+:func:`~nnrnn.models.lem.lem_loop`; for the complex nnRNN its Python loops,
+``nnrnn.models.nnrnn_complex._FusedComplexRecurrence`` and :func:`~nnrnn.models.nnrnn_complex.complex_reference`),
+which stays beside it as the reference and as the path wherever the compiled
 loops do not run (float64, other devices, no compiler, torch.compile tracing); the kernel policy chooses
 (:func:`nnrnn.kernels.operations.choose_cells`).
 
@@ -18,6 +20,8 @@ cannot recompute from the states, per step:
   ∂L/∂z_{t-1} = (1 - Δt ε) D (explicit) or D (implicit) + (its W part).
 * LEM: σ_y, σ_z, tanh_y and tanh_z (4N); its backward takes the step's two products in reverse order (y's drive
   reads the new z).
+* the complex nnRNN: nothing beyond its outputs, as the non-gated loops: modReLU's Jacobian is recovered from
+  h = φ(z) (:class:`~nnrnn.models.nnrnn_complex._FusedComplexRecurrence` gives the formula).
 
 Double backward is not supported (``kernels.autograd.first_order_only``); the Python loops support it.
 """
@@ -157,6 +161,47 @@ class LEMLoop(torch.autograd.Function):
         return grad_x, carry if need_s0 else None, grad_wi, grad_wh, grad_wzy, grad_b, None
 
 
+def real_form(v_real: torch.Tensor, v_imag: torch.Tensor) -> torch.Tensor:
+    """M (2N × 2N) with [a, b] M = [Re, Im] of (a + ib) Vᵀ: [[C, D], [−D, C]], C + iD = Vᵀ."""
+    c, d = v_real.t(), v_imag.t()
+    return torch.cat([torch.cat([c, d], 1), torch.cat([-d, c], 1)], 0)
+
+
+class ComplexLoop(torch.autograd.Function):
+    """outputs (T, B, 2N) = ComplexLoop.apply(projected, h0, v_real, v_imag, modrelu_bias): the complex nnRNN's
+    recurrence on [Re h, Im h] (:func:`~nnrnn.models.nnrnn_complex.complex_reference`'s contract), in its real 2N
+    form: one (2N × 2N) product a step, where the Python loop makes Gauss's three N × N ones, since at its sizes a
+    step's cost is the calls, not the arithmetic.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the tests)."""
+
+    @staticmethod
+    def forward(ctx, projected, h0, v_real, v_imag, bias):
+        m = real_form(v_real, v_imag).contiguous()
+        h = projected.clone(memory_format=torch.contiguous_format)
+        h0 = h0.contiguous()
+        _loops().complex_forward(h, h0, m, bias.contiguous() if bias is not None else h.new_empty(0))
+        ctx.save_for_backward(h, h0, m, bias)
+        return h
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled complex loop", "; model.implementation = 'reference' runs the recurrence "
+                                                       "through autograd, which supports them")
+    def backward(ctx, grad_h):
+        h, h0, m, bias = ctx.saved_tensors
+        need_p, need_h0, need_r, need_i, need_b = ctx.needs_input_grad
+        n = m.shape[0] // 2
+        g = torch.empty_like(h)
+        bias_grad = h.new_zeros(n) if bias is not None and need_b else h.new_empty(0)
+        _loops().complex_backward(g, grad_h.contiguous(), h, m.t().contiguous(),
+                                  bias.contiguous() if bias is not None else h.new_empty(0), bias_grad)
+        grad_r = grad_i = None
+        if need_r or need_i:  # Σ dz_tᵀ h_{t-1} = dMᵀ, and from M's blocks V's real and imaginary parts
+            dm_t = step_products(_flat(g), _flat(_previous(h, h0)))
+            grad_r = dm_t[:n, :n] + dm_t[n:, n:]
+            grad_i = dm_t[n:, :n] - dm_t[:n, n:]
+        return (g if need_p else None, torch.mm(g[0], m.t()) if need_h0 else None, grad_r, grad_i,
+                bias_grad if bias is not None and need_b else None)
+
+
 def runs(inputs: torch.Tensor) -> bool:
     """Whether the loops can take ``inputs`` (T, B, I): at least one step and one sequence (an empty input takes
     the Python loop, which handles it)."""
@@ -172,6 +217,11 @@ def gru_compiled(inputs, h0, weight_ih, weight_hh, bias_ih, bias_hh) -> tuple[to
 def cornn_compiled(inputs, s0, weight_ih, weight_hh, bias, dt, gamma, epsilon, implicit) -> torch.Tensor:
     """[y_t, z_t] of every step (T, B, 2N) by :class:`CoRNNLoop`."""
     return CoRNNLoop.apply(inputs, s0, weight_ih, weight_hh, bias, dt, gamma, epsilon, implicit)
+
+
+def complex_compiled(projected, h0, v, modrelu_bias) -> torch.Tensor:
+    """:func:`~nnrnn.models.nnrnn_complex.complex_reference`'s outputs by :class:`ComplexLoop`."""
+    return ComplexLoop.apply(projected, h0, v.real, v.imag, modrelu_bias)
 
 
 def lem_compiled(inputs, s0, weight_ih, weight_hh, weight_zy, bias, dt) -> torch.Tensor:

@@ -170,7 +170,10 @@ class GRU(nn.GRU, Traits):
             if self.implementation == "reference":
                 return self._reference_forward(input, hx)
             if self.implementation == "auto" and choose_cells(self.weight_ih_l0, "gru") == COMPILED:
-                return self._reference_forward(input, hx, compiled=True)
+                # a constrained weight as torch's kernel gets it (without autograd: composed once, then reused)
+                weights = dict(zip(self._flat_weights_names, self._composed_weights())) \
+                    if parametrize.is_parametrized(self) else None
+                return self._reference_forward(input, hx, compiled=True, weights=weights)
             if parametrize.is_parametrized(self):
                 # torch's kernel reads these: this call's composed weights (composed once, under cached()).
                 # Not through torch's _init_flat_weights, whose flatten_parameters would, on CUDA, move the
@@ -240,9 +243,13 @@ class GRU(nn.GRU, Traits):
         if not assign_constrained(self, name, value):
             super().__setattr__(name, value)
 
-    def _reference_forward(self, input, hx, compiled: bool = False):
+    def _reference_forward(self, input, hx, compiled: bool = False, weights: dict | None = None):
         """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`, or with
-        ``compiled`` over the compiled loop (:func:`~nnrnn.models.fused_cells.gru_compiled`)."""
+        ``compiled`` over the compiled loop (:func:`~nnrnn.models.fused_cells.gru_compiled`); ``weights``: the
+        parameters by name where they are given (else read from the module)."""
+        def weight(name):
+            return weights[name] if weights is not None else getattr(self, name)
+
         x, lengths, unbatched = time_major(self, input)
         if hx is None:
             hx = x.new_zeros(self.num_layers * self.num_directions, x.shape[1], self.hidden_size)
@@ -251,9 +258,9 @@ class GRU(nn.GRU, Traits):
 
         def run_cell(layer, direction, xs, h0):
             s = cell_suffix(layer, direction)
-            bias = (getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s)) if self.bias else (None, None)
+            bias = (weight("bias_ih" + s), weight("bias_hh" + s)) if self.bias else (None, None)
             cell = fused_cells.gru_compiled if compiled and fused_cells.runs(xs) else gru_reference
-            return cell(xs, h0, getattr(self, "weight_ih" + s), getattr(self, "weight_hh" + s), *bias)
+            return cell(xs, h0, weight("weight_ih" + s), weight("weight_hh" + s), *bias)
         output, h_n = stack_layers(self, x, lengths, hx, run_cell)
         return as_given(self, output, h_n, input, lengths, unbatched)
 

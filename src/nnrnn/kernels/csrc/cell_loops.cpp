@@ -1,4 +1,4 @@
-// The time loops of the gated and oscillator cells (GRU, coRNN, LEM), forward and hand-written backward, each
+// The time loops of the gated and oscillator cells (GRU, coRNN, LEM) and of the complex nnRNN, forward and hand-written backward, each
 // the whole sequence in one call: the same design as recurrence_loops.cpp (whose module registers these).  The
 // input projection of every step is one product done by the caller; each step here is the cell's recurrent
 // product (oneDNN's small-GEMM micro-kernel, or torch's multithreaded addmm for large steps) and its pointwise
@@ -18,6 +18,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 namespace {
@@ -344,6 +345,83 @@ void lem_backward_impl(const at::Tensor& grad_s, const at::Tensor& s, const at::
 }
 
 
+// ------------------------------------------------------------------------------------------------ complex nnRNN
+// In its real 2N form: the state row [Re h, Im h], the product h Vᵀ = [a, b] M with M = [[C, D], [−D, C]], C + iD = Vᵀ,
+// and modReLU per unit, φ(z) = z/|z| · relu(|z| + b) on the pair (Re z_j, Im z_j), φ(0) = 0.
+// h (T, B, 2N): [Re, Im] of W_ih x_t + b on entry, h_t on exit; h0 (B, 2N); m = M (2N, 2N); bias (N) or empty.
+template <typename T>
+void complex_forward_impl(at::Tensor h, const at::Tensor& h0, const at::Tensor& m, const at::Tensor& bias) {
+  const int64_t steps = h.size(0), batch = h.size(1), width = h.size(2), n = width / 2;
+  check<T>(h, "h", {steps, batch, 2 * n});
+  check<T>(h0, "h0", {batch, 2 * n});
+  check<T>(m, "m", {2 * n, 2 * n});
+  const T* b = bias.numel() ? bias.data_ptr<T>() : nullptr;
+  if (b) check<T>(bias, "bias", {n});
+  const T* prev = h0.data_ptr<T>();
+  for (int64_t t = 0; t < steps; ++t) {
+    T* cur = h.data_ptr<T>() + t * batch * 2 * n;
+    gemm_acc<T>(batch, 2 * n, 2 * n, prev, 2 * n, m.data_ptr<T>(), 2 * n, cur, 2 * n);
+    if (b) {
+      for (int64_t r = 0; r < batch; ++r) {
+        T* __restrict re = cur + r * 2 * n;
+        T* __restrict im = re + n;
+        for (int64_t j = 0; j < n; ++j) {
+          const T size = std::sqrt(re[j] * re[j] + im[j] * im[j]);
+          const T scale = size > T(0) ? std::max(size + b[j], T(0)) / size : T(0);
+          re[j] *= scale;
+          im[j] *= scale;
+        }
+      }
+    }
+    prev = cur;
+  }
+  release<T>();
+}
+
+// g (T, B, 2N) receives ∂L/∂z_t from grad_h = ∂L/∂h_t and h; v = Mᵀ (2N, 2N), contiguous; bias (N) or empty; a
+// non-empty bias_grad (N, zeroed) receives Σ ∂L/∂b.  modReLU's Jacobian from h = φ(z), per unit: for h ≠ 0,
+// s = |h|, u = h/s, |z| = s − b, ∂h/∂z = (1 + b/|z|) I − (b/|z|) u uᵀ and ∂h/∂b = u; for h = 0 both 0.
+template <typename T>
+void complex_backward_impl(at::Tensor g, const at::Tensor& grad_h, const at::Tensor& h, const at::Tensor& v,
+                           const at::Tensor& bias, at::Tensor bias_grad) {
+  const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2) / 2;
+  check<T>(g, "g", {steps, batch, 2 * n});
+  check<T>(grad_h, "grad_h", {steps, batch, 2 * n});
+  check<T>(h, "h", {steps, batch, 2 * n});
+  check<T>(v, "v", {2 * n, 2 * n});
+  const T* b = bias.numel() ? bias.data_ptr<T>() : nullptr;
+  if (b) check<T>(bias, "bias", {n});
+  T* bg = bias_grad.numel() ? bias_grad.data_ptr<T>() : nullptr;
+  if (bg) check<T>(bias_grad, "bias_grad", {n});
+  const int64_t size = batch * 2 * n;
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    T* cur = g.data_ptr<T>() + t * size;
+    const T* incoming = grad_h.data_ptr<T>() + t * size;
+    std::copy(incoming, incoming + size, cur);
+    if (t + 1 < steps) gemm_acc<T>(batch, 2 * n, 2 * n, cur + size, 2 * n, v.data_ptr<T>(), 2 * n, cur, 2 * n);
+    if (!b) continue;
+    const T* hs = h.data_ptr<T>() + t * size;
+    for (int64_t r = 0; r < batch; ++r) {
+      T* __restrict gre = cur + r * 2 * n;
+      T* __restrict gim = gre + n;
+      const T* __restrict hre = hs + r * 2 * n;
+      const T* __restrict him = hre + n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T s = std::sqrt(hre[j] * hre[j] + him[j] * him[j]);
+        const bool alive = s > T(0);
+        const T ure = alive ? hre[j] / s : T(0), uim = alive ? him[j] / s : T(0);
+        const T ug = ure * gre[j] + uim * gim[j];
+        const T ratio = alive ? b[j] / (s - b[j]) : T(0);
+        const T keep = alive ? ratio + T(1) : T(0);
+        gre[j] = gre[j] * keep - ure * (ratio * ug);
+        gim[j] = gim[j] * keep - uim * (ratio * ug);
+        if (bg) bg[j] += ug;
+      }
+    }
+  }
+  release<T>();
+}
+
 // float32 (what the models run) or float64 (the tests' gradcheck), by the dtype of the first tensor
 void gru_forward(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
                  at::Tensor h, at::Tensor gates) {
@@ -383,7 +461,20 @@ void lem_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::Tenso
   else lem_backward_impl<float>(grad_s, s, s0, gates, w_hh, w_zy, dxp, carry, dt);
 }
 
+void complex_forward(at::Tensor h, const at::Tensor& h0, const at::Tensor& m, const at::Tensor& bias) {
+  if (h.scalar_type() == at::kDouble) complex_forward_impl<double>(h, h0, m, bias);
+  else complex_forward_impl<float>(h, h0, m, bias);
+}
+
+void complex_backward(at::Tensor g, const at::Tensor& grad_h, const at::Tensor& h, const at::Tensor& v,
+                      const at::Tensor& bias, at::Tensor bias_grad) {
+  if (g.scalar_type() == at::kDouble) complex_backward_impl<double>(g, grad_h, h, v, bias, bias_grad);
+  else complex_backward_impl<float>(g, grad_h, h, v, bias, bias_grad);
+}
+
 void register_cell_loops(pybind11::module& m) {
+  m.def("complex_forward", &complex_forward, "the complex nnRNN's forward over all steps, in its real 2N form");
+  m.def("complex_backward", &complex_backward, "the complex nnRNN's backward over all steps");
   m.def("gru_forward", &gru_forward, "the GRU's forward over all steps (nnrnn/models/fused_cells.py)");
   m.def("gru_backward", &gru_backward, "the GRU's backward over all steps");
   m.def("cornn_forward", &cornn_forward, "coRNN's forward over all steps");
