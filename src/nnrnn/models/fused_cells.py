@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..kernels import extension
-from ..kernels.autograd import first_order_only
+from ..kernels.autograd import autocast_off, first_order_only
 from ..kernels.operations import linear, step_products
 
 _INSTEAD = "; the Python loop (float64, or NNRNN_CPP=0) runs through autograd, which supports them"
@@ -209,21 +209,27 @@ def runs(inputs: torch.Tensor) -> bool:
 
 
 def gru_compiled(inputs, h0, weight_ih, weight_hh, bias_ih, bias_hh) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`~nnrnn.models.gru.gru_reference`'s contract (outputs (T, B, N), h_T) by :class:`GRULoop`."""
-    outputs = GRULoop.apply(inputs, h0, weight_ih, weight_hh, bias_ih, bias_hh)
+    """:func:`~nnrnn.models.gru.gru_reference`'s contract (outputs (T, B, N), h_T) by :class:`GRULoop`.  Under
+    autocast, in the parameters' precision (as torch.nn.LSTM runs where oneDNN has no bfloat16 kernel): the compiled
+    loops are float32's."""
+    with autocast_off(inputs.device.type):
+        outputs = GRULoop.apply(inputs, h0, weight_ih, weight_hh, bias_ih, bias_hh)
     return outputs, outputs[-1].clone()
 
 
 def cornn_compiled(inputs, s0, weight_ih, weight_hh, bias, dt, gamma, epsilon, implicit) -> torch.Tensor:
-    """[y_t, z_t] of every step (T, B, 2N) by :class:`CoRNNLoop`."""
-    return CoRNNLoop.apply(inputs, s0, weight_ih, weight_hh, bias, dt, gamma, epsilon, implicit)
+    """[y_t, z_t] of every step (T, B, 2N) by :class:`CoRNNLoop` (under autocast, as :func:`gru_compiled`)."""
+    with autocast_off(inputs.device.type):
+        return CoRNNLoop.apply(inputs, s0, weight_ih, weight_hh, bias, dt, gamma, epsilon, implicit)
 
 
 def complex_compiled(projected, h0, v, modrelu_bias) -> torch.Tensor:
-    """:func:`~nnrnn.models.nnrnn_complex.complex_reference`'s outputs by :class:`ComplexLoop`."""
+    """:func:`~nnrnn.models.nnrnn_complex.complex_reference`'s outputs by :class:`ComplexLoop` (the model turns
+    autocast off around its loops)."""
     return ComplexLoop.apply(projected, h0, v.real, v.imag, modrelu_bias)
 
 
 def lem_compiled(inputs, s0, weight_ih, weight_hh, weight_zy, bias, dt) -> torch.Tensor:
-    """[y_t, z_t] of every step (T, B, 2N) by :class:`LEMLoop`."""
-    return LEMLoop.apply(inputs, s0, weight_ih, weight_hh, weight_zy, bias, dt)
+    """[y_t, z_t] of every step (T, B, 2N) by :class:`LEMLoop` (under autocast, as :func:`gru_compiled`)."""
+    with autocast_off(inputs.device.type):
+        return LEMLoop.apply(inputs, s0, weight_ih, weight_hh, weight_zy, bias, dt)
