@@ -22,7 +22,10 @@ from . import settings
 LOOPS_SOURCE = Path(__file__).with_name("csrc") / "recurrence_loops.cpp"
 # every source of the module: the non-gated recurrence's loops (which define the module) and the cells' loops
 LOOPS_SOURCES = (LOOPS_SOURCE, LOOPS_SOURCE.with_name("cell_loops.cpp"))
-LOOPS_CFLAGS = ["-O3"]  # no -march: the cached build must run on any x86-64 that shares the cache
+# no -march: the cached build must run on any x86-64 that shares the cache (cell_loops.cpp compiles its σ and tanh
+# for each instruction set instead).  -fno-trapping-math: nothing here reads floating-point exception flags, and
+# with them GCC keeps the branches of the clamps and selects in σ and tanh, so that their loops did not vectorise
+LOOPS_CFLAGS = ["-O3", "-fno-trapping-math"]
 _loops: dict = {}  # {"module": module or None, "reason": why None}
 
 

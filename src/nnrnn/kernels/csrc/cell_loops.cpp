@@ -1,8 +1,8 @@
-// The time loops of the gated and oscillator cells (GRU, coRNN, LEM) and of the complex nnRNN, forward and hand-written backward, each
-// the whole sequence in one call: the same design as recurrence_loops.cpp (whose module registers these).  The
+// The time loops of the gated and oscillator cells (GRU, coRNN, LEM) and of the complex nnRNN, forward and
+// hand-written backward, each the whole sequence in one call: the same design as recurrence_loops.cpp (whose module registers these).  The
 // input projection of every step is one product done by the caller; each step here is the cell's recurrent
 // product (oneDNN's small-GEMM micro-kernel, or torch's multithreaded addmm for large steps) and its pointwise
-// part, written as plain loops over rows, with σ and tanh by ATen's vectorised kernels on the step's block.
+// part, written as plain loops over rows (σ and tanh below).
 //
 // What a forward saves for its backward is what the backward cannot get from the states: the gates (GRU:
 // r, z, the recurrent part of n, n; coRNN: the drive tanh(·); LEM: its two sigmoids and two tanh).  The backward
@@ -13,12 +13,12 @@
 #include <ATen/native/CPUBlas.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/from_blob.h>
-#include <ATen/ops/sigmoid.h>
-#include <ATen/ops/tanh.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace {
@@ -53,6 +53,74 @@ void gemm_acc(int64_t rows, int64_t cols, int64_t k, const T* a, int64_t lda, co
 template <typename T>
 void release() {
   if constexpr (std::is_same_v<T, float>) at::native::cpublas::brgemm_release(/*is_vnni=*/false);
+}
+
+// σ and tanh in place on `count` consecutive values.  Float32: the Cephes library's expf and tanhf (range reduction
+// and a polynomial; relative error a few units in the last place), written branch-free so that GCC vectorises
+// the loops, and compiled for AVX-512, AVX2 and plain x86-64, the one the CPU has chosen at load time
+// (target_clones): the binary stays portable (no -march) and a step's σ and tanh cost no ATen dispatch, which
+// was most of a small step's forward (docs/performance.md, 'Cell loops').  NaN stays NaN.  Float64 (the tests'
+// gradcheck) by std::exp and std::tanh.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define NNRNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NNRNN_CLONES
+#endif
+
+inline float exp_approx(float x) {
+  const float clamped = std::min(std::max(x, -87.3f), 88.3f);  // NaN passes through both
+  const float fx = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
+  float r = clamped - fx * 0.693359375f;
+  r = r + fx * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.f;
+  const int32_t bits = (static_cast<int32_t>(fx) + 127) << 23;  // 2^fx, fx in [-126, 127]
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+NNRNN_CLONES void sigmoid_values(float* __restrict x, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) x[j] = 1.f / (1.f + exp_approx(-x[j]));
+}
+
+NNRNN_CLONES void tanh_values(float* __restrict x, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float v = x[j], z = v * v, a = std::fabs(v);
+    const float small =
+        ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
+         3.33332819422e-1f) * z * v + v;
+    const float large = std::copysign(1.f - 2.f / (exp_approx(2.f * a) + 1.f), v);
+    x[j] = a < 0.625f ? small : large;
+  }
+}
+
+void sigmoid_values(double* x, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) x[j] = 1.0 / (1.0 + std::exp(-x[j]));
+}
+
+void tanh_values(double* x, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) x[j] = std::tanh(x[j]);
+}
+
+// σ or tanh in place on rows × cols of a block with leading dimension ld
+template <typename T>
+void sigmoid_block(T* p, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) sigmoid_values(p + r * ld, cols);
+}
+
+template <typename T>
+void tanh_block(T* p, int64_t rows, int64_t cols, int64_t ld) {
+  if (cols == ld) {
+    tanh_values(p, rows * cols);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) tanh_values(p + r * ld, cols);
 }
 
 template <typename T>
@@ -95,13 +163,13 @@ void gru_forward_impl(const at::Tensor& xp, const at::Tensor& h0, const at::Tens
       const T* __restrict xr = x + r * 3 * n;
       for (int64_t j = 0; j < 2 * n; ++j) row[j] = xr[j] + row[j];
     }
-    block<T>(g, batch, 2 * n, 4 * n).sigmoid_();
+    sigmoid_block<T>(g, batch, 2 * n, 4 * n);
     for (int64_t r = 0; r < batch; ++r) {
       T* __restrict row = g + r * 4 * n;
       const T* __restrict xr = x + r * 3 * n;
       for (int64_t j = 0; j < n; ++j) row[3 * n + j] = xr[2 * n + j] + row[j] * row[2 * n + j];
     }
-    block<T>(g + 3 * n, batch, n, 4 * n).tanh_();
+    tanh_block<T>(g + 3 * n, batch, n, 4 * n);
     for (int64_t r = 0; r < batch; ++r) {
       const T* __restrict row = g + r * 4 * n;
       const T* __restrict hp = prev + r * n;
@@ -181,7 +249,7 @@ void cornn_forward_impl(at::Tensor drive, const at::Tensor& s0, const at::Tensor
     T* d = drive.data_ptr<T>() + t * batch * n;
     T* out = s.data_ptr<T>() + t * batch * 2 * n;
     gemm_acc<T>(batch, n, 2 * n, prev, 2 * n, wt.data_ptr<T>(), n, d, n);
-    block<T>(d, batch, n, n).tanh_();
+    tanh_block<T>(d, batch, n, n);
     for (int64_t b = 0; b < batch; ++b) {
       const T* __restrict dr = d + b * n;
       const T* __restrict y = prev + b * 2 * n;
@@ -259,8 +327,8 @@ void lem_forward_impl(at::Tensor gates, const at::Tensor& s0, const at::Tensor& 
     T* out = s.data_ptr<T>() + t * batch * 2 * n;
     gemm_acc<T>(batch, 2 * n, n, prev, 2 * n, whh, 3 * n, g, 4 * n);                  // + [W_2; W_1] y
     gemm_acc<T>(batch, n, n, prev, 2 * n, whh + 2 * n, 3 * n, g + 3 * n, 4 * n);      // + W_z y
-    block<T>(g, batch, 2 * n, 4 * n).sigmoid_();
-    block<T>(g + 3 * n, batch, n, 4 * n).tanh_();
+    sigmoid_block<T>(g, batch, 2 * n, 4 * n);
+    tanh_block<T>(g + 3 * n, batch, n, 4 * n);
     for (int64_t b = 0; b < batch; ++b) {
       const T* __restrict row = g + b * 4 * n;
       const T* __restrict z = prev + b * 2 * n + n;
@@ -271,7 +339,7 @@ void lem_forward_impl(at::Tensor gates, const at::Tensor& s0, const at::Tensor& 
       }
     }
     gemm_acc<T>(batch, n, n, out + n, 2 * n, wt_zy.data_ptr<T>(), n, g + 2 * n, 4 * n);  // + W_y z_t
-    block<T>(g + 2 * n, batch, n, 4 * n).tanh_();
+    tanh_block<T>(g + 2 * n, batch, n, 4 * n);
     for (int64_t b = 0; b < batch; ++b) {
       const T* __restrict row = g + b * 4 * n;
       const T* __restrict y = prev + b * 2 * n;
