@@ -50,7 +50,7 @@ table gives the median.  Columns:
 
 Usage::
 
-    python benchmarks/training_update.py                  # copy and medium sizes, about 2-3 minutes
+    python benchmarks/training_update.py                  # memory, copy and medium sizes, about 3 minutes
     python benchmarks/training_update.py --sizes all      # and large: several minutes more on 2 cores
     python benchmarks/training_update.py --sizes copy --repeats 21 --threads 1
     python benchmarks/training_update.py --sizes 220x10x128x10 --only nnrnn,rnn --no-memory
@@ -382,9 +382,10 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="copy,medium",
+    parser.add_argument("--sizes", default="memory,copy,medium",
                         help=f"comma-separated names ({', '.join(f'{k}={v}' for k, v in SIZES.items())}), "
-                             "'all', or TxBxNxI; default copy,medium (large takes several minutes on 2 cores)")
+                             "'all', or TxBxNxI; default memory,copy,medium (large takes several minutes on 2 "
+                             "cores)")
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds per size (default 7)")
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds of timed rounds per size; fewer repeats (at least 3) when one round "
