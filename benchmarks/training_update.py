@@ -117,6 +117,8 @@ class PythonLoops(nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model = model
+        if hasattr(model, "output_size"):  # the complex nnRNN's [Re h, Im h]: what the read-out reads
+            self.output_size = model.output_size
 
     def forward(self, x):
         kept = policy.policy("cpu", x.dtype)
@@ -180,6 +182,8 @@ def implementations():
     # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
     impls["nnrnn-complex [= params]"] = (
         lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
+    impls["nnrnn-complex [= params, Python loop]"] = (
+        lambda i, n: PythonLoops(nnrnn.create("nnrnn-complex", i, complex_units(n, i))), 1)
     return impls
 
 

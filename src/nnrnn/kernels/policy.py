@@ -200,7 +200,7 @@ class KernelPolicy:
         """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``, ``"nnrnn-complex"``):
         the compiled loops wherever they run (float32 on the CPU, built, ``NNRNN_CPP`` not 0), the Python loop
         elsewhere.  Not timed: at every shape measured the compiled loop was the faster (docs/performance.md,
-        'Cell loops')."""
+        'Gated and oscillator cells')."""
         return self._remembered(("cells", cell), lambda: self._cells(cell))
 
     def _cells(self, cell: str) -> str:

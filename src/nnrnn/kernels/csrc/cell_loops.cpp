@@ -59,8 +59,8 @@ void release() {
 // and a polynomial; relative error a few units in the last place), written branch-free so that GCC vectorises
 // the loops, and compiled for AVX-512, AVX2 and plain x86-64, the one the CPU has chosen at load time
 // (target_clones): the binary stays portable (no -march) and a step's σ and tanh cost no ATen dispatch, which
-// was most of a small step's forward (docs/performance.md, 'Cell loops').  NaN stays NaN.  Float64 (the tests'
-// gradcheck) by std::exp and std::tanh.
+// was most of a small step's forward (docs/performance.md, 'Gated and oscillator cells').  NaN stays NaN.
+// Float64 (the tests' gradcheck) by std::exp and std::tanh.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define NNRNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
