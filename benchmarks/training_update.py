@@ -177,12 +177,12 @@ def implementations():
     for name in ("cornn", "lem"):
         impls[f"{name} [Python loop]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name),
                                           impls[name][1])
-    impls["cornn [implicit, Python loop]"] = (
+    impls["cornn [implicit] [Python loop]"] = (
         lambda i, n: PythonLoops(nnrnn.create("cornn", i, n, damping="implicit")), 2)
     # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
     impls["nnrnn-complex [= params]"] = (
         lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
-    impls["nnrnn-complex [= params, Python loop]"] = (
+    impls["nnrnn-complex [= params] [Python loop]"] = (
         lambda i, n: PythonLoops(nnrnn.create("nnrnn-complex", i, complex_units(n, i))), 1)
     return impls
 
