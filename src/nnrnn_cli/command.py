@@ -151,14 +151,10 @@ def _report(exc: BaseException) -> int | None:
     errors = sys.modules.get("nnrnn.errors")  # an error of nnrnn's own comes from a command that imported nnrnn
     if errors is None or not isinstance(exc, errors.NnrnnError):
         return None
-    if isinstance(exc, errors.Interrupted):
-        print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
-        return exc.exit_code
     from nnrnn.environment import flag
-    if flag("NNRNN_DEBUG"):
+    if flag("NNRNN_DEBUG") and not isinstance(exc, errors.Interrupted):
         raise exc
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    print(f"nnrnn: error: {message}", file=sys.stderr)
+    print(errors.one_line(exc), file=sys.stderr)
     return exc.exit_code
 
 

@@ -114,6 +114,13 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
     check_memory(config, task)
     rank, world = distributed.setup(device)
+    with distributed.failures_shared():  # a refusal on one rank ends every rank, in one line each
+        return run(config, folder, task, device, rank, world, resume, overwrite, last, on_eval)
+
+
+def run(config: dict, folder: Path, task, device: torch.device, rank: int, world: int, resume: bool,
+        overwrite: bool, last: dict | None, on_eval) -> dict:
+    """:func:`train` once the processes have met: the folder claimed, the run started or restored, trained."""
     if rank == 0:
         runfolder.check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
     # rank 0 claims the run folder and holds its lock; the others only read its checkpoint
