@@ -14,6 +14,7 @@ line per run or trial, as the local path prints one per run.
 Ray is optional (``pip install 'nnrnn[ray]'``): it is imported only when a cluster is asked for."""
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from ...errors import UserError
@@ -37,14 +38,45 @@ def ray_module():
 STARTED_HERE = {"worker_niceness": 0}
 
 
+CONNECT_TIMEOUT_S = 10  # an ADDRESS where nothing answers: Ray itself retries for minutes, saying nothing
+NAMED = ("auto", "local")  # the addresses that are not a host's
+
+
 def connect(address: str):
     """Ray, connected to the cluster at ``address`` (once per process); ``local`` starts one on this machine,
-    its workers at the driver's priority (:data:`STARTED_HERE`)."""
+    its workers at the driver's priority (:data:`STARTED_HERE`).  UserError, in one line, when there is no cluster
+    to join: ``auto`` on a machine that joined none, an address where nothing answers within
+    :data:`CONNECT_TIMEOUT_S` seconds, or that Ray cannot connect to."""
     ray = ray_module()
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False,
-                 **({"_system_config": STARTED_HERE} if address == "local" else {}))
+        if address not in NAMED:
+            check_reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False,
+                     **({"_system_config": STARTED_HERE} if address == "local" else {}))
+        except ConnectionError as error:  # Ray's own: no cluster at that address
+            if address == "auto":
+                raise UserError("--cluster auto: this machine has joined no Ray cluster (`ray start --head` starts "
+                                "one); give its ADDRESS, or --cluster local to start one for this grid") from None
+            raise UserError(f"--cluster {address}: Ray cannot connect there ({str(error).splitlines()[0]}); "
+                            f"check the address (the head node's HOST:PORT, `ray status` on it)") from None
     return ray
+
+
+def check_reachable(address: str) -> None:
+    """UserError unless something answers at ``address`` (HOST:PORT, or ray://HOST:PORT) within
+    :data:`CONNECT_TIMEOUT_S` seconds: Ray, given an address where nothing listens, waits for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # not HOST:PORT: Ray's own parsing says what is wrong with it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except TimeoutError:
+        raise UserError(f"--cluster {address}: nothing answered within {CONNECT_TIMEOUT_S} s; check the address "
+                        f"(the head node's HOST:PORT) and that its cluster is running (`ray status` on it)") from None
+    except OSError as error:
+        raise UserError(f"--cluster {address}: cannot connect ({error.strerror or error}); check the address (the "
+                        f"head node's HOST:PORT) and that its cluster is running (`ray status` on it)") from None
 
 
 def cluster_slots(address: str) -> tuple[int, bool]:
