@@ -220,3 +220,15 @@ def test_ptbs_unigram_line_is_the_entropy_of_the_training_texts_characters():
     counts = Counter(load_ptb(SHARED).train.tolist())
     total = sum(counts.values())
     assert value == pytest.approx(-sum(c / total * math.log2(c / total) for c in counts.values()), rel=1e-9)
+
+
+@pytest.mark.parametrize("seconds, said", [(60.0, "trained for 1 minute in all"), (30.0, "trained for 0 minutes"),
+                                           (150.0, "trained for 2 minutes")])
+def test_the_introduction_says_the_training_time_in_words_of_the_right_number(tmp_path, scale, seconds, said):
+    from nnrnn.experiments.reporting.sections import introduction
+    from tests.experiments.synthetic import build
+    made = build(tmp_path, scale)
+    folders = {made.run_folder(r) for r in made.planned}
+    for folder in folders:  # the whole grid's wall time: ``seconds``
+        (folder / runfolder.WALL_SECONDS).write_text(f"{seconds / len(folders)}\n")
+    assert said in " ".join(introduction(made, "Smoke"))
