@@ -123,8 +123,7 @@ def summary_lines(folder: Path, monitor: tuple[str, str], data: str | None = Non
     metric, mode = monitor
     valid = [r for r in records if r["split"] == "valid" and isinstance(r.get(metric), (int, float))]
     test = next((r for r in reversed(records) if r["split"] == "test"), None)
-    saved = checkpoint.saved_step(runfolder.last_checkpoint(folder))  # it may be ahead of the log (--log-every)
-    step = max([r["step"] for r in records] + [saved or 0])
+    step = max((r["step"] for r in records), default=0)
     lines = [f"[nnrnn] finished at update {step}"]
     if valid:
         lines[0] += f": last validation {metrics_text(valid[-1])}"
