@@ -1,5 +1,6 @@
 """nnrnn reproduce: plans both columns, shares identical runs, skips finished ones, writes the report."""
 import json
+import re
 
 import pytest
 
@@ -46,6 +47,10 @@ def test_report_and_no_rerun(tmp_path, tiny_scale, capsys):
     assert "The paper's claims at this scale" in text and "Table 3" in text
     trained = [line for line in logs if line.startswith("[")]
     assert len(trained) == 6  # nnRNN shared by both columns: 2 seeds; LSTM: 2 sizes × 2 seeds
+    # runs done against planned, and the time left at the pace so far (but after the last)
+    assert [line.split("]")[0] for line in trained] == [f"[{k}/6" for k in range(1, 7)]
+    assert all(re.search(r" \| about \d+ (s|min|h) left$", line) for line in trained[:-1]), trained
+    assert "left" not in trained[-1]
     assert (tmp_path / "figures" / "curves-copy.png").is_file()
     logs.clear()
     reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=logs.append)

@@ -3,7 +3,7 @@ interval of wall time with the update, the loss and the time left."""
 import pytest
 
 from nnrnn.training import pace
-from nnrnn.training.pace import Pace, duration
+from nnrnn.training.pace import Countdown, Pace, duration
 
 
 class Clock:
@@ -49,3 +49,13 @@ def test_nothing_is_said_where_the_bar_shows():
                                             (72 * 3600, "3.0 days")])
 def test_durations_in_words(seconds, words):
     assert duration(seconds) == words
+
+
+def test_a_countdown_says_runs_done_against_planned_and_the_time_left_at_the_pace_so_far():
+    clock = Clock()
+    countdown = Countdown(4, clock=clock)
+    said = []
+    for seconds in (120, 60, 60, 60):
+        clock.now += seconds
+        said.append(countdown.done() + countdown.left())
+    assert said == ["[1/4] | about 6 min left", "[2/4] | about 3 min left", "[3/4] | about 80 s left", "[4/4]"]

@@ -39,6 +39,7 @@ from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
+from ..training.pace import Countdown
 from ..training.train import train
 from .planning.grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
 from .planning.cluster import cluster_slots, run_on_cluster
@@ -131,15 +132,17 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
     on = "" if devices == [CPU] else f" on {', '.join(devices)}"
     log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else "") + on)
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
+    countdown = Countdown(len(todo))
     if jobs <= 1:
-        for i, (folder, planned) in enumerate(todo.items(), 1):
+        for folder, planned in todo.items():
             try:
-                log(f"[{i}/{len(todo)}] " + work(folder, planned, None, where.slots[0]))
+                line = work(folder, planned, None, where.slots[0])
             except Interrupted as exc:
                 raise Interrupted(exc.signum, exc.path, again) from None
+            log(f"{countdown.done()} {line}{countdown.left()}")
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    slots, waiting, running, count, stopped = Slots(list(where.slots)), list(todo.items()), {}, 0, []
+    slots, waiting, running, stopped = Slots(list(where.slots)), list(todo.items()), {}, []
 
     def forward(signum, frame):  # a signal to this process alone (kill PID) reaches the runs too
         stopped.append(signum)
@@ -163,7 +166,6 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
                 for future in wait(running, return_when=FIRST_COMPLETED)[0]:
                     folder, device = running.pop(future)
                     slots.give(device)
-                    count += 1
                     try:
                         line = future.result()
                     except Interrupted:
@@ -171,7 +173,7 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
                     except BrokenProcessPool:
                         raise UserError(f"a training process died while training {folder.name} (killed, or out "
                                         f"of memory); {again}") from None
-                    log(f"[{count}/{len(todo)}] {line}")
+                    log(f"{countdown.done()} {line}{countdown.left()}")
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -54,3 +54,23 @@ class Pace:
             shown = f" | loss {loss:.4g}" if loss is not None else ""
             left = elapsed / timed * (self.total - step)  # validations so far included
             self.log(f"[nnrnn] update {step}/{self.total}{shown} | about {duration(left)} left")
+
+
+class Countdown:
+    """Runs (or trials) done against planned, and the time left at the pace so far: what a grid or a search says
+    after each one ends (``[3/12] ... | about 20 min left``), on a terminal and off it alike.  Each run prints its own
+    lines (and its bar) on the same output, so this is a line per run, not a bar of its own."""
+
+    def __init__(self, total: int, clock=time.monotonic):
+        self.total, self.count, self.clock, self.started = total, 0, clock, clock()
+
+    def done(self) -> str:
+        """One more ended: its ``[count/total]`` prefix."""
+        self.count += 1
+        return f"[{self.count}/{self.total}]"
+
+    def left(self) -> str:
+        """`` | about X left`` after the latest :meth:`done` (nothing after the last one)."""
+        if self.count >= self.total or not self.count:
+            return ""
+        return f" | about {duration((self.clock() - self.started) / self.count * (self.total - self.count))} left"

@@ -18,6 +18,7 @@ import socket
 from pathlib import Path
 
 from ...errors import UserError
+from ...training.pace import Countdown
 
 RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
 INSTALL = "--cluster needs Ray, which is not installed: pip install 'nnrnn[ray]'"
@@ -104,17 +105,16 @@ def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: 
     log(f"{len(units)} {what} on the Ray cluster at {address}, {'one GPU' if gpus else 'one CPU'} each")
     # absolute paths: a worker's working directory is not this process's
     running = {remote.remote(work, Path(folder).resolve(), item, gpus): Path(folder) for folder, item in units}
-    count, failed = 0, []
+    countdown, failed = Countdown(len(units)), []
     while running:
         ready, _ = ray.wait(list(running), num_returns=1)
         folder = running.pop(ready[0])
-        count += 1
         try:
             line = ray.get(ready[0])
         except ray.exceptions.WorkerCrashedError:
             failed.append(folder.name)
             line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
-        log(f"[{count}/{len(units)}] {line}")
+        log(f"{countdown.done()} {line}{countdown.left()}")
     if failed:
         raise UserError(f"the workers training {', '.join(failed)} died (killed, or out of memory); run the same "
                         f"command again to continue (finished runs are kept, interrupted ones resume)")
