@@ -283,3 +283,20 @@ def test_a_tuned_grids_estimate_counts_its_tuned_runs_before_their_searches_pick
     logs.clear()
     reproduce.reproduce(tuned_scale, tmp_path, log=logs.append, plan_only=True)
     assert "(0 to train)" in logs[-1]
+
+
+def test_a_clusters_search_trials_share_a_journal_and_a_local_search_its_sqlite_file(tmp_path, tuned_scale):
+    """A search's trials on a Ray cluster (each its own task, on several machines) kept their study in SQLite on the
+    shared folder, which Optuna advises against on network filesystems; Optuna's journal file is supported there."""
+    from nnrnn.experiments.planning.storage import search_storage
+    (name, search), = [(n, s) for n, s in grid.searches(grids.SCALES[tuned_scale]).items() if s["model"] == "gru"]
+    shared, local = tmp_path / "cluster" / name, tmp_path / "local" / name
+    for ordinal in range(2):  # what each cluster task runs
+        reproduce._trial_one(shared, (search, ordinal), 1)
+    assert (shared / "study.journal").is_file() and not (shared / "study.db").exists()
+    assert reproduce.ended_trials(shared, search) == 2 and reproduce.best_params(reproduce._study(shared, search))
+    reproduce._search_one(local, search, 1)
+    assert (local / "study.db").is_file() and not (local / "study.journal").exists()
+    assert reproduce.ended_trials(local, search) == 2
+    # a search begun one way goes on in its own storage the other way
+    assert search_storage(local, shared=True).startswith("sqlite:") and search_storage(shared).startswith("journal:")

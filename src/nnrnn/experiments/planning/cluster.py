@@ -2,7 +2,8 @@
 
 Each run, and each trial of a search, is one Ray task that asks for one GPU, or for one CPU (it trains on one
 thread).  A run's task calls the same function the local path calls, on the same run folder; a trial's task runs one
-trial of the search's Optuna study, whose storage (in the search's folder) all its trials share.  The folders must be
+trial of the search's Optuna study, whose storage (Optuna's journal file in the search's folder, which it supports on a
+shared filesystem: :func:`.storage.search_storage`) all its trials share.  The folders must be
 on a filesystem every node sees (``--out`` on a shared filesystem).  A run's folder, its checkpoints and its lock are
 what make it resumable, so the cluster changes nothing of what a run is: a task whose worker dies (killed, a node
 lost) is retried by Ray up to :data:`RETRIES` times and resumes from the run's last checkpoint, losing only the
