@@ -256,3 +256,4 @@ def test_curves_above_the_cut_axis_and_a_single_point_still_show(tmp_path, monke
     bottom, top = ax.get_ylim()
     assert all(bottom < min(line.get_ydata()) < top for line in curves)
     assert all(line.get_marker() not in (None, "None", "") for line in curves)
+    assert "axis cut" not in drawn["curves-copy.png"]._suptitle.get_text()  # it is not, here

@@ -151,7 +151,8 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
         summary = (f"median over seeds, band from the lowest to the highest seed, axis cut at "
                    f"{GRADIENT_HEADROOM:g}× the highest median")
     else:
-        summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if baseline is not None else "")
+        cut = baseline is not None and not SHOWN_ABOVE * floor > 3 * baseline  # else raised to show every curve
+        summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if cut else "")
     heading = f"{title(grid.planned, setting)}: {quantity}, {summary}"
     fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
     fig.savefig(path, dpi=130)
