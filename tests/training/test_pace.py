@@ -37,6 +37,15 @@ def test_a_slow_update_is_estimated_within_the_stated_seconds_and_a_resumed_run_
     assert len(lines) == 1 and lines[0].startswith("[nnrnn] 500 updates: about ") and "updates 502-503" in lines[0]
 
 
+def test_a_run_that_ends_before_it_is_timed_says_nothing_of_a_time_left():
+    clock, lines = Clock(), []
+    run = Pace(0, 5, True, log=lines.append, clock=clock)
+    for step in range(1, 6):
+        clock.now += 1.0
+        run.update(step, 1.0)
+    assert lines == []
+
+
 def test_nothing_is_said_where_the_bar_shows():
     lines = []
     run = Pace(0, 100, False, log=lines.append)

@@ -42,7 +42,7 @@ class Pace:
             self.first = (step, now)
             return
         timed, elapsed = step - self.first[0], now - self.first[1]
-        if not self.estimated and (timed >= ESTIMATE_AFTER or elapsed >= ESTIMATE_WITHIN_S or step == self.total):
+        if not self.estimated and step < self.total and (timed >= ESTIMATE_AFTER or elapsed >= ESTIMATE_WITHIN_S):
             self.estimated, self.next_line = True, now + EVERY_S
             each = elapsed / timed
             self.log(f"[nnrnn] {self.total - self.start} updates: about {duration(each * (self.total - self.start))} "
