@@ -86,3 +86,13 @@ class Interrupted(NnrnnError):
 
     def __reduce__(self):  # crosses process boundaries (reproduce --jobs, sweeps)
         return Interrupted, (self.signum, self.path, self.advice)
+
+
+def one_line(exc: NnrnnError) -> str:
+    """The line the command line prints on stderr for ``exc`` (its first line; an interrupt with its advice): one
+    function, so that every process of a multi-process run prints the same line for one error
+    (:mod:`nnrnn.training.distributed`)."""
+    if isinstance(exc, Interrupted):
+        return f"nnrnn: {exc}; {exc.advice}"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"nnrnn: error: {message}"

@@ -1033,3 +1033,17 @@ def test_a_step_schedule_run_logs_the_rate_each_update_used_and_divides_it_after
              if r.get("split") == "train" and "lr" in r]
     per_epoch = len(rates) // 2
     assert per_epoch >= 2 and rates == pytest.approx([1e-3] * per_epoch + [1e-4] * per_epoch)
+
+
+def test_a_run_whose_output_is_not_a_terminal_says_its_duration_and_its_pace(tmp_path, capsys, monkeypatch):
+    """Redirected (a batch job's log), no bar shows: the run printed nothing until its first validation, and never
+    how long it would take."""
+    from nnrnn.training import pace
+    monkeypatch.setattr(pace, "EVERY_S", 0.0)  # a line after every update past the estimate
+    train(tiny(tmp_path, steps=14, eval_every=14, progress=True))
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[nnrnn] ")]
+    estimate = next(i for i, line in enumerate(lines) if line.startswith("[nnrnn] 14 updates: about "))
+    assert "timed on updates 2-11" in lines[estimate]
+    assert [line.split(" | ")[0] for line in lines[estimate + 1:estimate + 3]] == ["[nnrnn] update 12/14",
+                                                                                   "[nnrnn] update 13/14"]
+    assert re.fullmatch(r"\[nnrnn\] update 12/14 \| loss [\d.]+ \| about \d+ s left", lines[estimate + 1])
