@@ -79,6 +79,8 @@ class GRU(nn.GRU, Traits):
     ``bias_hh_l[k]`` (3N)), gates in torch's order (reset, update, new).  ``implementation``:
     ``"torch"`` (torch's kernels, the default) or ``"reference"`` (:func:`gru_reference`, an autograd loop).
     """
+    DISPLAY_NAME = "GRU"
+    LINE_STYLE = ('#8c564b', (0, (4, 4)))
 
     CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
     GATES = len(GATES)

@@ -40,3 +40,9 @@ class Traits:
     # The stacked layers its paper trains (a grid with ``paper_depth`` runs it so deep, at the grid's parameter
     # count; docs/design.md gives each paper's setting).
     DEPTH: int = 1
+    # What a report calls it and how its figures draw it (nnrnn.experiments.judging.labels), which every model class
+    # states itself (no default: tests/models/test_models.py checks each has its own): a display name, and a colour
+    # with a matplotlib line style, no two models sharing either, so that two curves can be told apart by either
+    # alone (gray is left to the reference lines).
+    DISPLAY_NAME: str
+    LINE_STYLE: tuple[str, object]
