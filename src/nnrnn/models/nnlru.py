@@ -94,6 +94,8 @@ class NonNormalLRU(LRU):
     """
     DISPLAY_NAME = "nnLRU"
     LINE_STYLE = ('#008080', (0, (3, 2)))
+    OWN_PENALTY = True  # its T is packed, not a Parametrization
+    LINEAR_ANALYSIS = True
 
     CONFIG_OPTIONS = LRU.CONFIG_OPTIONS + ("t_init",)
     TRAIN_OPTIONS = ("t_decay",)
