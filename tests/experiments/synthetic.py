@@ -27,6 +27,14 @@ LEVEL = {"copy": {"rnn": 0.095, "rnn-orth": 0.0003, "eurnn": 0.03, "exprnn": 0.0
 START = {"copy": 0.3, "psmnist": 0.1, "ptb": 4.5}
 
 
+def toy_labels(monkeypatch, *names: str) -> None:
+    """Declare toy variant labels (each its own name, a colour and dash of its own) for one test, as a grid declares
+    its variants (nnrnn.experiments.judging.labels.variant), undone after the test."""
+    from nnrnn.experiments.judging import labels
+    for i, label in enumerate(names):
+        monkeypatch.setitem(labels.VARIANTS, label, labels.Label(label, (f"#0000{i + 1:02x}", (0, (1, i + 1)))))
+
+
 def _curve(rng, task: str, level: float, points: int, stuck: bool) -> list[float]:
     start = START[task]
     if stuck:

@@ -77,3 +77,31 @@ def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     shutil.copy(committed / "notes.md", tmp_path / "notes.md")
     reproduce.regenerate(grid.GridFolder(committed).data, tmp_path, SHARED)
     assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()
+
+
+@pytest.mark.parametrize("folder", ["beyond", "modern", "memory"])
+def test_writing_a_committed_report_from_its_data_trains_times_and_loads_nothing(folder, tmp_path, monkeypatch):
+    """A report only reads: written again from its data.json, nothing loads a checkpoint (torch.load), takes a
+    gradient (every training update and every timed update does) or steps an optimizer; what it shows was measured
+    while its grid ran."""
+    import shutil
+
+    import torch
+
+    from tests.conftest import HAS_MNIST, HAS_PTB, REPO, SHARED
+    committed = REPO / "docs" / folder
+    if not (HAS_MNIST and HAS_PTB):
+        pytest.skip(f"the report's data section counts the MNIST and PTB files, not found in {SHARED}")
+
+    def refused(what):
+        def call(*args, **kwargs):
+            raise AssertionError(f"writing a report from its data called {what}")
+        return call
+    monkeypatch.setattr(torch, "load", refused("torch.load"))
+    monkeypatch.setattr(torch.Tensor, "backward", refused("Tensor.backward"))
+    monkeypatch.setattr(torch.autograd, "backward", refused("torch.autograd.backward"))
+    monkeypatch.setattr(torch.autograd, "grad", refused("torch.autograd.grad"))
+    monkeypatch.setattr(torch.optim.Optimizer, "step", refused("Optimizer.step"))
+    shutil.copy(committed / "notes.md", tmp_path / "notes.md")
+    reproduce.regenerate(grid.GridFolder(committed).data, tmp_path, SHARED)
+    assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()

@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from nnrnn.experiments.reporting import figures
 
 from nnrnn.experiments.planning import grid
 
@@ -147,7 +146,8 @@ def rung(T: int, updates: list, seeds: int = 3) -> dict:
             "budget": 2000, "batch": 16}
 
 
-def test_a_pair_that_solved_different_delays_is_compared_in_updates_at_the_longest_delay_both_solved():
+def test_a_pair_that_solved_different_delays_is_compared_in_updates_at_the_longest_delay_both_solved(monkeypatch):
+    synthetic.toy_labels(monkeypatch, "a", "b")
     a = [rung(50, [500, 600, 700]), rung(100, [1000, 1200, 800]), rung(200, [1500, 1700, None])]
     fewer = [rung(50, [900, 1000, None]), rung(100, [1800, 1750, None]), rung(200, [None] * 3)]
     said = memory.compare("a", "b", a, fewer)
@@ -177,6 +177,7 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
     import matplotlib.figure
     from matplotlib.colors import to_hex
     from matplotlib.lines import Line2D
+    from nnrnn.experiments.judging import labels as label_table
     kept = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))
     labels = ("nnrnn", "nnrnn normal", "exprnn")
@@ -186,11 +187,11 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
     found = {"nnrnn": [rung(50, [500, 600, None]), rung(100, [None] * 3)],
              "nnrnn normal": [rung(50, [None] * 3)], "exprnn": [rung(50, [300, 400, 350])]}
     memory.horizon_figure(made, found)
-    assert "nnrnn normal" in figures.STYLES
+    assert "nnrnn normal" in label_table.VARIANTS
     ax = kept[0].axes[0]
     lines, legend = ax.get_lines(), dict(zip(*reversed(ax.get_legend_handles_labels())))
     for label in labels:
-        colour, style = figures.STYLES[label]
+        colour, style = label_table.line_style(label)
         dashes = Line2D([], [], linestyle=style)._unscaled_dash_pattern
         drawn = legend[memory.name(label)].lines[0]  # the errorbar's line through the solved delays
         assert to_hex(drawn.get_color()) == colour and drawn._unscaled_dash_pattern == dashes

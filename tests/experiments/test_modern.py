@@ -63,7 +63,8 @@ def test_best_so_far_counts_only_finished_trials():
     assert modern.best_so_far(trials, lower=False) == [None, 0.5, 0.5, 0.7, 0.7]
 
 
-def test_a_model_is_clearly_best_only_when_clearly_better_than_every_other():
+def test_a_model_is_clearly_best_only_when_clearly_better_than_every_other(monkeypatch):
+    synthetic.toy_labels(monkeypatch, "a", "b", "c")
     clear = {"a": Stat(1.0, 0.01, 3), "b": Stat(2.0, 0.01, 3), "nnrnn": Stat(3.0, 0.01, 3)}
     assert modern.leaders(clear, lower=True) == ("a", ["a"])
     close = {"a": Stat(1.0, 0.1, 3), "b": Stat(1.1, 0.1, 3), "nnrnn": Stat(3.0, 0.01, 3)}
@@ -72,7 +73,8 @@ def test_a_model_is_clearly_best_only_when_clearly_better_than_every_other():
     assert modern.leaders({"a": None}, lower=True) == (None, [])
 
 
-def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse():
+def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(monkeypatch):
+    synthetic.toy_labels(monkeypatch, "a", "b", "c")
     table = {"a": Stat(1.0, 0.01, 3), "b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.01, 3),
              "c": Stat(float("nan"), float("nan"), 0, failed=3)}
     where = modern.standing(table, "nnrnn", lower=True)
@@ -80,7 +82,8 @@ def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(
     assert (where["better"], where["alike"], where["worse"]) == (["a"], ["b"], ["c"])
 
 
-def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_could_see():
+def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_could_see(monkeypatch):
+    synthetic.toy_labels(monkeypatch, "a", "b", "c", "one", "other")
     from nnrnn.experiments.judging.comparisons import compare
     table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
              "other": Stat(2.2, float("nan"), 1)}

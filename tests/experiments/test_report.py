@@ -141,17 +141,32 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
 
 def test_every_label_has_its_own_colour_and_line_style_the_same_in_every_grid():
     from nnrnn.models import MODELS
-    table = figures.STYLES
-    assert set(MODELS) <= set(table)  # every model, and the variants the grids name
+    from nnrnn.experiments.judging import labels
+    # every model from its class, and every variant the grids name (declared when the grids are imported)
+    known = [*MODELS, *{label for scale in grids.SCALES.values() for spec in scale["tasks"].values()
+                        for label in spec.get("variants", {})}]
+    table = {label: labels.line_style(label) for label in known}
+    assert set(labels.VARIANTS) <= set(table)
     assert len({c for c, _ in table.values()}) == len(table) and len({str(s) for _, s in table.values()}) == len(table)
     assert all(c.lower() not in ("gray", "grey", "#7f7f7f", "#808080") for c, _ in table.values())  # the references'
-    plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain", "new a"),
-            "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain", "new b")}
-    runs = [planned(setting=setting, label=label) for setting, labels in plan.items() for label in labels]
+    assert len({labels.display_name(label) for label in known}) == len(known)
+    plan = {"copy": ("rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain"),
+            "ptb": ("rnn", "rnn-orth", "exprnn", "nnrnn", "gru", "cornn", "rnn chain")}
+    runs = [planned(setting=setting, label=label) for setting, labels_ in plan.items() for label in labels_]
     only_copy = [r for r in runs if r.setting == "copy"]
-    assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", only_copy) == table["exprnn"]
-    new = {figures.line_style(label, runs) for label in ("new a", "new b")}  # labels the table lacks: spares
-    assert len(new) == 2 and not new & set(table.values())
+    assert figures.line_style("exprnn", runs) == figures.line_style("exprnn", only_copy) == MODELS["exprnn"].LINE_STYLE
+
+
+def test_a_label_stated_nowhere_is_an_error_not_a_default():
+    from nnrnn.experiments.judging import labels, words
+    with pytest.raises(LookupError, match="'new a'.*variant"):
+        figures.line_style("new a", [])
+    with pytest.raises(LookupError, match="'new a'"):
+        words.name("new a")
+    with pytest.raises(ValueError, match="model's label"):
+        labels.variant("nnrnn", "another nnRNN", ("#123456", "-"))
+    with pytest.raises(ValueError, match="declared twice"):
+        labels.variant("nnrnn delay", "another name", ("#123456", "-"))
 
 
 @pytest.fixture

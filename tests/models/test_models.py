@@ -145,6 +145,17 @@ def test_registry_and_create():
         assert model.input_size == 3 and model.hidden_size == 4
 
 
+def test_every_model_class_states_its_own_display_name_and_line_style():
+    """What a report calls a model and how its figures draw it are the class's own (no default in Traits, and no
+    subclass inherits its parent's: rnn-orth's are not rnn's), no two models sharing a name, a colour or a dash."""
+    for name in NAMES:
+        cls = nnrnn.MODELS[name]
+        assert "DISPLAY_NAME" in vars(cls) and "LINE_STYLE" in vars(cls), name
+    assert len({nnrnn.MODELS[n].DISPLAY_NAME for n in NAMES}) == len(NAMES)
+    assert len({nnrnn.MODELS[n].LINE_STYLE[0] for n in NAMES}) == len(NAMES)
+    assert len({str(nnrnn.MODELS[n].LINE_STYLE[1]) for n in NAMES}) == len(NAMES)
+
+
 def test_unknown_model_name_lists_valid_names():
     with pytest.raises(ValueError) as info:
         nnrnn.create("rwkv", 3, 4)

@@ -12,7 +12,7 @@ from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
-from ..models import ComplexNonNormalRNN, NonNormalLRU
+from ..models import NonNormalLRU
 from ..training.network import initial_network, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
@@ -51,7 +51,8 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
 def main(args) -> int:
     model, config, saved, source = load_saved(args.path)
     step = saved.get("step")
-    if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
+    layer = getattr(model, "rnn", model)
+    if getattr(type(layer), "COMPLEX_RECURRENCE", False):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
@@ -63,8 +64,8 @@ def main(args) -> int:
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     name = run_name(args.path)
-    if isinstance(getattr(model, "rnn", model), NonNormalLRU):
-        return _linear(getattr(model, "rnn", model), out, name, extra)
+    if getattr(type(layer), "LINEAR_ANALYSIS", False):
+        return _linear(layer, out, name, extra)
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
         summary = analyze_model(model, out, batch=None if args.gradients else False, extra=extra,
                                 title=f"{name} ({model_name(recurrent_layer(model))})",

@@ -146,7 +146,8 @@ def regularization(model: nn.Module, delta: float = 0.0, t_decay: float = 0.0) -
              if isinstance(plist[0], Parametrization)]
     terms = [term for term in terms if term is not None]
     # the nnlru's T is a plain (packed) parameter, not a Parametrization: its layer gives its own penalty
-    terms += [module.regularization(delta, t_decay) for module in model.modules() if isinstance(module, NonNormalLRU)]
+    terms += [module.regularization(delta, t_decay) for module in model.modules()
+              if getattr(type(module), "OWN_PENALTY", False)]
     if terms:
         return sum(terms[1:], terms[0])
     first = next(model.parameters(), None)

@@ -86,6 +86,8 @@ class CoRNN(CellModel):
         weight_ih_l[k]: V, (N, N_in); bias_ih_l[k]: b, (N); weight_hh_l[k]: [W, 𝒲], (N, 2N), acting on [y, z].
         All drawn as ``torch.nn.Linear`` draws the authors' one layer of [u, z, y]: U(±1/sqrt(N_in + 2N)).
     """
+    DISPLAY_NAME = "coRNN"
+    LINE_STYLE = ('#17becf', (0, (12, 3, 3, 3)))
 
     CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping")
     # log-uniform ranges around the values its code sets for its tasks (adding: Δt 0.06, γ 66, ε 15; psMNIST:

@@ -297,6 +297,8 @@ class EURNN(RecurrentModel):
         odd_angles_l[k]: (⌊L/2⌋, ⌊(N-1)/2⌋), U(-π, π).
         weight_hh_l[k]: V (N, N), composed from the angles on access; it cannot be assigned.
     """
+    DISPLAY_NAME = "EURNN"
+    LINE_STYLE = ('#2ca02c', (0, (1, 1.5)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("capacity",)
     ORTHOGONAL = True

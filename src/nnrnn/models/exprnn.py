@@ -32,6 +32,8 @@ class ExpRNN(RecurrentModel):
         weight_hh_l[k]: V (N, N) = exp(A), composed on access; A's free entries are the strict lower
             triangle of ``parametrizations.weight_hh_l[k].original`` (N × N).
     """
+    DISPLAY_NAME = "expRNN"
+    LINE_STYLE = ('#d62728', (0, (6, 2, 1, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "dynamic")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every")

@@ -84,6 +84,8 @@ class GRU(nn.GRU, Traits):
     sequence in one call, a hand-written backward) where the kernel policy chooses it (float32 on the CPU), else
     torch's kernels; ``"torch"``: torch's kernels; ``"reference"``: :func:`gru_reference`, an autograd loop.
     """
+    DISPLAY_NAME = "GRU"
+    LINE_STYLE = ('#8c564b', (0, (4, 4)))
 
     CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
     GATES = len(GATES)

@@ -55,6 +55,8 @@ class LEM(CellModel):
         weight_hh_l[k]: [W_2; W_1; W_z] (3N, N), acting on y; weight_zy_l[k]: W_y (N, N), acting on z_n.
         All U(±1/sqrt(N)), as the authors' code draws every parameter.
     """
+    DISPLAY_NAME = "LEM"
+    LINE_STYLE = ('#800000', (0, (5, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("bias", "dt")
     # log-uniform around the values its code sets (adding: Δt 0.0242; psMNIST: 0.31); docs/design.md

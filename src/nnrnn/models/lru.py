@@ -121,6 +121,8 @@ class LRU(CellModel):
     policy's choice for the shape, timed on this CPU or by its fixed rule, :func:`~nnrnn.models.cells.use_scan`),
     ``"scan"`` or ``"loop"``; docs/performance.md measures the two.
     """
+    DISPLAY_NAME = "LRU"
+    LINE_STYLE = ('#000080', (0, (1, 3)))
 
     CONFIG_OPTIONS = ("bias", "r_min", "r_max")
     # the ring the eigenvalues start in: its paper's settings (r_min 0 or 0.9; r_max 0.99 to 0.9999); docs/design.md

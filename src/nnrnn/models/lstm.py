@@ -62,6 +62,8 @@ class LSTM(nn.LSTM, Traits):
     Attributes: torch.nn.LSTM's (``weight_ih_l[k]`` (4N, N_in), ``weight_hh_l[k]`` (4N, N), ``bias_ih_l[k]``,
     ``bias_hh_l[k]`` (4N)), gates in torch's order (input, forget, cell, output).
     """
+    DISPLAY_NAME = "LSTM"
+    LINE_STYLE = ('#9467bd', (0, (3, 1, 1, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
     GATES = len(GATES)

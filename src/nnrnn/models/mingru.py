@@ -69,6 +69,8 @@ class MinGRU(CellModel):
             :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` (:func:`mingru_scan`, log space) or ``"loop"``
             (:func:`mingru_loop`, the reference); docs/performance.md measures the two.
     """
+    DISPLAY_NAME = "minGRU"
+    LINE_STYLE = ('#b8860b', (0, (9, 3, 1, 3, 1, 3)))
 
     # its paper's stacks: 3 layers, where its selective-copying table is solved (1 and 2 are not; docs/design.md)
     DEPTH = 3

@@ -49,6 +49,8 @@ class NonNormalGRU(GRU):
     Train the generators at their own learning rate (:func:`nnrnn.param_groups`) and add
     :meth:`regularization` (δ on every Schur form's γ, decay on its T) to the loss.
     """
+    DISPLAY_NAME = "nnGRU"
+    LINE_STYLE = ('#e377c2', (0, (8, 2, 2, 2, 2, 2)))
 
     CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")

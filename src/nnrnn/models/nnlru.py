@@ -92,6 +92,10 @@ class NonNormalLRU(LRU):
     diagonal, row by row (:meth:`triangular`).  :meth:`regularization` gives the nnRNN's penalty on T,
     (t_decay / 2) ‖T‖²_F (``--t-decay``); Λ has no γ of a Schur form to pull to 1, so ``delta`` adds nothing.
     """
+    DISPLAY_NAME = "nnLRU"
+    LINE_STYLE = ('#008080', (0, (3, 2)))
+    OWN_PENALTY = True  # its T is packed, not a Parametrization
+    LINEAR_ANALYSIS = True
 
     CONFIG_OPTIONS = LRU.CONFIG_OPTIONS + ("t_init",)
     TRAIN_OPTIONS = ("t_decay",)

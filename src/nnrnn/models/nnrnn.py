@@ -70,6 +70,8 @@ class NonNormalRNN(RecurrentModel):
     With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.  Train P's generator at
     its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
     """
+    DISPLAY_NAME = "nnRNN"
+    LINE_STYLE = ('#000000', '-')
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")
     TRAIN_OPTIONS = ("lr_orth", "rebase_every", "delta", "t_decay")

@@ -195,6 +195,9 @@ class ComplexNonNormalRNN(nn.Module, Traits):
         implementation: ``"fused"`` (default; the real embedding with a hand-written backward) or
             ``"reference"`` (complex autograd loop).
     """
+    DISPLAY_NAME = "complex nnRNN"
+    LINE_STYLE = ('#bcbd22', (0, (2, 3)))
+    COMPLEX_RECURRENCE = True
 
     CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")

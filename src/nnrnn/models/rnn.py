@@ -35,6 +35,8 @@ class VanillaRNN(RecurrentModel):
         weight_ih_l[k], bias_ih_l[k], modrelu_bias_l[k]: as :class:`~nnrnn.NonNormalRNN`.
         weight_hh_l[k]: V (N, N), Glorot normal.
     """
+    DISPLAY_NAME = "RNN"
+    LINE_STYLE = ('#1f77b4', (0, (10, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init",)
     INITS: tuple[str, ...] = ("xavier", *CHAINS)
@@ -79,6 +81,8 @@ class OrthogonalInitRNN(VanillaRNN):
             ``'henaff'``: the exponential of that scheme's skew-symmetric matrix (the paper's PTB-300
             setting uses Cayley).
     """
+    DISPLAY_NAME = "RNN-orth"
+    LINE_STYLE = ('#ff7f0e', (0, (6, 2)))
 
     ORTHOGONAL = True  # the paper counts RNN-orth among its orthogonal RNNs
     INITS = INITS

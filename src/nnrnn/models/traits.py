@@ -40,3 +40,19 @@ class Traits:
     # The stacked layers its paper trains (a grid with ``paper_depth`` runs it so deep, at the grid's parameter
     # count; docs/design.md gives each paper's setting).
     DEPTH: int = 1
+    # Whether its recurrent matrix is complex (the complex nnRNN's V = P (Λ + T) Pᴴ): the analyses of a real matrix
+    # (nnrnn analyze) refuse it, and the reports' learned structure reads its complex Schur factors
+    # (nnrnn.experiments.reporting.collect.structure_of).
+    COMPLEX_RECURRENCE: bool = False
+    # Whether its Schur form's T is a plain parameter of its own rather than a Parametrization (the nnLRU's packed T):
+    # then the layer gives its penalty itself, ``regularization(delta, t_decay)`` (nnrnn.models.regularization).
+    OWN_PENALTY: bool = False
+    # Whether nnrnn analyze analyses it by its exact linear theory (nnrnn.analysis.linear.analyze_nnlru: eigenvalues,
+    # |T| and the exact Fisher memory curve) instead of the Schur-form and gradient figures of a nonlinear model.
+    LINEAR_ANALYSIS: bool = False
+    # What a report calls it and how its figures draw it (nnrnn.experiments.judging.labels), which every model class
+    # states itself (no default: tests/models/test_models.py checks each has its own): a display name, and a colour
+    # with a matplotlib line style, no two models sharing either, so that two curves can be told apart by either
+    # alone (gray is left to the reference lines).
+    DISPLAY_NAME: str
+    LINE_STYLE: tuple[str, object]

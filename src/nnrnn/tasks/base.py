@@ -101,6 +101,12 @@ class Task:
         generates its data."""
         return None
 
+    def data_report(self) -> tuple[str, str | None]:
+        """A report's data row for a task with data files (nnrnn.experiments.reporting.sections.data_section): the
+        cells after the task's, "| its name | trained on | validated on | tested on | the official files |", and a
+        note on what reading less than the official files does to its scores (None when the runs had them)."""
+        raise NotImplementedError
+
     # The loss of the best prediction that uses no memory of the inputs (``baseline``) and of an untrained
     # model's guess (``chance``): what a run's outcome is judged against (nnrnn.training.outcome)
     baseline: float | None = None

@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
+from ..judging import labels
 from ..planning.grid import Grid, PlannedRun
 
 
@@ -18,6 +19,12 @@ def _scales() -> dict[str, dict]:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         found[module.NAME] = module.SCALE
+        for setting, spec in module.SCALE["tasks"].items():
+            for label in spec.get("variants", {}):
+                if label not in labels.VARIANTS:
+                    raise LookupError(f"grid {module.NAME!r}, setting {setting!r}: variant {label!r} has no display "
+                                      "name or line style; declare it in the grid's module with "
+                                      "nnrnn.experiments.judging.labels.variant(label, name, style)")
     return found
 
 

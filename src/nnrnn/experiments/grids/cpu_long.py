@@ -1,16 +1,21 @@
 """The ``cpu-long`` grid: the paper's tables at small sizes and long training, 3 seeds
 (docs/reproduction-cpu-long/report.md), with the checks of why EURNN and RNN-orth miss copy and nnRNN with γ held."""
 from ..planning.grid import BOTH
+from ..judging.labels import variant
 from ..judging.paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
 from .paper import REPORT
 
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
+variant(GAMMA_ONE, "nnRNN, γ = 1", ("#fb9a99", (0, (4, 1, 4, 4))))
+variant(GAMMA_HELD, "nnRNN, γ = 0.958", ("#8c8cff", (0, (2, 1))))
 GAMMA_CLAMPED = {GAMMA_ONE: {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0},
                  GAMMA_HELD: {"model": "nnrnn", "fixed_gamma": 0.958, "delta": 0.0}}
 # Why EURNN and RNN-orth miss copy with the paper's settings (docs/design.md, Baselines): EURNN with Jing et al.'s
 # copy-task capacity of 4 rotation layers instead of N/2, and RNN-orth with its gradient norm clipped at 1.
-COPY_CHECKS = {"eurnn, capacity 4": {"model": "eurnn", "capacity": 4},
-               "rnn-orth, clipped at 1": {"model": "rnn-orth", "clip": 1.0}}
+CAPACITY_4 = variant("eurnn, capacity 4", "EURNN, capacity 4", ("#c2b280", (0, (2, 2, 6, 2))))
+CLIPPED = variant("rnn-orth, clipped at 1", "RNN-orth, clipped at 1", ("#e7298a", (0, (1, 1, 1, 4))))
+COPY_CHECKS = {CAPACITY_4: {"model": "eurnn", "capacity": 4},
+               CLIPPED: {"model": "rnn-orth", "clip": 1.0}}
 # cpu-long's lengths: copy 4000 updates, psMNIST 20 epochs, PTB the release's 100 epochs with the plateau rule
 # halving the rates as in the presets (no early stop: with patience 0 a few bad validations early in a run would
 # end it; docs/training.md)

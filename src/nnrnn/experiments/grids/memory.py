@@ -35,7 +35,7 @@ sittings.
 
 Its report's own sections: per model the longest copy delay that at least :data:`SOLVED_BY` of its seeds solved,
 the updates and seconds solving it took, a figure of both against the delay (each label in its colour and line style
-of :data:`..reporting.figures.STYLES`), each trained model's linear memory capacity (:mod:`nnrnn.analysis.capacity`),
+of :mod:`..judging.labels`), each trained model's linear memory capacity (:mod:`nnrnn.analysis.capacity`),
 and how every model was tuned and where its picks fell (:mod:`..reporting.tuning`, :mod:`..reporting.picks`).
 
 A rung's run is *solved* at the update of its second validation in a row whose loss is below :data:`SOLVED_SHARE` ×
@@ -59,11 +59,13 @@ from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ..reporting.picks import picks_section
 from ..reporting.sections import Report
 from ..judging.statistics import Stat
+from ..judging.labels import variant
 from ..judging.words import name
 import dataclasses
 
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED, TUNED
+from .beyond import DELAY
 from .modern import CHAIN_ELU
 
 SOLVED_IN_A_ROW = 2  # the trainer's rule (nnrnn.training.train.SOLVED_IN_A_ROW), read back from the records
@@ -72,7 +74,7 @@ SOLVED_SHARE = 0.1  # solved: validation loss below this share of the baseline (
 # {run folder: its memory capacity}, beside the report (one of its Report's files)
 CAPACITY = "capacity.json"
 CAPACITY_DELAYS, CAPACITY_STEPS, CAPACITY_BATCH = 64, 400, 32  # K, and the driving sequences' length and number
-MARKERS = "osD^v"  # beside each label's colour and line style (figures.STYLES), so that near lines differ
+MARKERS = "osD^v"  # beside each label's colour and line style (judging.labels), so that near lines differ
 
 
 def copy_setting(T: int) -> str:
@@ -365,12 +367,13 @@ UPDATES, BATCH, EVAL_EVERY = 2000, 16, 50  # the budget per delay (docstring), v
 HIDDEN = 64  # nnRNN's units, every other model at its parameter count (docstring: why not 32)
 TUNE_RUNG = 50
 MEMORY_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem", "lru", "mingru", "nnlru")
+NORMAL = variant("nnrnn normal", "nnRNN without T (normal)", ("#56b4e9", (0, (6, 1, 2, 1))))
 VARIANTS = {
     **CHAIN_ELU,
     # the paper's thesis isolated: the nnRNN without its non-normal part (T ≡ 0, V = PΛPᵀ normal)
-    "nnrnn normal": {"model": "nnrnn", "triangular": "none"},
+    NORMAL: {"model": "nnrnn", "triangular": "none"},
     # T started as the delay line of the paper's §3, at the α the beyond grid uses (docs/design.md)
-    "nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02"},
+    DELAY: {"model": "nnrnn", "t_init": "delay:0.02"},
 }
 
 

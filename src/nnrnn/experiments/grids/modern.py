@@ -40,6 +40,7 @@ from ..judging.rules import judged_by, rule
 from ..reporting.sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
 from ..judging.statistics import Stat, below_value, margin
 from ..judging.comparisons import compare
+from ..judging.labels import variant
 from ..judging.words import name, title
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED
@@ -480,7 +481,8 @@ def update_time_section(grid: Grid) -> list[str]:
             s = v["seconds"]
             cells.append(f"{s[model] / s['torch.nn.RNN']:.2f}× / {s[model] / s['torch.nn.GRU']:.2f}× "
                          f"({s[model] * 1e3:.0f} ms)")
-        lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
+        shown = model if model.startswith("torch.") else name(model)  # torch's references are not labels
+        lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -490,8 +492,9 @@ MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem",
 # with their RNN's nonlinearity for the task: ELU on copy and psMNIST (ReLU on adding); on PTB, where they trained
 # only LSTMs, it keeps the non-gated models' modReLU
 CHAIN = {"model": "rnn", "init": "chain:1.02"}
-CHAIN_INIT = {"rnn chain": CHAIN}
-CHAIN_ELU = {"rnn chain": {**CHAIN, "nonlinearity": "elu"}}
+CHAIN_LABEL = variant("rnn chain", "RNN (chain init)", ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))))
+CHAIN_INIT = {CHAIN_LABEL: CHAIN}
+CHAIN_ELU = {CHAIN_LABEL: {**CHAIN, "nonlinearity": "elu"}}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
     tuned_section, picks_section, best_so_far_section, settings_sections, standings_section, published_section,
     update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)

@@ -5,6 +5,8 @@ Layered bottom to top, each module importing only from those listed before it:
 * :mod:`.rules`: the words of a verdict and every threshold and window a claim is judged by;
 * :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the two-standard-error rule;
 * :mod:`.paper`: the paper's published numbers, and its groups of models read from the model classes;
+* :mod:`.labels`: what a report calls each label and how its figures draw it (a model's from its class, a
+  variant's as the grid that defines it declares it);
 * :mod:`.words`: names and results as sentences show them;
 * :mod:`.judgement`: what every judgement of an experiment claim shares (:class:`~.judgement.Judgement`, the
   grading of a verdict from its parts);

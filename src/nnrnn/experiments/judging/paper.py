@@ -4,6 +4,7 @@ classes) and the size of the official PTB training file."""
 from __future__ import annotations
 
 from ...models import PAPER_MODELS, model_class
+from ...tasks.ptb import OFFICIAL_TRAIN_CHARACTERS
 from .statistics import Stat
 
 GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
@@ -13,7 +14,7 @@ ORTHOGONAL = tuple(reversed([m for m in PAPER_MODELS if model_class(m).ORTHOGONA
 NON_GATED = tuple(m for m in PAPER_MODELS if model_class(m).GATES == 1)
 # Runs per result where the paper says: supplementary Table 7's asterisks count failed runs "out of 5" (PTB).
 PAPER_SEEDS = {"ptb": 5}
-OFFICIAL_PTB_TRAIN = 5_010_000  # characters in ptb.char.train.txt, as usually published (about 5.01M)
+OFFICIAL_PTB_TRAIN = OFFICIAL_TRAIN_CHARACTERS  # characters in ptb.char.train.txt, as usually published
 
 
 def _paper_table(rows: dict) -> dict:

@@ -3,19 +3,14 @@ setting's title."""
 from __future__ import annotations
 
 from ...tasks import task_class
-from .paper import GAMMA_HELD, GAMMA_ONE
+from .labels import display_name
 from .statistics import Stat
-
-NAMES = {"rnn": "RNN", "rnn-orth": "RNN-orth", "eurnn": "EURNN", "exprnn": "expRNN", "nnrnn": "nnRNN",
-         "lstm": "LSTM", "gru": "GRU", "nngru": "nnGRU", "nnrnn-complex": "complex nnRNN",
-         "nnrnn delay": "nnRNN (delay init)", GAMMA_ONE: "nnRNN, γ = 1", GAMMA_HELD: "nnRNN, γ = 0.958",
-         "eurnn, capacity 4": "EURNN, capacity 4", "rnn-orth, clipped at 1": "RNN-orth, clipped at 1",
-         "cornn": "coRNN", "lem": "LEM", "lru": "LRU", "mingru": "minGRU", "rnn chain": "RNN (chain init)",
-         "nnrnn normal": "nnRNN without T (normal)", "nnlru": "nnLRU"}
 
 
 def name(label: str) -> str:
-    return NAMES.get(label, label)
+    """A label's name in a report: its model class's or its variant's (:mod:`.labels`); a LookupError for a label
+    stated nowhere."""
+    return display_name(label)
 
 
 

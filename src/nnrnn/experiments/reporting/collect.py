@@ -11,7 +11,6 @@ import numpy as np
 import torch
 
 from ...analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
-from ...models.nnrnn_complex import ComplexNonNormalRNN
 from ...tasks import task_class
 from ...tasks.base import Reported
 from ...training import outcome, runfolder
@@ -122,7 +121,7 @@ def structure_of(folder: Path) -> dict | None:
         return None
     net, _ = load_model(folder)
     layer = net.rnn
-    if isinstance(layer, ComplexNonNormalRNN):  # V = P (Λ + T) Pᴴ, complex
+    if type(layer).COMPLEX_RECURRENCE:  # V = P (Λ + T) Pᴴ, complex
         with torch.no_grad():
             _, lam, t = (x.detach().to(torch.complex128).numpy() for x in layer.schur_factors())
             v = layer.recurrent_matrix().detach().to(torch.complex128).numpy()

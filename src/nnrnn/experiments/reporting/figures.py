@@ -1,5 +1,6 @@
 """The reports' figures: learning curves (mean ± s.e. over seeds, with the task's reference line) and training
-gradient norms (median over seeds), per setting, in one colour and line style per label (:data:`STYLES`)."""
+gradient norms (median over seeds), per setting, in one colour and line style per label (its model class's or its
+variant's, :mod:`..judging.labels`)."""
 from __future__ import annotations
 
 import math
@@ -13,49 +14,14 @@ from ...training.network import build_task
 from .collect import group, labels, setting_task_of
 from ..planning.grid import COLUMNS, Grid, PlannedRun, metric, metrics
 from ..judging.rules import rule
+from ..judging.labels import line_style as labels_style
 from ..judging.words import column_words, name, title
 
 
-# Every label's colour and line style, the one table every figure of every report reads: the models in nnrnn's order,
-# then the variants the grids name.  No two entries share a colour or a line style, so that two curves can be told
-# apart by either alone (in grey, or by a reader who does not see colour); the colours of labels that share a report
-# are of different hues; gray is left to the reference lines (baseline, chance, unigram).  A label not in the table
-# takes an entry of SPARE, by its place among the grid's such labels.
-STYLES: dict[str, tuple[str, object]] = {
-    "rnn": ("#1f77b4", (0, (10, 2))),
-    "rnn-orth": ("#ff7f0e", (0, (6, 2))),
-    "eurnn": ("#2ca02c", (0, (1, 1.5))),
-    "exprnn": ("#d62728", (0, (6, 2, 1, 2))),
-    "nnrnn": ("#000000", "-"),
-    "lstm": ("#9467bd", (0, (3, 1, 1, 1, 1, 1))),
-    "gru": ("#8c564b", (0, (4, 4))),
-    "nngru": ("#e377c2", (0, (8, 2, 2, 2, 2, 2))),
-    "nnrnn-complex": ("#bcbd22", (0, (2, 3))),
-    "cornn": ("#17becf", (0, (12, 3, 3, 3))),
-    "lem": ("#800000", (0, (5, 1, 1, 1))),
-    "lru": ("#000080", (0, (1, 3))),
-    "mingru": ("#b8860b", (0, (9, 3, 1, 3, 1, 3))),
-    "nnlru": ("#008080", (0, (3, 2))),
-    "rnn chain": ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))),
-    "nnrnn delay": ("#8db600", (0, (14, 4))),
-    "nnrnn normal": ("#56b4e9", (0, (6, 1, 2, 1))),
-    "nnrnn γ=0.958": ("#8c8cff", (0, (2, 1))),
-    "nnrnn γ=1": ("#fb9a99", (0, (4, 1, 4, 4))),
-    "eurnn, capacity 4": ("#c2b280", (0, (2, 2, 6, 2))),
-    "rnn-orth, clipped at 1": ("#e7298a", (0, (1, 1, 1, 4))),
-}
-SPARE: tuple[tuple[str, object], ...] = (("#e6ab02", (0, (5, 3, 1, 1, 1, 3))), ("#66a61e", (0, (10, 1, 2, 1))),
-                                         ("#7570b3", (0, (1, 2, 4, 2))), ("#a6cee3", (0, (16, 2))))
-
-
 def line_style(label: str, planned: list[PlannedRun]) -> tuple[str, object]:
-    """A label's colour and matplotlib line style (:data:`STYLES`), the same in every figure and every report; a label
-    the table lacks takes :data:`SPARE`'s entries in the order such labels are planned in the grid (the whole grid, not
-    one setting, so a label missing from a setting shifts no other)."""
-    if label in STYLES:
-        return STYLES[label]
-    others = list(dict.fromkeys([r.label for r in planned if r.label not in STYLES] + [label]))
-    return SPARE[others.index(label) % len(SPARE)]
+    """A label's colour and matplotlib line style, the same in every figure and every report: its model class's or
+    its variant's (:func:`..judging.labels.line_style`; ``planned`` is kept for the grids' figures that pass it)."""
+    return labels_style(label)
 
 
 GRADIENT_HEADROOM = 10.0  # a gradient panel's top: this many times its highest median, on a log axis

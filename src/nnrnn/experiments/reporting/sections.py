@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from ... import presets
-from ...tasks import make_task
+from ...tasks import TASKS, make_task, task_class
 from ...tasks.copy import baseline_loss
 from ...training.config import resolve_config
 from ...training.network import build_task
@@ -107,40 +107,16 @@ def data_section(grid: Grid) -> list[str]:
              "| task | trained on | validated on | tested on | the paper (official files) |", "|---|---|---|---|---|"]
     tasks = {r.task: r for r in grid.planned}
     notes = []
-    for task, shown in (("copy", "copy"), ("adding", "adding")):
-        if task in tasks:
-            lines.append(f"| {shown} | {generated(grid.planned, task)} | a fixed generated set | a fixed generated "
+    for task in TASKS:  # in the registry's order: the generated tasks, then those read from files
+        if task not in tasks:
+            continue
+        if not task_class(task).has_data_files:
+            lines.append(f"| {task} | {generated(grid.planned, task)} | a fixed generated set | a fixed generated "
                          "set | generated, the same task |")
-    if "psmnist" in tasks:
-        o = tasks["psmnist"].options
-        data = make_task("psmnist", data_dir=o.get("data_dir"), batch_size=1).data
-        n = (len(data.train_labels), len(data.valid_labels), len(data.test_labels))
-        lines.append(f"| psMNIST | {n[0]:,} images | {n[1]:,} images | {n[2]:,} images | 60,000 training images "
-                     "(the release holds some out for validation), 10,000 test images |")
-        if n[0] < 50_000:
-            se = math.sqrt(0.8 * 0.2 / n[2]) * 100
-            notes.append(f"psMNIST: the models train on {n[0]:,} images, about {n[0] / 60_000:.0%} of the official "
-                         "training set, all taken from the official test set, so accuracies are lower than the "
-                         f"paper's and not comparable with them. Every seed is tested on the same {n[2]:,} images: "
-                         f"at 80% accuracy the sampling error of that test set alone is about ±{se:.1f} points "
-                         "(binomial), which the seed-to-seed standard errors do not contain. Differences between "
-                         "models are judged by the seed error bars, so a difference of about a point says little "
-                         "about the full test set.")
-    if "ptb" in tasks:
-        o = tasks["ptb"].options
-        n = ptb_split_sizes(o.get("data_dir"))
-        lines.append(f"| PTB | {n[0]:,} characters | {n[1]:,} characters | {n[2]:,} characters | "
-                     "`ptb.char.train.txt`: about 5.01 million characters (the count usually published, whose "
-                     "validation and test counts, 393K and 442K, match the files here) |")
-        if n[0] < 1_000_000:
-            notes.append(f"PTB: the models see none of the official training file. They train on {n[0]:,} "
-                         "characters, 90% of the official validation file (as many characters as "
-                         f"{n[0] / OFFICIAL_PTB_TRAIN:.0%} of the training file), and validate on the rest of "
-                         "that file. With so little "
-                         "text the larger models over-fit sooner, and the plateau schedule then halves their "
-                         "learning rates early; bits per character are higher than the paper's and not comparable "
-                         "with them. The test file is the official one, so test scores of different models here are "
-                         "comparable with each other.")
+            continue
+        row, note = data_task(task, tasks[task].options.get("data_dir")).data_report()
+        lines.append(row)
+        notes += [note] if note else []
     return lines + [""] + [f"- {note}" for note in notes] + [""]
 
 
@@ -209,10 +185,15 @@ def row_scope(grid: Grid, setting: str, column: str) -> str:
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
+def data_task(task: str, data_dir):
+    """Task ``task`` on the data the runs read from ``data_dir`` (None: the default folder), read once."""
+    return make_task(task, data_dir=data_dir, batch_size=1)
+
+
 def ptb_split_sizes(data_dir) -> tuple[int, int, int]:
     """Characters of PTB's train, valid and test splits as the runs read them from ``data_dir``, read once."""
-    corpus = make_task("ptb", data_dir=data_dir, batch_size=1).corpus
+    corpus = data_task("ptb", data_dir).corpus
     return len(corpus.train), len(corpus.valid), len(corpus.test)
 
 
