@@ -37,8 +37,8 @@ def tuning_section(grid: Grid) -> list[str]:
 def questions_section(grid: Grid) -> list[str]:
     settings, baseline = grid.settings, copy_baseline(grid.planned)
     lines = ["## What the comparison shows", "",
-             "Each sentence compares two results by the rule above (\"clearly\": more than two combined standard "
-             "errors apart). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
+             "Each sentence compares two results by the rule above (\"clearly\": a two-sided Welch test passes at "
+             f"{rule('LEVEL'):g}). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
              "accuracy.", ""]
     tables = {s: results(grid, s) for s in settings}
     task_of = {s: setting_task_of(grid.planned, s) for s in settings}

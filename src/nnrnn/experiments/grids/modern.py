@@ -234,7 +234,7 @@ def standing(table: dict, label: str, lower: bool) -> dict:
 
 
 def below_baseline(table: dict, baseline: float) -> list[str]:
-    """The labels whose mean is clearly below ``baseline`` by the rule (more than two standard errors below it): the
+    """The labels whose mean is clearly below ``baseline`` by the rule (a one-sample t test): the
     models that remembered something, on a task whose baseline is the loss of remembering nothing."""
     return [label for label, s in table.items() if s is not None and below_value(s, baseline)]
 
@@ -303,7 +303,7 @@ def standings_section(grid: Grid) -> list[str]:
         else:
             head = (f"no model is clearly best; the best mean is {name(best)}'s ({table[best].show(digits)}), and "
                     f"not clearly apart from it (each with the smallest difference the rule detects between the "
-                    f"two with these seeds, 2·sqrt(se_a² + se_b²)): {_alike(group[1:], table, best, digits)}")
+                    f"two with these seeds, the Welch test's critical gap): {_alike(group[1:], table, best, digits)}")
         where = standing(table, "nnrnn", lower)
         if where["rank"] is None:
             nn = "the nnRNN has no finished runs"

@@ -23,6 +23,7 @@ from ..judging import rules
 from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
 from ..judging.paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
 from ..judging.rules import rule
+from ..judging.statistics import rule_words
 from ..judging.words import column_words, name, title
 
 
@@ -79,8 +80,7 @@ def introduction(grid: Grid, heading: str) -> list[str]:
             "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
             "released code does) unless a column says it is tuned; sizes and lengths are this scale's "
             "(`src/nnrnn/experiments/planning/grid.py`, `SCALES`).", "",
-            "**The comparison rule.** Two means differ when they are more than two combined standard errors "
-            "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
+            f"**The comparison rule.** {rule_words()} Every "
             "comparison below, in the tables, the claims and the notes, uses this rule "
             "(`src/nnrnn/experiments/judging/statistics.py`, which also says how it treats a single seed and seeds "
             "that failed; the thresholds in `rules.py`).",
