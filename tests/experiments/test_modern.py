@@ -3,6 +3,7 @@ import json
 import math
 
 import pytest
+from scipy import stats
 
 from conftest import HAS_PTB, SHARED
 from nnrnn_cli import command as cli
@@ -11,6 +12,7 @@ from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import modern
 from nnrnn.experiments.reporting import picks
 from nnrnn.experiments.grids import modern as modern_grid
+from nnrnn.experiments.judging import statistics
 from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.experiments.grids import planned_grid
 from nnrnn.tasks import make_task
@@ -84,11 +86,15 @@ def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_coul
     from nnrnn.experiments.judging.comparisons import compare
     table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
              "other": Stat(2.2, float("nan"), 1)}
-    gap = 2 * math.sqrt(0.1 ** 2 + 0.03 ** 2)  # two combined standard errors
+    se_a, se_b = 0.1, 0.03  # the Welch test's critical gap: t at the Welch–Satterthwaite df, times the combined s.e.
+    df = (se_a ** 2 + se_b ** 2) ** 2 / (se_a ** 4 / 2 + se_b ** 4 / 2)
+    gap = stats.t.ppf(0.975, df) * math.hypot(se_a, se_b)
     assert modern._alike(["b"], table, "nnrnn", 3) == f"b (needs > {gap:.3f})"
     assert modern._alike(["one"], table, "other", 3) == "one (not comparable)"  # two single seeds
     sentence, sign = compare("b", table["b"], "nnrnn", table["nnrnn"], 3)
-    assert sign == 0 and sentence.endswith(f"(the rule needs a gap above {gap:.3f} with these seeds)")
+    assert sign == 0 and sentence.endswith(f"(the rule needs a gap above {gap:.3f} with these seeds) (Welch p = "
+                                           f"{statistics.p_value(table['b'], table['nnrnn']):.2g}; exploratory: 3 "
+                                           "and 3 seeds)")
     clear, _ = compare("b", Stat(3.0, 0.01, 3), "nnrnn", table["nnrnn"], 3)
     assert "needs" not in clear  # a difference the rule sees needs no gap beside it
 

@@ -81,6 +81,8 @@ def welch_df(se_a: float, df_a: float, se_b: float, df_b: float) -> float:
     """The Welch–Satterthwaite degrees of freedom of a difference of two means with standard errors ``se_a``,
     ``se_b`` estimated on ``df_a``, ``df_b`` degrees of freedom."""
     va, vb = se_a ** 2, se_b ** 2
+    if not (math.isfinite(va + vb) and df_a > 0 and df_b > 0):  # two single seeds: no estimate of the spread
+        return math.nan
     if va + vb == 0:
         return math.inf
     return (va + vb) ** 2 / (va ** 2 / df_a + vb ** 2 / df_b)
