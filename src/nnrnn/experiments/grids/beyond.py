@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import copy_baseline, rescored_intro, scoring_at_start
+from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
 from ..judging.statistics import missing
 from ..judging.words import column_words, name, title
@@ -157,7 +157,8 @@ BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
 # that trains on psMNIST and PTB from its start (docs/design.md)
 DELAY_INIT = {"nnrnn delay": {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
 REPORT = Report("Beyond the paper: the non-normal family", (
-    tuning_section, settings_sections, compared_section, family_learned_section, settled_section))
+    tuning_section, settings_sections, compared_section, judged_again(questions_section), family_learned_section,
+    settled_section))
 NAME = "beyond"
 SCALE = {
     "about": "beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "

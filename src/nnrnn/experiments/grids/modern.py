@@ -37,7 +37,8 @@ from ..reporting.figures import line_style, reference, reference_line
 from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name,
                              sizes)
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
+from ..reporting.sections import (judged_again, memoryless_baseline, ptb_data_scope, rescored_intro, scope,
+                                  scoring_at_start)
 from ..judging.statistics import Stat, below_value, margin
 from ..judging.comparisons import compare
 from ..judging.words import name, title
@@ -493,7 +494,8 @@ CHAIN = {"model": "rnn", "init": "chain:1.02"}
 CHAIN_INIT = {"rnn chain": CHAIN}
 CHAIN_ELU = {"rnn chain": {**CHAIN, "nonlinearity": "elu"}}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
-    tuned_section, picks_section, best_so_far_section, settings_sections, standings_section, published_section,
+    tuned_section, picks_section, best_so_far_section, settings_sections, standings_section,
+    judged_again(standings_section), published_section,
     update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)
 NAME = "modern"
 SCALE = {
