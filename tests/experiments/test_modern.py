@@ -194,3 +194,16 @@ def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path
     made = planned_grid(tmp_path, modern_scale, [synthetic.planned(setting="copy", label="nnrnn")])
     made.trials.write_text(json.dumps({"copy-cornn": diverged, "copy-nnrnn": finished}))
     assert modern.untuned(made, "copy") == ["cornn"]
+
+
+def test_the_optimizer_table_states_the_optimizer_each_label_ran_with_not_its_papers():
+    """coRNN's paper trains with Adam, which the search derives; a grid that fixes ``optimizer=rmsprop`` trains it
+    with RMSprop, and the report says RMSprop, naming the paper's beside it (issue 67)."""
+    from types import SimpleNamespace
+    runs = [synthetic.planned(task="copy", label="cornn", model="cornn", options={"optimizer": "rmsprop"}),
+            synthetic.planned(task="copy", label="cornn adam", model="cornn", options={"optimizer": "adam"}),
+            synthetic.planned(task="copy", label="gru", model="gru", options={"optimizer": "rmsprop"})]
+    rows = dict(picks.optimizer_rows(SimpleNamespace(planned=runs)))
+    assert rows["cornn"] == "rmsprop (its paper's is adam; the option the grid fixed won)"
+    assert rows["cornn adam"] == "adam (its paper's)"
+    assert rows["gru"] == "rmsprop (its paper names none we follow)"
