@@ -177,7 +177,9 @@ def test_the_picks_section_names_every_pick_within_five_percent_of_an_edge(tmp_p
              "copy-cornn": [{"number": 0, "state": "COMPLETE", "value": 0.3, "params": {"lr": mid, "delta": 0.1},
                              "ranges": ranges}]}
     made = planned_grid(tmp_path, modern_scale, [
-        synthetic.planned(setting="copy", task="copy", label=label, model=label) for label in ("nnrnn", "cornn")])
+        synthetic.planned(setting="copy", task="copy", label=label, model=label,
+                          options={"optimizer": "adam"} if label == "cornn" else {})  # the pick a tuned run carries
+        for label in ("nnrnn", "cornn")])
     made.trials.write_text(json.dumps(found))
     rows = {(r["label"], r["option"]): r for r in picks.pick_rows(made)}
     assert rows["nnrnn", "lr"]["position"] == pytest.approx(0.04)  # the best trial's pick (loss: lower)
@@ -200,10 +202,13 @@ def test_the_optimizer_table_states_the_optimizer_each_label_ran_with_not_its_pa
     """coRNN's paper trains with Adam, which the search derives; a grid that fixes ``optimizer=rmsprop`` trains it
     with RMSprop, and the report says RMSprop, naming the paper's beside it (issue 67)."""
     from types import SimpleNamespace
-    runs = [synthetic.planned(task="copy", label="cornn", model="cornn", options={"optimizer": "rmsprop"}),
+    runs = [synthetic.planned(setting="copy", task="copy", label="cornn", model="cornn",
+                              options={"optimizer": "rmsprop"}),
             synthetic.planned(task="copy", label="cornn adam", model="cornn", options={"optimizer": "adam"}),
             synthetic.planned(task="copy", label="gru", model="gru", options={"optimizer": "rmsprop"})]
+    runs.append(synthetic.planned(setting="ptb", task="ptb", label="cornn", model="cornn",
+                                  options={"optimizer": "adam"}))
     rows = dict(picks.optimizer_rows(SimpleNamespace(planned=runs)))
-    assert rows["cornn"] == "rmsprop (its paper's is adam; the option the grid fixed won)"
+    assert rows["cornn"] == "rmsprop on copy, adam on ptb (its paper's is adam; the option the grid fixed won)"
     assert rows["cornn adam"] == "adam (its paper's)"
     assert rows["gru"] == "rmsprop (its paper names none we follow)"

@@ -114,9 +114,10 @@ def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
     rows = []
     for label in dict.fromkeys(r.label for r in grid.planned):
         runs = [r for r in grid.planned if r.label == label]
-        ran = sorted({resolve_config(r.options, r.preset)["optimizer"] for r in runs})
+        by_setting = {r.setting: resolve_config(r.options, r.preset)["optimizer"] for r in runs}
+        ran = sorted(set(by_setting.values()))
         paper = PAPER_OPTIMIZERS.get(runs[0].model)
-        words = " and ".join(ran)
+        words = ran[0] if len(ran) == 1 else ", ".join(f"{o} on {s}" for s, o in by_setting.items())
         if paper is None:
             words += " (its paper names none we follow)"
         elif ran != [paper]:
