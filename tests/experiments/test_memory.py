@@ -12,10 +12,10 @@ from nnrnn.experiments import grids, reproduce
 
 from nnrnn.experiments.grids import memory
 
-from nnrnn.experiments.judging import statistics
 from nnrnn.experiments.grids import memory as memory_grid
 from nnrnn.experiments.grids.memory import REPORT, solved_at
 from nnrnn.experiments.reporting.sections import generated
+from nnrnn.experiments.judging import significance
 from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
@@ -141,27 +141,35 @@ def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_dela
 def rung(T: int, updates: list, seeds: int = 3) -> dict:
     """One label's result at one rung (:func:`nnrnn.experiments.grids.memory.rung_result`'s shape); None: not solved."""
     solving = [u for u in updates if u is not None]
-    return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving),
+    return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving), "times": list(updates),
             "updates": Stat.of(solving, resolution=50), "seconds": Stat.of([1.0] * len(solving)),
             "budget": 2000, "batch": 16}
 
 
-def test_a_pair_that_solved_different_delays_is_compared_in_updates_at_the_longest_delay_both_solved(monkeypatch):
+def test_a_pair_that_solved_different_delays_is_tested_where_the_ladders_part_and_in_censored_updates(monkeypatch):
+    """A longer delay is a claim about seeds that solved, tested by Fisher's exact test where the ladders part; the
+    updates at the longest delay both solved by the log-rank test, the unsolved seed censored at the budget."""
     synthetic.toy_labels(monkeypatch, "a", "b")
     a = [rung(50, [500, 600, 700]), rung(100, [1000, 1200, 800]), rung(200, [1500, 1700, None])]
     fewer = [rung(50, [900, 1000, None]), rung(100, [1800, 1750, None]), rung(200, [None] * 3)]
     said = memory.compare("a", "b", a, fewer)
-    assert said.startswith("a solved a longer delay than b (T = 200 against 100); at T = 100 a solved in 1000 ± 115 "
-                           "updates (3 of 3 seeds), clearly fewer than b's 1775 ± 25 (2 of 3).")
+    fisher = significance.fisher(2, 3, 0, 3)
+    assert said.startswith("a reached a longer delay than b (T = 200 against 100), but not clearly: where the "
+                           "ladders part, at T = 200, a solved 2 of 3 seeds and b 0 of 3 (Fisher's exact p = 0.4")
+    assert not fisher.passes and "no outcome of these seeds could pass" in said
+    ranked = significance.log_rank([1000, 1200, 800], 2000, [1800, 1750, None], 2000)
+    assert ranked.passes and "clearly fewer than b's 1775 ± 25 (2 of 3; log-rank p = " in said
+    five = [rung(50, [500] * 5, 5), rung(100, [900] * 5, 5)]
+    none = [rung(50, [600] * 5, 5), rung(100, [None] * 5, 5)]
+    assert memory.compare("a", "b", five, none).startswith(
+        "a clearly solved a longer delay than b (T = 100 against 50): where the ladders part, at T = 100, a solved "
+        "5 of 5 seeds and b 0 of 5 (Fisher's exact p = 0.0079")
     alike = [rung(50, [900, 1000, None]), rung(100, [1100, 1300, None]), rung(200, [1900, None, None])]
-    gap = statistics.margin(a[1]["updates"], alike[1]["updates"])
-    assert memory.compare("b", "a", alike, a) == (
-        "a solved a longer delay than b (T = 200 against 100); at T = 100 a solved in 1000 ± 115 updates (3 of 3 "
-        f"seeds), not clearly different from b's 1200 ± 100 (2 of 3; the smallest difference the rule can see here "
-        f"is {gap:.0f} updates).")
-    # nothing both solved: the delays alone
-    assert memory.compare("a", "b", a, [rung(50, [None, None, 900])]) == \
-        "a solved a longer delay than b (T = 200 against none)."
+    assert "not clearly different from b's 1200 ± 100 (2 of 3; log-rank p = 0.11" in memory.compare("b", "a", alike, a)
+    # nothing both solved: the delays alone, with the test where they part
+    assert memory.compare("a", "b", a, [rung(50, [None, None, 900])]).startswith(
+        "a reached a longer delay than b (T = 200 against none), but not clearly: where the ladders part, at T = 50, "
+        "a solved 3 of 3 seeds and b 1 of 3")
 
 
 def test_the_data_row_of_a_single_delay_is_its_run_and_of_a_ladder_its_budget_per_delay():

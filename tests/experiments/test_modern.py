@@ -3,6 +3,7 @@ import json
 import math
 
 import pytest
+from scipy import stats
 
 from conftest import HAS_PTB, SHARED
 from nnrnn_cli import command as cli
@@ -11,6 +12,7 @@ from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import modern
 from nnrnn.experiments.reporting import picks
 from nnrnn.experiments.grids import modern as modern_grid
+from nnrnn.experiments.judging import statistics
 from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.experiments.grids import planned_grid
 from nnrnn.tasks import make_task
@@ -87,11 +89,15 @@ def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_coul
     from nnrnn.experiments.judging.comparisons import compare
     table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
              "other": Stat(2.2, float("nan"), 1)}
-    gap = 2 * math.sqrt(0.1 ** 2 + 0.03 ** 2)  # two combined standard errors
+    se_a, se_b = 0.1, 0.03  # the Welch test's critical gap: t at the Welch–Satterthwaite df, times the combined s.e.
+    df = (se_a ** 2 + se_b ** 2) ** 2 / (se_a ** 4 / 2 + se_b ** 4 / 2)
+    gap = stats.t.ppf(0.975, df) * math.hypot(se_a, se_b)
     assert modern._alike(["b"], table, "nnrnn", 3) == f"b (needs > {gap:.3f})"
     assert modern._alike(["one"], table, "other", 3) == "one (not comparable)"  # two single seeds
     sentence, sign = compare("b", table["b"], "nnrnn", table["nnrnn"], 3)
-    assert sign == 0 and sentence.endswith(f"(the rule needs a gap above {gap:.3f} with these seeds)")
+    assert sign == 0 and sentence.endswith(f"(the rule needs a gap above {gap:.3f} with these seeds) (Welch p = "
+                                           f"{statistics.p_value(table['b'], table['nnrnn']):.2g}; exploratory: 3 "
+                                           "and 3 seeds)")
     clear, _ = compare("b", Stat(3.0, 0.01, 3), "nnrnn", table["nnrnn"], 3)
     assert "needs" not in clear  # a difference the rule sees needs no gap beside it
 
@@ -174,7 +180,9 @@ def test_the_picks_section_names_every_pick_within_five_percent_of_an_edge(tmp_p
              "copy-cornn": [{"number": 0, "state": "COMPLETE", "value": 0.3, "params": {"lr": mid, "delta": 0.1},
                              "ranges": ranges}]}
     made = planned_grid(tmp_path, modern_scale, [
-        synthetic.planned(setting="copy", task="copy", label=label, model=label) for label in ("nnrnn", "cornn")])
+        synthetic.planned(setting="copy", task="copy", label=label, model=label,
+                          options={"optimizer": "adam"} if label == "cornn" else {})  # the pick a tuned run carries
+        for label in ("nnrnn", "cornn")])
     made.trials.write_text(json.dumps(found))
     rows = {(r["label"], r["option"]): r for r in picks.pick_rows(made)}
     assert rows["nnrnn", "lr"]["position"] == pytest.approx(0.04)  # the best trial's pick (loss: lower)
@@ -191,3 +199,19 @@ def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path
     made = planned_grid(tmp_path, modern_scale, [synthetic.planned(setting="copy", label="nnrnn")])
     made.trials.write_text(json.dumps({"copy-cornn": diverged, "copy-nnrnn": finished}))
     assert modern.untuned(made, "copy") == ["cornn"]
+
+
+def test_the_optimizer_table_states_the_optimizer_each_label_ran_with_not_its_papers():
+    """coRNN's paper trains with Adam, which the search derives; a grid that fixes ``optimizer=rmsprop`` trains it
+    with RMSprop, and the report says RMSprop, naming the paper's beside it (issue 67)."""
+    from types import SimpleNamespace
+    runs = [synthetic.planned(setting="copy", task="copy", label="cornn", model="cornn",
+                              options={"optimizer": "rmsprop"}),
+            synthetic.planned(task="copy", label="cornn adam", model="cornn", options={"optimizer": "adam"}),
+            synthetic.planned(task="copy", label="gru", model="gru", options={"optimizer": "rmsprop"})]
+    runs.append(synthetic.planned(setting="ptb", task="ptb", label="cornn", model="cornn",
+                                  options={"optimizer": "adam"}))
+    rows = dict(picks.optimizer_rows(SimpleNamespace(planned=runs)))
+    assert rows["cornn"] == "rmsprop on copy, adam on ptb (its paper's is adam; the option the grid fixed won)"
+    assert rows["cornn adam"] == "adam (its paper's)"
+    assert rows["gru"] == "rmsprop (its paper names none we follow)"

@@ -7,8 +7,18 @@ import pytest
 from nnrnn.experiments.judging import (comparisons, gamma_sentences, gamma_verdicts, statistics, structure_sentences,
                                       task_sentences, task_verdicts)
 from nnrnn.experiments.judging.paper import GAMMA_HELD, PAPER_PTB_BPC
+from nnrnn.experiments.judging import rules
 from nnrnn.experiments.judging.rules import FAILS, HOLDS, NOT_JUDGED, PARTLY, UNEQUAL, UNTESTED
 from nnrnn.experiments.judging.statistics import Stat
+
+
+@pytest.fixture(autouse=True)
+def two_standard_errors():
+    """The claims' logic is tested here on numbers built for the two-standard-error rule, which is also the rule a
+    grid started before rule TEST is shown under; the Welch rule now in force is tested in test_significance.py and
+    by the tests at the end of this file that set it."""
+    with rules.judged_by({"TEST": "two standard errors"}):
+        yield
 
 BASELINE = 10 * math.log(8) / 220
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import copy_baseline, rescored_intro, scoring_at_start
+from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
 from ..judging.labels import variant
 from ..judging.statistics import missing
@@ -38,8 +38,8 @@ def tuning_section(grid: Grid) -> list[str]:
 def questions_section(grid: Grid) -> list[str]:
     settings, baseline = grid.settings, copy_baseline(grid.planned)
     lines = ["## What the comparison shows", "",
-             "Each sentence compares two results by the rule above (\"clearly\": more than two combined standard "
-             "errors apart). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
+             "Each sentence compares two results by the rule above (\"clearly\": a two-sided Welch test passes at "
+             f"{rule('LEVEL'):g}). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
              "accuracy.", ""]
     tables = {s: results(grid, s) for s in settings}
     task_of = {s: setting_task_of(grid.planned, s) for s in settings}
@@ -160,7 +160,8 @@ BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
 DELAY = variant("nnrnn delay", "nnRNN (delay init)", ("#8db600", (0, (14, 4))))
 DELAY_INIT = {DELAY: {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
 REPORT = Report("Beyond the paper: the non-normal family", (
-    tuning_section, settings_sections, compared_section, family_learned_section, settled_section))
+    tuning_section, settings_sections, compared_section, judged_again(questions_section), family_learned_section,
+    settled_section))
 NAME = "beyond"
 SCALE = {
     "about": "beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "

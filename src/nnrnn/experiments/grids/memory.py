@@ -44,7 +44,6 @@ its records alone so that the compact data gives the same answer."""
 from __future__ import annotations
 
 import json
-import math
 
 import torch
 
@@ -52,7 +51,7 @@ from ...analysis.capacity import memory_capacity
 from ...tasks.copy import N_SYMBOLS, baseline_loss
 from ...training.network import load_saved
 from ...training.runfolder import WALL_SECONDS, best_checkpoint
-from ..judging import statistics
+from ..judging import significance
 from ..reporting.tuning import tuning_section
 from ..reporting.figures import line_style
 from ..planning.grid import Grid, PlannedRun, finished, metrics
@@ -105,9 +104,10 @@ def rung_result(grid: Grid, runs: list[PlannedRun]) -> dict:
     """One label at one rung: its seeds, how many finished and solved, updates and seconds to solve (over the
     solving seeds), the budget."""
     done = [r for r in runs if finished(grid.run_folder(r))]
-    solving = [(r, at) for r in done if (at := solved_at(metrics(grid.run_folder(r)), r.options)) is not None]
+    times = [solved_at(metrics(grid.run_folder(r)), r.options) for r in done]
+    solving = [(r, at) for r, at in zip(done, times) if at is not None]
     options = runs[0].options
-    return {"T": options["T"], "seeds": len(runs), "finished": len(done), "solved": len(solving),
+    return {"T": options["T"], "seeds": len(runs), "finished": len(done), "solved": len(solving), "times": times,
             "updates": Stat.of([at for _, at in solving], resolution=options["eval_every"]),
             "seconds": Stat.of([_wall(grid, r) for r, _ in solving]),
             "budget": options["steps"], "batch": options["batch_size"]}
@@ -243,7 +243,7 @@ PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against
 
 def comparisons(found: dict[str, list[dict]]) -> list[str]:
     """The ladder in sentences: the models by the longest delay they solved, and the pairs that test the paper's
-    thesis, by the project's one rule (:mod:`.statistics`)."""
+    thesis, each by the test that fits it (:mod:`..judging.significance`)."""
     by_delay: dict[int, list[str]] = {}
     for label, rungs in found.items():
         top = longest(rungs)
@@ -258,49 +258,68 @@ def comparisons(found: dict[str, list[dict]]) -> list[str]:
 
 
 def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
-    """One sentence: which of two models solved the longer delay, and its updates against the other's at the longest
-    delay both solved (:func:`_shared_delay`), or, at the same delay, which needed fewer updates, by the rule (two
-    means differ when more than two combined standard errors apart)."""
+    """One sentence: which of two models solved the longer delay, tested where their ladders part by Fisher's exact
+    test on the seeds that solved there, and their updates to solve at the longest delay both solved
+    (:func:`_shared_delay`); or, at the same delay, their updates to solve by the log-rank test, the unsolved seeds
+    censored at the budget (:mod:`..judging.significance`)."""
     top_a, top_b = longest(rungs_a), longest(rungs_b)
     t_a, t_b = (top["T"] if top else 0 for top in (top_a, top_b))
     if t_a != t_b:
         longer, shorter = (a, b) if t_a > t_b else (b, a)
         rungs = {a: rungs_a, b: rungs_b}
-        return (f"{name(longer)} solved a longer delay than {name(shorter)} (T = {max(t_a, t_b)} against "
-                f"{min(t_a, t_b) or 'none'})" + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
+        return (_parting(longer, shorter, rungs[longer], rungs[shorter], max(t_a, t_b), min(t_a, t_b))
+                + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
     if not t_a:
         return f"neither solved the first delay (T = {rungs_a[0]['T']})."
-    u_a, u_b = top_a["updates"], top_b["updates"]
-    shown = f"{u_a.show(0)} against {u_b.show(0)} updates"
-    verdict = statistics.order(u_a, u_b)
-    if verdict:
-        faster, slower = (a, b) if verdict < 0 else (b, a)
-        return (f"both solved T = {t_a}; {name(faster)} needed fewer updates than {name(slower)} ({shown}; more "
-                "than two combined standard errors apart).")
-    gap = statistics.margin(u_a, u_b)
-    seen = f"the smallest difference the rule can see here is {gap:.0f} updates" if math.isfinite(gap) else \
-        "single seeds, which the rule cannot compare"
-    return f"both solved T = {t_a}, in updates not clearly different ({shown}; {seen})."
+    test = _times_test(top_a, top_b)
+    shown = f"{top_a['updates'].show(0)} against {top_b['updates'].show(0)} updates over the seeds that solved"
+    if test.passes:
+        faster, slower = (a, b) if test.effect < 0 else (b, a)
+        return f"both solved T = {t_a}; {name(faster)} needed clearly fewer updates than {name(slower)} ({shown}; " \
+               f"{test.words('.0f', ' updates')})."
+    return f"both solved T = {t_a}, in updates not clearly different ({shown}; {test.words('.0f', ' updates')})."
+
+
+def _times_test(here: dict, there: dict):
+    """The log-rank test of two rungs' times to solve, each unsolved seed censored at its rung's budget; its effect
+    the difference of the Kaplan–Meier medians."""
+    return significance.log_rank(here["times"], here["budget"], there["times"], there["budget"])
+
+
+def _parting(longer: str, shorter: str, rungs_l: list[dict], rungs_s: list[dict], t_l: int, t_s: int) -> str:
+    """"a reached a longer delay than b (T = 200 against 100); where the ladders part, at T = 200, a solved 2 of 3
+    seeds and b 0 of 3 (Fisher's exact p = 0.4 …)": the claim of a longer delay tested by Fisher's exact test at the
+    first delay the shorter ladder did not solve, where both trained there; a delay the shorter did not train at
+    is said so, untested."""
+    reached = f"(T = {t_l} against {t_s or 'none'})"
+    failed = next((r for r in rungs_s if r["T"] > t_s), None) if t_s else rungs_s[0]
+    there = next((r for r in rungs_l if failed and r["T"] == failed["T"]), None)
+    if failed is None or there is None:
+        return (f"{name(longer)} solved a longer delay than {name(shorter)} {reached}, untested (no delay both "
+                "trained at where one solved and the other did not)")
+    test = significance.fisher(there["solved"], there["seeds"], failed["solved"], failed["seeds"])
+    verdict = (f"{name(longer)} clearly solved a longer delay than {name(shorter)} {reached}:" if test.passes else
+               f"{name(longer)} reached a longer delay than {name(shorter)} {reached}, but not clearly:")
+    return (f"{verdict} where the ladders part, at T = {failed['T']}, "
+            f"{name(longer)} solved {there['solved']} of {there['seeds']} seeds and {name(shorter)} "
+            f"{failed['solved']} of {failed['seeds']} ({test.words('.2f')})")
 
 
 def _shared_delay(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
     """"; at T = t a solved in … updates (k of n seeds), clearly fewer than b's … (k of n)" at the longest delay t
-    both solved (at least :data:`SOLVED_BY` seeds each), over the solving seeds only, by the rule (two means differ
-    when more than two combined standard errors apart; beside "not clearly different", the smallest difference the
-    rule can see); "" when no delay was solved by both."""
+    both solved (at least :data:`SOLVED_BY` seeds each), by the log-rank test with the unsolved seeds censored at the
+    budget (the means shown are over the solving seeds only); "" when no delay was solved by both."""
     solved_b = {r["T"]: r for r in rungs_b if r["solved"] >= SOLVED_BY}
     shared = [(r, solved_b[r["T"]]) for r in rungs_a if r["solved"] >= SOLVED_BY and r["T"] in solved_b]
     if not shared:
         return ""
     here, there = shared[-1]
-    u_a, u_b = here["updates"], there["updates"]
-    verdict = statistics.order(u_a, u_b)
-    words = {-1: "clearly fewer than", 1: "clearly more than", 0: "not clearly different from"}[verdict]
-    gap = statistics.margin(u_a, u_b)
-    seen = "" if verdict else (f"; the smallest difference the rule can see here is {gap:.0f} updates"
-                               if math.isfinite(gap) else "; single seeds, which the rule cannot compare")
-    return (f"; at T = {here['T']} {name(a)} solved in {u_a.show(0)} updates ({here['solved']} of {here['seeds']} "
-            f"seeds), {words} {name(b)}'s {u_b.show(0)} ({there['solved']} of {there['seeds']}{seen})")
+    test = _times_test(here, there)
+    words = ("clearly fewer than" if test.effect < 0 else "clearly more than") if test.passes else \
+        "not clearly different from"
+    return (f"; at T = {here['T']} {name(a)} solved in {here['updates'].show(0)} updates ({here['solved']} of "
+            f"{here['seeds']} seeds), {words} {name(b)}'s {there['updates'].show(0)} ({there['solved']} of "
+            f"{there['seeds']}; {test.words('.0f', ' updates')})")
 
 
 def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:

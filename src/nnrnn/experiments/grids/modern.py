@@ -37,7 +37,8 @@ from ..reporting.figures import line_style, reference, reference_line
 from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name,
                              sizes)
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
+from ..reporting.sections import (judged_again, memoryless_baseline, ptb_data_scope, rescored_intro, scope,
+                                  scoring_at_start)
 from ..judging.statistics import Stat, below_value, margin
 from ..judging.comparisons import compare
 from ..judging.labels import variant
@@ -235,7 +236,7 @@ def standing(table: dict, label: str, lower: bool) -> dict:
 
 
 def below_baseline(table: dict, baseline: float) -> list[str]:
-    """The labels whose mean is clearly below ``baseline`` by the rule (more than two standard errors below it): the
+    """The labels whose mean is clearly below ``baseline`` by the rule (a one-sample t test): the
     models that remembered something, on a task whose baseline is the loss of remembering nothing."""
     return [label for label, s in table.items() if s is not None and below_value(s, baseline)]
 
@@ -304,7 +305,7 @@ def standings_section(grid: Grid) -> list[str]:
         else:
             head = (f"no model is clearly best; the best mean is {name(best)}'s ({table[best].show(digits)}), and "
                     f"not clearly apart from it (each with the smallest difference the rule detects between the "
-                    f"two with these seeds, 2·sqrt(se_a² + se_b²)): {_alike(group[1:], table, best, digits)}")
+                    f"two with these seeds, the Welch test's critical gap): {_alike(group[1:], table, best, digits)}")
         where = standing(table, "nnrnn", lower)
         if where["rank"] is None:
             nn = "the nnRNN has no finished runs"
@@ -496,7 +497,8 @@ CHAIN_LABEL = variant("rnn chain", "RNN (chain init)", ("#ff00ff", (0, (7, 1, 1,
 CHAIN_INIT = {CHAIN_LABEL: CHAIN}
 CHAIN_ELU = {CHAIN_LABEL: {**CHAIN, "nonlinearity": "elu"}}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
-    tuned_section, picks_section, best_so_far_section, settings_sections, standings_section, published_section,
+    tuned_section, picks_section, best_so_far_section, settings_sections, standings_section,
+    judged_again(standings_section), published_section,
     update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)
 NAME = "modern"
 SCALE = {

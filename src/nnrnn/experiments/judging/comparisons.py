@@ -2,12 +2,25 @@
 say one comparison, shared by the claims' sentences and the grids' reports."""
 from __future__ import annotations
 
-from .statistics import Stat, comparable, margin, missing, order, ranking
+from .rules import rule
+from .statistics import Stat, comparable, exploratory, margin, missing, order, p_value, ranking
 from .words import name
 
 
 def _needs(a: Stat, b: Stat, form: str, unit: str = "") -> str:
     return f"(the rule needs a gap above {margin(a, b):{form}}{unit} with these seeds)"
+
+
+def _tested(a: Stat, b: Stat) -> str:
+    """" (Welch p = 0.03; exploratory: 3 and 3 seeds)" for two results the rule compares: the test's p value, and
+    whether a side has too few seeds for more than an exploratory comparison; "" under the two-standard-error rule."""
+    if rule("TEST") == "two standard errors" or not comparable(a, b):
+        return ""
+    p = p_value(a, b)
+    words = f"Welch p = {p:.2g}" if p >= 1e-3 else "Welch p < 0.001"
+    if exploratory(a, b):
+        words += f"; exploratory: {a.n + a.failed} and {b.n + b.failed} seeds"
+    return f" ({words})"
 
 
 def _versus(sign: int, lower: str, higher: str, same: str = "not clearly different from") -> str:
@@ -24,7 +37,7 @@ def relation(a: Stat, b: Stat) -> str:
 def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: bool = True,
             failed: str = "diverged") -> tuple[str, int]:
     """One sentence comparing two results by the rule, and its sign (:func:`~.statistics.ranking`): 1 when a is
-    better than b by more than two combined standard errors, −1 when worse, 0 when neither (or a result is
+    better than b by the rule (:func:`~.statistics.margin`), −1 when worse, 0 when neither (or a result is
     missing); "not clearly different" carries the smallest gap the rule could see with these seeds.  ``failed`` says
     what a seed without a value did ("diverged", or "never solved" for a time to solve)."""
     sign = ranking(a, b, lower_is_better)
@@ -37,4 +50,5 @@ def compare(a_label: str, a, b_label: str, b, digits: int = 3, lower_is_better: 
     else:
         verb = _versus(sign, "clearly worse than", "clearly better than")
     gap = f" {_needs(a, b, f'.{digits}f')}" if sign == 0 and comparable(a, b) else ""
-    return f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}{gap}", sign
+    return (f"{name(a_label)} {a.show(digits, failed)} is {verb} {name(b_label)} {b.show(digits, failed)}{gap}"
+            + _tested(a, b), sign)

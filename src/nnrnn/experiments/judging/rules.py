@@ -7,7 +7,7 @@ moved, the verdict under the rules at the start beside the new one, and names th
 (:func:`nnrnn.experiments.grids.paper.rules_section`).  The claims read a rule through :func:`rule`, so the same
 code judges under the rules in force or under a grid's recorded ones (:func:`judged_by`).
 
-The two-standard-error rule itself is in :mod:`.statistics`.
+How two results are compared is in :mod:`.statistics` (rule TEST) and :mod:`.significance`.
 """
 from __future__ import annotations
 
@@ -105,6 +105,14 @@ RULES: dict[str, Rule] = {
     "ZERO_SE": Rule("borrow", "a standard error of 0 from several seeds (values that agree to their stored or "
                               "validated resolution) says nothing of the spread: such a result takes its resolution, "
                               "or else the other result's seed-to-seed spread, as a single seed does"),
+    "TEST": Rule("welch", "two results over seeds differ when a two-sided Welch test of their means passes at the "
+                          "level LEVEL (:mod:`.significance`; the difference at which it passes is t_{1 − LEVEL/2, df} "
+                          "combined standard errors, df by Welch–Satterthwaite); before this rule, when more than two "
+                          "combined standard errors apart, which at 2 to 3 seeds passes differences a test does not "
+                          "(issue 67)", before="two standard errors"),
+    "LEVEL": Rule(0.05, "the level every test of the reports passes at: two-sided, 5%"),
+    "EXPLORATORY_UNDER": Rule(5, "a comparison with fewer seeds than this on a side is exploratory: its sentence says "
+                                 "so"),
 }
 
 _ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("rules", default=None)

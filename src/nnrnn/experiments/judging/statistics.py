@@ -1,14 +1,17 @@
-"""The statistics every comparison of the reports uses: a result over seeds (:class:`Stat`) and the
-two-standard-error rule.
+"""The statistics every comparison of the reports uses: a result over seeds (:class:`Stat`) and the rule that says
+when two differ (rule TEST, :mod:`.rules`).
 
-One rule for every comparison, in every generated sentence: two means differ when they are more than two
-combined standard errors apart, ``|a − b| > 2·sqrt(se_a² + se_b²)``; a mean is below a fixed value ``x``
-when ``mean + 2·se < x``.  The rule applies from n = 2 seeds (the s.e. from two values).  A value from a
-single seed has no standard error of its own: against a result of several seeds it is given that result's
-seed-to-seed standard deviation (se·√n) as its standard error; two single values are not comparable; against a
-fixed value it is compared by its mean alone.  ``2·sqrt(se_a² + se_b²)`` is also the
-smallest gap the rule can see with these seeds: where a claim rests on "not clearly different", its sentence
-gives that gap, so that a large s.e. from few seeds is not read as agreement.
+Under the rule in force ("welch"), two means differ when a two-sided Welch test passes at the level LEVEL: when
+``|a − b| > t_{1 − LEVEL/2, df} · sqrt(se_a² + se_b²)``, df by Welch–Satterthwaite (:mod:`.significance`); a mean is
+below a fixed value ``x`` when a one-sample t test says so (``mean + t_{1 − LEVEL/2, n − 1} · se < x``).  A grid
+started before the rule is also judged under the rule it started with ("two standard errors": the factor 2 in place
+of t, whatever the seeds), and its report shows every verdict that moved.  The rule applies from n = 2 seeds.  A value
+from a single seed has no standard error of its own: against a result of several seeds it is given that result's
+seed-to-seed standard deviation (se·√n) as its standard error, on that result's degrees of freedom; two single
+values are not comparable; against a fixed value it is compared by its mean alone.  The critical difference
+(:func:`margin`) is also the smallest gap the rule can see with these seeds: where a claim rests on "not clearly
+different", its sentence gives that gap, so that a large s.e. from few seeds is not read as agreement.  Counts of
+seeds and censored times to solve have their own tests (:mod:`.significance`).
 
 The rule compares finite means only (:func:`below`, :func:`differ`, :func:`order`): a result whose every
 seed failed (diverged, or never reached a threshold) is below nothing and nothing is below it.  Each claim
@@ -28,7 +31,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy import stats
+
 from .rules import rule
+from .significance import critical, welch_df
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,20 @@ class Stat:
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
+def rule_words() -> str:
+    """The rule in force, in words, for a report's methods."""
+    if rule("TEST") == "two standard errors":
+        return ("Two means differ when they are more than two combined standard errors apart; a mean is below a "
+                "fixed value when it is more than two standard errors below it.")
+    return (f"Two means differ when a two-sided Welch test of their seeds passes at {rule('LEVEL'):g} (the gap "
+            f"t_{{1 − {rule('LEVEL'):g}/2, df}} · sqrt(se_a² + se_b²), df by Welch–Satterthwaite: about 4.3 combined "
+            "standard errors at 3 seeds a side, 2.3 at 5); a mean is below a fixed value when a one-sample t test "
+            f"says so at the same level. A comparison with fewer than {rule('EXPLORATORY_UNDER')} seeds on a side "
+            "is exploratory, and its sentence says so; seeds that solved are compared by Fisher's exact test, and "
+            "times to solve, the unsolved seeds censored at the budget, by the log-rank test "
+            "(`src/nnrnn/experiments/judging/significance.py`).")
+
+
 def _own_error(a: Stat) -> float:
     """a's own standard error: NaN for a single seed; at least what its resolution leaves unknown (the s.e. of a
     value rounded to a grid of that spacing, resolution/√12 per seed); NaN for an s.e. of exactly 0 without a
@@ -92,20 +112,44 @@ def _error(a: Stat, other: Stat) -> float:
     return theirs * math.sqrt(other.n) if not math.isnan(theirs) else math.nan
 
 
+def _freedom(a: Stat, other: Stat) -> float:
+    """The degrees of freedom of a's standard error: n − 1 for its own, the other's n − 1 for one it borrowed."""
+    return a.n - 1 if not math.isnan(_own_error(a)) else other.n - 1
+
+
 def margin(a: Stat, b: Stat) -> float:
-    """The smallest gap between two means that the rule calls a difference: 2·sqrt(se_a² + se_b²) (NaN for two
-    single values, which the rule cannot compare)."""
-    return 2 * math.hypot(_error(a, b), _error(b, a))
+    """The smallest gap between two means that the rule calls a difference (NaN for two single values, which the
+    rule cannot compare): t_{1 − LEVEL/2, df} · sqrt(se_a² + se_b²) under the Welch test, 2·sqrt(se_a² + se_b²)
+    under the two-standard-error rule a grid may have started with."""
+    se_a, se_b = _error(a, b), _error(b, a)
+    se = math.hypot(se_a, se_b)
+    if rule("TEST") == "two standard errors":
+        return 2 * se
+    return critical(se, welch_df(se_a, _freedom(a, b), se_b, _freedom(b, a)))
+
+
+def p_value(a: Stat, b: Stat) -> float:
+    """The two-sided Welch p value of a − b (NaN where the rule cannot compare them)."""
+    se_a, se_b = _error(a, b), _error(b, a)
+    se = math.hypot(se_a, se_b)
+    if a.empty or b.empty or not (math.isfinite(se) and se > 0):
+        return math.nan
+    return float(2 * stats.t.sf(abs(a.mean - b.mean) / se, welch_df(se_a, _freedom(a, b), se_b, _freedom(b, a))))
+
+
+def exploratory(*results: Stat) -> bool:
+    """Some side has fewer seeds than EXPLORATORY_UNDER (its failed seeds counted)."""
+    return any(s is not None and s.n + s.failed < rule("EXPLORATORY_UNDER") for s in results)
 
 
 def below(a: Stat, b: Stat) -> bool:
-    """a's mean below b's by more than two combined standard errors; False when either has no finite value
+    """a's mean below b's by more than the rule's margin (:func:`margin`); False when either has no finite value
     (each claim says itself what a result whose every seed failed means for it) or both are single seeds."""
     return not a.empty and not b.empty and a.mean + margin(a, b) < b.mean
 
 
 def differ(a: Stat, b: Stat) -> bool:
-    """|a − b| > 2·sqrt(se_a² + se_b²); False when either has no finite value."""
+    """|a − b| above the rule's margin (:func:`margin`); False when either has no finite value."""
     return below(a, b) or below(b, a)
 
 
@@ -131,12 +175,20 @@ def ranking(a, b, lower_is_better: bool = True) -> int:
     return order(a, b) * (-1 if lower_is_better else 1)
 
 
+def _value_margin(a: Stat) -> float:
+    """How far a's mean must lie from a fixed value for the rule to call it below or above: a one-sample t test's
+    t_{1 − LEVEL/2, n − 1} · se (2·se under the two-standard-error rule; 0 for a single seed, compared by its mean)."""
+    if a.n < 2 or rule("TEST") == "two standard errors":
+        return 2 * a.err()
+    return critical(a.err(), a.n - 1) if a.err() else 0.0
+
+
 def below_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean + 2 * a.err() < x
+    return not a.empty and a.mean + _value_margin(a) < x
 
 
 def above_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean - 2 * a.err() > x
+    return not a.empty and a.mean - _value_margin(a) > x
 
 
 def last_fifth_share(points) -> float:

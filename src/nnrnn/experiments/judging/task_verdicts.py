@@ -245,7 +245,8 @@ class GapChange(Judgement):
 
 
 def gap_change(b150: dict, b300: dict) -> GapChange:
-    """The gap "appreciatively improves" at T_PTB = 300: gap300 − gap150 > 2·sqrt(se_150² + se_300²)."""
+    """The gap "appreciatively improves" at T_PTB = 300: gap300 − gap150 above the rule's margin
+    (:func:`.statistics.margin`)."""
     if missing(*(b.get(m) for b in (b150, b300) for m in ("exprnn", "nnrnn"))):
         return GapChange(UNTESTED, b150, b300)
     nn150, nn300 = b150["nnrnn"], b300["nnrnn"]

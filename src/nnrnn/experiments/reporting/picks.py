@@ -18,7 +18,7 @@ from ..planning.searching import PAPER_OPTIMIZERS, search_space, span
 from ..judging.words import name
 
 EDGE = 0.05  # a pick within this fraction of the log range of an end is named
-# a grid searched before trials recorded their ranges searched the supplement's space (sweep.search_space) with
+# a grid searched before trials recorded their ranges searched the supplement's space (searching.search_space) with
 # coRNN's ranges as they were then, before Δt ε < 1 cut them (issue 59)
 SUPPLEMENT_BEFORE = {"cornn": {"dt": {"log": [0.01, 0.5]}, "gamma": {"log": [0.1, 100.0]},
                                "epsilon": {"log": [0.5, 50.0]}}}
@@ -107,11 +107,25 @@ def edge_picks(rows: list[dict]) -> list[dict]:
 
 
 def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
-    """(model, its optimizer and why) for every model the grid trains."""
-    models = dict.fromkeys(r.model for r in grid.planned)
-    return [(m, f"{PAPER_OPTIMIZERS[m]} (its paper's)" if m in PAPER_OPTIMIZERS else
-             f"{grid.planned[0].options.get('optimizer', 'rmsprop')} (the default: its paper names none we follow)")
-            for m in models]
+    """(label, the optimizer its runs trained with) for every label the grid trains: read from each run's resolved
+    configuration (its options over its preset's and the defaults, as the run resolves them), not from the paper's
+    intent, and beside it the paper's optimizer where that differs (a fixed option of the task's procedure wins over
+    the optimizer a search derives from the paper: issue 67)."""
+    rows = []
+    for label in dict.fromkeys(r.label for r in grid.planned):
+        runs = [r for r in grid.planned if r.label == label]
+        by_setting = {r.setting: resolve_config(r.options, r.preset)["optimizer"] for r in runs}
+        ran = sorted(set(by_setting.values()))
+        paper = PAPER_OPTIMIZERS.get(runs[0].model)
+        words = ran[0] if len(ran) == 1 else ", ".join(f"{o} on {s}" for s, o in by_setting.items())
+        if paper is None:
+            words += " (its paper names none we follow)"
+        elif ran != [paper]:
+            words += f" (its paper's is {paper}; the option the grid fixed won)"
+        else:
+            words += " (its paper's)"
+        rows.append((label, words))
+    return rows
 
 
 def picks_section(grid: Grid) -> list[str]:
@@ -123,7 +137,7 @@ def picks_section(grid: Grid) -> list[str]:
     if not any("ranges" in t for found in trials.values() for t in found):
         return ["## Where the picks fell", "",
                 "This grid searched before the searches were put on equal terms (issue 59): each model over the "
-                "supplement's space as it applies to it (`nnrnn.experiments.planning.sweep.search_space`, with the "
+                "supplement's space as it applies to it (`nnrnn.experiments.planning.searching.search_space`, with the "
                 "Adam range for coRNN and LEM where their preset trains with Adam, and coRNN's ranges then: Δt "
                 "0.01 to 0.5, γ 0.1 to 100, ε 0.5 to 50), judged by each trial's best validation value, no published "
                 "settings queued. Position: the pick's place in its range on the log scale (0 the floor, 1 the "
@@ -131,9 +145,10 @@ def picks_section(grid: Grid) -> list[str]:
                 f"pick within {EDGE:.0%} of an end is named below the table.", "", *_pick_table(grid)]
     lines = ["## Where the picks fell", "",
              "Every model searched its learning rate over one range and at most the same number of its own options "
-             "(`nnrnn.experiments.planning.sweep.equal_space`); its published settings, where a preset holds them, "
-             "were its search's first trial. Each model trained with the optimizer below.", "",
-             "| model | optimizer |", "|---|---|",
+             "(`nnrnn.experiments.planning.searching.equal_space`); its published settings, where a preset holds them, "
+             "were its search's first trial. Each label's runs trained with the optimizer below, as their resolved "
+             "configurations say.", "",
+             "| label | optimizer it trained with |", "|---|---|",
              *[f"| {name(m)} | {words} |" for m, words in optimizer_rows(grid)], "",
              "| setting | model | first trial |", "|---|---|---|"]
     for setting in grid.settings:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import fmean
@@ -23,6 +24,7 @@ from ..judging import rules
 from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
 from ..judging.paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
 from ..judging.rules import rule
+from ..judging.statistics import rule_words
 from ..judging.words import column_words, name, title
 
 
@@ -79,8 +81,7 @@ def introduction(grid: Grid, heading: str) -> list[str]:
             "Optimiser settings are the paper's (presets `paper` and `paper-params`, training as the authors' "
             "released code does) unless a column says it is tuned; sizes and lengths are this scale's "
             "(`src/nnrnn/experiments/planning/grid.py`, `SCALES`).", "",
-            "**The comparison rule.** Two means differ when they are more than two combined standard errors "
-            "apart; a mean is below a fixed value when it is more than two standard errors below it. Every "
+            f"**The comparison rule.** {rule_words()} Every "
             "comparison below, in the tables, the claims and the notes, uses this rule "
             "(`src/nnrnn/experiments/judging/statistics.py`, which also says how it treats a single seed and seeds "
             "that failed; the thresholds in `rules.py`).",
@@ -256,6 +257,49 @@ def scoring_at_start(grid: GridFolder) -> str | None:
         return None
     then = rules.as_recorded(started)["SCORED_BY"]
     return then if then != rules.rule("SCORED_BY") else None
+
+
+def test_at_start(grid: GridFolder) -> str | None:
+    """The rule TEST as the grid recorded it when it started (a grid started before the rule: the two-standard-error
+    rule), where that differs from the rule in force; None where it is the same or the grid recorded no rules."""
+    started = recorded_rules(grid.out)
+    if started is None:
+        return None
+    then = rules.as_recorded(started)["TEST"]
+    return then if then != rules.rule("TEST") else None
+
+
+def judged_again(*sections: Callable[[Grid], list[str]]) -> Callable[[Grid], list[str]]:
+    """A section of the lines of ``sections`` that state a comparison ("clearly", "not clearly") and that the test
+    the grid started with (rule TEST) gave otherwise, each beside the line now: the verdicts the change of test
+    moved, shown under the rule at the start and the rule now (rules before runs)."""
+    def section(grid: Grid) -> list[str]:
+        then = test_at_start(grid)
+        if then is None:
+            return []
+        now = [line for s in sections for line in "\n".join(s(grid)).split("\n")]
+        with rules.judged_by({"TEST": then}):
+            before = [line for s in sections for line in "\n".join(s(grid)).split("\n")]
+        moved = [(b, n) for b, n in zip(before, now) if "clearly" in b and _verdicts(b) != _verdicts(n)]
+        lines = ["### The comparisons under the test at the start", "",
+                 f"**The test changed after this grid started** (the rule TEST in "
+                 f"`src/nnrnn/experiments/judging/rules.py`): then {then}, now {rules.rule('TEST')} at "
+                 f"{rules.rule('LEVEL'):g}. {rules.RULES['TEST'].reason[0].upper() + rules.RULES['TEST'].reason[1:]}. "
+                 "The sentences above are under the test now; below, every one whose verdict the test at the start "
+                 "gave otherwise, with what it said then.", ""]
+        if not moved:
+            return lines + ["No verdict moved.", ""]
+        for b, n in moved:
+            lines += [f"- at the start: {b.removeprefix('- ')}", f"  - now: {n.removeprefix('- ')}"]
+        return lines + [""]
+    return section
+
+
+def _verdicts(line: str) -> list[str]:
+    """The verdict words of a line, in order: what moves when the test does (the gaps and p values beside them
+    move with any test)."""
+    return re.findall(r"not clearly different|not clearly apart|clearly (?:better|worse|below|above|fewer|more|best)"
+                      r"|no model is clearly best", line)
 
 
 def rescored_intro(then: str) -> list[str]:

@@ -66,9 +66,10 @@ def _equal_space_words(grid: Grid) -> str:
     return (f"over the same dimensions for every model: its learning rate, log-uniform in [{lo:g}, {hi:g}] for every "
             f"model and optimizer (the orthogonal factor's rate tied at {LR_ORTH_RATIO:g} × it), and at most "
             f"{OWN_OPTIONS} of its own options" + (f" ({'; '.join(own)})" if own else "") + ", each model with its "
-            "paper's optimizer and its published settings queued as the first trial, a trial judged by the area "
-            "under its validation curve over its length (`src/nnrnn/experiments/planning/sweep.py`, each model's "
-            "`TUNED_OPTIONS`; "
+            "paper's optimizer unless the task's procedure fixes one (the optimizer each label ran with is in "
+            "\"Where the picks fell\") and its published settings queued as the first trial, a trial judged by the "
+            "area under its validation curve over its length (`src/nnrnn/experiments/planning/searching.py`, each "
+            "model's `TUNED_OPTIONS`; "
             "\"Where the picks fell\" below). The best trial's options are the tuned column's; they are in "
             "`tuned.json` beside this report.")
 
@@ -80,7 +81,7 @@ def _supplement_space_words(grid: Grid) -> str:
            if model_class(m).SEARCHED]
     return (f"over the options the paper's supplement searched that act on the model ({', '.join(SEARCHED)}"
             + (f"; and each model's own: {'; '.join(own)}" if own else "")
-            + "; `src/nnrnn/experiments/planning/sweep.py` and each model's `SEARCHED`). The best trial's options "
+            + "; `src/nnrnn/experiments/planning/searching.py` and each model's `SEARCHED`). The best trial's options "
             "(by the validation metric) are the tuned column's; they are in `tuned.json` beside this report.")
 
 
