@@ -597,3 +597,48 @@ def test_random_bad_edge_values_exit_2_and_write_nothing(case, where, foreign, c
     assert snapshot(work) == before and snapshot(finished_run) == run_before
     assert sorted(p.name for p in work.iterdir()) == ["afile", "mine"]  # no dest, out or figures/theory folder
     assert not (mine / ".nnrnn-analysis").exists()
+
+
+# --------------------------------------------------------------------------- faults: a full disk
+
+def _disk_full_after(monkeypatch, module, name, calls: int):
+    """``module.name`` raises ENOSPC, as a full disk does, from its ``calls``-th call on."""
+    import errno
+    real, seen = getattr(module, name), []
+
+    def full(*args, **kwargs):
+        seen.append(1)
+        if len(seen) >= calls:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(module, name, full)
+
+
+def test_a_full_disk_while_training_is_one_line_the_first_failure_and_resumable(capsys, tmp_path, monkeypatch):
+    """The checkpoint's clear line used to be masked by the curves' plot in the loop's cleanup (three chained
+    tracebacks, exit 1); the run continues with --resume once there is space."""
+    import errno
+    import matplotlib.figure
+    run = tmp_path / "r"
+    with monkeypatch.context() as m:
+        real_fsync = os.fsync
+
+        def full_for_checkpoints(fd):  # a checkpoint's temporary file (.last.pt.XXXX.tmp) cannot be written
+            if ".pt." in os.readlink(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_fsync(fd)
+        m.setattr(os, "fsync", full_for_checkpoints)
+        _disk_full_after(m, matplotlib.figure.Figure, "savefig", 1)  # and the curves
+        code, err = run_cli(capsys, "train", "copy", "--steps", "4", "--eval-every", "2", "--out", run, *TINY)
+    one_line(code, err, "cannot write", ".pt (No space left on device)", "--resume")
+    assert not list(run.rglob("*.tmp*"))  # no temporary file left behind
+    assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(run), "--resume", *TINY]) == 0
+    assert (run / "checkpoints" / "last.pt").is_file() and (run / "curves.png").is_file()
+
+
+def test_a_full_disk_at_the_curves_plot_is_one_line(capsys, tmp_path, monkeypatch):
+    import matplotlib.figure
+    _disk_full_after(monkeypatch, matplotlib.figure.Figure, "savefig", 1)
+    code, err = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY)
+    one_line(code, err, "cannot write", "curves.png", "No space left on device")
+    assert not (tmp_path / "r" / "curves.png").exists()  # no half-written figure

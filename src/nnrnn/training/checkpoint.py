@@ -50,11 +50,15 @@ def atomic_write(path: Path, write) -> None:
             raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is "
                             f"unchanged; free some space, then continue with --resume") from None
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+    except OSError as error:  # the new file is in place, but the disk did not confirm it
+        raise UserError(f"cannot write {path} ({error.strerror}); the disk did not confirm the new {path.name}; "
+                        f"fix the disk, then continue with --resume") from None
 
 
 def save(path: Path, payload: dict) -> None:

@@ -291,6 +291,16 @@ def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
         return None
     import matplotlib.pyplot as plt
     path = Path(folder) / runfolder.CURVES
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    # beside it, then renamed over it: a full disk leaves the previous figure, never a half-written one, and
+    # says so in one line (the curves are drawn again from metrics.jsonl by the next --resume)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path} ({error.strerror}); free some space, then continue with --resume "
+                        f"(the run's checkpoints and metrics are unchanged)") from None
+    finally:
+        plt.close(fig)
     return path

@@ -180,9 +180,11 @@ def finish(training: Training) -> dict:
         log = MetricsLog(training.folder, training.progress.step)
         try:
             test = score_test(training, log)
-        finally:
-            log.close()
-            plot_curves(training.folder, training.task.references())
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first failure is the one reported
+                close_log_and_plot(training, log)
+            raise
+        close_log_and_plot(training, log)
         conclude(training, final_outcome(training))
         return result(training.folder, training.main, test)
     if not (training.folder / runfolder.CURVES).exists():
@@ -244,16 +246,30 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                     save(training)
                     raise Interrupted(stop.signal, training.last_path)
         test = score_test(training, log)
-    finally:
+    except BaseException:
         bar.close()
-        if training.main:
-            log.close()
-            plot_curves(training.folder, task.references())
+        if training.main:  # the first failure is the one reported: a cleanup failing too (a full disk) stays quiet
+            with contextlib.suppress(Exception):
+                close_log_and_plot(training, log)
+        raise
+    bar.close()
+    if training.main:
+        close_log_and_plot(training, log)
     check_converged(training, last_valid)
     if training.main:
         print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
         conclude(training, final_outcome(training))
     return result(training.folder, training.main, test)
+
+
+def close_log_and_plot(training: Training, log: MetricsLog) -> None:
+    """The metrics file closed (a full disk fails its last flush: one line) and the curves drawn."""
+    try:
+        log.close()
+    except OSError as error:
+        raise UserError(f"cannot write {log.path} ({error.strerror}); free some space, then continue with --resume "
+                        f"(the last checkpoint is unchanged)") from None
+    plot_curves(training.folder, training.task.references())
 
 
 def stops_early(training: Training, log: MetricsLog | None, record: dict | None) -> bool:
