@@ -127,6 +127,16 @@ BAD_OPTIONS = [
     (["sweep", "ptb", "--trials", "1", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
     (["reproduce", "--jobs", "0"], "jobs must be a positive integer"),
     (["reproduce", "--scale", "huge"], "invalid choice"),
+    # resources of every layer of a stack (the check once counted one layer)
+    (["train", "copy", "--model", "nnlru", "--num-layers", "100000", "--hidden", "200"],
+     "100000 layers of --hidden 200 needs at least"),
+    (["train", "copy", "--model", "lstm", "--num-layers", "5000", "--hidden", "1000"], "lower --num-layers"),
+    # cluster addresses, refused where --cluster is parsed (Ray's own ValueError was a traceback, even with --plan)
+    *[(["reproduce", "--scale", "smoke", "--cluster", address, *plan], "is not a cluster's address")
+      for address in ("", "bogus host", "host:", "host:99999", " auto", "ray://") for plan in ([], ["--plan"])],
+    # one CPU: cpu:1 is no device (it was read as the CPU)
+    (["reproduce", "--scale", "smoke", "--devices", "cpu:1", "--plan"], "--devices cpu:1: there is one cpu device"),
+    (["reproduce", "--scale", "smoke", "--devices", "cpu:3"], "there is one cpu device"),
 ]
 
 
@@ -642,3 +652,21 @@ def test_a_full_disk_at_the_curves_plot_is_one_line(capsys, tmp_path, monkeypatc
     code, err = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY)
     one_line(code, err, "cannot write", "curves.png", "No space left on device")
     assert not (tmp_path / "r" / "curves.png").exists()  # no half-written figure
+
+
+
+@pytest.mark.parametrize("value", ["abc", "", "0", "-2", "1.5"])
+def test_a_world_size_that_is_no_number_of_processes_is_one_line(value, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", value)
+    one_line(*run_cli(capsys, "train", "copy", "--steps", "1", "--out", tmp_path / "r", *TINY),
+             f"WORLD_SIZE={value!r} is not a number of processes")
+    assert not (tmp_path / "r").exists()
+
+
+def test_cpu_0_is_the_cpu(capsys, tmp_path):
+    """--device cpu:0 passed the option check, then every checkpoint read failed (torch.load's map_location
+    knows the CPU only as "cpu"), so the run ended saying its best.pt was unreadable."""
+    assert cli.main(["train", "copy", "--steps", "2", "--device", "cpu:0", "--out", str(tmp_path / "r"), *TINY]) == 0
+    assert cli.main(["train", "copy", "--steps", "3", "--device", "cpu:0", "--out", str(tmp_path / "r"), "--resume",
+                     *TINY]) == 0
+    assert cli.main(["eval", str(tmp_path / "r")]) == 0

@@ -1,7 +1,9 @@
 """``nnrnn reproduce --scale SCALE``: run the paper's grid at a scale and write its report."""
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from pathlib import Path
 
 from ..errors import UserError
@@ -10,6 +12,22 @@ from ..experiments.report import regenerate
 from ..experiments.reproduce import reproduce
 from ..models import MODELS
 from ..training import runlock
+
+
+# what Ray reads as a cluster's address: auto, local, HOST:PORT, or a client's ray://HOST[:PORT]
+_ADDRESS = re.compile(r"(?:ray://(?P<client>[^\s:/]+)(?::(?P<client_port>\d+))?|(?P<host>[^\s:/]+):(?P<port>\d+))")
+
+
+def cluster_address(value: str) -> str:
+    """``--cluster``'s value, checked where it is parsed: Ray refuses anything else with a ValueError traceback
+    (an empty or spaced address), or waits on it."""
+    match = _ADDRESS.fullmatch(value)
+    ports = [int(p) for p in (match.group("port"), match.group("client_port")) if p] if match else []
+    if value in ("auto", "local") or (match and all(0 < port < 65536 for port in ports)):
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r} is not a cluster's address; give auto (the cluster this "
+                                     f"machine joined), local (a new one here) or HOST:PORT of its head "
+                                     f"(e.g. 10.0.0.5:6379)")
 
 
 def add_arguments(p) -> None:
@@ -30,7 +48,8 @@ def add_arguments(p) -> None:
                    "cuda:1 ..., or cpu; default: every visible GPU, else the CPU)")
     p.add_argument("--runs-per-device", dest="runs_per_device", type=int, help="runs trained at once on each "
                    "device (default 1 on a GPU; on the CPU it replaces --jobs)")
-    p.add_argument("--cluster", help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
+    p.add_argument("--cluster", type=cluster_address,
+                   help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
                    "machine joined) or its ADDRESS; --out must be on a filesystem every node sees "
                    "(pip install 'nnrnn[ray]'; docs/training.md)")
     p.add_argument("--plan", dest="plan_only", action="store_true", help="print the grid's runs, trials and "

@@ -14,6 +14,8 @@ def check_device(name) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
+    if device.type == "cpu":  # cpu:0 is the CPU; torch.load's map_location knows it only as "cpu"
+        return torch.device("cpu")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise UserError(f"--device {name}: no CUDA device is available to this torch ({torch.__version__}); "
