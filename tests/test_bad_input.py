@@ -670,3 +670,15 @@ def test_cpu_0_is_the_cpu(capsys, tmp_path):
     assert cli.main(["train", "copy", "--steps", "3", "--device", "cpu:0", "--out", str(tmp_path / "r"), "--resume",
                      *TINY]) == 0
     assert cli.main(["eval", str(tmp_path / "r")]) == 0
+
+
+@pytest.mark.parametrize("model", ["lru", "mingru", "cornn", "lem"])
+def test_analyze_of_a_model_without_a_recurrent_matrix_is_refused_in_one_line(model, capsys, tmp_path):
+    """It printed "analysed", then TypeError: no recurrent layer found."""
+    run = tmp_path / model
+    assert cli.main(["train", "copy", "--model", model, "--steps", "2", "--out", str(run), *TINY]) == 0
+    capsys.readouterr()
+    code = cli.main(["analyze", str(run), "--no-gradients"])
+    out, err = capsys.readouterr()
+    one_line(code, err, f"holds a {model} network, which has none", "analyze a run of", "nnlru")
+    assert "analysed" not in out and not (run / "analysis").exists() and not (tmp_path / "analysis").exists()

@@ -12,7 +12,7 @@ from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
-from ..models import ComplexNonNormalRNN, NonNormalLRU
+from ..models import MODELS, ComplexNonNormalRNN, NonNormalLRU
 from ..training.network import initial_network, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
@@ -48,12 +48,28 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
     return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
 
 
+def analysable_models() -> list[str]:
+    """The models whose runs analyze reads: those with a recurrent matrix, and the nnLRU (its own figures)."""
+    return [name for name, cls in MODELS.items()
+            if (hasattr(cls, "recurrent_matrix") or issubclass(cls, (torch.nn.RNNBase, NonNormalLRU)))
+            and not issubclass(cls, ComplexNonNormalRNN)]  # refused: its V is complex
+
+
 def main(args) -> int:
     model, config, saved, source = load_saved(args.path)
     step = saved.get("step")
     if isinstance(getattr(model, "rnn", model), ComplexNonNormalRNN):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
+    inner = getattr(model, "rnn", model)
+    if not isinstance(inner, NonNormalLRU):
+        try:
+            recurrent_layer(model)
+        except TypeError:  # before "analysed" is printed: nothing here would be
+            what = config.get("model") if isinstance(config, dict) else None
+            raise UserError(f"nnrnn analyze reads a recurrent weight matrix, and {args.path} holds a "
+                            f"{what or type(inner).__name__} network, which has none (its recurrence is "
+                            f"elementwise); analyze a run of {', '.join(analysable_models())}") from None
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         raise UserError(f"{source} holds NaN or inf parameters (a diverged run?), which have no spectrum or Schur "
                         f"form; analyze a checkpoint saved before it diverged")
