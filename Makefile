@@ -1,5 +1,5 @@
 # Two commands do everything:   make demo   (train the copy task)    make test   (run the tests)
-# Each creates .venv with the pinned dependencies on first use.
+# Each creates .venv with the pinned dependencies on first use; `make test` also .venv-oldest, the oldest torch.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,6 +19,21 @@ $(STAMP): requirements.txt requirements-onnx.txt pyproject.toml
 
 install: $(STAMP)
 
+# The oldest torch nnrnn supports, in an environment of its own, for the short suite `make test` runs second
+OLDEST := .venv-oldest
+OLDEST_STAMP := $(OLDEST)/.installed
+# the library under the oldest torch: layers and cells of every model, parametrizations, the fused loops, training
+OLDEST_TESTS := tests/parametrizations tests/models/test_fused.py tests/models/test_stepcells.py \
+	tests/test_package.py tests/training/test_train.py::test_run_folder_contents \
+	tests/training/test_train.py::test_resume_after_interruption_is_exact
+
+$(OLDEST_STAMP): requirements-oldest.txt pyproject.toml
+	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet -r requirements-oldest.txt
+	$(OLDEST)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(OLDEST_STAMP)
+
 REACH := echo "The nnrnn command is $(BIN)/nnrnn; or, to type plain nnrnn: source $(BIN)/activate"
 
 demo: $(STAMP)  # a new folder each time, so that running it again deletes nothing
@@ -27,9 +42,11 @@ demo: $(STAMP)  # a new folder each time, so that running it again deletes nothi
 
 # two worker processes of one thread each: the suite's time halves on 2 cores; a worker that runs out of tests takes
 # the other's (worksteal), so that no long test starts last on a busy one (docs/testing.md)
-test: $(STAMP)
+test: $(STAMP) $(OLDEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal --durations=15
+	# the compiled loops need a newer torch's CPU BLAS (brgemm): under the oldest the Python loops run
+	NNRNN_CPP=0 OMP_NUM_THREADS=1 $(OLDEST)/bin/python -m pytest -n 2 -m "not slow" $(OLDEST_TESTS)
 	@$(REACH)
 
 # whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid),
@@ -50,4 +67,4 @@ mutate: $(STAMP)
 	$(BIN)/python tools/mutation_report.py
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info mutants
+	rm -rf $(VENV) $(OLDEST) runs build *.egg-info mutants

@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # lowest first; a module's floor is that of its first package below nnrnn (or of its own name at the top level)
 LAYERS = (
-    {"errors", "environment"},
+    {"errors", "environment", "dependencies"},
     {"kernels"},
     {"parametrizations", "tasks", "data", "presets"},
     {"models", "serialization"},

@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from . import parametrizations
-from .models import (EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, ComplexNonNormalRNN, ExpRNN, MinGRU, NonNormalGRU,
-                     NonNormalLRU, NonNormalRNN, OrthogonalInitRNN, VanillaRNN, create, hidden_size_for,
-                     param_groups, parameter_count, regularization)
-from .serialization import allow_weights_only_loading
+import torch
+
+from . import environment  # noqa: F401 - before the check, so that the command line can read NNRNN_DEBUG after it
+from .dependencies import check_torch
+
+check_torch(torch.__version__)  # before the models: an older torch fails on them with a traceback of its own
+from . import parametrizations  # noqa: E402
+from .models import (CELLS, EURNN, GRU, LEM, LRU, LSTM, MODELS, CoRNN, CoRNNCell, ComplexNonNormalRNN,  # noqa: E402
+                     ComplexNonNormalRNNCell, EURNNCell, ExpRNN, ExpRNNCell, GRUCell, LEMCell, LRUCell, LSTMCell,
+                     MinGRU, MinGRUCell, NonNormalGRU, NonNormalGRUCell, NonNormalLRU, NonNormalLRUCell, NonNormalRNN,
+                     NonNormalRNNCell, OrthogonalInitRNN, OrthogonalInitRNNCell, VanillaRNN, VanillaRNNCell, create,
+                     create_cell, hidden_size_for, param_groups, parameter_count, regularization)
+from .serialization import allow_weights_only_loading  # noqa: E402
 
 try:  # the version is pyproject.toml's, read from the installed package's metadata
     __version__ = importlib.metadata.version("nnrnn")
 except importlib.metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
     __version__ = "unknown (not installed: pip install -e .)"
 
-__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "GRU", "LEM", "LRU", "LSTM", "MODELS", "MinGRU", "ExpRNN",
-           "NonNormalGRU", "NonNormalLRU", "NonNormalRNN", "OrthogonalInitRNN", "VanillaRNN",
-           "allow_weights_only_loading", "create", "hidden_size_for", "load_run", "param_groups", "parameter_count",
-           "parametrizations", "regularization"]
+__all__ = ["CELLS", "CoRNN", "CoRNNCell", "ComplexNonNormalRNN", "ComplexNonNormalRNNCell", "EURNN", "EURNNCell",
+           "ExpRNN", "ExpRNNCell", "GRU", "GRUCell", "LEM", "LEMCell", "LRU", "LRUCell", "LSTM", "LSTMCell", "MODELS",
+           "MinGRU", "MinGRUCell", "NonNormalGRU", "NonNormalGRUCell", "NonNormalLRU", "NonNormalLRUCell",
+           "NonNormalRNN", "NonNormalRNNCell", "OrthogonalInitRNN", "OrthogonalInitRNNCell", "VanillaRNN",
+           "VanillaRNNCell", "allow_weights_only_loading", "create", "create_cell", "hidden_size_for", "load_run",
+           "param_groups", "parameter_count", "parametrizations", "regularization"]
 
 
 def load_run(path, device="cpu"):

@@ -4,6 +4,7 @@
   exception's ``exit_code``; everything else is an internal bug and keeps its traceback.
 * :class:`UserError` (exit 2): something the user can fix (an option, a file, a folder); :class:`RunNotFound`,
   a missing run, is also a ``FileNotFoundError``.
+* :class:`UnsupportedTorch` (exit 2): the installed torch is older than nnrnn supports; also an ``ImportError``.
 * :class:`OptionError` (exit 2): an option's value that nnrnn cannot use.  It is also a ``ValueError``,
   so library callers that catch ``ValueError`` keep working.
 * :class:`TrainingDiverged` (exit 3): training produced non-finite losses, gradients or scores, a loss far
@@ -29,6 +30,11 @@ class UserError(NnrnnError):
     is one plain sentence saying what is wrong and how to fix it."""
 
     exit_code = 2
+
+
+class UnsupportedTorch(UserError, ImportError):
+    """The installed torch is older than nnrnn supports (:mod:`nnrnn.dependencies`); raised by ``import
+    nnrnn``, so it is also an ImportError."""
 
 
 class OptionError(UserError, ValueError):

@@ -148,14 +148,21 @@ def _report(exc: BaseException) -> int | None:
     if isinstance(exc, UsageError):
         print(f"nnrnn: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    dependencies = sys.modules.get("nnrnn.dependencies")  # imported first by nnrnn, as errors is
+    missing = dependencies.missing_extra(exc) if dependencies is not None else None
+    if missing:  # a package of the cli extra, which `pip install nnrnn` leaves out
+        print(f"nnrnn: error: this command needs {missing}, which comes with nnrnn's cli extra: "
+              f"pip install 'nnrnn[cli]'", file=sys.stderr)
+        return 2
     errors = sys.modules.get("nnrnn.errors")  # an error of nnrnn's own comes from a command that imported nnrnn
     if errors is None or not isinstance(exc, errors.NnrnnError):
         return None
     if isinstance(exc, errors.Interrupted):
         print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
         return exc.exit_code
-    from nnrnn.environment import flag
-    if flag("NNRNN_DEBUG"):
+    # from sys.modules: after a failed `import nnrnn` (an older torch) importing nnrnn.environment would fail again
+    environment = sys.modules.get("nnrnn.environment") or importlib.import_module("nnrnn.environment")
+    if environment.flag("NNRNN_DEBUG"):
         raise exc
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     print(f"nnrnn: error: {message}", file=sys.stderr)

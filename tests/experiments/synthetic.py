@@ -17,7 +17,7 @@ from nnrnn.experiments.planning import grid
 
 from nnrnn.experiments import grids
 from nnrnn.experiments.reporting.collect import STRUCTURE as MEASURED
-from nnrnn.experiments.report import planned_grid
+from nnrnn.experiments.grids import planned_grid
 from nnrnn.training import runfolder
 
 # the final metric each model reaches, per task (about the cpu-long report's numbers)

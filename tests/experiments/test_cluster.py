@@ -13,6 +13,7 @@ import torch
 
 from nnrnn.errors import UserError
 from nnrnn.experiments.planning import cluster, grid
+from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments import grids, reproduce
 from nnrnn.training.runfolder import best_checkpoint, config_file, last_checkpoint, metrics_file
 
@@ -23,7 +24,8 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'nnrn
 @pytest.fixture
 def two_runs(monkeypatch):
     """A 2-run grid long enough to be killed mid-run, with a checkpoint every 10 updates."""
-    scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
+    scale = {"seeds": [0, 1], "report": paper_grid.REPORT,
+             "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
         "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40, "checkpoint_every": 10}}}}
     monkeypatch.setitem(grids.SCALES, "two", scale)
     return "two"
@@ -90,7 +92,7 @@ def test_a_grid_through_a_local_ray_cluster_survives_a_killed_worker(tmp_path, t
 def searched(monkeypatch):
     """A scale whose tuned column searches one model with published settings in 3 trials, each long enough to be
     killed mid-trial."""
-    scale = {"seeds": [0], "tune": {"trials": 3, "share": 1.0}, "tasks": {"copy": {
+    scale = {"seeds": [0], "report": paper_grid.REPORT, "tune": {"trials": 3, "share": 1.0}, "tasks": {"copy": {
         "hidden": 8, "columns": ("tuned",), "models": ("lstm",), "options": {
             "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40, "checkpoint_every": 10}}}}
     monkeypatch.setitem(grids.SCALES, "searched", scale)

@@ -1,13 +1,14 @@
-"""nnrnn.experiments.compact: a grid's report can be computed again from the compact data beside it alone."""
+"""nnrnn.experiments.reporting.compact: a grid's report can be computed again from the compact data beside it alone."""
 import dataclasses
 import json
 
 import pytest
 
 from nnrnn_cli import command as cli
-from nnrnn.experiments import compact, report
+from nnrnn.experiments.reporting import compact, report
 from nnrnn.experiments.planning import grid
-from nnrnn.experiments import grids
+from nnrnn.experiments import grids, reproduce
+from nnrnn.experiments.grids import paper as paper_grid
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "report": paper_grid.REPORT, "tasks": {
         "copy": {"hidden": 16, "columns": ("hidden", "params"), "options": COPY}}})
     return "copy-only"
 
@@ -74,5 +75,5 @@ def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     if not (HAS_MNIST and HAS_PTB):
         pytest.skip(f"the report's data section counts the MNIST and PTB files, not found in {SHARED}")
     shutil.copy(committed / "notes.md", tmp_path / "notes.md")
-    report.regenerate(grid.GridFolder(committed).data, tmp_path, SHARED)
+    reproduce.regenerate(grid.GridFolder(committed).data, tmp_path, SHARED)
     assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()

@@ -14,7 +14,6 @@ from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import memory
 
 from nnrnn.experiments.judging import statistics
-from nnrnn.experiments import report as reports
 from nnrnn.experiments.grids import memory as memory_grid
 from nnrnn.experiments.grids.memory import REPORT, solved_at
 from nnrnn.experiments.reporting.sections import generated
@@ -121,7 +120,7 @@ def test_the_toy_ladder_runs_resumes_without_training_and_its_report_regenerates
     # report's path
     assert [line for line in logs if "planned runs (" not in line and not line.startswith("report: ")] == [], logs
     assert {n: (out / "runs" / n / "metrics.jsonl").read_text() for n in names} == before
-    again = reports.regenerate(out / "data.json", tmp_path / "elsewhere")
+    again = reproduce.regenerate(out / "data.json", tmp_path / "elsewhere")
     assert again.read_text() == text
 
 

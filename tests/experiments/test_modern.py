@@ -12,7 +12,7 @@ from nnrnn.experiments.grids import modern
 from nnrnn.experiments.reporting import picks
 from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.judging.statistics import Stat
-from nnrnn.experiments.report import planned_grid
+from nnrnn.experiments.grids import planned_grid
 from nnrnn.tasks import make_task
 from tests.experiments import synthetic
 
@@ -81,7 +81,7 @@ def test_where_the_nnrnn_stands_counts_a_model_whose_every_seed_failed_as_worse(
 
 
 def test_every_not_clearly_different_gives_the_smallest_difference_the_rule_could_see():
-    from nnrnn.experiments.judging.sentences import compare
+    from nnrnn.experiments.judging.comparisons import compare
     table = {"b": Stat(2.05, 0.1, 3), "nnrnn": Stat(2.0, 0.03, 3), "one": Stat(2.1, float("nan"), 1),
              "other": Stat(2.2, float("nan"), 1)}
     gap = 2 * math.sqrt(0.1 ** 2 + 0.03 ** 2)  # two combined standard errors

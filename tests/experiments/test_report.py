@@ -1,4 +1,4 @@
-"""nnrnn.experiments.report: the grid's report from its run folders (settings, variants, speed, γ table,
+"""nnrnn.experiments.reporting.report: the grid's report from its run folders (settings, variants, speed, γ table,
 data sizes)."""
 import json
 import math
@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nnrnn.experiments import report
+from nnrnn.experiments.reporting import report
 from nnrnn.experiments.reporting import figures
 
 from nnrnn.experiments.planning import grid
 
+from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids.beyond import goal_section
 from nnrnn.experiments.reporting.collect import converged, spike, updates_to_solve
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def scale(monkeypatch):
-    spec = {"seeds": [0, 1], "tasks": {
+    spec = {"seeds": [0, 1], "report": paper_grid.REPORT,
+             "tasks": {
         "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",), "variants": HELD, "options": COPY},
         "copy-9": {"task": "copy", "hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                    "options": {**COPY, "T": 9}}}}
@@ -50,7 +52,7 @@ def test_settings_and_variants_are_planned_and_reported(tmp_path, scale):
     assert (tmp_path / "figures" / "curves-copy-9.png").is_file()
     assert (tmp_path / "figures" / "gradients-copy-9.png").is_file()  # the supplement's gradient norms
     grid.GridFolder(tmp_path).notes.write_text("EURNN's capacity explains it.\n")
-    made = report.planned_grid(tmp_path, scale, runs)
+    made = grids.planned_grid(tmp_path, scale, runs)
     text = report.write_report(made).read_text()  # written again: the hand-written notes stay
     assert text.endswith("## Notes on this grid (written by hand, from notes.md)\n\nEURNN's capacity explains it.\n")
     # the learned structure is measured on every seed, once
@@ -100,7 +102,8 @@ def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
 @needs_ptb
 def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, monkeypatch):
     ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
-    spec = {"seeds": [0], "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
+    spec = {"seeds": [0], "report": paper_grid.REPORT,
+             "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
                                             "variants": HELD, "options": ptb}}}
     monkeypatch.setitem(grids.SCALES, "ptb-tiny", spec)
     text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
@@ -167,7 +170,8 @@ def drawn(monkeypatch):
 
 def test_a_figure_labels_its_baseline_and_a_seeds_spike_moves_no_gradient_line(tmp_path, monkeypatch, drawn):
     from tests.experiments import synthetic
-    monkeypatch.setitem(grids.SCALES, "copy-three", {"seeds": [0, 1, 2], "tasks": {
+    monkeypatch.setitem(grids.SCALES, "copy-three", {"seeds": [0, 1, 2], "report": paper_grid.REPORT,
+             "tasks": {
         "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "exprnn"), "options": COPY}}})
     made = synthetic.build(tmp_path, "copy-three")  # seed 1 of every run: its gradient norm ×300 at update 155
     figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)

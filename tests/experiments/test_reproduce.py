@@ -7,6 +7,7 @@ from nnrnn.experiments.planning import grid
 
 from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import beyond as beyond_grid
+from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
 
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def tiny_scale(monkeypatch):
-    scale = {"seeds": [0, 1], "tasks": {"copy": {"hidden": 8, "options": {
+    scale = {"seeds": [0, 1], "report": paper_grid.REPORT, "tasks": {"copy": {"hidden": 8, "options": {
         "T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
     monkeypatch.setitem(grids.SCALES, "tiny", scale)
     return "tiny"
@@ -70,7 +71,9 @@ SLOW_GRID = """
 import sys
 from nnrnn_cli import command as cli
 from nnrnn.experiments import grids
-grids.SCALES["slow"] = {"seeds": [0, 1, 2], "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
+from nnrnn.experiments.grids import paper as paper_grid
+grids.SCALES["slow"] = {"seeds": [0, 1, 2], "report": paper_grid.REPORT,
+                        "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
     "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20}}}}
 sys.exit(cli.main(["reproduce", "--scale", "slow", "--out", sys.argv[1], "--jobs", "2", "--models", "nnrnn"]))
 """

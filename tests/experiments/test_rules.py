@@ -8,8 +8,9 @@ import pytest
 from nnrnn.experiments.planning import grid
 
 from nnrnn.experiments import grids
+from nnrnn.experiments.grids import paper as paper_grid
 
-from nnrnn.experiments import report
+from nnrnn.experiments.reporting import report
 
 from nnrnn.experiments.judging import rules
 from tests.experiments import synthetic
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "tasks": {
+    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "report": paper_grid.REPORT, "tasks": {
         "copy": {"hidden": 16, "columns": ("hidden",), "options": COPY}}})
     return "copy-only"
 

@@ -1,4 +1,5 @@
-"""nnrnn.experiments.planning.sweep: Optuna searches whose trials are ordinary run folders.
+"""nnrnn.experiments.planning's searches (sweep, searching, objective, storage, summary): Optuna searches whose
+trials are ordinary run folders.
 
 Tiny runs (copy task, hidden 8, T 5, a few dozen updates) keep the whole file
 to well under a minute on two cores.
@@ -19,10 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import TrainingDiverged, UserError
-from nnrnn.experiments.planning.sweep import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS,
-                                              LR_ORTH_RANGE, LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS, curve_area,
-                                              default_storage, equal_space, held_to, open_storage, published, run_sweep,
-                                              search_space, summary, tie_rates)
+from nnrnn.experiments.planning.searching import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS,
+                                                  LR_ORTH_RANGE, LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS,
+                                                  curve_area, equal_space, held_to, published, search_space, tie_rates)
+from nnrnn.experiments.planning.storage import default_storage, open_storage
+from nnrnn.experiments.planning.summary import summary
+from nnrnn.experiments.planning.sweep import run_sweep
 from nnrnn.models import model_class
 
 REPO = Path(__file__).resolve().parents[2]
@@ -201,7 +204,7 @@ def test_pruned_trials_stop_at_the_first_validation(tmp_path):
 
 
 def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import nnrnn.experiments.planning.sweep
+    import nnrnn.experiments.planning.objective
     calls = []
 
     def diverging_train(config, resume=False, on_eval=None):
@@ -212,7 +215,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
         on_eval(5, {"step": 5, "split": "valid", "loss": 0.5, "accuracy": 0.1})
         return {"valid": {"loss": 0.5}}
 
-    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train", diverging_train)
+    monkeypatch.setattr(nnrnn.experiments.planning.objective, "train", diverging_train)
     study = run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
     first, second = study.get_trials()
     assert first.state.name == "PRUNED" and first.user_attrs["stopped"] == "diverged"
@@ -223,7 +226,7 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
     assert "PRUNED (diverged)" in text.getvalue()
 
     # any other user error stops the sweep: it would recur in every trial
-    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train",
+    monkeypatch.setattr(nnrnn.experiments.planning.objective, "train",
                         lambda *a, **k: (_ for _ in ()).throw(UserError("no data files")))
     with pytest.raises(UserError, match="no data files"):
         run_sweep("copy", "rnn", 2, out=str(tmp_path), train_options=TINY)
@@ -234,12 +237,12 @@ def test_divergence_prunes_the_trial_and_the_sweep_goes_on(tmp_path, monkeypatch
 def test_an_interrupted_trial_fails_and_ends_the_sweep(tmp_path, monkeypatch):
     import signal
 
-    import nnrnn.experiments.planning.sweep
+    import nnrnn.experiments.planning.objective
 
     def interrupted(config, resume=False, on_eval=None):
         raise nnrnn.errors.Interrupted(signal.SIGTERM, Path(config["out"]) / "checkpoints" / "last.pt")
 
-    monkeypatch.setattr(nnrnn.experiments.planning.sweep, "train", interrupted)
+    monkeypatch.setattr(nnrnn.experiments.planning.objective, "train", interrupted)
     import logging
     warned = []
     handler = logging.Handler(logging.WARNING)

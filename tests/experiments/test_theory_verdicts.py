@@ -7,7 +7,7 @@ from helpers import undraw
 
 from nnrnn.analysis import claim_numbers, theta_example
 from nnrnn.experiments.grids import paper as paper_grid
-from nnrnn.experiments.judging import sentences, theory_verdicts
+from nnrnn.experiments.judging import structure_sentences, theory_sentences, theory_verdicts
 from nnrnn.experiments.judging.rules import FAILS, HOLDS, PARTLY
 from nnrnn.experiments.judging.statistics import Stat
 
@@ -28,7 +28,7 @@ def transients(peaks, times=None, changes=None):
 
 def test_transients_that_grow_with_alpha_and_beta_and_are_shaped_by_beta_hold():
     numbers = transients([2.0, 2.5, 4.0, 5.0, 20.0, 25.0], [10, 20, 30, 40, 60, 50])
-    grow, end, strength = sentences.transient_claims(numbers)
+    grow, end, strength = theory_sentences.transient_claims(numbers)
     assert grow.verdict == HOLDS and "not clearly larger" not in grow.here and "no transient" not in grow.here
     assert end.verdict == HOLDS
     # α multiplies the peak by 10 at each β; β moves it (60 → 50) and multiplies it by 1.25 only
@@ -38,7 +38,7 @@ def test_transients_that_grow_with_alpha_and_beta_and_are_shaped_by_beta_hold():
 
 def test_transients_where_beta_amplifies_too_hold_only_partly_and_say_so():
     numbers = transients([1.0, 1.0, 1.0, 6.36, 25.0, 99.0], [0, 0, 0, 50, 89, 68])
-    grow, _, strength = sentences.transient_claims(numbers)
+    grow, _, strength = theory_sentences.transient_claims(numbers)
     assert grow.verdict == PARTLY
     assert "no transient at all (‖h_t‖ never clearly above ‖h_0‖ = 1) at α = 0.95 (β = 0, 0.005), α = 1 (β = 0)" \
         in grow.here
@@ -50,14 +50,14 @@ def test_transients_where_beta_amplifies_too_hold_only_partly_and_say_so():
 
 
 def test_transients_that_never_grow_nor_end_at_n_do_not_hold():
-    grow, end, strength = sentences.transient_claims(transients([1.0] * 6, changes={
+    grow, end, strength = theory_sentences.transient_claims(transients([1.0] * 6, changes={
         (a, b): {"after": 0.5} for a in (0.95, 1.0, 1.05) for b in (0.0, 0.005)}))
     assert (grow.verdict, end.verdict, strength.verdict) == (FAILS, FAILS, FAILS)
     assert "clearly larger: none" in grow.here and "α does not set the strength" in strength.here
-    partly = sentences.transient_claims(transients([1.0] * 6, changes={(1.05, 0.005): {"after": 0.5}}))[1]
+    partly = theory_sentences.transient_claims(transients([1.0] * 6, changes={(1.05, 0.005): {"after": 0.5}}))[1]
     assert partly.verdict == PARTLY and "not ended at N: α = 1.05, β = 0.005" in partly.here
     # a peak within two standard errors of the one before is not clearly larger
-    close = sentences.transient_claims(transients([2.0, 2.01, 4.0, 5.0, 20.0, 25.0], [1, 2, 3, 4, 5, 6]))[0]
+    close = theory_sentences.transient_claims(transients([2.0, 2.01, 4.0, 5.0, 20.0, 25.0], [1, 2, 3, 4, 5, 6]))[0]
     assert close.verdict == PARTLY and "β 0 → 0.005 at α = 0.95" in close.here.split("not clearly larger")[1]
 
 
@@ -76,7 +76,7 @@ def memory(rival=1.0, beta=(0.95, 0.95, 0.95), near=0.95, beyond=2.0, larger=Tru
 
 
 def test_fisher_memory_claims_hold_on_numbers_that_bear_them_out():
-    most, beta, diagonal = sentences.fisher_memory_claims(memory())
+    most, beta, diagonal = theory_sentences.fisher_memory_claims(memory())
     assert (most.verdict, beta.verdict, diagonal.verdict) == (HOLDS, HOLDS, HOLDS)
     assert "; above it:" not in most.here and "degraded at" not in beta.here
 
@@ -85,15 +85,15 @@ def test_fisher_memory_claims_partly_and_not():
     # d = 0.2 above the delay line: partly (the delay-line family itself, d = 0, stays below it)
     numbers = memory(rival={(1.05, 0.005, 0.2): (1.567, 67), (1.05, 0.005, 0.0): (1.003, 21)},
                      beta=(0.861, 0.878, 0.99), totals={0.95: (3.0, 2.0), 1.0: (5.0, 4.0)})
-    most, beta, _ = sentences.fisher_memory_claims(numbers)
+    most, beta, _ = theory_sentences.fisher_memory_claims(numbers)
     assert most.verdict == PARTLY and "d = 0.2: 1.567 (α = 1.05, β = 0.005, d = 0.2, k = 67)" in most.here
     assert "d = 0: 1.003" in most.here and "above it: α = 1.05, β = 0.005, d = 0.2" in most.here
     assert beta.verdict == PARTLY and "degraded at α = 0.95, 1" in beta.here  # J_tot down by 33% and 20%
-    most, beta, diagonal = sentences.fisher_memory_claims(
+    most, beta, diagonal = theory_sentences.fisher_memory_claims(
         memory(rival={(1.0, 0.0, 0.0): (1.2, 5)}, beta=(0.5,) * 3, near=0.5, beyond=0.0, larger=False,
                totals={a: (3.0, 1.0) for a in (0.95, 1.0, 1.05)}))
     assert (most.verdict, beta.verdict, diagonal.verdict) == (FAILS, FAILS, FAILS)
-    partly = sentences.fisher_memory_claims(memory(near=0.5))[2]
+    partly = theory_sentences.fisher_memory_claims(memory(near=0.5))[2]
     assert partly.verdict == PARTLY and "almost optimal for k < N not at α = 0.95 (β = 0, 0.005)" in partly.here
 
 
@@ -103,14 +103,15 @@ def rows(values, papers=theta_example.PAPER_TABLE3):
 
 
 def test_table3_claim_counts_the_rows_that_match_the_papers_printed_digits():
-    assert sentences.table3_claim(rows(theta_example.PAPER_TABLE3)).verdict == HOLDS
+    assert theory_sentences.table3_claim(rows(theta_example.PAPER_TABLE3)).verdict == HOLDS
     # 5.30 printed: 5.304 rounds to it, 5.306 does not
     rounded = rows([*theta_example.PAPER_TABLE3[:4], 5.304, *theta_example.PAPER_TABLE3[5:]])
-    assert sentences.table3_claim(rounded).verdict == HOLDS
-    claim = sentences.table3_claim(rows([*theta_example.PAPER_TABLE3[:4], 5.306, *theta_example.PAPER_TABLE3[5:]]))
+    assert theory_sentences.table3_claim(rounded).verdict == HOLDS
+    claim = theory_sentences.table3_claim(rows([*theta_example.PAPER_TABLE3[:4], 5.306,
+                                                *theta_example.PAPER_TABLE3[5:]]))
     assert claim.verdict == PARTLY and claim.here.startswith("11 of 12")
     assert "5.30" in claim.paper and "12.0" in claim.paper  # the paper's values as printed
-    far = sentences.table3_claim(rows([2 * p for p in theta_example.PAPER_TABLE3]))
+    far = theory_sentences.table3_claim(rows([2 * p for p in theta_example.PAPER_TABLE3]))
     assert far.verdict == FAILS and "0 of 12 within 2.5%" in far.here
 
 
@@ -121,11 +122,11 @@ def prop1(min_ratio=3.0, deviation=1e-15):
 
 
 def test_proposition1_claim():
-    assert sentences.proposition1_claim(prop1()).verdict == HOLDS
-    below = sentences.proposition1_claim(prop1(min_ratio=0.98))
+    assert theory_sentences.proposition1_claim(prop1()).verdict == HOLDS
+    below = theory_sentences.proposition1_claim(prop1(min_ratio=0.98))
     assert below.verdict == PARTLY and "0.98 (random, α = 1, k = 7" in below.here
-    assert sentences.proposition1_claim(prop1(deviation=1e-3)).verdict == PARTLY
-    assert sentences.proposition1_claim(prop1(min_ratio=0.5, deviation=0.1)).verdict == FAILS
+    assert theory_sentences.proposition1_claim(prop1(deviation=1e-3)).verdict == PARTLY
+    assert theory_sentences.proposition1_claim(prop1(min_ratio=0.5, deviation=0.1)).verdict == FAILS
 
 
 def prop2(**changes):
@@ -136,15 +137,15 @@ def prop2(**changes):
 
 
 def test_proposition2_claim():
-    assert sentences.proposition2_claim(prop2()).verdict == HOLDS
-    grows = sentences.proposition2_claim(prop2(ratio_growth=1.5))
+    assert theory_sentences.proposition2_claim(prop2()).verdict == HOLDS
+    grows = theory_sentences.proposition2_claim(prop2(ratio_growth=1.5))
     assert grows.verdict == PARTLY and "1.5 (O(C(t, l)): at most 1)" in grows.here
-    assert sentences.proposition2_claim(prop2(degree_ok=False, constant_zero=False, ratio_growth=2.0,
+    assert theory_sentences.proposition2_claim(prop2(degree_ok=False, constant_zero=False, ratio_growth=2.0,
                                              fits=[{**prop2()["fits"][0], "is_polynomial": False}])).verdict == FAILS
 
 
 def test_the_measured_numbers_give_these_verdicts_at_the_papers_settings():
-    claims = sentences.theory_claims(claim_numbers.transient_numbers(), claim_numbers.fisher_memory_numbers(),
+    claims = theory_sentences.theory_claims(claim_numbers.transient_numbers(), claim_numbers.fisher_memory_numbers(),
                                      theta_example.table3(), claim_numbers.proposition1_numbers(),
                                      claim_numbers.proposition2_numbers())
     # β on J_tot (issue 49): the paper's own curves no longer fail its sentence at k = 99, where J ≈ 4e-6
@@ -199,13 +200,13 @@ def test_the_delay_line_claim_gives_the_links_between_modes_and_the_in_block_siz
                        in_block_to_link=Stat.of([ratio] * 3) if math.isnan(ratio) else Stat(ratio, 0.1, 3))
         return out
     learned = {"copy": stats(1.0), "psmnist": stats(1.1, math.nan, math.nan), "ptb": stats(0.9, 0.4, 8.0)}
-    claim = next(c for c in sentences.structure_claims(learned) if "delay line" in c.claim)
+    claim = next(c for c in structure_sentences.structure_claims(learned) if "delay line" in c.claim)
     assert claim.verdict == FAILS and "links of T between consecutive Schur modes" in claim.claim
     assert "PTB 0.900 ± 0.100" in claim.here
     assert "PTB 0.400 ± 0.010 (8.000 ± 0.100 × the mean abs(T) of a link entry)" in claim.here
     assert "psMNIST n/a" in claim.here.split("beside it")[1] and "copy not measured" in claim.here
     learned["ptb"] = stats(3.0, 0.0, 0.0)
-    assert next(c for c in sentences.structure_claims(learned) if "delay line" in c.claim).verdict == HOLDS
+    assert next(c for c in structure_sentences.structure_claims(learned) if "delay line" in c.claim).verdict == HOLDS
 
 
 def test_beta_judged_on_j_tot_lets_the_papers_own_table3_bear_out_its_sentence():
@@ -214,16 +215,16 @@ def test_beta_judged_on_j_tot_lets_the_papers_own_table3_bear_out_its_sentence()
     table = dict(zip(theta_example.TABLE3_GRID, theta_example.PAPER_TABLE3))
     totals = {a: (table[a, 0.0, 0.0], table[a, 0.005, 0.0]) for a in (0.95, 1.0, 1.05)}
     numbers = memory(beta=(0.861, 0.878, 0.99), totals=totals)  # the smallest J_β(k)/J_0(k), at k = 99
-    beta = sentences.fisher_memory_claims(numbers)[1]
+    beta = theory_sentences.fisher_memory_claims(numbers)[1]
     assert beta.verdict == HOLDS and "α = 0.95: 3.030 → 3.180" in beta.here
     from nnrnn.experiments.judging.rules import judged_by
     with judged_by({"DEGRADED_ON": "every k"}):
-        assert sentences.fisher_memory_claims(numbers)[1].verdict == PARTLY
+        assert theory_sentences.fisher_memory_claims(numbers)[1].verdict == PARTLY
 
 
 def test_the_theory_judgements_are_numbers_and_settings_not_words():
     """The decisions come from theory_verdicts as data (steps as (parameter, from, to, the other's value)); the
-    sentences module words them."""
+    theory_sentences module words them."""
     growth, ended, strength = theory_verdicts.transients(transients([2.0, 2.5, 4.0, 5.0, 20.0, 25.0],
                                                                     [10, 20, 30, 40, 60, 50]))
     assert growth.verdict == HOLDS and ("α", 0.95, 1.0, 0.0) in growth.larger and growth.not_larger == []

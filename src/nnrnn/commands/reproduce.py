@@ -8,8 +8,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..experiments.grids import SCALES
-from ..experiments.report import regenerate
-from ..experiments.reproduce import reproduce
+from ..experiments.reproduce import regenerate, reproduce
 from ..models import MODELS
 from ..training import runlock
 
@@ -60,7 +59,7 @@ def add_arguments(p) -> None:
                    "share finished runs between grids that have runs in common")
 
 
-# the keys of a grid's compact data (nnrnn.experiments.compact) that writing its report again reads
+# the keys of a grid's compact data (nnrnn.experiments.reporting.compact) that writing its report again reads
 COMPACT_KEYS = ("scale", "date", "runs", "analysis", "structure", "folders")
 
 

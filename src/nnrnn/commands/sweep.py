@@ -6,12 +6,13 @@ import sys
 import optuna
 
 from ..errors import Interrupted, OptionError, UserError
-from ..experiments.planning.sweep import PRUNE_STARTUP_TRIALS, PRUNE_WARMUP_FRACTION, run_sweep, summary
+from ..experiments.planning.summary import summary
+from ..experiments.planning.sweep import PRUNE_STARTUP_TRIALS, PRUNE_WARMUP_FRACTION, run_sweep
 from ..training.options import BY_NAME, add_option
 
 # The training options every trial holds fixed, each declared by nnrnn train's table (nnrnn.training.options), with
 # the help line said per trial where the table's would mislead; the searched ones are
-# nnrnn.experiments.planning.sweep's.
+# nnrnn.experiments.planning.searching's.
 HELD_FIXED = {"steps": "updates per trial", "epochs": "epochs per trial (psmnist, ptb)",
               "hidden": "hidden units (default: the preset's, else nnrnn train's)", "batch_size": None, "T": None,
               "bptt": None, "permute": None, "nonlinearity": None, "clip": None,

@@ -8,10 +8,9 @@ modules only from those before them in its own docstring), never from a room abo
 * :mod:`.planning`: planning and execution: a grid's planned runs and folder, Optuna searches, where each run
   trains (one machine's devices, or a Ray cluster) and a grid's cost before it starts;
 * :mod:`.reporting`: what every report shares: what a report reads from run folders, the figures, the shape of a
-  report (:class:`~.reporting.sections.Report`) and the sections several reports share; it knows no particular grid;
+  report (:class:`~.reporting.sections.Report`, which declares a grid's hooks), the sections several reports share,
+  the skeleton every report is written in, and its compact data (``data.json``); it knows no particular grid;
 * :mod:`.grids`: every grid, one module each: its scale, its report and that report's own sections, found by
   :data:`.grids.SCALES`;
-* :mod:`.compact`: a report's compact data (``data.json``), written and read back;
-* :mod:`.report`: the report skeleton every grid shares, and a report written again from its compact data;
 * :mod:`.reproduce`: running a grid (its cost first; a process pool over the devices, or a Ray cluster; tuning,
-  the tuned preset)."""
+  the tuned preset), and its report written again from its compact data alone."""

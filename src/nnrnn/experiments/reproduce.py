@@ -42,11 +42,14 @@ from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.train import train
 from .planning.grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
 from .planning.cluster import cluster_slots, run_on_cluster
-from .grids import SCALES
+from .grids import SCALES, planned_grid
 from .planning.cost import estimate
 from .planning.placement import CPU, Slots, check_devices, check_present, slot_devices, visible_devices
-from .report import planned_grid, report_of, write_report
-from .planning.sweep import EQUAL, default_storage, run_sweep, span
+from .reporting.compact import materialize
+from .reporting.report import report_of, write_report
+from .planning.searching import EQUAL, span
+from .planning.storage import default_storage
+from .planning.sweep import run_sweep
 
 
 def run_log(folder: Path) -> Path:
@@ -460,3 +463,11 @@ def _where(devices, runs_per_device, jobs, cluster) -> Where:
         count, gpus = cluster_slots(cluster)
         return Where((CPU,) * count, cluster, gpus)
     return Where(tuple(slot_devices(check_present(check_devices(devices or visible_devices())), runs_per_device, jobs)))
+
+
+def regenerate(path: Path, out: Path, data_dir=None) -> Path:
+    """The report of the compact data at ``path``, written into ``out`` from that data alone (``data_dir``: where
+    the MNIST and PTB files are here, for the data section's counts)."""
+    data = json.loads(Path(path).read_text())
+    planned = materialize(data, out, data_dir)
+    return write_report(planned_grid(out, data["scale"], planned, date=data["date"], analysis_lines=data["analysis"]))

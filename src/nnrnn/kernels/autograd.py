@@ -60,17 +60,18 @@ def autocast_off(device_type: str):
     return _NOTHING
 
 
-@torch.compiler.assume_constant_result  # read once while tracing: no graph break for the flag's lookup
-def _in_onnx_export() -> bool:
-    return torch.onnx.is_in_onnx_export()
-
-
 def exporting_to_onnx() -> bool:
     """True while ``torch.onnx.export`` traces a model (also during its ``torch.export`` step).  ONNX has no
     function for nnrnn's custom ops, so the models then trace plain torch operators instead (see
     :func:`nnrnn.parametrizations.expm.expm_skew_traceable`, ``nnrnn.models.eurnn.givens_product_traceable``,
     :func:`nnrnn.models.recurrence.reference_recurrence`)."""
-    return torch.compiler.is_compiling() and _in_onnx_export()
+    if not torch.compiler.is_compiling():
+        return False
+    # imported here, while tracing: marking the flag constant (torch.compiler.assume_constant_result) imports
+    # torch._dynamo, a second of `import nnrnn` that only tracing needs.  Dynamo runs an import in traced code
+    # as Python does, so the marked function is what it traces.
+    from .onnx_flag import in_onnx_export
+    return in_onnx_export()
 
 
 def autocast_enabled(device_type: str) -> bool:

@@ -1,7 +1,8 @@
 """The recurrent models of the paper behind one constructor, :func:`create`.
 
 Adding a model is one file in this package (a subclass of :class:`~nnrnn.models.base.RecurrentModel` for a
-non-gated one) and one line in :data:`MODELS`.
+non-gated one), one line in :data:`MODELS`, and its cell in :mod:`nnrnn.models.stepcells` with a line in
+:data:`CELLS`.
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from .nnlru import NonNormalLRU
 from .nnrnn import NonNormalRNN
 from .nnrnn_complex import ComplexNonNormalRNN
 from .rnn import OrthogonalInitRNN, VanillaRNN
+from .stepcells import (CoRNNCell, ComplexNonNormalRNNCell, EURNNCell, ExpRNNCell, GRUCell, LEMCell, LRUCell,
+                        LSTMCell, MinGRUCell, NonNormalGRUCell, NonNormalLRUCell, NonNormalRNNCell,
+                        OrthogonalInitRNNCell, VanillaRNNCell)
 
 MODELS: dict[str, type[nn.Module]] = {
     "rnn": VanillaRNN,
@@ -46,8 +50,25 @@ MODELS: dict[str, type[nn.Module]] = {
     "mingru": MinGRU,
     "nnlru": NonNormalLRU,
 }
+# One step of each model (torch.nn.RNNCell's contract, LSTMCell's for two state vectors; nnrnn/models/stepcells.py)
+CELLS: dict[str, type[nn.Module]] = {
+    "rnn": VanillaRNNCell,
+    "rnn-orth": OrthogonalInitRNNCell,
+    "eurnn": EURNNCell,
+    "exprnn": ExpRNNCell,
+    "nnrnn": NonNormalRNNCell,
+    "lstm": LSTMCell,
+    "gru": GRUCell,
+    "nngru": NonNormalGRUCell,
+    "nnrnn-complex": ComplexNonNormalRNNCell,
+    "cornn": CoRNNCell,
+    "lem": LEMCell,
+    "lru": LRUCell,
+    "mingru": MinGRUCell,
+    "nnlru": NonNormalLRUCell,
+}
 # torch.load(f) with torch's default weights_only=True reads these models saved whole (nnrnn/serialization.py)
-allow_weights_only_loading(*MODELS.values())
+allow_weights_only_loading(*MODELS.values(), *CELLS.values())
 # The models the paper compares, which its presets (nnrnn/presets/) and the reproduction grid cover.
 PAPER_MODELS = ("rnn", "rnn-orth", "eurnn", "exprnn", "nnrnn", "lstm")
 
@@ -63,6 +84,13 @@ def create(name: str, input_size: int, hidden_size: int, *args, **options) -> nn
     """Build model ``name`` (one of :data:`MODELS`): the rest of torch.nn.RNN's arguments follow in its order
     (``num_layers``, …; torch.nn.LSTM's for ``"lstm"``), then the model's own keywords."""
     return model_class(name)(input_size, hidden_size, *args, **options)
+
+
+def create_cell(name: str, input_size: int, hidden_size: int, *args, **options) -> nn.Module:
+    """Build the cell of model ``name`` (one of :data:`CELLS`): torch.nn.RNNCell's arguments follow in its order
+    (``bias``, then ``nonlinearity`` for a non-gated model), then the model's own keywords."""
+    model_class(name)  # an unknown name: the same error as create's
+    return CELLS[name](input_size, hidden_size, *args, **options)
 
 
 def orthogonal_parameters(model: nn.Module) -> list[nn.Parameter]:
@@ -162,7 +190,9 @@ def hidden_size_for(name: str, n_params: int, input_size: int, output_size: int,
     return min((low, high), key=lambda n: (abs(count(n) - n_params), n))
 
 
-__all__ = ["CoRNN", "ComplexNonNormalRNN", "EURNN", "LEM", "LRU", "MinGRU", "ExpRNN", "GRU", "LSTM", "MODELS",
-           "NonNormalGRU", "NonNormalLRU", "NonNormalRNN",
-           "OrthogonalInitRNN", "PAPER_MODELS", "RecurrentModel", "VanillaRNN", "create", "hidden_size_for",
+__all__ = ["CELLS", "CoRNN", "CoRNNCell", "ComplexNonNormalRNN", "ComplexNonNormalRNNCell", "EURNN", "EURNNCell",
+           "ExpRNN", "ExpRNNCell", "GRU", "GRUCell", "LEM", "LEMCell", "LRU", "LRUCell", "LSTM", "LSTMCell", "MODELS",
+           "MinGRU", "MinGRUCell", "NonNormalGRU", "NonNormalGRUCell", "NonNormalLRU", "NonNormalLRUCell",
+           "NonNormalRNN", "NonNormalRNNCell", "OrthogonalInitRNN", "OrthogonalInitRNNCell", "PAPER_MODELS",
+           "RecurrentModel", "VanillaRNN", "VanillaRNNCell", "create", "create_cell", "hidden_size_for",
            "model_class", "orthogonal_parameters", "param_groups", "parameter_count", "regularization"]

@@ -218,7 +218,9 @@ def chunked_backward(even_angles: torch.Tensor, odd_angles: torch.Tensor, grad_v
 # While compiling, the product is one custom op with the same forward and backward: traced, its loop
 # would be unrolled into the graph, every layer's rotation forward and back.
 
-@torch.library.custom_op("nnrnn::givens_product", mutates_args=())
+# the schema written out, not inferred: older torch cannot read string annotations (see models/fused.py)
+@torch.library.custom_op("nnrnn::givens_product", mutates_args=(),
+                         schema="(Tensor even_angles, Tensor odd_angles, SymInt n) -> Tensor")
 def givens_product_op(even_angles: torch.Tensor, odd_angles: torch.Tensor, n: int) -> torch.Tensor:
     with torch.no_grad():
         return GivensProduct.apply(even_angles, odd_angles, n)
@@ -229,7 +231,8 @@ def _(even_angles, odd_angles, n):
     return even_angles.new_empty(n, n)
 
 
-@torch.library.custom_op("nnrnn::givens_product_backward", mutates_args=())
+@torch.library.custom_op("nnrnn::givens_product_backward", mutates_args=(),
+                         schema="(Tensor even_angles, Tensor odd_angles, Tensor v, Tensor grad) -> Tensor[]")
 def givens_product_backward_op(even_angles: torch.Tensor, odd_angles: torch.Tensor, v: torch.Tensor,
                                grad: torch.Tensor) -> list[torch.Tensor]:
     return list(_givens_backward(even_angles, odd_angles, v, grad))

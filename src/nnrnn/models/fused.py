@@ -127,12 +127,16 @@ class FusedRecurrence(torch.autograd.Function):
 
 # ----------------------------------------------------------------------------- as a torch.library op
 # torch.compile and torch.export cannot trace the loops (compiled C++, or data-dependent choices), so while
-# compiling the recurrence is one opaque custom op with a shape function and this same backward.
+# compiling the recurrence is one opaque custom op with a shape function and this same backward.  Each op's schema
+# is written out, not inferred from the annotations: torch 2.4.1 cannot read them as strings (`from __future__
+# import annotations`), 2.6.0 not `list[torch.Tensor]` (docs/design.md, "Supported torch").
 
 _KINDS = {kind: name for name, kind in loops.KIND.items()}
 
 
-@torch.library.custom_op("nnrnn::recurrence", mutates_args=())
+@torch.library.custom_op("nnrnn::recurrence", mutates_args=(), schema=(
+    "(Tensor inputs, Tensor h0, Tensor weight_ih, Tensor? bias, Tensor weight_hh, SymInt kind, Tensor? modrelu_bias) "
+    "-> Tensor"))
 def recurrence_op(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor | None,
                   weight_hh: torch.Tensor, kind: int, modrelu_bias: torch.Tensor | None) -> torch.Tensor:
     return _forward(inputs, h0, weight_ih, bias, weight_hh, _KINDS[kind], modrelu_bias)
@@ -143,7 +147,9 @@ def _(inputs, h0, weight_ih, bias, weight_hh, kind, modrelu_bias):
     return inputs.new_empty(inputs.shape[0], inputs.shape[1], weight_ih.shape[0])
 
 
-@torch.library.custom_op("nnrnn::recurrence_backward", mutates_args=())
+@torch.library.custom_op("nnrnn::recurrence_backward", mutates_args=(), schema=(
+    "(Tensor grad_h, Tensor h, Tensor h0, Tensor inputs, Tensor weight_ih, Tensor weight_hh, SymInt kind, "
+    "bool has_bias, bool has_modrelu_bias, bool need_inputs, bool need_h0) -> Tensor[]"))
 def recurrence_backward_op(grad_h: torch.Tensor, h: torch.Tensor, h0: torch.Tensor, inputs: torch.Tensor,
                            weight_ih: torch.Tensor, weight_hh: torch.Tensor, kind: int, has_bias: bool,
                            has_modrelu_bias: bool, need_inputs: bool, need_h0: bool) -> list[torch.Tensor]:

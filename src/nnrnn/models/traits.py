@@ -29,11 +29,11 @@ class Traits:
     ORTHOGONAL_FACTOR: bool = False
     SCHUR_FORM: bool = False
     # The model's own options a hyperparameter search tunes beside the learning rates
-    # (nnrnn.experiments.planning.sweep):
+    # (nnrnn.experiments.planning.searching):
     # name -> ("log", low, high), a log-uniform range, or ("choice", values).
     SEARCHED: dict[str, tuple] = {}
     # The own options a grid's search tunes beside the learning rate, every model at most the same number
-    # (nnrnn.experiments.planning.sweep.equal_space, OWN_OPTIONS): names of SEARCHED or of the supplement's options.
+    # (nnrnn.experiments.planning.searching.equal_space, OWN_OPTIONS): names of SEARCHED or of the supplement's options.
     TUNED_OPTIONS: tuple[str, ...] = ()
     # The real features a read-out sees per hidden unit (2 for a complex state: [Re h, Im h]).
     REAL_FEATURES_PER_UNIT: int = 1

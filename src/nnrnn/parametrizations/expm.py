@@ -380,7 +380,9 @@ def _unpack(products: torch.Tensor, plan_: torch.Tensor):
     return scale, s, m, q, powers, steps, squares
 
 
-@torch.library.custom_op("nnrnn::expm_skew", mutates_args=())
+# the schema written out, not inferred: older torch cannot read string annotations (see models/fused.py)
+@torch.library.custom_op("nnrnn::expm_skew", mutates_args=(),
+                         schema="(Tensor a) -> Tensor")
 def expm_skew_op(a: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         return _evaluate(a)[0]
@@ -391,7 +393,8 @@ def _(a):
     return torch.empty_like(a)
 
 
-@torch.library.custom_op("nnrnn::expm_skew_recorded", mutates_args=())
+@torch.library.custom_op("nnrnn::expm_skew_recorded", mutates_args=(),
+                         schema="(Tensor a) -> (Tensor, Tensor, Tensor)")
 def expm_skew_recorded_op(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         p, record = _evaluate(a)
@@ -405,7 +408,8 @@ def _(a):
     return torch.empty_like(a), a.new_empty(record_capacity(a.dtype), n, n), plan_
 
 
-@torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=())
+@torch.library.custom_op("nnrnn::expm_skew_adjoint", mutates_args=(),
+                         schema="(Tensor grad, Tensor products, Tensor plan_) -> Tensor")
 def expm_skew_adjoint_op(grad: torch.Tensor, products: torch.Tensor, plan_: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         return _adjoint(grad, _unpack(products, plan_))

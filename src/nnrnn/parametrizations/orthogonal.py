@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 import torch
 from torch import nn
 
@@ -79,6 +78,7 @@ def random_orthogonal_(x: torch.Tensor, generator: torch.Generator | None = None
 
 def log_orthogonal_(x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Set x so that exp(skew(x)) = q, for q in SO(n) (scipy's matrix logarithm)."""
+    import scipy.linalg  # here, not at the top: scipy.linalg costs `import nnrnn` up to a second (docs/performance.md)
     log = scipy.linalg.logm(q.detach().cpu().double().numpy())
     log = np.real(log)
     log = 0.5 * (log - log.T)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 import torch
 from torch import nn
 
@@ -98,6 +97,7 @@ def init_skew_hermitian_(x: torch.Tensor, init: str, generator: torch.Generator 
     q, r = torch.linalg.qr(g)
     d = r.diagonal()
     q = q * (d / d.abs())  # Haar measure on U(N)
+    import scipy.linalg  # here, not at the top: scipy.linalg costs `import nnrnn` up to a second (docs/performance.md)
     log = scipy.linalg.logm(q.numpy())
     log = 0.5 * (log - np.conj(log.T))  # skew-Hermitian to rounding: made exactly so
     return x.copy_(storage_of(torch.from_numpy(log)))

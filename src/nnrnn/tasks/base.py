@@ -52,7 +52,7 @@ class Task:
     default_steps: int = 1000      # updates of a run given neither --steps nor --epochs, for a task without epochs
     monitor: tuple[str, str] = ("loss", "min")  # validation metric that picks checkpoints/best.pt
     splits: tuple[str, ...] = ("valid", "test")
-    # What a grid's report shows (nnrnn.experiments.report): the metric and split of its results table, their
+    # What a grid's report shows (nnrnn.experiments.reporting.report): the metric and split of its results table, their
     # heading and digits, and the learning curves' axis
     reported: Reported = Reported("loss", "test", "test loss", 4)
     curve_axis: str = "validation loss"

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
+
+from ..planning.grid import Grid, PlannedRun
 
 
 def _scales() -> dict[str, dict]:
@@ -19,3 +22,8 @@ def _scales() -> dict[str, dict]:
 
 
 SCALES = _scales()
+
+
+def planned_grid(out, scale: str, planned: list[PlannedRun], **given) -> Grid:
+    """The grid of scale ``scale`` (a module of this package) in the folder ``out`` with its planned runs."""
+    return Grid(Path(out), scale, SCALES[scale], planned, **given)

@@ -13,7 +13,7 @@ from ..reporting.collect import copy_speed, early_stat, group, learned_structure
 from ..planning.grid import Grid, metric
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import copy_baseline, rescored_intro, scoring_at_start
-from ..judging.sentences import compare
+from ..judging.comparisons import compare
 from ..judging.statistics import missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED

@@ -69,7 +69,7 @@ from .modern import CHAIN_ELU
 SOLVED_IN_A_ROW = 2  # the trainer's rule (nnrnn.training.train.SOLVED_IN_A_ROW), read back from the records
 SOLVED_BY = 2  # of a model's 3 seeds at a rung, how many must solve it for the model to climb on
 SOLVED_SHARE = 0.1  # solved: validation loss below this share of the baseline (twice in a row)
-# {run folder: its memory capacity}, beside the report (nnrnn.experiments.compact.FILES)
+# {run folder: its memory capacity}, beside the report (one of its Report's files)
 CAPACITY = "capacity.json"
 CAPACITY_DELAYS, CAPACITY_STEPS, CAPACITY_BATCH = 64, 400, 32  # K, and the driving sequences' length and number
 MARKERS = "osD^v"  # beside each label's colour and line style (figures.STYLES), so that near lines differ
@@ -355,7 +355,8 @@ def tuned_section(grid: Grid) -> list[str]:
 
 
 REPORT = Report("The memory horizon: the longest copy delay each model solves",
-                (protocol_section, tuned_section, picks_section, horizon_section), prepare=measure_capacity)
+                (protocol_section, tuned_section, picks_section, horizon_section), files=(CAPACITY,),
+                prepare=measure_capacity)
 
 
 RUNGS = (50, 100, 200, 400, 800)  # the delays T, in the order a model climbs them

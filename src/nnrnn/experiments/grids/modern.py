@@ -34,11 +34,12 @@ from ...tasks import task_class
 from ..reporting.tuning import tuning_section
 from ..reporting.collect import convergence, group, labels, results, scored, setting_task_of
 from ..reporting.figures import line_style, reference, reference_line
-from ..planning.grid import TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name, sizes
+from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name,
+                             sizes)
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import memoryless_baseline, ptb_data_scope, rescored_intro, scope, scoring_at_start
 from ..judging.statistics import Stat, below_value, margin
-from ..judging.sentences import compare
+from ..judging.comparisons import compare
 from ..judging.words import name, title
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED
@@ -493,7 +494,7 @@ CHAIN_INIT = {"rnn chain": CHAIN}
 CHAIN_ELU = {"rnn chain": {**CHAIN, "nonlinearity": "elu"}}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
     tuned_section, picks_section, best_so_far_section, settings_sections, standings_section, published_section,
-    update_time_section, settled_section), prepare=measure_speed_once)
+    update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)
 NAME = "modern"
 SCALE = {
     "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "

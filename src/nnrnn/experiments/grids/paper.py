@@ -5,9 +5,10 @@ Its report, which the grids that judge the paper's claims share (``cpu``, ``cpu-
 that report's own sections, from the run folders. Sections (after the introduction and the data each run
 saw, :mod:`.report`): the scale against the paper's; per setting (copy, psMNIST, PTB at each T_PTB) the results in
 both columns with learning curves; copy's training speed; nnRNN with γ held (supplementary Table 7); the rules the
-verdicts follow; the paper's claims (:mod:`.sentences`); how settled the runs are; what nnRNN learned over
-every seed; the theory.  Every number comes from the run folders or the theory code; every comparison follows the
-rule in :mod:`.statistics`."""
+verdicts follow; the paper's claims (:mod:`..judging.task_sentences`, :mod:`..judging.gamma_sentences`,
+:mod:`..judging.structure_sentences`, :mod:`..judging.theory_sentences`); how settled the runs are; what nnRNN
+learned over every seed; the theory.  Every number comes from the run folders or the theory code; every
+comparison follows the rule in :mod:`.statistics`."""
 from __future__ import annotations
 
 import math
@@ -24,9 +25,12 @@ from ..judging.rules import Claim, not_converged, rule
 from ..reporting.sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section,
                                   settings_sections, settled_section)
 from ..judging.statistics import Stat
-from ..judging.sentences import (all_or_nothing_claim, backprop_claim, copy_claims, copy_columns_claim, gamma_claims,
-                        gap_claims, gated_claim, gradient_claim, psmnist_claim, ptb_accuracy_claim, ptb_claim,
-                        regularization_claim, structure_claims, theory_claims)
+from ..judging.gamma_sentences import (all_or_nothing_claim, backprop_claim, gamma_claims, gradient_claim,
+                                       regularization_claim)
+from ..judging.structure_sentences import structure_claims
+from ..judging.task_sentences import (copy_claims, copy_columns_claim, gap_claims, gated_claim, psmnist_claim,
+                                      ptb_accuracy_claim, ptb_claim)
+from ..judging.theory_sentences import theory_claims
 from ..judging.words import column_words, name, title
 from ..planning.grid import BOTH
 
@@ -63,7 +67,8 @@ def judged_sections(grid: Grid) -> list[str]:
     return lines + grid.analysis_lines + [""] + theory_section(grid.figures, [], numbers)
 
 
-REPORT = Report("Reproduction report", (scope_section, settings_sections, judged_sections), analysed=True)
+REPORT = Report("Reproduction report", (scope_section, settings_sections, judged_sections),
+                analyse=analyse_first_seed)
 
 
 def judge(grid: Grid, settings: list[str], baseline, numbers: tuple) -> list[Claim]:
@@ -258,8 +263,8 @@ def learned_section(learned: dict) -> list[str]:
 
 def theory_numbers(figures: Path) -> tuple:
     """The theory's figures (written into ``figures``) and the numbers its claims are judged on, in the order
-    :func:`.sentences.theory_claims` takes them; the figures and the claims share one computation of each
-    ensemble and curve (the caches of :mod:`nnrnn.analysis.claim_numbers`)."""
+    :func:`..judging.theory_sentences.theory_claims` takes them; the figures and the claims share one computation of
+    each ensemble and curve (the caches of :mod:`nnrnn.analysis.claim_numbers`)."""
     figures.mkdir(parents=True, exist_ok=True)
     plots.figure1b(figures / "figure1b.png")
     plots.figure1c(figures / "figure1c.png")
@@ -271,9 +276,9 @@ def theory_numbers(figures: Path) -> tuple:
 
 def theory_section(figures: Path, claims: list | None = None, numbers: tuple | None = None) -> list[str]:
     """The theory's section: Table 3, the figures of §3 and the Propositions, and the claims of §3 judged on their
-    numbers (:func:`.sentences.theory_claims`; ``numbers`` from :func:`theory_numbers`, made here when not given).
-    With a list ``claims`` the theory's claims are appended to it (for the report's claim table) and the section holds
-    none; without, the section ends with their own table."""
+    numbers (:func:`..judging.theory_sentences.theory_claims`; ``numbers`` from :func:`theory_numbers`, made here
+    when not given).  With a list ``claims`` the theory's claims are appended to it (for the report's claim table)
+    and the section holds none; without, the section ends with their own table."""
     transients, memory, rows, prop1, prop2 = numbers or theory_numbers(figures)
     lines = ["## Theory: supplementary Table 3 (J_tot)", "", "| α | β | d | nnrnn | paper |", "|---|---|---|---|---|"]
     for row in rows:

@@ -1,9 +1,10 @@
 """The claims of the paper's §3, its supplementary Table 3 and its Propositions, judged on the numbers
 :mod:`nnrnn.analysis.claim_numbers` and :mod:`nnrnn.analysis.theta_example` compute (transient_numbers,
 fisher_memory_numbers, table3, proposition1_numbers, proposition2_numbers): every function returns judgements (the
-verdict and what decided it, as numbers and settings), which :mod:`.sentences` says in the claims' own words.  There
-are no seeds here: the transients are means over an ensemble of initial conditions, whose standard error the rule
-uses; everything else is deterministic arithmetic, judged against the fixed thresholds of :mod:`.rules`."""
+verdict and what decided it, as numbers and settings), which :mod:`.theory_sentences` says in the claims' own
+words.  There are no seeds here: the transients are means over an ensemble of initial conditions, whose standard
+error the rule uses; everything else is deterministic arithmetic, judged against the fixed thresholds of
+:mod:`.rules`."""
 from __future__ import annotations
 
 import math

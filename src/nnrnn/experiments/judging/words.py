@@ -33,6 +33,10 @@ def _said(stat, digits: int, failed: str = "diverged") -> str:
     return stat.show(digits, failed)
 
 
+def _show_bpc(stat) -> str:
+    return _said(stat, 3)
+
+
 
 def _scoped(here: str, scope: str) -> str:
     return here + (f" (this scale: {scope})" if scope else "")

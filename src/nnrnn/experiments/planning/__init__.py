@@ -2,7 +2,12 @@
 
 Layered bottom to top, each module importing only from those listed before it (and from :mod:`..judging`):
 
-* :mod:`.sweep`: Optuna searches over training options;
+* :mod:`.searching`: what an Optuna search over training options draws and how it judges a trial (the
+  supplement's space, a grid's equal terms);
+* :mod:`.storage`: where a search's study is kept, and finding a study in it;
+* :mod:`.objective`: one trial of a search, an ordinary training run;
+* :mod:`.summary`: a study's best trials as a table;
+* :mod:`.sweep`: a search's life (:func:`~.sweep.run_sweep`: its study, its first trial, its trials);
 * :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
   the name of every file in it, its scale, its planned runs);
 * :mod:`.placement`: which device each run of a grid trains on, on one machine (:class:`~.placement.Slots`);

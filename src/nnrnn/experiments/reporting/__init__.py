@@ -9,4 +9,7 @@ Layered bottom to top, each module importing only from those listed before it (a
   settings;
 * :mod:`.figures`, :mod:`.sections`: the reports' figures, the shape of a report (:class:`~.sections.Report`) and
   the sections several reports share;
-* :mod:`.tuning`: how every model of a tuned grid was tuned (the section every tuned grid's report shows)."""
+* :mod:`.tuning`: how every model of a tuned grid was tuned (the section every tuned grid's report shows);
+* :mod:`.compact`: a report's compact data (``data.json``), written and read back;
+* :mod:`.report`: the report skeleton every grid shares (the introduction, the data section, the grid's sections,
+  the notes)."""

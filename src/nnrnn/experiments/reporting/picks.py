@@ -1,6 +1,6 @@
 """Where each search's pick fell in its range, the optimizer each model trained with, and each search's queued
 published settings: the report section that shows a tuned grid searched every model on equal terms
-(:data:`nnrnn.experiments.planning.sweep.EQUAL`).
+(:data:`nnrnn.experiments.planning.searching.EQUAL`).
 
 A pick's position in a range [lo, hi] searched log-uniformly is (log p − log lo) / (log hi − log lo): 0 at the floor,
 1 at the ceiling.  A pick within :data:`EDGE` of either end is named: the search may have wanted to go beyond, and
@@ -14,7 +14,7 @@ import math
 from ...tasks import task_class
 from ...training.config import resolve_config
 from ..planning.grid import Grid, PlannedRun, search_name
-from ..planning.sweep import PAPER_OPTIMIZERS, search_space, span
+from ..planning.searching import PAPER_OPTIMIZERS, search_space, span
 from ..judging.words import name
 
 EDGE = 0.05  # a pick within this fraction of the log range of an end is named
@@ -40,7 +40,7 @@ def _read_trials(grid: Grid) -> dict:
 
 
 def supplement_ranges(planned: PlannedRun) -> dict:
-    """{option: its span (:func:`nnrnn.experiments.planning.sweep.span`)} of the supplement's search of
+    """{option: its span (:func:`nnrnn.experiments.planning.searching.span`)} of the supplement's search of
     ``planned``'s model
     and optimizer, as a grid searched it before trials recorded their ranges (:data:`SUPPLEMENT_BEFORE`)."""
     optimizer = resolve_config(planned.options, planned.preset)["optimizer"]
@@ -56,7 +56,7 @@ def _best(trials: list[dict], lower: bool) -> dict | None:
 
 def pick_rows(grid: Grid) -> list[dict]:
     """One row per searched option of every search that finished a trial: setting, label, option, range (its
-    span, :func:`nnrnn.experiments.planning.sweep.span`), pick, and position (:func:`place`)."""
+    span, :func:`nnrnn.experiments.planning.searching.span`), pick, and position (:func:`place`)."""
     trials, rows = _read_trials(grid), []
     for setting in grid.settings:
         members = [r for r in grid.planned if r.setting == setting]

@@ -29,13 +29,16 @@ from ..judging.words import column_words, name, title
 @dataclass(frozen=True)
 class Report:
     """A grid's report beyond what every report holds (the introduction and the data section first, the notes
-    last; :func:`nnrnn.experiments.report.write_report`): its heading and its sections in order, each
-    ``section(grid) -> markdown lines``; ``analysed``: it shows the analysis of the first seeds' nnRNNs (made from
-    their checkpoints, kept in the compact data); ``prepare(grid, log)``: what the report measures before it is
-    written, once (the modern report's update times)."""
+    last; :func:`nnrnn.experiments.reporting.report.write_report`): its heading and its sections in order, each
+    ``section(grid) -> markdown lines``, and the hooks the shared code calls, so that it never imports a grid:
+    ``analyse(grid) -> markdown lines``: the analysis of the first seeds' models, made from their checkpoints and kept
+    in the compact data (the paper claims' report); ``files``: the files beside the report, measured while the grid
+    ran, that its compact data carries whole (the modern report's update times, the memory report's capacities);
+    ``prepare(grid, log)``: what the grid measures once its runs have finished, before the report is written."""
     heading: str
     sections: tuple[Callable[[Grid], list[str]], ...]
-    analysed: bool = False
+    analyse: Callable[[Grid], list[str]] | None = None
+    files: tuple[str, ...] = ()
     prepare: Callable | None = None
 
 

@@ -6,7 +6,7 @@ import json
 
 from ...models import model_class
 from ..planning.grid import TPE_STARTUP, Grid, search_name
-from ..planning.sweep import EQUAL_LR_RANGE, LR_ORTH_RATIO, OWN_OPTIONS, SEARCHED
+from ..planning.searching import EQUAL_LR_RANGE, LR_ORTH_RATIO, OWN_OPTIONS, SEARCHED
 from ..judging.words import name
 
 
@@ -51,7 +51,7 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
 
 def searched_alike(grid: Grid) -> bool:
     """Whether the grid's searches recorded their ranges (``trials.json``), as searches on equal terms do
-    (:data:`~nnrnn.experiments.planning.sweep.EQUAL`); the committed grids that predate them searched the
+    (:data:`~nnrnn.experiments.planning.searching.EQUAL`); the committed grids that predate them searched the
     supplement's space."""
     if not grid.trials.is_file():
         return False

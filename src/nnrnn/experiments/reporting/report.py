@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 from pathlib import Path
 
-from .compact import materialize, write_data
-from .planning.grid import Grid, PlannedRun, reading_once
-from .grids import SCALES
-from .grids.paper import REPORT as REPRODUCTION, analyse_first_seed
-from .reporting.sections import Report, data_section, introduction, notes
+from .compact import write_data
+from ..planning.grid import Grid, reading_once
+from .sections import Report, data_section, introduction, notes
 
 
 def report_of(grid: Grid) -> Report:
-    """The report a grid writes: its scale's ``report``, the paper's claims judged (:mod:`.reproduction`) for a
-    scale that names none."""
-    return grid.spec.get("report", REPRODUCTION)
+    """The report a grid writes: its scale's ``report``."""
+    return grid.spec["report"]
 
 
 def write_report(grid: Grid) -> Path:
@@ -29,7 +25,7 @@ def write_report(grid: Grid) -> Path:
     with reading_once():
         analysis = grid.analysis_lines
         if analysis is None:
-            analysis = analyse_first_seed(grid) if report.analysed else []
+            analysis = report.analyse(grid) if report.analyse else []
         grid = dataclasses.replace(grid, date=grid.date or datetime.date.today().isoformat(), analysis_lines=analysis)
         grid.figures.mkdir(parents=True, exist_ok=True)
         lines = introduction(grid, report.heading) + data_section(grid)
@@ -38,16 +34,3 @@ def write_report(grid: Grid) -> Path:
         grid.report.write_text("\n".join(lines + notes(grid)))
         write_data(grid)
     return grid.report
-
-
-def planned_grid(out, scale: str, planned: list[PlannedRun], **given) -> Grid:
-    """The grid of scale ``scale`` (a module of :mod:`.grids`) in the folder ``out`` with its planned runs."""
-    return Grid(Path(out), scale, SCALES[scale], planned, **given)
-
-
-def regenerate(path: Path, out: Path, data_dir=None) -> Path:
-    """The report of the compact data at ``path``, written into ``out`` from that data alone (``data_dir``: where
-    the MNIST and PTB files are here, for the data section's counts)."""
-    data = json.loads(Path(path).read_text())
-    planned = materialize(data, out, data_dir)
-    return write_report(planned_grid(out, data["scale"], planned, date=data["date"], analysis_lines=data["analysis"]))

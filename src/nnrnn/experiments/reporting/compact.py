@@ -7,7 +7,7 @@ rate); per trained model the learned-structure statistics the claims use (``anal
 plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column and its
 searches' trials, the update times a modern report measured, the date and the lines of the first seeds' analysis
 figures.  :func:`materialize` writes the run folders back from it (metrics
-only, no checkpoints); :func:`nnrnn.experiments.report.regenerate` writes the report from them.
+only, no checkpoints); :func:`nnrnn.experiments.reproduce.regenerate` writes the report from them.
 """
 from __future__ import annotations
 
@@ -15,15 +15,14 @@ import json
 import shutil
 from pathlib import Path
 
-from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS
-from .reporting.collect import PROBED, STRUCTURE, probe_norms
-from .planning.grid import SPEED, TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
-from .grids.memory import CAPACITY
+from ...training.runfolder import DIVERGED_MARKER, WALL_SECONDS
+from .collect import PROBED, STRUCTURE, probe_norms
+from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
-# files beside a report that it reads whole: the searches' trials, the update times the modern report measures and
-# the memory capacities the memory report measures
-FILES = (TRIALS, SPEED, CAPACITY)
+# files beside every tuned grid's report that it reads whole: the searches' trials (a grid's own, measured while it
+# ran, are its Report's files)
+FILES = (TRIALS,)
 
 
 def _records(folder: Path) -> list[dict]:
@@ -59,7 +58,8 @@ def write_data(grid: Grid) -> Path:
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
             "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
-            "files": {name: json.loads((out / name).read_text()) for name in FILES if (out / name).is_file()},
+            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec["report"].files)
+                      if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
