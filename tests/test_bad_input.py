@@ -682,3 +682,23 @@ def test_analyze_of_a_model_without_a_recurrent_matrix_is_refused_in_one_line(mo
     out, err = capsys.readouterr()
     one_line(code, err, f"holds a {model} network, which has none", "analyze a run of", "nnlru")
     assert "analysed" not in out and not (run / "analysis").exists() and not (tmp_path / "analysis").exists()
+
+
+def test_eval_and_analyze_refuse_another_runs_checkpoint_as_resume_does(capsys, tmp_path, finished_run):
+    """An lstm's best.pt placed in an nnrnn run's folder was scored, exit 0, where --resume refuses the swap."""
+    other = tmp_path / "other"
+    assert cli.main(["train", "copy", "--model", "lstm", "--steps", "2", "--out", str(other), *TINY]) == 0
+    swapped = tmp_path / "swapped"
+    shutil.copytree(finished_run, swapped)
+    for name in ("best.pt", "last.pt"):
+        shutil.copy(other / "checkpoints" / name, swapped / "checkpoints" / name)
+    capsys.readouterr()
+    before = snapshot(swapped)
+    for argv in (["eval", swapped], ["eval", swapped / "checkpoints" / "last.pt"],
+                 ["analyze", swapped, "--no-gradients", "--out", tmp_path / "analysis"]):
+        one_line(*run_cli(capsys, *argv), "is another run's checkpoint, not this run's",
+                 "--model 'lstm' there, 'nnrnn' in config.json")
+    one_line(*run_cli(capsys, "train", "copy", "--out", swapped, "--resume", "--steps", "6", *TINY),
+             "is another run's checkpoint")
+    assert snapshot(swapped) == before and not (tmp_path / "analysis").exists()
+    assert cli.main(["eval", str(other)]) == 0  # in its own folder it is scored
