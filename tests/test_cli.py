@@ -519,3 +519,45 @@ def test_runs_lists_a_damaged_run_as_unreadable_beside_the_others(tmp_path, caps
     damaged, good = capsys.readouterr().out.splitlines()[1:]
     assert damaged.startswith(str(tmp_path / "damaged")) and "unreadable: " in damaged and "line 2" in damaged
     assert good.startswith(str(tmp_path / "good")) and "loss 0.5" in good
+
+
+@pytest.mark.parametrize("damage", ["config is a list", "outcome is a list", "outcome of another structure",
+                                    "test score is text"])
+def test_runs_lists_a_run_of_foreign_structure_as_one_row_beside_the_others(damage, tmp_path, capsys):
+    # one run folder whose config.json is a list ended the whole listing with an AttributeError
+    from nnrnn_cli.command import main
+    write_run(tmp_path / "good", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    odd = tmp_path / "odd"
+    write_run(odd, {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}, {"step": 5, "split": "test", "loss": "low"}])
+    if damage == "config is a list":
+        (odd / "config.json").write_text('["copy", "nnrnn"]')
+    elif damage == "outcome is a list":
+        (odd / "outcome.json").write_text("[1, 2]")
+    elif damage == "outcome of another structure":
+        (odd / "outcome.json").write_text('{"name": 5}')
+    assert main(["runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()[1:]
+    good, = [line for line in out if line.startswith(str(tmp_path / "good"))]
+    odd_row, = [line for line in out if line.startswith(str(odd))]
+    assert "loss 0.5" in good
+    if damage == "config is a list":
+        assert "unreadable: " in odd_row and "holds a list, not an object" in odd_row
+    else:
+        assert "loss 0.5" in odd_row and "unreadable" not in odd_row
+
+
+def test_runs_lists_the_runs_a_grid_shares_through_a_link(tmp_path, capsys):
+    # reproduce --runs makes OUT/runs a link to the shared folder; nnrnn runs OUT listed none of its runs
+    from nnrnn_cli.command import main
+    shared = tmp_path / "shared"
+    write_run(shared / "copy-nnrnn-s0", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    grid = tmp_path / "grid"
+    grid.mkdir()
+    (grid / "runs").symlink_to(shared, target_is_directory=True)
+    (shared / "loop").symlink_to(tmp_path, target_is_directory=True)  # a link above itself: no endless walk
+    assert main(["runs", str(grid)]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert len(rows) == 1 and rows[0].startswith(str(grid / "runs" / "copy-nnrnn-s0")), rows
