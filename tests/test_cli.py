@@ -561,3 +561,34 @@ def test_runs_lists_the_runs_a_grid_shares_through_a_link(tmp_path, capsys):
     assert main(["runs", str(grid)]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
     assert len(rows) == 1 and rows[0].startswith(str(grid / "runs" / "copy-nnrnn-s0")), rows
+
+
+def _memory_data(**changes) -> str:
+    data = json.loads((Path(__file__).parents[1] / "docs" / "memory" / "data.json").read_text())
+    return json.dumps({**data, **changes})
+
+
+@pytest.mark.parametrize("changes, needle", [
+    ({"scale": ["memory"]}, "unknown scale ['memory']"),
+    ({"scale": "cpu"}, "its runs are of copy-100, copy-200"),  # another grid's data under this grid's name
+    ({"runs": {"a": 1}}, "its runs are not a list of planned runs"),
+    ({"runs": [1, 2]}, "its runs are not a list of planned runs"),
+    ({"runs": []}, "it holds no runs"),
+    ({"runs": [], "folders": {}}, "it holds no runs"),
+    ({"folders": []}, "its structure and folders are not tables"),
+    ({"structure": "none"}, "its structure and folders are not tables"),
+    ({"date": 20261202}, "its date is not text"),
+    ({"analysis": "lines"}, "its analysis is not a list of lines"),
+    ({"folders": {}}, "it holds no folder of the run"),
+])
+def test_reproduce_from_data_of_wrong_types_or_another_grid_is_one_line(changes, needle, tmp_path, monkeypatch,
+                                                                         capsys):
+    """Wrong types and another grid's data were tracebacks; no runs wrote a report "all 0 distinct runs finished"."""
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    data = tmp_path / "data.json"
+    data.write_text(_memory_data(**changes))
+    code, err = main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "out")]), capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()

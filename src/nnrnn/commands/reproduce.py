@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..experiments.grids import SCALES
+from ..experiments.reporting import compact
 from ..experiments.reproduce import regenerate, reproduce
 from ..models import MODELS
 from ..training import runlock
@@ -74,8 +75,11 @@ def check_compact(path: Path) -> None:
         raise UserError(f"{path} is not a grid's compact data ({error}); give the data.json beside a grid's "
                         f"report") from None
     missing = [key for key in COMPACT_KEYS if key not in data] if isinstance(data, dict) else list(COMPACT_KEYS)
-    if missing or data["scale"] not in SCALES:
+    if missing or not isinstance(data["scale"], str) or data["scale"] not in SCALES:
         what = f"it lacks {', '.join(missing)}" if missing else f"unknown scale {data['scale']!r}"
+        raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
+    what = compact.problem(data, SCALES[data["scale"]]["tasks"])  # its parts' types, and runs of this scale's own
+    if what:
         raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
 
 
