@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import UserError
+from ...errors import ClusterLost, UserError
 
 RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
 INSTALL = "--cluster needs Ray, which is not installed: pip install 'nnrnn[ray]'"
@@ -73,16 +73,29 @@ def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: 
     # absolute paths: a worker's working directory is not this process's
     running = {remote.remote(work, Path(folder).resolve(), item, gpus): Path(folder) for folder, item in units}
     count, failed = 0, []
-    while running:
-        ready, _ = ray.wait(list(running), num_returns=1)
-        folder = running.pop(ready[0])
-        count += 1
-        try:
-            line = ray.get(ready[0])
-        except ray.exceptions.WorkerCrashedError:
-            failed.append(folder.name)
-            line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
-        log(f"[{count}/{len(units)}] {line}")
+    # a task whose worker died (killed, out of memory, its node lost) is retried by Ray; these are what ray.get
+    # raises once the retries are spent: the grid goes on with the other tasks and reports it at the end
+    died = tuple(getattr(ray.exceptions, name) for name in ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")
+                 if hasattr(ray.exceptions, name))
+    try:
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            folder = running.pop(ready[0])
+            try:
+                line = ray.get(ready[0])
+            except died:
+                failed.append(folder.name)
+                line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
+            count += 1
+            log(f"[{count}/{len(units)}] {line}")
+    except ray.exceptions.RayError as error:
+        if isinstance(error, ray.exceptions.RayTaskError):  # a run's own error (a diverged run, a refusal): its own
+            raise
+        raise ClusterLost(f"the Ray cluster at {address} failed mid-grid ({type(error).__name__}: "
+                          f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}); "
+                          f"{count - len(failed)} of the {len(units)} {what} had finished and are kept; once the "
+                          f"cluster is back, the same command continues (interrupted runs resume from their last "
+                          f"checkpoints)") from None
     if failed:
         raise UserError(f"the workers training {', '.join(failed)} died (killed, or out of memory); run the same "
                         f"command again to continue (finished runs are kept, interrupted ones resume)")
