@@ -702,3 +702,13 @@ def test_eval_and_analyze_refuse_another_runs_checkpoint_as_resume_does(capsys, 
              "is another run's checkpoint")
     assert snapshot(swapped) == before and not (tmp_path / "analysis").exists()
     assert cli.main(["eval", str(other)]) == 0  # in its own folder it is scored
+
+
+def test_a_full_disk_during_analyze_is_one_line_and_the_run_is_unchanged(capsys, tmp_path, monkeypatch,
+                                                                          finished_run):
+    import matplotlib.figure
+    _disk_full_after(monkeypatch, matplotlib.figure.Figure, "savefig", 2)  # the first figure written, not the next
+    before = snapshot(finished_run)
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "analysis", "--no-gradients"),
+             f"cannot write the analysis into {tmp_path / 'analysis'} (No space left on device)")
+    assert snapshot(finished_run) == before
