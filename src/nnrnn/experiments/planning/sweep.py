@@ -90,7 +90,8 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     url = storage or default_storage(out)
     name = study or f"{task}-{model}"
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
-    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode})
+    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode,
+                                        "budget": planned_steps(base)})
 
     if searching.first and not the_study.trials:
         queue_published(the_study, task, model, options, preset, space)
@@ -169,6 +170,10 @@ def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
     """UserError if the study searches another task or model; else record what it searches, once."""
     saved = the_study.user_attrs
     check_searches(saved, attrs, name, url)
+    if "budget" in saved and saved["budget"] != attrs["budget"]:  # a trial's value depends on its length
+        raise UserError(f"study {name!r} in {_shown(url)} holds trials of {saved['budget']} updates each, not "
+                        f"{attrs['budget']}: trials of different budgets are not ranked together; give --steps "
+                        f"{saved['budget']} to continue it, or another --study or --out")
     for key, value in attrs.items():
         if key not in saved:
             the_study.set_user_attr(key, value)
