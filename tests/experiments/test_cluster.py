@@ -255,16 +255,18 @@ def test_a_cluster_lost_mid_grid_is_one_line_saying_the_same_command_continues(t
     assert "2 of the 4 runs had finished and are kept" in message and "the same command continues" in message
 
 
-def test_a_runs_own_error_through_the_cluster_stays_its_own(tmp_path, monkeypatch):
-    """A run's own failure (Ray wraps it as a RayTaskError that is also the run's exception) is not a lost cluster."""
+def test_a_runs_own_error_through_the_cluster_is_its_own_one_line(tmp_path, monkeypatch):
+    """A run's own failure (a full disk: Ray wraps it in a RayTaskError whose first line is Ray's) is the run's
+    own error, as the local path raises it, not a lost cluster."""
     fake = StandInRay()
+    full = UserError("cannot write runs/x/checkpoints/last.pt (No space left on device)")
 
-    class RunRefused(fake.exceptions.RayTaskError, UserError):
-        pass
-
-    def refuse(folder, item, threads, device):
-        raise RunRefused("the run refused")
-    monkeypatch.setattr(fake, "get", lambda ref: refuse(None, None, None, None))
+    def wrapped(ref):
+        error = fake.exceptions.RayTaskError("ray::_task() (pid=1, ip=127.0.0.1)\nTraceback ...")
+        error.cause = full
+        raise error
+    monkeypatch.setattr(fake, "get", wrapped)
     monkeypatch.setattr(cluster, "connect", lambda address: fake)
-    with pytest.raises(RunRefused):
-        cluster.run_on_cluster("auto", _units(tmp_path, 1), _trained, "runs", lambda line: None)
+    with pytest.raises(UserError) as raised:
+        cluster.run_on_cluster("auto", _units(tmp_path, 2), _trained, "runs", lambda line: None)
+    assert raised.value is full

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import ClusterLost, UserError
+from ...errors import ClusterLost, NnrnnError, UserError
 
 RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
 INSTALL = "--cluster needs Ray, which is not installed: pip install 'nnrnn[ray]'"
@@ -89,7 +89,10 @@ def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: 
             count += 1
             log(f"[{count}/{len(units)}] {line}")
     except ray.exceptions.RayError as error:
-        if isinstance(error, ray.exceptions.RayTaskError):  # a run's own error (a diverged run, a refusal): its own
+        if isinstance(error, ray.exceptions.RayTaskError):  # a run's own error (a full disk, a refusal): its own
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, NnrnnError):  # its one line, as the local path prints it (not Ray's traceback)
+                raise cause from None
             raise
         raise ClusterLost(f"the Ray cluster at {address} failed mid-grid ({type(error).__name__}: "
                           f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}); "
