@@ -128,6 +128,27 @@ def test_each_search_trial_is_a_task_and_a_killed_one_is_run_again(tmp_path, sea
     assert "lr" in picks["copy"]["lstm"]
 
 
+@pytest.mark.subprocess
+def test_on_the_real_cluster_a_worker_that_always_dies_spends_its_retries_and_is_reported(tmp_path, local_ray):
+    """Every attempt of one task kills its own worker: Ray runs it RETRIES + 1 times (each attempt leaves a mark),
+    then the grid reports it, after the other task has run."""
+    def work(folder, item, threads, device):
+        import os
+        import signal
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"attempt-{os.getpid()}").write_text("")
+        if item == "dies":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return f"{folder.name}: ok"
+    logs = []
+    with pytest.raises(UserError, match="the workers training doomed died"):
+        cluster.run_on_cluster(local_ray, [(tmp_path / "doomed", "dies"), (tmp_path / "fine", "lives")], work,
+                               "runs", logs.append)
+    assert len(list((tmp_path / "doomed").glob("attempt-*"))) == cluster.RETRIES + 1
+    assert any(line.endswith("fine: ok") for line in logs)
+    assert any(f"doomed: its worker died {cluster.RETRIES + 1} times" in line for line in logs)
+
+
 def test_without_ray_the_cluster_option_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # an import of ray now fails as if not installed
     with pytest.raises(UserError, match=r"pip install 'nnrnn\[ray\]'"):
