@@ -291,6 +291,8 @@ def run_title(folder: Path) -> str | None:
         config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         return Path(folder).name + said
+    if not isinstance(config, dict):  # another structure: the folder's name alone
+        return Path(folder).name + said
     name = "" if Path(folder).name == config.get("task") else f": {Path(folder).name}"  # not "copy, …: copy"
     return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units{name}{said}"
 
@@ -305,12 +307,9 @@ def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
     path = Path(folder) / runfolder.CURVES
     # beside it, then renamed over it: a full disk leaves the previous figure, never a half-written one, and
     # says so in one line (the curves are drawn again from metrics.jsonl by the next --resume)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
+        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=120))
     except OSError as error:
-        tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path} ({error.strerror}); free some space, then continue with --resume "
                         f"(the run's checkpoints and metrics are unchanged)") from None
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from .collect import PROBED, STRUCTURE, probe_norms
-from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
+from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics, write_whole
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
 # files beside every tuned grid's report that it reads whole: the searches' trials (a grid's own, measured while it
@@ -62,7 +62,7 @@ def write_data(grid: Grid) -> Path:
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
-    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
+    write_whole(path, json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
     return path
 
 
