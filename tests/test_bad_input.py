@@ -712,3 +712,36 @@ def test_a_full_disk_during_analyze_is_one_line_and_the_run_is_unchanged(capsys,
     one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "analysis", "--no-gradients"),
              f"cannot write the analysis into {tmp_path / 'analysis'} (No space left on device)")
     assert snapshot(finished_run) == before
+
+
+def test_a_full_disk_during_a_sweep_is_one_line(capsys, tmp_path, monkeypatch):
+    """A trial's run that cannot write its checkpoint ended the sweep with Optuna's logged traceback."""
+    import errno
+    real_fsync = os.fsync
+
+    def full_for_checkpoints(fd):
+        if ".pt." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+    monkeypatch.setattr(os, "fsync", full_for_checkpoints)
+    code, err = run_cli(capsys, "sweep", "copy", "--model", "rnn", "--trials", "2", "--steps", "4", "--eval-every",
+                        "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--out", tmp_path / "sweep")
+    one_line(code, err, "cannot write", ".pt (No space left on device)")
+
+
+def test_a_sweep_storage_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypatch):
+    import optuna
+    from nnrnn.experiments.planning import sweep
+
+    def full(*args, **kwargs):
+        raise optuna.exceptions.StorageInternalError("(sqlite3.OperationalError) database or disk is full")
+    real = sweep._create_study
+
+    def study_that_cannot_store(*args, **kwargs):
+        made = real(*args, **kwargs)
+        monkeypatch.setattr(made._storage, "create_new_trial", full)
+        return made
+    monkeypatch.setattr(sweep, "_create_study", study_that_cannot_store)
+    code, err = run_cli(capsys, "sweep", "copy", "--model", "rnn", "--trials", "1", "--steps", "2", "--hidden", "8",
+                        "--T", "3", "--batch-size", "2", "--out", tmp_path / "sweep")
+    one_line(code, err, "cannot write the study's storage", "database or disk is full", "run the same sweep again")

@@ -107,6 +107,9 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     verbosity = optuna.logging.get_verbosity()
     try:
         the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
+    except optuna.exceptions.StorageInternalError as error:  # Optuna's own for a storage it cannot write (full disk)
+        raise UserError(f"cannot write the study's storage {_shown(url)} ({_first_line(error)}); free some space, "
+                        f"then run the same sweep again (the trials it holds are kept)") from None
     finally:
         optuna.logging.set_verbosity(verbosity)
     if objective.interrupted is not None:
