@@ -220,9 +220,11 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
     last_valid = last_train = None
     training.net.train()
     try:
-        with StopRequested() as stop:
+        with StopRequested(training.last_path) as stop:
             while state.step < training.steps:
+                stop.updating(True)
                 update(training, log)
+                stop.updating(False)
                 done = state.step
                 bar.update(1)
                 if (done % config["log_every"] == 0 or done == training.steps) and state.window:
