@@ -219,7 +219,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                unit="upd", dynamic_ncols=True)
     last_valid = last_train = None
     training.net.train()
-    try:
+    with closing(training, log, bar):
         with StopRequested(training.last_path) as stop:
             while state.step < training.steps:
                 stop.updating(True)
@@ -248,20 +248,28 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                     save(training)
                     raise Interrupted(stop.signal, training.last_path)
         test = score_test(training, log)
+    check_converged(training, last_valid)
+    if training.main:
+        print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
+        conclude(training, final_outcome(training))
+    return result(training.folder, training.main, test)
+
+
+@contextlib.contextmanager
+def closing(training: Training, log: MetricsLog | None, bar):
+    """The progress bar closed, the metrics file closed and the curves drawn after the loop, whatever ends it; the
+    first failure is the one reported: a cleanup failing too (a full disk) stays quiet then."""
+    try:
+        yield
     except BaseException:
         bar.close()
-        if training.main:  # the first failure is the one reported: a cleanup failing too (a full disk) stays quiet
+        if training.main:
             with contextlib.suppress(Exception):
                 close_log_and_plot(training, log)
         raise
     bar.close()
     if training.main:
         close_log_and_plot(training, log)
-    check_converged(training, last_valid)
-    if training.main:
-        print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
-        conclude(training, final_outcome(training))
-    return result(training.folder, training.main, test)
 
 
 def close_log_and_plot(training: Training, log: MetricsLog) -> None:

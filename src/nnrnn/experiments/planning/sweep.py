@@ -104,17 +104,24 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
             return the_study
     print(f"[sweep] study {name!r} in {_shown(url)}: {len(the_study.trials)} trials so far; running {trials} "
           f"more here, searching {', '.join(space) or 'nothing'}", flush=True)
+    _optimize(the_study, objective, url, n_trials=trials, timeout=timeout, callbacks=callbacks)
+    if objective.interrupted is not None:
+        raise objective.interrupted
+    return the_study
+
+
+def _optimize(the_study, objective, url: str, **options) -> None:
+    """``the_study.optimize(objective, **options)``, Optuna's verbosity put back after it; a storage Optuna cannot
+    write (a full disk: its StorageInternalError) is one line."""
+    import optuna
     verbosity = optuna.logging.get_verbosity()
     try:
-        the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
-    except optuna.exceptions.StorageInternalError as error:  # Optuna's own for a storage it cannot write (full disk)
+        the_study.optimize(objective, gc_after_trial=True, **options)
+    except optuna.exceptions.StorageInternalError as error:
         raise UserError(f"cannot write the study's storage {_shown(url)} ({_first_line(error)}); free some space, "
                         f"then run the same sweep again (the trials it holds are kept)") from None
     finally:
         optuna.logging.set_verbosity(verbosity)
-    if objective.interrupted is not None:
-        raise objective.interrupted
-    return the_study
 
 
 def queue_published(study, task: str, model: str, options: dict, preset: str | None, space: dict) -> dict | None:
