@@ -52,7 +52,7 @@ test: $(STAMP) $(OLDEST_STAMP)
 # whole updates against torch.nn.RNN, then the same sizes against their floor (the products they cannot avoid),
 # the scans against their loops, and one step at a time
 bench: $(STAMP)
-	$(BIN)/python benchmarks/training_update.py
+	$(BIN)/python benchmarks/training_update.py --sizes memory,copy,medium,psmnist,large --repeats 5 --budget 600
 	$(BIN)/python benchmarks/speed_floor.py --sizes copy,medium
 	$(BIN)/python benchmarks/scan_speed.py  # the parallel scans against their loops (docs/performance.md)
 	$(BIN)/python benchmarks/stepping.py  # one step at a time (generation) against torch.nn.RNN

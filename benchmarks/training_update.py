@@ -11,7 +11,10 @@ table gives the median.  Columns:
 
 * ``median s``: median seconds per update.
 * ``× RNN``: that median divided by torch.nn.RNN(relu)'s.
-* ``× GRU``: divided by torch.nn.GRU's at the same size (n/a when ``--only`` leaves it out).
+* ``× LSTM``, ``× GRU``: divided by torch.nn.LSTM's, torch.nn.GRU's at the same size (n/a when ``--only`` leaves
+  it out).
+* ``[Python loop]``, ``[torch kernel]``: a gated or oscillator model with its compiled loop turned off (what ran
+  before the compiled cell loops, and what runs where they do not build), for the before/after ratio in one process.
 * ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
   (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
   the LSTM's gates, 3 for the GRUs') and the read-out (6TBNC).  The composition of V from its
@@ -47,10 +50,11 @@ table gives the median.  Columns:
 
 Usage::
 
-    python benchmarks/training_update.py                  # copy and medium sizes, about 2-3 minutes
+    python benchmarks/training_update.py                  # memory, copy and medium sizes, about 3 minutes
     python benchmarks/training_update.py --sizes all      # and large: several minutes more on 2 cores
     python benchmarks/training_update.py --sizes copy --repeats 21 --threads 1
     python benchmarks/training_update.py --sizes 220x10x128x10 --only nnrnn,rnn --no-memory
+    python benchmarks/training_update.py --sizes memory --threads 1 --no-memory   # every model, the memory grid's
 
 On a shared machine, ``--threads 1`` gives steadier numbers: with two
 OpenMP threads on two cores, any other busy process stalls every parallel
@@ -59,6 +63,7 @@ region of every implementation.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -74,13 +79,15 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout without installing
 
 import nnrnn  # noqa: E402
-from nnrnn.kernels import memory, onednn  # noqa: E402
+from nnrnn.kernels import memory, onednn, policy  # noqa: E402
+from nnrnn.kernels.settings import Settings  # noqa: E402
 from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
 PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
 SIZES = {  # name: (T, B, N, I)
+    "memory": (200, 16, 64, 10),  # the memory grid's (docs/memory)
     "copy": (220, 10, 128, 10),
     "medium": (100, 128, 512, 1),
     "psmnist": (784, 128, 512, 1),
@@ -101,6 +108,26 @@ class TorchRNN(nn.Module):
 
     def forward(self, x):
         return self.rnn(x)
+
+
+class PythonLoops(nn.Module):
+    """A model run with the compiled cell loops off (a kernel policy without the C++ loops, installed for its
+    forward only: its backward is autograd's then, which asks the policy nothing)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        if hasattr(model, "output_size"):  # the complex nnRNN's [Re h, Im h]: what the read-out reads
+            self.output_size = model.output_size
+
+    def forward(self, x):
+        kept = policy.policy("cpu", x.dtype)
+        without = policy.KernelPolicy("cpu", x.dtype, dataclasses.replace(Settings.read(), cpp=False))
+        policy.install(without)
+        try:
+            return self.model(x)
+        finally:
+            policy.install(kept)
 
 
 def implementations():
@@ -129,16 +156,34 @@ def implementations():
         impls[name] = (nnrnn_model(name), 1)
     impls["exprnn [dynamic]"] = (dynamic("exprnn"), 1)
     impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), 4)
+
+    def torch_kernel(name, **options):
+        def build(i, n):
+            model = nnrnn.create(name, i, n, **options)
+            model.implementation = "torch"
+            return model
+        return build
+
     impls["gru"] = (lambda i, n: nnrnn.create("gru", i, n), 3)
+    impls["gru [torch kernel]"] = (torch_kernel("gru"), 3)
     impls["nngru"] = (lambda i, n: nnrnn.create("nngru", i, n), 3)
+    impls["nngru [torch kernel]"] = (torch_kernel("nngru"), 3)
     impls["nngru [schur_gates]"] = (lambda i, n: nnrnn.create("nngru", i, n, schur_gates=True), 3)
     # today's long-memory RNNs (issue 50): coRNN's two N×N products a step, LEM's four; the LRU and minGRU have none
     # (a diagonal recurrence, a scan over time)
-    for name, products in (("cornn", 2), ("lem", 4), ("lru", 0), ("mingru", 0)):
+    for name, products in (("cornn", 2), ("lem", 4), ("lru", 0), ("nnlru", 0), ("mingru", 0)):
         impls[name] = ((lambda name: lambda i, n: nnrnn.create(name, i, n))(name), products)
+    impls["cornn [implicit]"] = (lambda i, n: nnrnn.create("cornn", i, n, damping="implicit"), 2)
+    for name in ("cornn", "lem"):
+        impls[f"{name} [Python loop]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name),
+                                          impls[name][1])
+    impls["cornn [implicit] [Python loop]"] = (
+        lambda i, n: PythonLoops(nnrnn.create("cornn", i, n, damping="implicit")), 2)
     # the complex nnRNN with as many real parameters as an nnRNN of n units: about n/√2 complex units
     impls["nnrnn-complex [= params]"] = (
         lambda i, n: nnrnn.create("nnrnn-complex", i, complex_units(n, i)), 1)
+    impls["nnrnn-complex [= params] [Python loop]"] = (
+        lambda i, n: PythonLoops(nnrnn.create("nnrnn-complex", i, complex_units(n, i))), 1)
     return impls
 
 
@@ -341,9 +386,10 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="copy,medium",
+    parser.add_argument("--sizes", default="memory,copy,medium",
                         help=f"comma-separated names ({', '.join(f'{k}={v}' for k, v in SIZES.items())}), "
-                             "'all', or TxBxNxI; default copy,medium (large takes several minutes on 2 cores)")
+                             "'all', or TxBxNxI; default memory,copy,medium (large takes several minutes on 2 "
+                             "cores)")
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds per size (default 7)")
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds of timed rounds per size; fewer repeats (at least 3) when one round "
@@ -382,8 +428,9 @@ def main(argv=None):
         print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
         gru = results.get("torch.nn.GRU", (None,))[0]
-        print(f"{'implementation':26s} {'median s':>9s} {'× RNN':>6s} {'× GRU':>6s} {'GFLOP':>6s} {'% roof':>6s} "
-              f"{'compose %':>9s} {'peak MB':>8s} {'saved MB':>8s}")
+        lstm = results.get("torch.nn.LSTM", (None,))[0]
+        print(f"{'implementation':30s} {'median s':>9s} {'× RNN':>6s} {'× LSTM':>6s} {'× GRU':>6s} {'GFLOP':>6s} "
+              f"{'% roof':>6s} {'compose %':>9s} {'peak MB':>8s} {'saved MB':>8s}")
         for name, (seconds, gates, compose) in results.items():
             flops = matmul_flops(size, gates)
             m = mem.get(name, {})
@@ -391,7 +438,8 @@ def main(argv=None):
             saved = f"{m['saved_mb']:8.1f}" if "saved_mb" in m else f"{'n/a':>8s}"
             share = f"{100 * compose / seconds:9.1f}" if compose > 0 else f"{'':>9s}"
             per_gru = f"{seconds / gru:6.2f}" if gru else f"{'n/a':>6s}"
-            print(f"{name:26s} {seconds:9.4f} {seconds / base:6.2f} {per_gru} {flops / 1e9:6.2f} "
+            per_lstm = f"{seconds / lstm:6.2f}" if lstm else f"{'n/a':>6s}"
+            print(f"{name:30s} {seconds:9.4f} {seconds / base:6.2f} {per_lstm} {per_gru} {flops / 1e9:6.2f} "
                   f"{100 * flops / seconds / 1e9 / roof:6.1f} {share} {peak} {saved}")
         name = "nnrnn-complex [= params]"
         if name in results and "nnrnn" in results:

@@ -592,3 +592,17 @@ def test_reproduce_from_data_of_wrong_types_or_another_grid_is_one_line(changes,
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and needle in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_runs_lists_a_run_checkpointed_before_it_logged_as_stopped_at_its_checkpoint(tmp_path, capsys):
+    """A run checkpointed at update 15 with nothing logged yet (--log-every larger) was listed as "not started";
+    it resumes from update 15."""
+    from nnrnn_cli.command import main
+    from nnrnn.training import checkpoint
+    write_run(tmp_path / "early", {"task": "copy", "model": "nnrnn", "hidden": 8}, [])
+    checkpoint.save(runfolder.last_checkpoint(tmp_path / "early"), {"step": 15, "model": {}})
+    write_run(tmp_path / "fresh", {"task": "copy", "model": "nnrnn", "hidden": 8}, [])
+    assert main(["runs", str(tmp_path)]) == 0
+    early, fresh = capsys.readouterr().out.splitlines()[1:]
+    assert re.search(r"\b15\b.*stopped at 15$", early), early
+    assert fresh.endswith("not started"), fresh

@@ -4,7 +4,8 @@
 |---|---|---|
 | ``NNRNN_DEBUG`` | off | the command line re-raises the errors it would print as one line, with their traceback |
 | ``NNRNN_TUNE`` | on | off: every kernel choice follows the fixed thresholds, nothing is timed (deterministic) |
-| ``NNRNN_CPP`` | on | off: the fused recurrence runs its Python loops, never the compiled C++ ones |
+| ``NNRNN_CPP`` | on | off: the fused recurrence and the GRUs, coRNN, LEM and the complex nnRNN run their Python \
+loops (torch.nn.GRU's kernel for the GRUs), never the compiled C++ ones |
 | ``NNRNN_ONEDNN`` | auto | on: oneDNN is preferred on any CPU, by the thresholds (not timed); off: never used; \
 unset: timed where it is a candidate (the thresholds with NNRNN_TUNE=0: where the CPU has AVX-512) |
 | ``NNRNN_LOOPS`` | auto | ``compiled``, ``onednn`` or ``aten``: the fused recurrence's loops, wherever they can run |

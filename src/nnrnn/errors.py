@@ -88,6 +88,16 @@ class Interrupted(NnrnnError):
         return Interrupted, (self.signum, self.path, self.advice)
 
 
+def one_line(exc: NnrnnError) -> str:
+    """The line the command line prints on stderr for ``exc`` (its first line; an interrupt with its advice): one
+    function, so that every process of a multi-process run prints the same line for one error
+    (:mod:`nnrnn.training.distributed`)."""
+    if isinstance(exc, Interrupted):
+        return f"nnrnn: {exc}; {exc.advice}"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"nnrnn: error: {message}"
+
+
 class ClusterLost(NnrnnError):
     """The Ray cluster a grid ran on failed mid-grid (its head or its connection lost): a fault, not a mistake in
     the command.  Finished runs are kept and interrupted ones resume, so the same command continues once the

@@ -157,15 +157,11 @@ def _report(exc: BaseException) -> int | None:
     errors = sys.modules.get("nnrnn.errors")  # an error of nnrnn's own comes from a command that imported nnrnn
     if errors is None or not isinstance(exc, errors.NnrnnError):
         return None
-    if isinstance(exc, errors.Interrupted):
-        print(f"nnrnn: {exc}; {exc.advice}", file=sys.stderr)
-        return exc.exit_code
     # from sys.modules: after a failed `import nnrnn` (an older torch) importing nnrnn.environment would fail again
     environment = sys.modules.get("nnrnn.environment") or importlib.import_module("nnrnn.environment")
-    if environment.flag("NNRNN_DEBUG"):
+    if environment.flag("NNRNN_DEBUG") and not isinstance(exc, errors.Interrupted):
         raise exc
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    print(f"nnrnn: error: {message}", file=sys.stderr)
+    print(errors.one_line(exc), file=sys.stderr)
     return exc.exit_code
 
 

@@ -417,7 +417,9 @@ def test_fetch_from_archive_and_cli(tmp_path, server, monkeypatch, capsys):
     monkeypatch.setitem(fetch_mod.DATASETS, "ptb", Dataset(specs, (dead_url() + "x.tgz",)))
     parser = make_parser()
     dest = tmp_path / "ptb"
-    args = parser.parse_args(["data", "fetch", "ptb", "--dest", str(dest), "--mirror", dead_url(),
+    # --data-dir, as train names the folder; --dest, its older name, says the same
+    assert parser.parse_args(["data", "fetch", "ptb", "--dest", str(dest)]).dest == str(dest)
+    args = parser.parse_args(["data", "fetch", "ptb", "--data-dir", str(dest), "--mirror", dead_url(),
                               server(src) + "simple-examples.tgz", "--timeout", "5"])
     assert args.handler(args) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(texts)

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -25,6 +26,59 @@ from nnrnn.training.runfolder import best_checkpoint, config_file, last_checkpoi
 def _ray():
     return pytest.importorskip("ray", reason="Ray is not installed (pip install 'nnrnn[ray]'); the real cluster "
                                              "path is untested here")
+
+
+def reproduce_on(address: str, tmp_path, monkeypatch, capsys) -> tuple[int, list[str], float]:
+    """``nnrnn reproduce --scale smoke --cluster ADDRESS``: its exit code, its stderr's lines, its seconds."""
+    from nnrnn_cli.command import main
+    _ray()  # these reach Ray's connection: skipped where it is not installed
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    started = time.monotonic()
+    code = main(["reproduce", "--scale", "smoke", "--cluster", address, "--out", str(tmp_path / "grid")])
+    return code, capsys.readouterr().err.strip().splitlines(), time.monotonic() - started
+
+
+def test_cluster_auto_without_a_cluster_is_one_line(tmp_path, monkeypatch, capsys):
+    ray = _ray()
+    from ray._private.services import find_gcs_addresses  # what `auto` finds besides RAY_ADDRESS
+    if ray.is_initialized() or find_gcs_addresses():
+        pytest.skip("a Ray cluster is running on this machine: --cluster auto would join it")
+    code, lines, _ = reproduce_on("auto", tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("nnrnn: error: --cluster auto: this machine has joined no Ray cluster")
+    assert not (tmp_path / "grid" / "runs").exists()
+
+
+def test_an_address_where_nothing_answers_fails_within_the_stated_timeout(tmp_path, monkeypatch, capsys):
+    """A listening socket whose queue is full: the kernel answers no new connection (Ray waited for minutes)."""
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):  # fills the queue
+            code, lines, seconds = reproduce_on(f"127.0.0.1:{port}", tmp_path, monkeypatch, capsys)
+    assert code == 2 and lines == [f"nnrnn: error: --cluster 127.0.0.1:{port}: nothing answered within 1 s; check "
+                                   f"the address (the head node's HOST:PORT) and that its cluster is running "
+                                   f"(`ray status` on it)"]
+    assert seconds < 30  # the timeout, and the command's start
+
+
+def test_an_address_where_nothing_listens_is_one_line_at_once(tmp_path, monkeypatch, capsys):
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, lines, _ = reproduce_on(f"127.0.0.1:{port}", tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(lines) == 1 and "cannot connect (Connection refused)" in lines[0], lines
+
+
+def test_help_names_every_kind_of_cluster(capsys):
+    from nnrnn_cli.command import main
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(word in text for word in ("auto (the cluster this machine joined)", "ADDRESS", "local (a cluster"))
 
 
 @pytest.fixture
@@ -90,7 +144,7 @@ def test_a_grid_through_a_local_ray_cluster_survives_a_killed_worker(tmp_path, t
         assert all(torch.equal(params[k], params_ray[k]) for k in params)
         assert json.loads(config_file(there).read_text())["device"] == "cpu"  # the device it trained on
     # the same report, but for the sum of the runs' wall times (a measured time, different on every machine)
-    local, ray_report = (re.sub(r"trained for \d+ minutes", "trained for M minutes",
+    local, ray_report = (re.sub(r"trained for \d+ minutes?", "trained for M minutes",
                                 (tmp_path / side / "report.md").read_text()) for side in ("local", "ray"))
     assert local == ray_report
 
@@ -248,8 +302,8 @@ def test_a_dead_workers_task_is_retried_and_the_grid_completes(tmp_path, monkeyp
     cluster.run_on_cluster("auto", _units(tmp_path), _trained, "runs", logs.append)
     assert fake.options["max_retries"] == cluster.RETRIES and cluster.RETRIES >= 1
     assert fake.attempts == {"run0": 1, "run1": cluster.RETRIES + 1, "run2": 2, "run3": 1}
-    assert [line for line in logs if line.startswith("[")] == [
-        f"[{i + 1}/4] run{i}: trained on cpu with 1 thread" for i in range(4)]
+    assert [line.split(" | ")[0] for line in logs if line.startswith("[")] == [
+        f"[{i + 1}/4] run{i}: trained on cpu with 1 thread" for i in range(4)]  # and the time left after it
 
 
 def test_retries_spent_are_reported_after_every_other_task_has_run(tmp_path, monkeypatch):
@@ -261,7 +315,8 @@ def test_retries_spent_are_reported_after_every_other_task_has_run(tmp_path, mon
                                logs.append)
     assert done == ["run0", "run2", "run3"]  # the others ran
     assert fake.attempts["run1"] == cluster.RETRIES + 1
-    assert f"[2/4] run1: its worker died {cluster.RETRIES + 1} times; its checkpoint is kept" in logs
+    assert f"[2/4] run1: its worker died {cluster.RETRIES + 1} times; its checkpoint is kept" in [
+        line.split(" | ")[0] for line in logs]
 
 
 def test_a_cluster_lost_mid_grid_is_one_line_saying_the_same_command_continues(tmp_path, monkeypatch, capsys):

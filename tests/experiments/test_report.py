@@ -224,3 +224,36 @@ def test_ptbs_unigram_line_is_the_entropy_of_the_training_texts_characters():
     counts = Counter(load_ptb(SHARED).train.tolist())
     total = sum(counts.values())
     assert value == pytest.approx(-sum(c / total * math.log2(c / total) for c in counts.values()), rel=1e-9)
+
+
+@pytest.mark.parametrize("seconds, said", [(60.0, "trained for 1 minute in all"), (30.0, "trained for 0 minutes"),
+                                           (150.0, "trained for 2 minutes")])
+def test_the_introduction_says_the_training_time_in_words_of_the_right_number(tmp_path, scale, seconds, said):
+    from nnrnn.experiments.reporting.sections import introduction
+    from tests.experiments.synthetic import build
+    made = build(tmp_path, scale)
+    folders = {made.run_folder(r) for r in made.planned}
+    for folder in folders:  # the whole grid's wall time: ``seconds``
+        (folder / runfolder.WALL_SECONDS).write_text(f"{seconds / len(folders)}\n")
+    assert said in " ".join(introduction(made, "Smoke"))
+
+
+def test_curves_above_the_cut_axis_and_a_single_point_still_show(tmp_path, monkeypatch, drawn):
+    """The smoke grid's copy figure: every curve above 3× the baseline, where the axis was cut, so none showed; and a
+    setting validated once (its PTB figure) drew each curve as a one-point line without a marker."""
+    import json
+    from tests.experiments import synthetic
+    monkeypatch.setitem(grids.SCALES, "copy-short", {"seeds": [0, 1], "tasks": {
+        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": COPY}}})
+    made = synthetic.build(tmp_path, "copy-short")
+    for planned_run in made.planned:  # untrained: validated once, far above the baseline
+        (made.run_folder(planned_run) / "metrics.jsonl").write_text(
+            json.dumps({"step": 3, "split": "valid", "loss": 2.4 + 0.1 * planned_run.seed}) + "\n")
+    figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)
+    ax = drawn["curves-copy.png"].axes[0]
+    curves = [line for line in ax.get_lines() if "N=" in line.get_label()]
+    assert len(curves) == 2
+    bottom, top = ax.get_ylim()
+    assert all(bottom < min(line.get_ydata()) < top for line in curves)
+    assert all(line.get_marker() not in (None, "None", "") for line in curves)
+    assert "axis cut" not in drawn["curves-copy.png"]._suptitle.get_text()  # it is not, here

@@ -1,5 +1,6 @@
 """nnrnn reproduce: plans both columns, shares identical runs, skips finished ones, writes the report."""
 import json
+import re
 
 import pytest
 
@@ -47,6 +48,10 @@ def test_report_and_no_rerun(tmp_path, tiny_scale, capsys):
     assert "The paper's claims at this scale" in text and "Table 3" in text
     trained = [line for line in logs if line.startswith("[")]
     assert len(trained) == 6  # nnRNN shared by both columns: 2 seeds; LSTM: 2 sizes × 2 seeds
+    # runs done against planned, and the time left at the pace so far (but after the last)
+    assert [line.split("]")[0] for line in trained] == [f"[{k}/6" for k in range(1, 7)]
+    assert all(re.search(r" \| about \d+ (s|min|h) left$", line) for line in trained[:-1]), trained
+    assert "left" not in trained[-1]
     assert (tmp_path / "figures" / "curves-copy.png").is_file()
     logs.clear()
     reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=logs.append)
@@ -278,3 +283,20 @@ def test_a_tuned_grids_estimate_counts_its_tuned_runs_before_their_searches_pick
     logs.clear()
     reproduce.reproduce(tuned_scale, tmp_path, log=logs.append, plan_only=True)
     assert "(0 to train)" in logs[-1]
+
+
+def test_a_clusters_search_trials_share_a_journal_and_a_local_search_its_sqlite_file(tmp_path, tuned_scale):
+    """A search's trials on a Ray cluster (each its own task, on several machines) kept their study in SQLite on the
+    shared folder, which Optuna advises against on network filesystems; Optuna's journal file is supported there."""
+    from nnrnn.experiments.planning.storage import search_storage
+    (name, search), = [(n, s) for n, s in grid.searches(grids.SCALES[tuned_scale]).items() if s["model"] == "gru"]
+    shared, local = tmp_path / "cluster" / name, tmp_path / "local" / name
+    for ordinal in range(2):  # what each cluster task runs
+        reproduce._trial_one(shared, (search, ordinal), 1)
+    assert (shared / "study.journal").is_file() and not (shared / "study.db").exists()
+    assert reproduce.ended_trials(shared, search) == 2 and reproduce.best_params(reproduce._study(shared, search))
+    reproduce._search_one(local, search, 1)
+    assert (local / "study.db").is_file() and not (local / "study.journal").exists()
+    assert reproduce.ended_trials(local, search) == 2
+    # a search begun one way goes on in its own storage the other way
+    assert search_storage(local, shared=True).startswith("sqlite:") and search_storage(shared).startswith("journal:")

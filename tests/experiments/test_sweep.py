@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from helpers import UNDRAWN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnrnn.errors import TrainingDiverged, UserError
+from nnrnn.errors import OptionError, TrainingDiverged, UserError
 from nnrnn.experiments.planning.searching import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS,
                                                   LR_ORTH_RANGE, LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS,
                                                   curve_area, equal_space, held_to, published, search_space, tie_rates)
@@ -350,13 +351,41 @@ def test_cli(sweep, capsys, tmp_path):
     assert "[nnrnn] run folder" in (tmp_path / "cli" / "logs" / "trial-0000.log").read_text()
 
 
+def test_a_sweep_takes_threads_and_the_free_cores_rule_as_nnrnn_train_applies_it(tmp_path, monkeypatch, capsys):
+    """`nnrnn sweep` had no --threads and ran its trials on every core of a busy host (37.9 s a trial on 2 threads
+    of a busy 2-core host, 11.3 s on one)."""
+    from nnrnn import environment
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(environment.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
+    common = "sweep copy --model rnn --trials 1 --no-prune --hidden 4 --T 3 --steps 2 --eval-every 2".split()
+    args = parser().parse_args([*common, "--out", str(tmp_path / "free")])
+    assert args.handler(args) == 0
+    assert capsys.readouterr().out.startswith("[sweep] 1 thread: 1 of 4 cores free, load average 2.6 (--threads N")
+    assert json.loads((tmp_path / "free" / "trial-0000" / "config.json").read_text())["threads"] == 1
+    args = parser().parse_args([*common, "--out", str(tmp_path / "given"), "--threads", "2"])
+    assert args.handler(args) == 0
+    assert "thread:" not in capsys.readouterr().out
+    assert json.loads((tmp_path / "given" / "trial-0000" / "config.json").read_text())["threads"] == 2
+    args = parser().parse_args([*common, "--out", str(tmp_path / "many"), "--threads", "5"])
+    with pytest.raises(OptionError, match="--threads 5 is more than the 4 cores"):
+        args.handler(args)
+
+
+def test_a_sweep_says_trials_done_against_planned_and_the_time_left(tmp_path, capsys):
+    run_sweep("copy", "rnn", 3, out=str(tmp_path / "s"), train_options=TINIER)
+    ended = [line for line in capsys.readouterr().out.splitlines() if " done here" in line]
+    assert [line.split(" | ")[1] for line in ended] == ["1/3 done here", "2/3 done here", "3/3 done here"]
+    assert all(re.search(r" \| about \d+ (s|min) left$", line) for line in ended[:2]) and "left" not in ended[2]
+
+
 def test_the_options_a_sweep_holds_fixed_are_spelled_and_read_as_nnrnn_train_reads_them():
     """Each training option `nnrnn sweep` passes to its trials takes the value `nnrnn train` would read from
     the same words (flag, type, constant), so a command line moves from one command to the other unchanged."""
     from nnrnn.commands.sweep import HELD_FIXED
     words = ["--steps", "30", "--epochs", "2", "--hidden", "16", "--batch-size", "4", "--T", "7", "--bptt", "20",
              "--no-permute", "--nonlinearity", "tanh", "--clip", "0.5", "--seed", "3", "--eval-every", "5",
-             "--log-every", "2", "--max-bad-steps", "4", "--data-dir", "/data", "--device", "cpu"]
+             "--log-every", "2", "--max-bad-steps", "4", "--data-dir", "/data", "--device", "cpu", "--threads", "1"]
     swept = vars(parser().parse_args(["sweep", "copy", *words]))
     trained = vars(parser().parse_args(["train", "copy", *words]))
     assert {name: swept[name] for name in HELD_FIXED} == {name: trained[name] for name in HELD_FIXED}

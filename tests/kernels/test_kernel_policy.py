@@ -309,8 +309,8 @@ def test_a_record_pins_the_choices_of_a_run(fake_timer, monkeypatch):
 def test_describe_names_every_decision_with_a_reason():
     rows = kernel_policy.policy().describe()
     names = [row[0] for row in rows]
-    assert names[:7] == ["recurrence loops", "N × N products", "input projections", "scan or loop over time",
-                         "exponential plan", "Givens product", "CUDA-graph capture"]
+    assert names[:8] == ["recurrence loops", "N × N products", "input projections", "scan or loop over time",
+                         "exponential plan", "Givens product", "CUDA-graph capture", "cell loops"]
     assert all(choice and reason for _, choice, reason in rows)
     assert "NNRNN_TUNE=0" in rows[1][2]  # how the suite runs
 

@@ -231,7 +231,7 @@ def test_a_build_leaves_only_the_library_and_a_second_process_reuses_it(tmp_path
     built = tmp_path / "built"
     env = dict(os.environ, NNRNN_EXTENSIONS_DIR=str(built))
     script = ("from pathlib import Path; from nnrnn.kernels import extension; "
-              f"extension.LOOPS_SOURCE = Path({str(source)!r}); assert extension.recurrence_loops().ping() == 1")
+              f"extension.LOOPS_SOURCES = (Path({str(source)!r}),); assert extension.recurrence_loops().ping() == 1")
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     assert "compiling the C++ recurrence loops" in first.stderr

@@ -872,6 +872,17 @@ def test_export_of_an_eval_model_runs_inference(name):
         torch.testing.assert_close(exported.module()(x)[0], model(x)[0])
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_jit_trace_is_refused_in_one_runtime_error_that_says_what_works(name):
+    """PyTorch deprecates torch.jit.trace, and nnrnn's layers did not trace under it: an AttributeError from inside
+    a parametrization (nnRNN), the kernel policy's int of a traced shape (LRU, minGRU), Python calls in the trace."""
+    model = nnrnn.create(name, 3, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(RuntimeError, match=r"torch\.jit\.trace is not supported.*torch\.export\.export"):
+            torch.jit.trace(model, (torch.randn(4, 2, 3),))
+
+
 # --------------------------------------------------------------------------- what torch.nn.RNN refuses or warns about
 
 def outcome(call) -> tuple[str, type | None]:

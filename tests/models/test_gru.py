@@ -327,7 +327,7 @@ def test_bad_arguments_name_themselves():
         nnrnn.create("nngru", 3, 4).recurrent_matrix(1)
     model = nnrnn.create("gru", 3, 4)
     model.implementation = "fused"
-    with pytest.raises(ValueError, match="implementation must be one of torch, reference"):
+    with pytest.raises(ValueError, match="implementation must be one of auto, torch, reference"):
         model(torch.randn(2, 3))
 
 

@@ -1058,3 +1058,17 @@ def test_a_signal_during_a_long_update_or_a_second_signal_stops_at_once(tmp_path
         stop.updating(False)
         os.kill(os.getpid(), signal.SIGTERM)  # between updates: the loop checkpoints first
         assert stop.signal == signal.SIGTERM
+
+
+def test_a_run_whose_output_is_not_a_terminal_says_its_duration_and_its_pace(tmp_path, capsys, monkeypatch):
+    """Redirected (a batch job's log), no bar shows: the run printed nothing until its first validation, and never
+    how long it would take."""
+    from nnrnn.training import pace
+    monkeypatch.setattr(pace, "EVERY_S", 0.0)  # a line after every update past the estimate
+    train(tiny(tmp_path, steps=14, eval_every=14, progress=True))
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[nnrnn] ")]
+    estimate = next(i for i, line in enumerate(lines) if line.startswith("[nnrnn] 14 updates: about "))
+    assert "timed on updates 2-11" in lines[estimate]
+    assert [line.split(" | ")[0] for line in lines[estimate + 1:estimate + 3]] == ["[nnrnn] update 12/14",
+                                                                                   "[nnrnn] update 13/14"]
+    assert re.fullmatch(r"\[nnrnn\] update 12/14 \| loss [\d.]+ \| about \d+ s left", lines[estimate + 1])

@@ -1,4 +1,4 @@
-"""``nnrnn data fetch {mnist,ptb} [--dest DIR] [--mirror URL ...]``: download the data sets."""
+"""``nnrnn data fetch {mnist,ptb} [--data-dir DIR] [--mirror URL ...]``: download the data sets."""
 from __future__ import annotations
 
 import sys
@@ -19,9 +19,10 @@ def add_arguments(data) -> None:
         description="Download a data set's official files from a list of mirrors, verify each "
                     "(md5, or format for ptb.char.train.txt) and put it where the tasks look for it.")
     f.add_argument("name", choices=names, help="data set")
-    f.add_argument("--dest", metavar="DIR", default=None,
-                   help="folder to put the files in (default: $NNRNN_DATA/NAME, else "
-                        "${XDG_CACHE_HOME:-~/.cache}/nnrnn/NAME)")
+    # --data-dir, as every command that reads the data names the folder; --dest, its first name, still works
+    f.add_argument("--data-dir", "--dest", dest="dest", metavar="DIR", default=None,
+                   help="folder to put the files in, the one to give `nnrnn train --data-dir` (default: "
+                        "$NNRNN_DATA/NAME, else ${XDG_CACHE_HOME:-~/.cache}/nnrnn/NAME; --dest is its older name)")
     f.add_argument("--mirror", metavar="URL", nargs="+", action="extend", default=None,
                    help="mirror(s) to try, in order, instead of the defaults: a base URL the file names are "
                         "appended to, or the URL of a .tgz/.tar.gz/.tar archive holding the files "

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..experiments.grids import SCALES
 from ..experiments.reporting import compact
+from ..experiments.planning.cluster import CONNECT_TIMEOUT_S
 from ..experiments.reproduce import regenerate, reproduce
 from ..models import MODELS
 from ..training import runlock
@@ -50,8 +51,9 @@ def add_arguments(p) -> None:
                    "device (default 1 on a GPU; on the CPU it replaces --jobs)")
     p.add_argument("--cluster", type=cluster_address,
                    help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
-                   "machine joined) or its ADDRESS; --out must be on a filesystem every node sees "
-                   "(pip install 'nnrnn[ray]'; docs/training.md)")
+                   f"machine joined), its ADDRESS (HOST:PORT; nothing answering there within {CONNECT_TIMEOUT_S} s "
+                   "is an error), or local (a cluster started on this machine for the grid); --out must be on a "
+                   "filesystem every node sees (pip install 'nnrnn[ray]'; docs/training.md)")
     p.add_argument("--plan", dest="plan_only", action="store_true", help="print the grid's runs, trials and "
                    "estimated cost (device-hours, wall time) and train nothing")
     p.add_argument("--from-data", dest="from_data", help="write OUT/report.md again from a grid's compact data "

@@ -9,6 +9,7 @@ from ..errors import Interrupted, OptionError, UserError
 from ..experiments.planning.summary import summary
 from ..experiments.planning.sweep import PRUNE_STARTUP_TRIALS, PRUNE_WARMUP_FRACTION, run_sweep
 from ..training.options import BY_NAME, add_option
+from ..training.resources import choose_threads
 
 # The training options every trial holds fixed, each declared by nnrnn train's table (nnrnn.training.options), with
 # the help line said per trial where the table's would mislead; the searched ones are
@@ -19,7 +20,9 @@ HELD_FIXED = {"steps": "updates per trial", "epochs": "epochs per trial (psmnist
               "seed": "training seed, the same in every trial",
               "eval_every": "updates between validations (pruning points)", "log_every": None,
               "max_bad_steps": "end a trial after this many updates in a row with a non-finite loss or gradient",
-              "data_dir": None, "device": None}
+              "data_dir": None, "device": None,
+              "threads": "CPU threads of every trial (default: OMP_NUM_THREADS, else the cores free to this process, "
+                         "as nnrnn train chooses them; docs/training.md, Threads)"}
 TRAIN_PASS_THROUGH = (*HELD_FIXED, "preset")
 
 
@@ -69,6 +72,9 @@ def main(args) -> int:
     if args.prune_startup < 0 or (args.prune_warmup is not None and args.prune_warmup < 0):
         raise UserError("nnrnn sweep: --prune-startup and --prune-warmup must be zero or positive")
     options = {k: getattr(args, k) for k in TRAIN_PASS_THROUGH if getattr(args, k) is not None}
+    options["threads"], why = choose_threads(options.get("threads"))  # as nnrnn train: not more than are free
+    if why is not None:
+        print(f"[sweep] {why}", flush=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the [sweep] lines say it more briefly
     try:
         run_sweep(args.task, args.model, args.trials, storage=args.storage, study=args.study, out=out,

@@ -5,11 +5,11 @@ import json
 from pathlib import Path
 
 from .. import presets
-from ..environment import free_cores, usable_cores
 from ..errors import OptionError
 from ..training import distributed, options, rates, runfolder
 from ..training.config import resolve_config, resume_config
 from ..training.options import DEFAULTS
+from ..training.resources import choose_threads
 from ..training.train import train
 
 
@@ -40,12 +40,9 @@ def main(args) -> int:
         raise OptionError("--out must name a folder; got an empty string")
     out = Path(typed.get("out") or f"runs/{args.task}-{typed.get('model', 'nnrnn')}")
     typed["out"] = str(out)
-    if typed.get("threads", 0) > usable_cores():  # far more crash the OpenMP runtime (a segfault at 100000)
-        raise OptionError(f"--threads {typed['threads']} is more than the {usable_cores()} cores this process may run "
-                          f"on; give at most that (more threads than cores slow training, docs/training.md, Threads)")
-    why = None
-    if not args.resume and "threads" not in typed:  # a resumed run keeps its own number (the sums' order)
-        typed["threads"], why = free_cores()
+    threads, why = choose_threads(typed.get("threads"), keep_own=args.resume)
+    if threads is not None:
+        typed["threads"] = threads
     last = None
     if args.resume:  # a resumed run keeps its own options; only those typed again, and allowed to change, differ
         saved, last = runfolder.saved_run(out)
@@ -53,8 +50,7 @@ def main(args) -> int:
     else:
         config = resolve_config(typed, args.preset)
     if why is not None:
-        print(f"[nnrnn] {config['threads']} thread{'s' * (config['threads'] != 1)}: {why} (--threads N sets them; "
-              f"docs/training.md, Threads)", flush=True)
+        print(f"[nnrnn] {why}", flush=True)
     try:
         result = train(config, resume=args.resume, overwrite=args.overwrite, last=last)
     finally:

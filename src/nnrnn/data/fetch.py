@@ -378,7 +378,7 @@ def _fetch_specs(label: str, specs: list[FileSpec], dest: Path, mirrors: list[st
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserError(f"cannot create the folder {dest} ({e.strerror}); pass --dest a writable folder") from None
+        raise UserError(f"cannot create the folder {dest} ({e.strerror}); pass --data-dir a writable folder") from None
 
     needed = _missing_files(specs, dest, log)
     failures: dict[str, list[str]] = {s.name: [] for s in needed}

@@ -39,6 +39,7 @@ from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
+from ..training.pace import Countdown
 from ..training.train import train
 from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches,
                             write_whole)
@@ -49,7 +50,7 @@ from .planning.placement import CPU, Slots, check_devices, check_present, slot_d
 from .reporting.compact import materialize
 from .reporting.report import report_of, write_report
 from .planning.searching import EQUAL, span
-from .planning.storage import default_storage
+from .planning.storage import holds_study, open_storage, search_storage
 from .planning.sweep import run_sweep
 
 
@@ -121,6 +122,16 @@ class Where:
     gpus: bool = False
 
 
+def _one_at_a_time(todo: dict, work, device: str, log, countdown: Countdown, again: str) -> None:
+    """:func:`run_all` in this process, on ``device``: each run in turn, on the process's own threads."""
+    for folder, planned in todo.items():
+        try:
+            line = work(folder, planned, None, device)
+        except Interrupted as exc:
+            raise Interrupted(exc.signum, exc.path, again) from None
+        log(f"{countdown.done()} {line}{countdown.left()}")
+
+
 def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Where()) -> None:
     """``work(folder, item, threads, device)`` for every (folder, item) of ``todo``: on a Ray cluster
     (:func:`.cluster.run_on_cluster`), or here in processes of one thread, one per slot (each run on the device of a
@@ -135,15 +146,12 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
     on = "" if devices == [CPU] else f" on {', '.join(devices)}"
     log(f"{len(todo)} {what}" + (f", {jobs} at a time" if jobs > 1 else "") + on)
     again = "run the same command again to continue (finished runs are kept, interrupted ones resume)"
+    countdown = Countdown(len(todo))
     if jobs <= 1:
-        for i, (folder, planned) in enumerate(todo.items(), 1):
-            try:
-                log(f"[{i}/{len(todo)}] " + work(folder, planned, None, where.slots[0]))
-            except Interrupted as exc:
-                raise Interrupted(exc.signum, exc.path, again) from None
+        _one_at_a_time(todo, work, where.slots[0], log, countdown, again)
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    slots, waiting, running, count, stopped = Slots(list(where.slots)), list(todo.items()), {}, 0, []
+    slots, waiting, running, stopped = Slots(list(where.slots)), list(todo.items()), {}, []
 
     def forward(signum, frame):  # a signal to this process alone (kill PID) reaches the runs too
         stopped.append(signum)
@@ -167,7 +175,6 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
                 for future in wait(running, return_when=FIRST_COMPLETED)[0]:
                     folder, device = running.pop(future)
                     slots.give(device)
-                    count += 1
                     try:
                         line = future.result()
                     except Interrupted:
@@ -175,7 +182,7 @@ def run_all(out: Path, todo: dict, work, what: str, log=print, where: Where = Wh
                     except BrokenProcessPool:
                         raise UserError(f"a training process died while training {folder.name} (killed, or out "
                                         f"of memory); {again}") from None
-                    log(f"[{count}/{len(todo)}] {line}")
+                    log(f"{countdown.done()} {line}{countdown.left()}")
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -204,6 +211,7 @@ def _search_one(folder: Path, search: dict, threads: int | None, device: str = C
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
     with _trial_output(folder):
         study = run_sweep(search["task"], search["model"], lacking, out=str(folder), sampler=sampler,
+                          storage=search_storage(folder),
                           train_options={**search["options"], "preset": search["preset"], "device": device},
                           searching=EQUAL)
     return f"{folder.name}: {time.time() - start:.0f} s, best {best_params(study)}"
@@ -223,6 +231,7 @@ def _trial_one(folder: Path, trial: tuple, threads: int | None, device: str = CP
                                          n_startup_trials=search.get("startup", TPE_STARTUP))
     with _trial_output(folder):
         run_sweep(search["task"], search["model"], 1, out=str(folder), sampler=sampler,
+                  storage=search_storage(folder, shared=True),  # its trials' processes on several machines
                   train_options={**search["options"], "preset": search["preset"], "device": device}, searching=EQUAL)
     return f"{folder.name}: trial {ordinal + 1} of {search['trials']}, {time.time() - start:.0f} s"
 
@@ -250,7 +259,7 @@ def _trial_output(folder: Path):
 
 def _trials(folder: Path, search: dict) -> list:
     """The Optuna trials of a search in any state ([] while its study does not exist)."""
-    if not (folder / "study.db").exists():
+    if not holds_study(folder):
         return []
     try:
         return _study(folder, search).trials
@@ -284,7 +293,8 @@ def _study(folder: Path, search: dict):
     """The Optuna study of a search in ``folder`` (the default storage and name of ``nnrnn sweep``)."""
     import optuna
 
-    return optuna.load_study(study_name=f"{search['task']}-{search['model']}", storage=default_storage(folder))
+    return optuna.load_study(study_name=f"{search['task']}-{search['model']}",
+                             storage=open_storage(search_storage(folder)))
 
 
 def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, where: Where = Where()) -> dict:
@@ -311,7 +321,7 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
         run_all(out, pending, _search_one, "hyperparameter searches to run", log, where)
     picks: dict = {}
     for folder, search in todo.items():
-        best = best_params(_study(folder, search)) if (folder / "study.db").exists() else None
+        best = best_params(_study(folder, search)) if holds_study(folder) else None
         if best is not None:  # in a preset's layout, with the options that make a variant
             key = presets.table_key(search["task"], search["options"].get("bptt"))
             variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
@@ -319,7 +329,7 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
     write_whole(files.tuned, json.dumps(picks, indent=1, sort_keys=True) + "\n")
     write_whole(files.preset, json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
     trials = {folder.name: trial_records(_study(folder, search)) for folder, search in todo.items()
-              if (folder / "study.db").exists()}
+              if holds_study(folder)}
     write_whole(files.trials, json.dumps(trials, indent=1, sort_keys=True) + "\n")
     return picks
 

@@ -21,7 +21,12 @@ from .. import environment
 from . import settings
 
 LOOPS_SOURCE = Path(__file__).with_name("csrc") / "recurrence_loops.cpp"
-LOOPS_CFLAGS = ["-O3"]  # no -march: the cached build must run on any x86-64 that shares the cache
+# every source of the module: the non-gated recurrence's loops (which define the module) and the cells' loops
+LOOPS_SOURCES = (LOOPS_SOURCE, LOOPS_SOURCE.with_name("cell_loops.cpp"))
+# no -march: the cached build must run on any x86-64 that shares the cache (cell_loops.cpp compiles its σ and tanh
+# for each instruction set instead).  -fno-trapping-math: nothing here reads floating-point exception flags, and
+# with them GCC keeps the branches of the clamps and selects in σ and tanh, so that their loops did not vectorise
+LOOPS_CFLAGS = ["-O3", "-fno-trapping-math"]
 _loops: dict = {}  # {"module": module or None, "reason": why None}
 
 
@@ -31,7 +36,7 @@ extensions_dir = environment.extensions_dir  # where compiled loops are cached
 def _loops_name() -> str:
     """Module name that changes with everything the binary depends on, so a stale build is never loaded."""
     key = hashlib.sha256()
-    for part in (LOOPS_SOURCE.read_bytes(), torch.__version__.encode(), sys.version.encode(),
+    for part in (*(source.read_bytes() for source in LOOPS_SOURCES), torch.__version__.encode(), sys.version.encode(),
                  platform.machine().encode(), " ".join(LOOPS_CFLAGS).encode()):
         key.update(part)
     return "nnrnn_recurrence_loops_" + key.hexdigest()[:16]
@@ -80,8 +85,8 @@ def _build_loops(name: str, target: Path):
     torch_logger.setLevel(logging.ERROR)  # its banners about compiler versions; a failure raises anyway
     try:
         with _ninja_on_path():
-            module = load(name, [str(LOOPS_SOURCE)], extra_cflags=LOOPS_CFLAGS, build_directory=str(build),
-                          verbose=False)
+            module = load(name, [str(source) for source in LOOPS_SOURCES], extra_cflags=LOOPS_CFLAGS,
+                          build_directory=str(build), verbose=False)
         os.replace(next(build.glob(name + "*.so")), target)
     finally:
         torch_logger.setLevel(level)

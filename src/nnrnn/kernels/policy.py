@@ -4,6 +4,9 @@ The decisions:
 
 * **loops**: which implementation runs the fused recurrence's two time loops (:mod:`.loops`): the
   compiled C++ loops, Python issuing oneDNN products, or Python issuing torch.addmm (``aten``);
+* **cell loops**: whether a gated or oscillator cell (the GRU, the nnGRU, coRNN, LEM) or the complex nnRNN runs
+  its whole time loop
+  in the compiled loops of ``csrc/cell_loops.cpp`` or steps its Python loop (torch.nn.GRU's kernel for the GRUs);
 * **products**: whether an N × N matrix product and its gradient (``operations.matmul``: composing V) go to
   oneDNN or to torch.mm;
 * **projections**: whether the input projection of all steps and the input's gradient (``operations.linear``) go
@@ -193,6 +196,23 @@ class KernelPolicy:
         return Decision(ATEN, "threshold: " + ("the only candidate" if candidates == [ATEN] else
                                               "large steps without oneDNN preferred, or below oneDNN's sizes"))
 
+    def cells(self, cell: str) -> str:
+        """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``, ``"nnrnn-complex"``):
+        the compiled loops wherever they run (float32 on the CPU, built, ``NNRNN_CPP`` not 0), the Python loop
+        elsewhere.  Not timed: at every shape measured the compiled loop was the faster (docs/performance.md,
+        'Gated and oscillator cells')."""
+        return self._remembered(("cells", cell), lambda: self._cells(cell))
+
+    def _cells(self, cell: str) -> str:
+        compiled = self._float32_cpu() and self.settings.cpp and extension.recurrence_loops() is not None
+        candidates = [COMPILED] * compiled + [TORCH]
+        rule = (Decision(COMPILED, "the compiled loop runs here: one call for all steps, no per-step dispatch")
+                if compiled else
+                Decision(TORCH, "the Python loop: " + ("the compiled loops are for float32 on the CPU"
+                                                       if not self._float32_cpu() else
+                                                       "the compiled loops are unavailable here")))
+        return self._decide(f"cells {cell}", candidates, rule, None)
+
     def products(self, m: int, k: int, n: int) -> bool:
         """Whether an (m × k)·(k × n) product and its gradient go to oneDNN (else torch.mm)."""
         return self._remembered(("products", m, k, n), lambda: self._products(m, k, n))
@@ -304,6 +324,7 @@ class KernelPolicy:
         onednn = "oneDNN or torch" if self._onednn_candidate() else "torch (no usable oneDNN kernel, or NNRNN_ONEDNN=0)"
         forced = f"NNRNN_LOOPS={self.settings.loops}" if self.settings.loops in loops else self.how()
         plan, chunks = self._plan_rule(), self.givens_chunks(2 * GIVENS_LAYERS_PER_CHUNK)
+        cells = ("compiled / torch" if COMPILED in loops else "torch") + " (GRU, nnGRU, coRNN, LEM, complex nnRNN)"
         rows = [("recurrence loops", " / ".join(loops), forced),
                 ("N × N products", onednn, self.how()),
                 ("input projections", onednn, self.how()),
@@ -313,7 +334,8 @@ class KernelPolicy:
                 ("Givens product", "in order" if chunks == 1 else f"chunks of {GIVENS_LAYERS_PER_CHUNK} layers",
                  f"NNRNN_GIVENS_CHUNKS={self.settings.givens_chunks}" if self.settings.givens_chunks
                  else self.decisions["givens"].reason),
-                ("CUDA-graph capture", "on" if self.capture() else "off", self.decisions["capture"].reason)]
+                ("CUDA-graph capture", "on" if self.capture() else "off", self.decisions["capture"].reason),
+                ("cell loops", cells, "fixed rule: the compiled loop wherever it runs")]
         return rows + [(key, made.choice, made.reason) for key, made in self.decisions.items()
                        if key not in ("givens", "capture", "exponential plan")]
 

@@ -245,12 +245,26 @@ def check_device(module: nn.Module, name: str, tensor: torch.Tensor, where: torc
                                   f"e.g. {name}.to({str(where)!r}) or {other}.to({str(tensor.device)!r})")
 
 
+def refuse_jit_trace(module: nn.Module) -> None:
+    """RuntimeError while ``torch.jit.trace`` traces, saying what works instead.  PyTorch deprecates jit.trace
+    (since 2.10 it warns "Please switch to torch.compile or torch.export"), and nnrnn's layers do not trace under it:
+    the kernel policy reads shapes that jit.trace makes tensors, the custom autograd functions become Python calls a
+    saved trace cannot hold, and a cached parametrization refuses tracing; what failed was an AttributeError from
+    deep inside a parametrization, naming none of this.  torch.export, torch.compile and torch.onnx.export trace every
+    model (docs/layers.md)."""
+    if torch.jit.is_tracing():
+        raise RuntimeError(f"torch.jit.trace is not supported by nnrnn's {type(module).__name__} (PyTorch deprecates "
+                           f"it): use torch.export.export, torch.compile or torch.onnx.export instead "
+                           f"(docs/layers.md, torch.compile and torch.export)")
+
+
 def check_input(module: nn.Module, input, batch_first: bool | None = None, states=()) -> None:
     """TypeError / ValueError naming what is wrong with ``input`` for a layer like torch.nn.RNN, in torch's order
     and each also of the type torch raises (:class:`ShapeError`, :class:`InputDtypeError`,
     :class:`DeviceMismatchError`); ``states``: (name, tensor) pairs of the initial state given with it, whose
     rank torch checks before the input's dtype; ``batch_first`` (default: the module's) says where the time axis
     of a 3-d input is."""
+    refuse_jit_trace(module)
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a torch.Tensor or a PackedSequence; got {type(input).__name__}")
     if input.dim() not in (2, 3):

@@ -6,6 +6,9 @@ import math
 import torch
 from torch import nn
 
+from ..kernels.operations import choose_cells
+from ..kernels.settings import COMPILED
+from . import fused_cells
 from .cells import CellModel
 
 
@@ -119,6 +122,11 @@ class CoRNN(CellModel):
     def _run(self, suffix, x, h0):
         y0, z0 = h0.chunk(2, -1)
         bias = getattr(self, "bias_ih" + suffix) if self.bias else None
+        if fused_cells.runs(x) and choose_cells(h0, "cornn") == COMPILED:  # the whole loop in one call
+            states = fused_cells.cornn_compiled(x, h0, getattr(self, "weight_ih" + suffix),
+                                                getattr(self, "weight_hh" + suffix), bias, self.dt, self.gamma,
+                                                self.epsilon, self.damping == "implicit")
+            return states[..., :self.hidden_size], states
         ys, zs = cornn_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix), bias,
                             self.dt, self.gamma, self.epsilon, self.damping)
         return ys, torch.cat([ys, zs], -1)

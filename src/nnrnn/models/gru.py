@@ -9,6 +9,9 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence
 
+from ..kernels.operations import choose_cells
+from ..kernels.settings import COMPILED
+from . import fused_cells
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, kept,
                    stack_layers, time_major)
 from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
@@ -16,7 +19,7 @@ from .traits import Traits
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
 INITS = ("xavier", "torch", *CHAINS)
-IMPLEMENTATIONS = ("torch", "reference")
+IMPLEMENTATIONS = ("auto", "torch", "reference")
 
 
 def check_gru_init(init) -> str:
@@ -77,13 +80,15 @@ class GRU(nn.GRU, Traits):
 
     Attributes: torch.nn.GRU's (``weight_ih_l[k]`` (3N, N_in), ``weight_hh_l[k]`` (3N, N), ``bias_ih_l[k]``,
     ``bias_hh_l[k]`` (3N)), gates in torch's order (reset, update, new).  ``implementation``:
-    ``"torch"`` (torch's kernels, the default) or ``"reference"`` (:func:`gru_reference`, an autograd loop).
+    ``"auto"`` (the default): the compiled loop of :class:`~nnrnn.models.fused_cells.GRULoop` (the whole
+    sequence in one call, a hand-written backward) where the kernel policy chooses it (float32 on the CPU), else
+    torch's kernels; ``"torch"``: torch's kernels; ``"reference"``: :func:`gru_reference`, an autograd loop.
     """
 
     CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
     GATES = len(GATES)
     INITS: tuple[str, ...] = INITS
-    implementation = "torch"
+    implementation = "auto"
     COMPLEX_DTYPES = True  # torch.nn.GRU's complex parameters; a Schur-form block is real
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
@@ -164,6 +169,11 @@ class GRU(nn.GRU, Traits):
         with parametrize.cached():  # a constrained weight is composed once per call, not once per read
             if self.implementation == "reference":
                 return self._reference_forward(input, hx)
+            if self.implementation == "auto" and choose_cells(self.weight_ih_l0, "gru") == COMPILED:
+                # a constrained weight as torch's kernel gets it (without autograd: composed once, then reused)
+                weights = dict(zip(self._flat_weights_names, self._composed_weights())) \
+                    if parametrize.is_parametrized(self) else None
+                return self._reference_forward(input, hx, compiled=True, weights=weights)
             if parametrize.is_parametrized(self):
                 # torch's kernel reads these: this call's composed weights (composed once, under cached()).
                 # Not through torch's _init_flat_weights, whose flatten_parameters would, on CUDA, move the
@@ -233,8 +243,13 @@ class GRU(nn.GRU, Traits):
         if not assign_constrained(self, name, value):
             super().__setattr__(name, value)
 
-    def _reference_forward(self, input, hx):
-        """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`."""
+    def _reference_forward(self, input, hx, compiled: bool = False, weights: dict | None = None):
+        """The whole layer (stacking, directions, dropout, packed batches) over :func:`gru_reference`, or with
+        ``compiled`` over the compiled loop (:func:`~nnrnn.models.fused_cells.gru_compiled`); ``weights``: the
+        parameters by name where they are given (else read from the module)."""
+        def weight(name):
+            return weights[name] if weights is not None else getattr(self, name)
+
         x, lengths, unbatched = time_major(self, input)
         if hx is None:
             hx = x.new_zeros(self.num_layers * self.num_directions, x.shape[1], self.hidden_size)
@@ -243,8 +258,9 @@ class GRU(nn.GRU, Traits):
 
         def run_cell(layer, direction, xs, h0):
             s = cell_suffix(layer, direction)
-            bias = (getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s)) if self.bias else (None, None)
-            return gru_reference(xs, h0, getattr(self, "weight_ih" + s), getattr(self, "weight_hh" + s), *bias)
+            bias = (weight("bias_ih" + s), weight("bias_hh" + s)) if self.bias else (None, None)
+            cell = fused_cells.gru_compiled if compiled and fused_cells.runs(xs) else gru_reference
+            return cell(xs, h0, weight("weight_ih" + s), weight("weight_hh" + s), *bias)
         output, h_n = stack_layers(self, x, lengths, hx, run_cell)
         return as_given(self, output, h_n, input, lengths, unbatched)
 

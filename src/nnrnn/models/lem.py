@@ -4,6 +4,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..kernels.operations import choose_cells
+from ..kernels.settings import COMPILED
+from . import fused_cells
 from .cells import CellModel
 from .cornn import check_positive
 
@@ -84,6 +87,11 @@ class LEM(CellModel):
     def _run(self, suffix, x, h0):
         y0, z0 = h0.chunk(2, -1)
         bias = getattr(self, "bias_ih" + suffix) if self.bias else None
+        if fused_cells.runs(x) and choose_cells(h0, "lem") == COMPILED:  # the whole loop in one call
+            states = fused_cells.lem_compiled(x, h0, getattr(self, "weight_ih" + suffix),
+                                              getattr(self, "weight_hh" + suffix), getattr(self, "weight_zy" + suffix),
+                                              bias, self.dt)
+            return states[..., :self.hidden_size], states
         ys, zs = lem_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix),
                           getattr(self, "weight_zy" + suffix), bias, self.dt)
         return ys, torch.cat([ys, zs], -1)

@@ -6,7 +6,10 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..kernels.autograd import autocast_off, exporting_to_onnx
+from ..kernels.operations import choose_cells
+from ..kernels.settings import COMPILED
 from ..parametrizations.unitary import INITS, complex_schur
+from . import fused_cells
 from .base import (ParameterDtypeError, as_given, assign_constrained, cell_suffix, check_constructor, check_hx, kept,
                    stack_layers, time_major)
 from .init import check_scheme, init_
@@ -134,6 +137,8 @@ def complex_fused(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,
     (first-order gradients only)."""
     if projected.shape[0] == 0:
         return projected.new_zeros(0, *h0.shape)
+    if fused_cells.runs(projected) and choose_cells(projected, "nnrnn-complex") == COMPILED:  # one call, all steps
+        return fused_cells.complex_compiled(projected, h0, v, modrelu_bias)
     return _FusedComplexRecurrence.apply(projected, h0, v.real, v.imag, modrelu_bias)
 
 

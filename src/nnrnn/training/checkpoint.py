@@ -101,6 +101,18 @@ def load(path: Path, map_location="cpu") -> dict:
     return payload
 
 
+def saved_step(path: Path) -> int | None:
+    """The update a run's ``last.pt`` was saved at, read without loading its tensors (memory-mapped); None when
+    there is none, or it cannot be read (what ``nnrnn runs`` shows of a run checkpointed before it logged)."""
+    if not Path(path).is_file():
+        return None
+    try:
+        step = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("step")
+    except Exception:  # torch raises many types for truncated or foreign files; the listing shows the rest
+        return None
+    return step if isinstance(step, int) else None
+
+
 def to_device(payload, device):
     """``payload`` (a loaded checkpoint, or part of one) with every tensor on ``device``, as :func:`load`'s
     ``map_location`` would have put it."""

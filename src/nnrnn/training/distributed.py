@@ -1,16 +1,33 @@
 """Data parallelism under ``torchrun``: each process takes an equal slice of every batch,
 DistributedDataParallel averages the gradients, and rank 0 alone writes files.
 
+An error on one process reaches every process (:func:`failures_shared`): the failing rank posts its one line in
+the launcher's key-value store (the TCPStore at MASTER_ADDR:MASTER_PORT that torchrun's processes meet at), and
+a thread on every other rank, watching that store, prints the same line and ends its process with the same exit
+code, wherever its main thread waits (a collective, DDP's setup).  Without it a rank that refused (a run folder in
+use, a checkpoint it cannot read) left the others waiting in a collective until gloo's 30-minute timeout.
+
 Started without torchrun (no WORLD_SIZE in the environment) everything here is a no-op.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
+import datetime
+import json
 import os
+import signal
+import sys
+import threading
+import time
 
 import torch
 import torch.distributed as dist
 
-from ..errors import UserError
+from ..errors import NnrnnError, UserError, one_line
+
+WATCH_EVERY_S = 0.1  # how often a rank looks for another's failure in the store
+ACKNOWLEDGE_S = 10.0  # how long a failing rank waits for the others to have printed its line before it exits
 
 
 def setup(device: torch.device) -> tuple[int, int]:
@@ -24,7 +41,107 @@ def setup(device: torch.device) -> tuple[int, int]:
         torch.cuda.set_device(local_device(device))
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    _Watcher.start(dist.get_rank(), world)
     return dist.get_rank(), world
+
+
+class _Watcher:
+    """The thread that ends this process when another rank has failed (:func:`failures_shared`), and this rank's
+    side of the exchange: one per process, started by :func:`setup`."""
+
+    current: _Watcher | None = None
+
+    def __init__(self, rank: int, world: int):
+        self.rank, self.world = rank, world
+        # a key per torchrun restart: an elastic restart meets in the same store, where a failure of the last
+        # attempt is still posted
+        self.key = f"nnrnn/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/failure"
+        self.store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                   timeout=datetime.timedelta(seconds=30))
+        self.speaking = threading.Lock()  # held by whichever of this process's threads prints its last line
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.watch, name="nnrnn-failure-watch", daemon=True)
+
+    @classmethod
+    def start(cls, rank: int, world: int) -> None:
+        if cls.current is None and "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
+            cls.current = cls(rank, world)
+            cls.current.thread.start()
+
+    def watch(self) -> None:
+        while not self.stopped.wait(WATCH_EVERY_S):
+            try:
+                if not self.store.check([self.key]):
+                    continue
+                failure = json.loads(self.store.get(self.key))
+            except (RuntimeError, ValueError):  # the store's host has gone; the launcher ends the rest
+                return
+            if failure["rank"] == self.rank:
+                continue
+            said = self.speaking.acquire(blocking=False)  # False: this rank is failing itself and says its own
+            if said:
+                print(failure["line"], file=sys.stderr, flush=True)
+            self.store.add(f"{self.key}/done", 1)
+            if said:
+                self.linger()
+                os._exit(failure["code"])
+            return
+
+    def linger(self) -> None:
+        """Wait (at most :data:`ACKNOWLEDGE_S`) until the failing ranks are leaving: torchrun's agent ends every
+        process once one has exited, and a failing rank killed while it said its line would exit -15, not 2."""
+        deadline = time.monotonic() + ACKNOWLEDGE_S
+        try:
+            while self.store.add(f"{self.key}/left", 0) < 1 and time.monotonic() < deadline:
+                time.sleep(WATCH_EVERY_S)
+        except RuntimeError:  # the store's host (a failing rank 0) has gone
+            pass
+
+    def leave(self) -> None:
+        """At the failing process's exit (atexit, its line printed): tell the others, and let the agent's SIGTERM,
+        which follows their exit, not change the exit code of a process that is ending anyway."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with contextlib.suppress(RuntimeError):
+            self.store.add(f"{self.key}/left", 1)
+
+    def tell(self, error: BaseException) -> None:
+        """Post ``error``'s line and exit code for the other ranks, and wait (at most :data:`ACKNOWLEDGE_S`) until
+        they have printed it (each rank adds one to ``done`` once it has said its line, the failing ones included):
+        this process's exit may take the store with it (rank 0 hosts it outside torchrun)."""
+        if not self.speaking.acquire(blocking=False):  # the watcher is saying another rank's line and exits
+            while True:
+                time.sleep(1)
+        if isinstance(error, NnrnnError):
+            line, code = one_line(error), error.exit_code
+        else:  # a bug: its traceback is this rank's; the others say where it is
+            line, code = (f"nnrnn: error: rank {self.rank} stopped with an internal error "
+                          f"({type(error).__name__}); see its traceback"), 1
+        self.stopped.set()
+        try:
+            self.store.set(self.key, json.dumps({"rank": self.rank, "line": line, "code": code}))
+            self.store.add(f"{self.key}/done", 1)
+            deadline = time.monotonic() + ACKNOWLEDGE_S
+            while self.store.add(f"{self.key}/done", 0) < self.world and time.monotonic() < deadline:
+                time.sleep(WATCH_EVERY_S)
+        except RuntimeError:  # the store is gone: the others are ending already
+            return
+        atexit.register(self.leave)
+
+
+@contextlib.contextmanager
+def failures_shared():
+    """An exception leaving the ``with`` block on one rank ends every rank, each printing the same line
+    (:class:`_Watcher`); the process group is then torn down without the barrier of :func:`cleanup`, which the
+    others would never reach."""
+    try:
+        yield
+    except BaseException as error:
+        watcher = _Watcher.current
+        if watcher is not None and dist.is_initialized() and not isinstance(error, SystemExit):
+            watcher.tell(error)
+            _Watcher.current = None
+            dist.destroy_process_group()
+        raise
 
 
 def local_device(device: torch.device) -> torch.device:
@@ -96,6 +213,9 @@ def cleanup() -> None:
     the plots) while the others are done; a rank that destroyed its group and exited while rank 0 was still
     connected was seen to abort (SIGABRT in gloo) about once in fifteen launches.  The barrier makes every
     rank wait for rank 0 first."""
+    if _Watcher.current is not None:
+        _Watcher.current.stopped.set()
+        _Watcher.current = None
     if dist.is_initialized():
         try:
             dist.barrier()

@@ -1,10 +1,27 @@
-"""What a run needs of this machine, asked when it starts: its device, present here, and enough memory."""
+"""What a run needs of this machine, asked when it starts: its device, present here, its threads, and enough
+memory."""
 from __future__ import annotations
 
 import torch
 
-from ..errors import UserError
+from ..environment import free_cores, usable_cores
+from ..errors import OptionError, UserError
 from .options import device_name
+
+
+def choose_threads(given: int | None, keep_own: bool = False) -> tuple[int | None, str | None]:
+    """The CPU threads of a run (``nnrnn train``) or of every trial of a search (``nnrnn sweep``), and the line
+    that says why when they were not given: ``given`` (``--threads``), checked against the cores this process may
+    run on; else, unless ``keep_own`` (a resumed run keeps its own number: the sums' order), the free-cores rule
+    (:func:`nnrnn.environment.free_cores`).  (None, None): the run's own."""
+    if given is not None and given > usable_cores():  # far more crash the OpenMP runtime (a segfault at 100000)
+        raise OptionError(f"--threads {given} is more than the {usable_cores()} cores this process may run on; "
+                          f"give at most that (more threads than cores slow training, docs/training.md, Threads)")
+    if given is not None or keep_own:
+        return given, None
+    threads, why = free_cores()
+    return threads, (f"{threads} thread{'s' * (threads != 1)}: {why} (--threads N sets them; docs/training.md, "
+                     f"Threads)")
 
 
 def check_device(name) -> torch.device:

@@ -23,6 +23,9 @@ except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None
 
 LOCK_NAME = ".lock"
+# what flock says on a filesystem that cannot lock (some FUSE and network filesystems, NFS without its lock
+# service): not a folder in use, but one that no process could ever lock
+UNLOCKABLE = {errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOLCK}
 
 
 def make_folder(folder: Path, option: str = "--out") -> Path:
@@ -61,6 +64,10 @@ def hold(folder: Path, option: str = "--out"):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
+            if error.errno in UNLOCKABLE:
+                raise UserError(f"cannot lock {folder}: its filesystem does not support file locks (flock: "
+                                f"{error.strerror}); choose an {option} on a filesystem that does (a local disk, or "
+                                f"NFS with its lock service running)") from None
             if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from . import checkpoint, outcome, runfolder
+from . import checkpoint, outcome, runfolder, runlock
 from ..errors import UserError
 
 
@@ -179,8 +179,8 @@ def _lock_held(folder: Path) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
-    except OSError:
-        return True
+    except OSError as error:  # held; or a filesystem that cannot lock (no process can hold the lock there)
+        return error.errno not in runlock.UNLOCKABLE
     finally:
         os.close(fd)
 
@@ -205,7 +205,8 @@ def run_summary(folder: Path, monitor_of) -> dict:
         metric, mode = "loss", "min"
     valid = [r[metric] for r in records if r["split"] == "valid" and isinstance(r.get(metric), (int, float))]
     test = next((r for r in reversed(records) if r["split"] == "test"), None)
-    step = max((r["step"] for r in records), default=0)
+    saved = checkpoint.saved_step(runfolder.last_checkpoint(folder))  # it may be ahead of the log (--log-every)
+    step = max([r["step"] for r in records] + [saved or 0])
     ended = outcome.read(folder)
     if _lock_held(folder):
         status = "running"
@@ -214,7 +215,7 @@ def run_summary(folder: Path, monitor_of) -> dict:
     elif outcome.finished(ended, records):
         status = "finished"  # a run made before outcomes were recorded
     else:
-        status = f"stopped at {step}" if records else "not started"
+        status = f"stopped at {step}" if records or saved is not None else "not started"
     return {"task": config.get("task", "?"), "model": config.get("model", "?"), "hidden": config.get("hidden", "?"),
             "step": step, "metric": metric,
             "best": f"{metric} {(min if mode == 'min' else max)(valid):.4g}" if valid else "-",

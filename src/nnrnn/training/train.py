@@ -28,6 +28,7 @@ from ..errors import Interrupted, TrainingDiverged, UserError
 from ..models import param_groups
 from .interrupt import StopRequested
 from .network import build_task, network_sizes, seeded_network
+from .pace import Pace
 from .resources import check_device, check_memory
 from .run_state import Progress, Training, restore, save
 from .runlog import MetricsLog, plot_curves, read_metrics, summary_lines, validation_line
@@ -114,6 +115,13 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     task = build_task(config)  # the data is read, and the memory checked, before the folder is touched
     check_memory(config, task)
     rank, world = distributed.setup(device)
+    with distributed.failures_shared():  # a refusal on one rank ends every rank, in one line each
+        return run(config, folder, task, device, rank, world, resume, overwrite, last, on_eval)
+
+
+def run(config: dict, folder: Path, task, device: torch.device, rank: int, world: int, resume: bool,
+        overwrite: bool, last: dict | None, on_eval) -> dict:
+    """:func:`train` once the processes have met: the folder claimed, the run started or restored, trained."""
     if rank == 0:
         runfolder.check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
     # rank 0 claims the run folder and holds its lock; the others only read its checkpoint
@@ -205,18 +213,13 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
     eval_every = evaluation_interval(config, task)
     checkpoint_every = config["checkpoint_every"] or eval_every
     log = MetricsLog(training.folder, state.step if restoring else None) if training.main else None
-    print("\n".join(f"[nnrnn] {line}" for line in task.describe_lines()), flush=True)
-    layers = config.get("num_layers") or 1
-    shape = f"{layers} layers of {config['hidden']}" if layers > 1 else f"{config['hidden']}"
-    print(f"[nnrnn] {config['model']} with {shape} hidden units, "
-          f"{sum(p.numel() for p in training.net.parameters())} parameter entries, {training.steps} updates on "
-          f"{training.device}, {torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
-    if restoring and training.main:
-        print(f"[nnrnn] resuming {training.folder} from update {state.step} of {training.steps} "
-              f"({training.last_path})", flush=True)
-    # a bar only on a terminal (disable=None): redirected, its carriage returns would pile up into one line
+    announce(training, restoring)
+    # a bar only on a terminal (disable=None): redirected, its carriage returns would pile up into one line, and
+    # the run's pace is said in lines instead (pace.py)
     bar = tqdm(total=training.steps, initial=state.step, disable=None if config["progress"] and training.main else True,
                unit="upd", dynamic_ncols=True)
+    pace = Pace(state.step, training.steps, config["progress"] and training.main and bar.disable,
+                log=lambda line: print(line, flush=True))
     last_valid = last_train = None
     training.net.train()
     with closing(training, log, bar):
@@ -227,6 +230,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                 stop.updating(False)
                 done = state.step
                 bar.update(1)
+                pace.update(done, latest_loss(state.window, last_train))
                 if (done % config["log_every"] == 0 or done == training.steps) and state.window:
                     last_train = log_training(training, log)
                     bar.set_postfix(loss=f"{last_train['loss']:.4f}")
@@ -280,6 +284,27 @@ def close_log_and_plot(training: Training, log: MetricsLog) -> None:
         raise UserError(f"cannot write {log.path} ({error.strerror}); free some space, then continue with --resume "
                         f"(the last checkpoint is unchanged)") from None
     plot_curves(training.folder, training.task.references())
+
+
+def announce(training: Training, restoring: bool) -> None:
+    """The lines a run starts with: its task, its model and sizes, where it trains, and where it resumes from."""
+    config, state = training.config, training.progress
+    print("\n".join(f"[nnrnn] {line}" for line in training.task.describe_lines()), flush=True)
+    layers = config.get("num_layers") or 1
+    shape = f"{layers} layers of {config['hidden']}" if layers > 1 else f"{config['hidden']}"
+    print(f"[nnrnn] {config['model']} with {shape} hidden units, "
+          f"{sum(p.numel() for p in training.net.parameters())} parameter entries, {training.steps} updates on "
+          f"{training.device}, {torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)}", flush=True)
+    if restoring and training.main:
+        print(f"[nnrnn] resuming {training.folder} from update {state.step} of {training.steps} "
+              f"({training.last_path})", flush=True)
+
+
+def latest_loss(window: dict, last_train: dict | None) -> float | None:
+    """This process's mean training loss since the last logged point, else the last one logged (a progress line's)."""
+    if "loss" in window and window["loss"][1]:
+        return float(window["loss"][0]) / window["loss"][1]
+    return last_train.get("loss") if last_train else None
 
 
 def stops_early(training: Training, log: MetricsLog | None, record: dict | None) -> bool:

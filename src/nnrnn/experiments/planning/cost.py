@@ -42,6 +42,7 @@ from ...kernels import tuning
 from ...kernels.host import describe_cpu
 from ...training.config import evaluation_interval, resolve_config, total_steps
 from ...training.network import build_task
+from ...training.pace import duration
 from ...training.runlog import MetricsLog
 from ...training.run_state import save
 from ...training.train import start, train, update
@@ -307,13 +308,8 @@ class Estimate:
 
 
 def hours(value: float) -> str:
-    """A duration for a person: seconds, minutes, hours or days."""
-    seconds = value * 3600
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{value:.1f} h" if value < 48 else f"{value / 24:.1f} days"
+    """A duration in hours for a person: seconds, minutes, hours or days, in the words a run says its own in."""
+    return duration(value * 3600)
 
 
 def estimate(runs: list[PlannedRun], searches: list[dict], slots: list[str], log=None, costs: Costs | None = None

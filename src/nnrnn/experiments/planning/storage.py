@@ -23,6 +23,28 @@ def default_storage(out) -> str:
     return URL.create("sqlite", database=str(Path(out).resolve() / "study.db")).render_as_string(hide_password=False)
 
 
+STUDY_DB, STUDY_JOURNAL = "study.db", "study.journal"  # a grid's search folder holds its study in one of them
+
+
+def search_storage(folder, shared: bool = False) -> str:
+    """The storage URL of a grid's search in ``folder``: the one its study is in already (``study.db``, else
+    ``study.journal``); for a new study, Optuna's journal storage when its trials run on several machines
+    (``shared``: a Ray cluster, on a shared filesystem; Optuna supports the journal file there and advises against
+    SQLite on a network filesystem, whose locks it relies on), else SQLite.  A search begun one way goes on in
+    its own storage the other way."""
+    folder = Path(folder)
+    if (folder / STUDY_DB).exists():
+        return default_storage(folder)
+    if shared or (folder / STUDY_JOURNAL).exists():
+        return f"journal:{(folder / STUDY_JOURNAL).resolve()}"
+    return default_storage(folder)
+
+
+def holds_study(folder) -> bool:
+    """Whether a grid's search ``folder`` holds a study's storage (:func:`search_storage`), of either kind."""
+    return (Path(folder) / STUDY_DB).exists() or (Path(folder) / STUDY_JOURNAL).exists()
+
+
 def _sqlite_path(url: str) -> str:
     """The file a ``sqlite://`` URL names, as SQLAlchemy reads it (escapes undone, options dropped)."""
     from sqlalchemy.engine import make_url

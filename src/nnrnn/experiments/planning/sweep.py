@@ -18,6 +18,7 @@ from ...models import model_class
 from ...tasks import task_class
 from ...training.config import resolve_config
 from ...training.network import build_task
+from ...training.pace import Countdown
 from ...training.runlock import make_folder
 from .objective import _Objective, planned_steps
 from .searching import SUPPLEMENT, Searching, published
@@ -41,15 +42,24 @@ def make_pruner(steps: int, startup_trials: int = PRUNE_STARTUP_TRIALS,
                                        interval_steps=1)
 
 
-def _report_trial(study, trial) -> None:
-    state = trial.state.name
-    if state == "COMPLETE":
-        print(f"[sweep] trial {trial.number} complete: best valid {study.user_attrs.get('monitor', 'value')} "
-              f"{trial.value:.6g} at update {trial.user_attrs.get('best_step')}", flush=True)
-    else:
-        reason = trial.user_attrs.get("reason", "")
-        state = {"FAIL": "failed"}.get(state, state.lower())
-        print(f"[sweep] trial {trial.number} {state}{': ' + reason if reason else ''}", flush=True)
+class _TrialReport:
+    """The line a trial ends with (an Optuna callback): its outcome, then how many of this process's ``trials`` are
+    done and the time left at the pace so far (:class:`~nnrnn.training.pace.Countdown`), on a terminal and off it."""
+
+    def __init__(self, trials: int):
+        self.countdown = Countdown(trials)
+
+    def __call__(self, study, trial) -> None:
+        state = trial.state.name
+        if state == "COMPLETE":
+            said = (f"trial {trial.number} complete: best valid {study.user_attrs.get('monitor', 'value')} "
+                    f"{trial.value:.6g} at update {trial.user_attrs.get('best_step')}")
+        else:
+            reason = trial.user_attrs.get("reason", "")
+            said = f"trial {trial.number} {({'FAIL': 'failed'}.get(state, state.lower()))}"
+            said += f": {reason}" if reason else ""
+        done = self.countdown.done()
+        print(f"[sweep] {said} | {done[1:-1]} done here{self.countdown.left()}", flush=True)
 
 
 def run_sweep(task: str, model: str, trials: int, storage: str | None = None, study: str | None = None,
@@ -96,7 +106,7 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     if searching.first and not the_study.trials:
         queue_published(the_study, task, model, options, preset, space)
     objective = _Objective(task, model, out, options, preset, space, monitor, mode, searching)
-    callbacks = [_report_trial]
+    callbacks = [_TrialReport(trials)]
     if total_trials is not None:
         callbacks.append(optuna.study.MaxTrialsCallback(total_trials, states=None))
         if len(the_study.trials) >= total_trials:

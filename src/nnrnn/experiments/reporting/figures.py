@@ -90,10 +90,15 @@ def reference_line(ax, task: str, baseline: float | None, other: tuple[float, st
         ax.axhline(other[0], color="gray", linestyle=":", label=other[1])
 
 
-def baseline_axis(ax, task: str, baseline: float, lowest: float) -> None:
+FEW_POINTS = 20  # a line of this many points or fewer is drawn with markers: a line of one point shows nothing
+SHOWN_ABOVE = 1.5  # a cut loss axis reaches this many times the highest of the curves' lowest points
+
+
+def baseline_axis(ax, task: str, baseline: float, lowest: float, floor: float = 0.0) -> None:
     """A loss panel's baseline line (and copy's "solved" line), on a log scale from the best curve up to just above
     the baseline: the vanilla RNN's spikes (up to 1e12) are cut off so that the region the claims are about can be
-    read."""
+    read.  The top reaches above ``floor``, the highest of the curves' lowest points, so that every curve shows
+    (a short grid's curves, the smoke scale's, are all above 3× the baseline)."""
     reference_line(ax, task, baseline, None)
     bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
     if task == "copy":
@@ -101,7 +106,7 @@ def baseline_axis(ax, task: str, baseline: float, lowest: float) -> None:
         ax.axhline(solved, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
         bottom = min(bottom, solved / 2)  # the line a solved run crosses stays in view
     ax.set_yscale("log")
-    ax.set_ylim(bottom, 3 * baseline)
+    ax.set_ylim(bottom, max(3 * baseline, SHOWN_ABOVE * floor if math.isfinite(floor) else 0.0))
 
 
 def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None,
@@ -122,14 +127,14 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
     fig, axes = plt.subplots(1, len(columns), figsize=(width, 4.0), sharey=True, squeeze=False,
                              layout="constrained")  # makes room for the (wrapped) title, unlike tight_layout
     axes = axes[0]
-    lowest, highest = math.inf, 0.0
+    lowest, highest, floor = math.inf, 0.0, 0.0
     for ax, column in zip(axes, columns):
-        low, high = _panel(ax, grid, setting, column, gradients)
-        lowest, highest = min(lowest, low), max(highest, high)
+        low, high, deepest = _panel(ax, grid, setting, column, gradients)
+        lowest, highest, floor = min(lowest, low), max(highest, high), max(floor, deepest)
         if gradients:
             ax.set_yscale("log")
         elif baseline is not None:  # a loss with a no-memory baseline: copy, adding
-            baseline_axis(ax, task, baseline, lowest)
+            baseline_axis(ax, task, baseline, lowest, floor)
         else:
             reference_line(ax, task, None, other)
         ax.set_title(column_words(column), fontsize=10)
@@ -148,7 +153,8 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
         summary = (f"median over seeds, band from the lowest to the highest seed, axis cut at "
                    f"{GRADIENT_HEADROOM:g}× the highest median")
     else:
-        summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if baseline is not None else "")
+        cut = baseline is not None and not SHOWN_ABOVE * floor > 3 * baseline  # else raised to show every curve
+        summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if cut else "")
     heading = f"{title(grid.planned, setting)}: {quantity}, {summary}"
     fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
     save_whole(fig, path)
@@ -169,11 +175,12 @@ def save_whole(fig, path: Path) -> None:
         plt.close(fig)
 
 
-def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[float, float]:
-    """One column's curves, every label of the setting in its style; the lowest and highest point of its lines."""
+def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[float, float, float]:
+    """One column's curves, every label of the setting in its style; the lowest and highest point of its lines, and
+    the highest of each line's lowest point."""
     task = setting_task_of(grid.planned, setting)
     key, split = ("grad_norm", "train") if gradients else (metric(task), "valid")
-    lowest, highest = math.inf, 0.0
+    lowest, highest, floor = math.inf, 0.0, 0.0
     for label in labels(grid.planned, setting):
         members = group(grid.planned, setting, column, label)
         curves = [[(r["step"], r[key]) for r in metrics(grid.run_folder(m))
@@ -188,10 +195,12 @@ def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[
         if np.isfinite(centre).any():  # a model whose every seed diverged at every step has no lowest point
             lowest = min(lowest, float(np.nanmin(centre)))
             highest = max(highest, float(np.nanmax(centre)))
+            floor = max(floor, float(np.nanmin(centre)))
         color, style = line_style(label, grid.planned)
-        ax.plot(steps, centre, color=color, linestyle=style, label=f"{name(label)} (N={members[0].units})")
+        ax.plot(steps, centre, color=color, linestyle=style, label=f"{name(label)} (N={members[0].units})",
+                marker="o" if len(steps) <= FEW_POINTS else None, markersize=3)
         ax.fill_between(steps, low, high, color=color, alpha=0.1 if gradients else 0.2)
-    return lowest, highest
+    return lowest, highest, floor
 
 
 def _spread(values: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -213,8 +213,11 @@ void backward_loop(at::Tensor g, const at::Tensor& grad_h, const at::Tensor& h,
   at::native::cpublas::brgemm_release(/*is_vnni=*/false);
 }
 
+void register_cell_loops(pybind11::module& m);  // cell_loops.cpp: the gated and oscillator cells' loops
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward_loop", &forward_loop, "h[t] = φ(h[t] + h[t-1] Vᵀ) for t = 0..T-1, in place");
   m.def("backward_loop", &backward_loop,
         "g[t] = (∂L/∂h_t + g[t+1] V) ⊙ φ'(h_t) for t = T-1..0, and modReLU's bias gradient");
+  register_cell_loops(m);
 }
