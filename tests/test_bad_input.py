@@ -127,6 +127,16 @@ BAD_OPTIONS = [
     (["sweep", "ptb", "--trials", "1", "--data-dir", "/nonexistent/nnrnn"], "Penn Treebank characters not found"),
     (["reproduce", "--jobs", "0"], "jobs must be a positive integer"),
     (["reproduce", "--scale", "huge"], "invalid choice"),
+    # resources of every layer of a stack (the check once counted one layer)
+    (["train", "copy", "--model", "nnlru", "--num-layers", "100000", "--hidden", "200"],
+     "100000 layers of --hidden 200 needs at least"),
+    (["train", "copy", "--model", "lstm", "--num-layers", "5000", "--hidden", "1000"], "lower --num-layers"),
+    # cluster addresses, refused where --cluster is parsed (Ray's own ValueError was a traceback, even with --plan)
+    *[(["reproduce", "--scale", "smoke", "--cluster", address, *plan], "is not a cluster's address")
+      for address in ("", "bogus host", "host:", "host:99999", " auto", "ray://") for plan in ([], ["--plan"])],
+    # one CPU: cpu:1 is no device (it was read as the CPU)
+    (["reproduce", "--scale", "smoke", "--devices", "cpu:1", "--plan"], "--devices cpu:1: there is one cpu device"),
+    (["reproduce", "--scale", "smoke", "--devices", "cpu:3"], "there is one cpu device"),
 ]
 
 
@@ -597,3 +607,141 @@ def test_random_bad_edge_values_exit_2_and_write_nothing(case, where, foreign, c
     assert snapshot(work) == before and snapshot(finished_run) == run_before
     assert sorted(p.name for p in work.iterdir()) == ["afile", "mine"]  # no dest, out or figures/theory folder
     assert not (mine / ".nnrnn-analysis").exists()
+
+
+# --------------------------------------------------------------------------- faults: a full disk
+
+def _disk_full_after(monkeypatch, module, name, calls: int):
+    """``module.name`` raises ENOSPC, as a full disk does, from its ``calls``-th call on."""
+    import errno
+    real, seen = getattr(module, name), []
+
+    def full(*args, **kwargs):
+        seen.append(1)
+        if len(seen) >= calls:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(module, name, full)
+
+
+def test_a_full_disk_while_training_is_one_line_the_first_failure_and_resumable(capsys, tmp_path, monkeypatch):
+    """The checkpoint's clear line used to be masked by the curves' plot in the loop's cleanup (three chained
+    tracebacks, exit 1); the run continues with --resume once there is space."""
+    import errno
+    import matplotlib.figure
+    run = tmp_path / "r"
+    with monkeypatch.context() as m:
+        real_fsync = os.fsync
+
+        def full_for_checkpoints(fd):  # a checkpoint's temporary file (.last.pt.XXXX.tmp) cannot be written
+            if ".pt." in os.readlink(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_fsync(fd)
+        m.setattr(os, "fsync", full_for_checkpoints)
+        _disk_full_after(m, matplotlib.figure.Figure, "savefig", 1)  # and the curves
+        code, err = run_cli(capsys, "train", "copy", "--steps", "4", "--eval-every", "2", "--out", run, *TINY)
+    one_line(code, err, "cannot write", ".pt (No space left on device)", "--resume")
+    assert not list(run.rglob("*.tmp*"))  # no temporary file left behind
+    assert cli.main(["train", "copy", "--steps", "4", "--eval-every", "2", "--out", str(run), "--resume", *TINY]) == 0
+    assert (run / "checkpoints" / "last.pt").is_file() and (run / "curves.png").is_file()
+
+
+def test_a_full_disk_at_the_curves_plot_is_one_line(capsys, tmp_path, monkeypatch):
+    import matplotlib.figure
+    _disk_full_after(monkeypatch, matplotlib.figure.Figure, "savefig", 1)
+    code, err = run_cli(capsys, "train", "copy", "--steps", "2", "--out", tmp_path / "r", *TINY)
+    one_line(code, err, "cannot write", "curves.png", "No space left on device")
+    assert not (tmp_path / "r" / "curves.png").exists()  # no half-written figure
+
+
+
+@pytest.mark.parametrize("value", ["abc", "", "0", "-2", "1.5"])
+def test_a_world_size_that_is_no_number_of_processes_is_one_line(value, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", value)
+    one_line(*run_cli(capsys, "train", "copy", "--steps", "1", "--out", tmp_path / "r", *TINY),
+             f"WORLD_SIZE={value!r} is not a number of processes")
+    assert not (tmp_path / "r").exists()
+
+
+def test_cpu_0_is_the_cpu(capsys, tmp_path):
+    """--device cpu:0 passed the option check, then every checkpoint read failed (torch.load's map_location
+    knows the CPU only as "cpu"), so the run ended saying its best.pt was unreadable."""
+    assert cli.main(["train", "copy", "--steps", "2", "--device", "cpu:0", "--out", str(tmp_path / "r"), *TINY]) == 0
+    assert cli.main(["train", "copy", "--steps", "3", "--device", "cpu:0", "--out", str(tmp_path / "r"), "--resume",
+                     *TINY]) == 0
+    assert cli.main(["eval", str(tmp_path / "r")]) == 0
+
+
+@pytest.mark.parametrize("model", ["lru", "mingru", "cornn", "lem"])
+def test_analyze_of_a_model_without_a_recurrent_matrix_is_refused_in_one_line(model, capsys, tmp_path):
+    """It printed "analysed", then TypeError: no recurrent layer found."""
+    run = tmp_path / model
+    assert cli.main(["train", "copy", "--model", model, "--steps", "2", "--out", str(run), *TINY]) == 0
+    capsys.readouterr()
+    code = cli.main(["analyze", str(run), "--no-gradients"])
+    out, err = capsys.readouterr()
+    one_line(code, err, f"holds a {model} network, which has none", "analyze a run of", "nnlru")
+    assert "analysed" not in out and not (run / "analysis").exists() and not (tmp_path / "analysis").exists()
+
+
+def test_eval_and_analyze_refuse_another_runs_checkpoint_as_resume_does(capsys, tmp_path, finished_run):
+    """An lstm's best.pt placed in an nnrnn run's folder was scored, exit 0, where --resume refuses the swap."""
+    other = tmp_path / "other"
+    assert cli.main(["train", "copy", "--model", "lstm", "--steps", "2", "--out", str(other), *TINY]) == 0
+    swapped = tmp_path / "swapped"
+    shutil.copytree(finished_run, swapped)
+    for name in ("best.pt", "last.pt"):
+        shutil.copy(other / "checkpoints" / name, swapped / "checkpoints" / name)
+    capsys.readouterr()
+    before = snapshot(swapped)
+    for argv in (["eval", swapped], ["eval", swapped / "checkpoints" / "last.pt"],
+                 ["analyze", swapped, "--no-gradients", "--out", tmp_path / "analysis"]):
+        one_line(*run_cli(capsys, *argv), "is another run's checkpoint, not this run's",
+                 "--model 'lstm' there, 'nnrnn' in config.json")
+    one_line(*run_cli(capsys, "train", "copy", "--out", swapped, "--resume", "--steps", "6", *TINY),
+             "is another run's checkpoint")
+    assert snapshot(swapped) == before and not (tmp_path / "analysis").exists()
+    assert cli.main(["eval", str(other)]) == 0  # in its own folder it is scored
+
+
+def test_a_full_disk_during_analyze_is_one_line_and_the_run_is_unchanged(capsys, tmp_path, monkeypatch,
+                                                                          finished_run):
+    import matplotlib.figure
+    _disk_full_after(monkeypatch, matplotlib.figure.Figure, "savefig", 2)  # the first figure written, not the next
+    before = snapshot(finished_run)
+    one_line(*run_cli(capsys, "analyze", finished_run, "--out", tmp_path / "analysis", "--no-gradients"),
+             f"cannot write the analysis into {tmp_path / 'analysis'} (No space left on device)")
+    assert snapshot(finished_run) == before
+
+
+def test_a_full_disk_during_a_sweep_is_one_line(capsys, tmp_path, monkeypatch):
+    """A trial's run that cannot write its checkpoint ended the sweep with Optuna's logged traceback."""
+    import errno
+    real_fsync = os.fsync
+
+    def full_for_checkpoints(fd):
+        if ".pt." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+    monkeypatch.setattr(os, "fsync", full_for_checkpoints)
+    code, err = run_cli(capsys, "sweep", "copy", "--model", "rnn", "--trials", "2", "--steps", "4", "--eval-every",
+                        "2", "--hidden", "8", "--T", "3", "--batch-size", "2", "--out", tmp_path / "sweep")
+    one_line(code, err, "cannot write", ".pt (No space left on device)")
+
+
+def test_a_sweep_storage_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypatch):
+    import optuna
+    from nnrnn.experiments.planning import sweep
+
+    def full(*args, **kwargs):
+        raise optuna.exceptions.StorageInternalError("(sqlite3.OperationalError) database or disk is full")
+    real = sweep._create_study
+
+    def study_that_cannot_store(*args, **kwargs):
+        made = real(*args, **kwargs)
+        monkeypatch.setattr(made._storage, "create_new_trial", full)
+        return made
+    monkeypatch.setattr(sweep, "_create_study", study_that_cannot_store)
+    code, err = run_cli(capsys, "sweep", "copy", "--model", "rnn", "--trials", "1", "--steps", "2", "--hidden", "8",
+                        "--T", "3", "--batch-size", "2", "--out", tmp_path / "sweep")
+    one_line(code, err, "cannot write the study's storage", "database or disk is full", "run the same sweep again")

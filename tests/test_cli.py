@@ -521,6 +521,79 @@ def test_runs_lists_a_damaged_run_as_unreadable_beside_the_others(tmp_path, caps
     assert good.startswith(str(tmp_path / "good")) and "loss 0.5" in good
 
 
+@pytest.mark.parametrize("damage", ["config is a list", "outcome is a list", "outcome of another structure",
+                                    "test score is text"])
+def test_runs_lists_a_run_of_foreign_structure_as_one_row_beside_the_others(damage, tmp_path, capsys):
+    # one run folder whose config.json is a list ended the whole listing with an AttributeError
+    from nnrnn_cli.command import main
+    write_run(tmp_path / "good", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    odd = tmp_path / "odd"
+    write_run(odd, {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}, {"step": 5, "split": "test", "loss": "low"}])
+    if damage == "config is a list":
+        (odd / "config.json").write_text('["copy", "nnrnn"]')
+    elif damage == "outcome is a list":
+        (odd / "outcome.json").write_text("[1, 2]")
+    elif damage == "outcome of another structure":
+        (odd / "outcome.json").write_text('{"name": 5}')
+    assert main(["runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()[1:]
+    good, = [line for line in out if line.startswith(str(tmp_path / "good"))]
+    odd_row, = [line for line in out if line.startswith(str(odd))]
+    assert "loss 0.5" in good
+    if damage == "config is a list":
+        assert "unreadable: " in odd_row and "holds a list, not an object" in odd_row
+    else:
+        assert "loss 0.5" in odd_row and "unreadable" not in odd_row
+
+
+def test_runs_lists_the_runs_a_grid_shares_through_a_link(tmp_path, capsys):
+    # reproduce --runs makes OUT/runs a link to the shared folder; nnrnn runs OUT listed none of its runs
+    from nnrnn_cli.command import main
+    shared = tmp_path / "shared"
+    write_run(shared / "copy-nnrnn-s0", {"task": "copy", "model": "nnrnn", "hidden": 8},
+              [{"step": 5, "split": "valid", "loss": 0.5}])
+    grid = tmp_path / "grid"
+    grid.mkdir()
+    (grid / "runs").symlink_to(shared, target_is_directory=True)
+    (shared / "loop").symlink_to(tmp_path, target_is_directory=True)  # a link above itself: no endless walk
+    assert main(["runs", str(grid)]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert len(rows) == 1 and rows[0].startswith(str(grid / "runs" / "copy-nnrnn-s0")), rows
+
+
+def _memory_data(**changes) -> str:
+    data = json.loads((Path(__file__).parents[1] / "docs" / "memory" / "data.json").read_text())
+    return json.dumps({**data, **changes})
+
+
+@pytest.mark.parametrize("changes, needle", [
+    ({"scale": ["memory"]}, "unknown scale ['memory']"),
+    ({"scale": "cpu"}, "its runs are of copy-100, copy-200"),  # another grid's data under this grid's name
+    ({"runs": {"a": 1}}, "its runs are not a list of planned runs"),
+    ({"runs": [1, 2]}, "its runs are not a list of planned runs"),
+    ({"runs": []}, "it holds no runs"),
+    ({"runs": [], "folders": {}}, "it holds no runs"),
+    ({"folders": []}, "its structure and folders are not tables"),
+    ({"structure": "none"}, "its structure and folders are not tables"),
+    ({"date": 20261202}, "its date is not text"),
+    ({"analysis": "lines"}, "its analysis is not a list of lines"),
+    ({"folders": {}}, "it holds no folder of the run"),
+])
+def test_reproduce_from_data_of_wrong_types_or_another_grid_is_one_line(changes, needle, tmp_path, monkeypatch,
+                                                                         capsys):
+    """Wrong types and another grid's data were tracebacks; no runs wrote a report "all 0 distinct runs finished"."""
+    from nnrnn_cli.command import main
+    monkeypatch.delenv("NNRNN_DEBUG", raising=False)
+    data = tmp_path / "data.json"
+    data.write_text(_memory_data(**changes))
+    code, err = main(["reproduce", "--from-data", str(data), "--out", str(tmp_path / "out")]), capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_runs_lists_a_run_checkpointed_before_it_logged_as_stopped_at_its_checkpoint(tmp_path, capsys):
     """A run checkpointed at update 15 with nothing logged yet (--log-every larger) was listed as "not started";
     it resumes from update 15."""

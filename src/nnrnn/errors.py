@@ -96,3 +96,12 @@ def one_line(exc: NnrnnError) -> str:
         return f"nnrnn: {exc}; {exc.advice}"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"nnrnn: error: {message}"
+
+
+class ClusterLost(NnrnnError):
+    """The Ray cluster a grid ran on failed mid-grid (its head or its connection lost): a fault, not a mistake in
+    the command.  Finished runs are kept and interrupted ones resume, so the same command continues once the
+    cluster is back.  Exit code 75 (EX_TEMPFAIL: a temporary failure, try again) tells it from a mistake (2), a
+    crash (1) and a diverged run (3)."""
+
+    exit_code = 75

@@ -2,6 +2,8 @@
 title, label or tick label lies outside the figure, at small and larger sizes."""
 import json
 
+from pathlib import Path
+
 import matplotlib
 import matplotlib.figure
 import numpy as np
@@ -49,6 +51,7 @@ def saved(monkeypatch):
 
     def savefig(fig, path, *args, **kwargs):
         found[str(path).rsplit("/", 1)[-1]] = text_outside(fig)
+        Path(path).write_bytes(b"")  # a file where the figure would be, as a figure saved whole and renamed needs
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
     return found

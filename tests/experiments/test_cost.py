@@ -75,3 +75,29 @@ def test_a_time_measured_on_a_busy_machine_serves_this_estimate_and_is_not_cache
     saved = json.loads(cost.cache_path().read_text()) if cost.cache_path().is_file() else {}
     assert not saved.get("shapes") and not saved.get("floor")  # nothing measured busy was kept
 
+
+
+WRONG_STRUCTURES = [
+    {"shapes": [], "counts": "x", "floor": None, "process": 3},  # parts that are not tables
+    {"shapes": {"K": [1, 2]}, "counts": {"K": 5}, "floor": {"K": "fast"}, "process": {"K": {}}},  # foreign entries
+    "every entry of the right part, wrong fields",
+]
+
+
+@pytest.mark.parametrize("structure", range(len(WRONG_STRUCTURES)))
+def test_a_cache_of_this_format_and_another_structure_is_measured_again_not_a_traceback(structure, tiny,
+                                                                                       monkeypatch):
+    monkeypatch.setattr(cost, "measure", lambda config: cost.Times(0, 1, 0, 0))
+    good = cost.estimate(tiny, [], ["cpu"])
+    saved = json.loads(cost.cache_path().read_text())
+    if structure < 2:
+        broken = {"format": cost.FORMAT, **WRONG_STRUCTURES[structure]}
+    else:  # the keys kept, every value of the wrong shape or type
+        broken = {"format": cost.FORMAT,
+                  "shapes": {key: {"update_s": "1"} for key in saved["shapes"]},
+                  "counts": {key: {**value, "updates": -1} for key, value in saved["counts"].items()},
+                  "floor": {key: float("nan") for key in saved["floor"]},
+                  "process": {key: True for key in saved["process"]}}
+    cost.cache_path().write_text(json.dumps(broken))
+    assert cost.estimate(tiny, [], ["cpu"]) == good  # measured again, as with no cache
+    assert json.loads(cost.cache_path().read_text())["shapes"] == saved["shapes"]  # and the cache made sound

@@ -89,3 +89,39 @@ def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_
 def test_a_stacks_units_read_as_layers_times_width_in_the_tables():
     assert planned(hidden=10, options={"num_layers": 6}).units == "6 × 10"
     assert planned(hidden=64, options={}).units == planned(hidden=64, options={"num_layers": 1}).units == "64"
+
+
+def test_a_grids_file_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_path, monkeypatch):
+    """report.md, data.json, the plan and the picks were written in place: a full disk truncated the previous one
+    and was a traceback."""
+    import errno
+    import os
+    from nnrnn.errors import UserError
+    report = tmp_path / "report.md"
+    grid.write_whole(report, "the previous report\n")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(UserError, match="cannot write .*report.md \\(No space left on device\\).* run the same "
+                                        "command again"):
+        grid.write_whole(report, "a new report\n")
+    assert report.read_text() == "the previous report\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "report.md"]
+
+
+def test_a_grids_figure_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_path, monkeypatch):
+    import errno
+    import matplotlib.figure
+    from nnrnn.errors import UserError
+    from nnrnn.experiments.reporting import figures
+    path = tmp_path / "curves-copy.png"
+    path.write_bytes(b"the previous figure")
+
+    def full(fig, fname, *args, **kwargs):
+        open(fname, "wb").write(b"half a fig")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    with pytest.raises(UserError, match="cannot write .*curves-copy.png \\(No space left on device\\)"):
+        figures.save_whole(matplotlib.figure.Figure(), path)
+    assert path.read_bytes() == b"the previous figure" and [p.name for p in tmp_path.iterdir()] == [path.name]

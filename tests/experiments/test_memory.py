@@ -78,6 +78,31 @@ def test_a_rung_with_an_unfinished_run_ends_the_climb_there(tmp_path):
     assert {r.setting for r in climbed.planned} == {"copy-4"}
 
 
+@pytest.mark.parametrize("unfinished", [(2,), (0,), (1, 2)])
+def test_a_rung_with_some_runs_finished_and_some_not_ends_the_climb_there(unfinished, tmp_path):
+    """Seeds that finished (and solved: enough to climb on) beside one still training (its records, no outcome): the
+    ladder stops at that rung; it goes on only once every run of the rung has finished (the next invocation)."""
+    scale = toy_scale(tune=False)
+    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec["options"],
+                                 name=f"{s}-{seed}") for s, spec in scale["tasks"].items() for seed in (0, 1, 2)]
+    made = grid.Grid(tmp_path, "toy", scale, planned)
+    asked = []
+
+    def execute(rung: grid.Grid, stopped=unfinished) -> None:
+        asked.append(sorted({r.setting for r in rung.planned}))
+        for r in rung.planned:
+            folder = rung.run_folder(r)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in losses(1, r.options["T"])))
+            if r.seed not in stopped:  # the others were stopped mid-run (another process trains them)
+                outcome.write(folder, outcome.Outcome(outcome.LEARNED, "synthetic"))
+    climbed = memory_grid.climb(made, execute)
+    assert asked == [["copy-4"]] and {r.setting for r in climbed.planned} == {"copy-4"}
+    assert sum(grid.finished(made.run_folder(r)) for r in climbed.planned) == 3 - len(unfinished)
+    climbed = memory_grid.climb(made, lambda rung: execute(rung, stopped=()))  # the runs finish: it climbs on
+    assert asked[1:] == [["copy-4"], ["copy-8"]] and {r.setting for r in climbed.planned} == {"copy-4", "copy-8"}
+
+
 @pytest.fixture
 def toy(monkeypatch):
     """The toy ladder as a scale; the LSTM's validations report a loss far below the threshold (it solves every

@@ -135,12 +135,16 @@ def test_a_second_run_joins_the_same_study(sweep, tmp_path):
     out, _ = sweep
     storage = f"sqlite:///{out / 'study.db'}"
     study = run_sweep("copy", "nnrnn", 1, storage=storage, study="copy-nnrnn", out=str(out),
-                      train_options=TINIER)
+                      train_options=TINY)
     assert [t.number for t in study.get_trials()] == [0, 1, 2, 3]
     assert sorted(p.name for p in out.glob("trial-*"))[-1] == "trial-0003"
     # a study is tied to its task and model
     with pytest.raises(UserError, match="searches copy/nnrnn"):
         run_sweep("copy", "rnn", 1, storage=storage, study="copy-nnrnn", out=str(tmp_path), train_options=TINIER)
+    # and to its budget: trials of another length were ranked together with the first ones, no warning
+    with pytest.raises(UserError, match=f"holds trials of {TINY['steps']} updates each, not {TINIER['steps']}"):
+        run_sweep("copy", "nnrnn", 1, storage=storage, study="copy-nnrnn", out=str(out), train_options=TINIER)
+    assert len(study.get_trials()) == 4  # no trial added
 
 
 # --------------------------------------------------------------------------- several processes

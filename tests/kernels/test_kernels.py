@@ -6,6 +6,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -178,6 +179,41 @@ def test_nnrnn_cpp_0_turns_the_compiled_loops_off(fresh_loops, monkeypatch):
     monkeypatch.setattr(extension, "_build_loops", lambda *a: pytest.fail("must not compile"))
     assert extension.recurrence_loops() is None
     assert extension.loops_unavailable_reason() == "NNRNN_CPP=0"
+
+
+def _whole_library() -> bytes:
+    """A real compiled library (torch's own extension module) to cut short."""
+    return Path(torch._C.__file__).read_bytes()
+
+
+@pytest.mark.parametrize("cut", ["empty", "header", "half", "section table", "not elf"])
+def test_a_damaged_cached_library_is_compiled_again_never_loaded(cut, fresh_loops, monkeypatch, capsys):
+    """A library cut short (a full disk, a killed copy) would be mapped by the loader and kill the process with a
+    Bus error on the first page past its end; an empty one would fail to load for good, every run then falling
+    back to the Python loops with a line saying to install g++.  Either is compiled again, with one line saying so."""
+    whole = _whole_library()
+    section_table = int.from_bytes(whole[40:48], "little")  # e_shoff: the section headers, near the file's end
+    damaged = {"empty": b"", "header": whole[:40], "half": whole[:len(whole) // 2],
+               "section table": whole[:section_table + 1],
+               "not elf": b"#!/bin/sh\n" + whole[10:]}[cut]
+    target = fresh_loops / (extension._loops_name() + ".so")
+    target.write_bytes(damaged)
+    monkeypatch.setattr(extension, "_import_from", lambda *a: pytest.fail("a damaged library must not be loaded"))
+    built = []
+    monkeypatch.setattr(extension, "_build_loops", lambda name, where: built.append(where) or "rebuilt")
+    assert extension.recurrence_loops() == "rebuilt"
+    assert built == [target] and not target.exists()  # removed, for the build to rename a whole one into place
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"cached compiled loops {target} are damaged" in lines[0], lines
+    assert "compiling them again" in lines[0] and "g++" not in lines[0]
+
+
+def test_a_whole_cached_library_is_loaded_without_compiling(fresh_loops, monkeypatch):
+    target = fresh_loops / (extension._loops_name() + ".so")
+    target.write_bytes(_whole_library())
+    monkeypatch.setattr(extension, "_import_from", lambda path, name: ("loaded", path))
+    monkeypatch.setattr(extension, "_build_loops", lambda *a: pytest.fail("must not compile"))
+    assert extension.recurrence_loops() == ("loaded", target)
 
 
 @pytest.mark.subprocess

@@ -47,3 +47,25 @@ def test_memory_check_is_four_float32_copies_of_three_n_squared_plus_four_n(monk
     monkeypatch.setattr(resources, "available_memory", lambda: needed - 1)
     with pytest.raises(UserError, match="--hidden 1000 needs at least"):
         resources.check_memory({"hidden": n})
+
+
+def test_the_memory_check_counts_every_layer_of_a_stack(monkeypatch):
+    """--num-layers 100000 --hidden 8 passed a check that counted one layer, then grew past 19 GB."""
+    n, layers = 8, 1000
+    one = 4 * 4 * (3 * n * n + 4 * n)
+    monkeypatch.setattr(resources, "available_memory", lambda: 10 * one)
+    resources.check_memory({"hidden": n, "num_layers": 1})  # one layer fits
+    with pytest.raises(UserError, match=f"{layers} layers of --hidden {n} needs at least .* lower --num-layers"):
+        resources.check_memory({"hidden": n, "num_layers": layers})
+
+
+def test_the_activations_of_every_layer_are_counted(monkeypatch):
+    class Task:
+        def batch_shapes(self):
+            return (100, 10), (100, 10)
+    n, layers = 8, 1000
+    state = layers * (4 * 4 * (3 * n * n + 4 * n) + resources.LAYER_OBJECT_BYTES)
+    monkeypatch.setattr(resources, "available_memory", lambda: state + 2 * 4 * n * 3 * 100 * 10 * 1)
+    resources.check_memory({"hidden": n, "num_layers": layers})  # the state fits
+    with pytest.raises(UserError, match=f"100 steps at {layers} layers of {n} hidden units .* --num-layers or"):
+        resources.check_memory({"hidden": n, "num_layers": layers}, Task())

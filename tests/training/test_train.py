@@ -1035,6 +1035,31 @@ def test_a_step_schedule_run_logs_the_rate_each_update_used_and_divides_it_after
     assert per_epoch >= 2 and rates == pytest.approx([1e-3] * per_epoch + [1e-4] * per_epoch)
 
 
+def test_a_signal_during_a_long_update_or_a_second_signal_stops_at_once(tmp_path, monkeypatch):
+    """An update that runs for minutes (a huge stack) made SIGTERM wait for it: past the grace, and on a second
+    signal, the run stops at once on its last checkpoint."""
+    import signal
+    from nnrnn.training import interrupt
+    last = tmp_path / "last.pt"
+    with StopRequested(last) as stop:
+        stop.updating(True)
+        os.kill(os.getpid(), signal.SIGTERM)  # a short update so far: recorded, the update goes on
+        assert stop.signal == signal.SIGTERM
+        with pytest.raises(errors_module.Interrupted) as again:
+            os.kill(os.getpid(), signal.SIGINT)  # a second signal: at once
+        assert again.value.path == last and again.value.signum == signal.SIGINT
+    with StopRequested(last) as stop:
+        stop.updating(True)
+        monkeypatch.setattr(interrupt, "GRACE_S", 0.0)
+        time.sleep(0.01)
+        with pytest.raises(errors_module.Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)  # an update past the grace: at once
+    with StopRequested(last) as stop:
+        stop.updating(False)
+        os.kill(os.getpid(), signal.SIGTERM)  # between updates: the loop checkpoints first
+        assert stop.signal == signal.SIGTERM
+
+
 def test_a_run_whose_output_is_not_a_terminal_says_its_duration_and_its_pace(tmp_path, capsys, monkeypatch):
     """Redirected (a batch job's log), no bar shows: the run printed nothing until its first validation, and never
     how long it would take."""

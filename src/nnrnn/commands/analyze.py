@@ -12,7 +12,7 @@ from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
-from ..models import NonNormalLRU
+from ..models import MODELS
 from ..training.network import initial_network, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
@@ -48,6 +48,13 @@ def training_gradient_norms(path) -> list[tuple[int, float]]:
     return [(r["step"], r["grad_norm"]) for r in read_metrics(path) if r.get("split") == "train" and "grad_norm" in r]
 
 
+def analysable_models() -> list[str]:
+    """The models whose runs analyze reads: those with a recurrent matrix, and the nnLRU (its own figures)."""
+    return [name for name, cls in MODELS.items()
+            if (hasattr(cls, "recurrent_matrix") or issubclass(cls, torch.nn.RNNBase) or cls.LINEAR_ANALYSIS)
+            and not cls.COMPLEX_RECURRENCE]  # refused: its V is complex
+
+
 def main(args) -> int:
     model, config, saved, source = load_saved(args.path)
     step = saved.get("step")
@@ -55,6 +62,14 @@ def main(args) -> int:
     if getattr(type(layer), "COMPLEX_RECURRENCE", False):
         raise UserError(f"nnrnn analyze reads real recurrent matrices and {args.path} holds a complex nnRNN, whose V "
                         f"is complex; its eigenvalues are its factors' γ·e^(iθ) exactly (schur_form().eigenvalues())")
+    if not getattr(type(layer), "LINEAR_ANALYSIS", False):
+        try:
+            recurrent_layer(model)
+        except TypeError:  # before "analysed" is printed: nothing here would be
+            what = config.get("model") if isinstance(config, dict) else None
+            raise UserError(f"nnrnn analyze reads a recurrent weight matrix, and {args.path} holds a "
+                            f"{what or type(layer).__name__} network, which has none (its recurrence is "
+                            f"elementwise); analyze a run of {', '.join(analysable_models())}") from None
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         raise UserError(f"{source} holds NaN or inf parameters (a diverged run?), which have no spectrum or Schur "
                         f"form; analyze a checkpoint saved before it diverged")
@@ -64,6 +79,16 @@ def main(args) -> int:
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     name = run_name(args.path)
+    try:
+        return _analyse(args, model, out, name, extra)
+    except OSError as error:  # a full disk, above all: the figures and summary are all this writes, into --out
+        raise UserError(f"cannot write the analysis into {out} ({error.strerror or error}); free some space or choose "
+                        f"another --out, then run nnrnn analyze again (the run itself is unchanged)") from None
+
+
+def _analyse(args, model, out: Path, name: str, extra: dict) -> int:
+    """The figures and summary.json of ``model`` written into ``out``, and the lines saying what they show."""
+    layer = getattr(model, "rnn", model)
     if getattr(type(layer), "LINEAR_ANALYSIS", False):
         return _linear(layer, out, name, extra)
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
@@ -84,7 +109,7 @@ def main(args) -> int:
     return 0
 
 
-def _linear(layer: NonNormalLRU, out: Path, name: str, extra: dict) -> int:
+def _linear(layer: torch.nn.Module, out: Path, name: str, extra: dict) -> int:
     """An nnlru's recurrence is linear: its eigenvalues, |T| and exact Fisher memory curve (nnrnn.analysis.linear);
     the Schur-form and gradient figures of the other models do not apply to its block."""
     with hold(out):

@@ -1,15 +1,34 @@
 """``nnrnn reproduce --scale SCALE``: run the paper's grid at a scale and write its report."""
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from pathlib import Path
 
 from ..errors import UserError
 from ..experiments.grids import SCALES
+from ..experiments.reporting import compact
 from ..experiments.planning.cluster import CONNECT_TIMEOUT_S
 from ..experiments.reproduce import regenerate, reproduce
 from ..models import MODELS
 from ..training import runlock
+
+
+# what Ray reads as a cluster's address: auto, local, HOST:PORT, or a client's ray://HOST[:PORT]
+_ADDRESS = re.compile(r"(?:ray://(?P<client>[^\s:/]+)(?::(?P<client_port>\d+))?|(?P<host>[^\s:/]+):(?P<port>\d+))")
+
+
+def cluster_address(value: str) -> str:
+    """``--cluster``'s value, checked where it is parsed: Ray refuses anything else with a ValueError traceback
+    (an empty or spaced address), or waits on it."""
+    match = _ADDRESS.fullmatch(value)
+    ports = [int(p) for p in (match.group("port"), match.group("client_port")) if p] if match else []
+    if value in ("auto", "local") or (match and all(0 < port < 65536 for port in ports)):
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r} is not a cluster's address; give auto (the cluster this "
+                                     f"machine joined), local (a new one here) or HOST:PORT of its head "
+                                     f"(e.g. 10.0.0.5:6379)")
 
 
 def add_arguments(p) -> None:
@@ -30,7 +49,8 @@ def add_arguments(p) -> None:
                    "cuda:1 ..., or cpu; default: every visible GPU, else the CPU)")
     p.add_argument("--runs-per-device", dest="runs_per_device", type=int, help="runs trained at once on each "
                    "device (default 1 on a GPU; on the CPU it replaces --jobs)")
-    p.add_argument("--cluster", help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
+    p.add_argument("--cluster", type=cluster_address,
+                   help="train the runs and searches as tasks of a Ray cluster: auto (the cluster this "
                    f"machine joined), its ADDRESS (HOST:PORT; nothing answering there within {CONNECT_TIMEOUT_S} s "
                    "is an error), or local (a cluster started on this machine for the grid); --out must be on a "
                    "filesystem every node sees (pip install 'nnrnn[ray]'; docs/training.md)")
@@ -57,8 +77,11 @@ def check_compact(path: Path) -> None:
         raise UserError(f"{path} is not a grid's compact data ({error}); give the data.json beside a grid's "
                         f"report") from None
     missing = [key for key in COMPACT_KEYS if key not in data] if isinstance(data, dict) else list(COMPACT_KEYS)
-    if missing or data["scale"] not in SCALES:
+    if missing or not isinstance(data["scale"], str) or data["scale"] not in SCALES:
         what = f"it lacks {', '.join(missing)}" if missing else f"unknown scale {data['scale']!r}"
+        raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
+    what = compact.problem(data, SCALES[data["scale"]]["tasks"])  # its parts' types, and runs of this scale's own
+    if what:
         raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
 
 

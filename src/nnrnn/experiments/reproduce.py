@@ -41,7 +41,8 @@ from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.pace import Countdown
 from ..training.train import train
-from .planning.grid import TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches
+from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches,
+                            write_whole)
 from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES, planned_grid
 from .planning.cost import estimate
@@ -325,11 +326,11 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
             key = presets.table_key(search["task"], search["options"].get("bptt"))
             variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
             picks.setdefault(key, {})[search["label"]] = {**variant, **best}
-    files.tuned.write_text(json.dumps(picks, indent=1, sort_keys=True) + "\n")
-    files.preset.write_text(json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
+    write_whole(files.tuned, json.dumps(picks, indent=1, sort_keys=True) + "\n")
+    write_whole(files.preset, json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
     trials = {folder.name: trial_records(_study(folder, search)) for folder, search in todo.items()
               if holds_study(folder)}
-    files.trials.write_text(json.dumps(trials, indent=1, sort_keys=True) + "\n")
+    write_whole(files.trials, json.dumps(trials, indent=1, sort_keys=True) + "\n")
     return picks
 
 

@@ -9,6 +9,7 @@ import logging
 import os
 import platform
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -95,6 +96,46 @@ def _build_loops(name: str, target: Path):
     return module
 
 
+def _damage(path: Path) -> str:
+    """Why the cached library at ``path`` cannot be loaded whole ("" where it can): empty, not an ELF file, or shorter
+    than its own header says (a full disk or a killed copy cuts it short).  Checked before loading because the
+    loader maps the file: reading a page past the end of a truncated library kills the process with SIGBUS, no
+    exception to catch.  The section headers sit at the file's end and every loaded segment within it, so a cut
+    anywhere is seen; a format this does not know (not 64-bit little-endian ELF) is left to the loader."""
+    size = path.stat().st_size
+    if size == 0:
+        return "empty"
+    with path.open("rb") as f:
+        header = f.read(64)
+        if header[:4] != b"\x7fELF":
+            return "not a compiled library"
+        if header[4:6] != b"\x02\x01" or len(header) < 64:
+            return "" if len(header) == 64 else "cut short"
+        phoff, shoff = struct.unpack_from("<QQ", header, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", header, 54)
+        if shoff + shentsize * shnum > size or phoff + phentsize * phnum > size:
+            return "cut short"
+        f.seek(phoff)
+        for _ in range(phnum):
+            entry = f.read(phentsize)
+            offset, filesz = struct.unpack_from("<Q", entry, 8)[0], struct.unpack_from("<Q", entry, 32)[0]
+            if offset + filesz > size:
+                return "cut short"
+    return ""
+
+
+def _cached_or_built(name: str, target: Path):
+    """The cached library where it is whole, else a fresh build in its place (one line says why)."""
+    if target.exists():
+        damage = _damage(target)
+        if not damage:
+            return _import_from(target, name)
+        print(f"nnrnn: the cached compiled loops {target} are damaged ({damage}); compiling them again",
+              file=sys.stderr, flush=True)
+        target.unlink()  # the build renames a whole library into place; unlinking first means no reader maps this one
+    return _build_loops(name, target)
+
+
 def _short_reason(error: Exception) -> str:
     """The line of a failed build that says what went wrong (not the compiler's command lines)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -120,7 +161,7 @@ def recurrence_loops():
             try:
                 name = _loops_name()
                 target = extensions_dir() / (name + ".so")
-                _loops["module"] = _import_from(target, name) if target.exists() else _build_loops(name, target)
+                _loops["module"] = _cached_or_built(name, target)
             except Exception as error:  # any failure to build or load means: use the Python loops
                 _loops["reason"] = _short_reason(error)
                 print(f"nnrnn: the C++ recurrence loops are unavailable ({_loops['reason']}), so the slower "

@@ -3,6 +3,7 @@ half-written checkpoint, whenever the writer is killed."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,16 +27,17 @@ def _umask() -> int:
         return mask
 
 
-def atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write, again: str = "continue with --resume") -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.  The file gets the
-    mode a plain ``open(path, "w")`` would give it (0666 less the umask), not mkstemp's private 0600."""
+    mode a plain ``open(path, "w")`` would give it (0666 less the umask), not mkstemp's private 0600.  A failure
+    (a full disk) is a UserError ending with ``again``, how to go on once it is fixed."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as error:
         raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is unchanged; "
-                        f"fix the folder, then continue with --resume") from None
+                        f"fix the folder, then {again}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~_umask())
@@ -48,13 +50,30 @@ def atomic_write(path: Path, write) -> None:
             os.unlink(tmp)
         if isinstance(error, OSError):  # a full disk above all: the file it would have replaced stays whole
             raise UserError(f"cannot write {path} ({error.strerror}); the previous {path.name}, if any, is "
-                            f"unchanged; free some space, then continue with --resume") from None
+                            f"unchanged; free some space, then {again}") from None
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+    except OSError as error:  # the new file is in place, but the disk did not confirm it
+        raise UserError(f"cannot write {path} ({error.strerror}); the disk did not confirm the new {path.name}; "
+                        f"fix the disk, then {again}") from None
+
+
+def replace_whole(path: Path, write) -> None:
+    """``write(tmp)`` writes a file by name (a figure's ``savefig``) into a private folder beside ``path``, under
+    ``path``'s own name; it is then renamed over ``path``: whole or not at all.  An OSError (a full disk) leaves
+    the previous file and no stray temporary one."""
+    path = Path(path)
+    folder = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        write(folder / path.name)
+        os.replace(folder / path.name, path)
     finally:
-        os.close(dir_fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def save(path: Path, payload: dict) -> None:

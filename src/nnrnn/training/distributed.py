@@ -32,7 +32,7 @@ ACKNOWLEDGE_S = 10.0  # how long a failing rank waits for the others to have pri
 
 def setup(device: torch.device) -> tuple[int, int]:
     """(rank, world size); initialises the process group when launched by torchrun."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = world_size()
     if world == 1:
         return 0, 1
     if device.type == "cuda" and "LOCAL_RANK" in os.environ:
@@ -221,3 +221,17 @@ def cleanup() -> None:
             dist.barrier()
         finally:
             dist.destroy_process_group()
+
+
+def world_size() -> int:
+    """The processes torchrun started (WORLD_SIZE, 1 without it), read where it is parsed: a value that is no
+    positive integer is a UserError naming it, not int()'s traceback."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    try:
+        world = int(value)
+    except ValueError:
+        world = 0
+    if world < 1:
+        raise UserError(f"WORLD_SIZE={value!r} is not a number of processes; unset it to train in one process, or "
+                        f"start the run with torchrun, which sets it")
+    return world

@@ -10,7 +10,7 @@ from torch import nn
 
 from . import checkpoint, runfolder
 from .config import absolute_dir, model_options
-from .options import DEFAULT_EMBEDDING, DEFAULTS, saved_options
+from .options import DEFAULT_EMBEDDING, DEFAULTS, RESUMABLE, flag, saved_options
 from ..data.paths import DataNotFound
 from ..errors import OptionError, RunNotFound, UserError
 from ..models import create
@@ -202,12 +202,36 @@ def load_saved(path, device="cpu") -> Saved:
             raise RunNotFound(f"{path} holds no run: it has no {runfolder.BEST} or {runfolder.LAST}", path)
         path = best_checkpoint(path)
     saved = checkpoint.load(path, map_location=device)
+    if path.parent.name == runfolder.CHECKPOINTS and isinstance(saved.get("config"), dict):
+        shown = foreign_options(path.parent.parent, saved["config"])
+        if shown:  # as a resume refuses it: scored, it would pass for this run's result
+            raise UserError(f"{path} is another run's checkpoint, not this run's ({shown}); put the run's own "
+                            f"{path.name} back, or give the other run's folder")
     config, weights = saved_options(saved["config"]), saved["model"]
     sizes = saved.get("sizes") or _sizes_from_weights(config, weights)
     net = build_network(config, sizes["input_size"], sizes["output_size"], sizes["predict_at"], sizes["vocab_size"])
     check_weights(net, weights, path)
     net.load_state_dict(weights)
     return Saved(net.to(device), config, saved, path)
+
+
+def foreign_options(folder: Path, before: dict) -> str:
+    """The options that may not change on resume and differ between a checkpoint's configuration ``before`` and
+    the run folder's config.json ("" where none do, or the folder has no readable config.json: then the checkpoint's
+    configuration is all there is): a checkpoint copied in from another run shows here.  Read wherever a checkpoint
+    of a run folder is (a resume, ``nnrnn eval``, ``nnrnn analyze``)."""
+    path = runfolder.config_file(folder)
+    if not path.is_file():  # a run from before config.json was written first: the checkpoint is all there is
+        return ""
+    try:
+        own = runfolder.read_config(path)
+    except UserError:  # a damaged config.json: the checkpoint's configuration is the run's
+        return ""
+    value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
+    differ = [key for key in sorted(set(own) | set(before))
+              if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
+    return "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
+                     for key in differ)
 
 
 def load_model(path) -> tuple[nn.Module, dict]:

@@ -132,7 +132,8 @@ def read(folder: Path) -> Outcome | None:
     folder = Path(folder)
     try:
         saved = json.loads((folder / FILE).read_text())
-        return Outcome(**{k: saved.get(k) for k in ("name", "reason", "best", "baseline", "chance", "solved_at")})
+        if isinstance(saved, dict) and isinstance(saved.get("name"), str):  # another structure: none recorded
+            return Outcome(**{k: saved.get(k) for k in ("name", "reason", "best", "baseline", "chance", "solved_at")})
     except (OSError, ValueError, TypeError):
         pass
     if (folder / LEGACY_MARKER).is_file():

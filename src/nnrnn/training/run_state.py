@@ -12,9 +12,8 @@ from torch import nn
 from ..kernels import policy as kernel_policy
 from . import checkpoint, distributed, runfolder
 from .config import check_resumable
-from .options import DEFAULTS, RESUMABLE, flag
 from ..errors import UserError
-from .network import check_weights, network_sizes
+from .network import check_weights, foreign_options, network_sizes
 from .step import CapturedStep, TrainStep, capturable
 
 CHECKPOINT_KEYS = ("config", "model", "optimizer", "schedule", "rng", "step", "best", "window", "bad_steps", "state")
@@ -139,18 +138,7 @@ def check_own_checkpoint(training: Training, before: dict) -> None:
     """UserError naming every option that may not change on resume and differs between ``last.pt``'s
     configuration ``before`` and the run folder's config.json: a checkpoint copied in from another run, which a
     resume must neither continue nor write its options over the run's own (config.json, metrics) with."""
-    path = runfolder.config_file(training.folder)
-    if not path.is_file():  # a run from before config.json was written first: last.pt is all there is
-        return
-    try:
-        own = runfolder.read_config(path)
-    except UserError:  # a damaged config.json: last.pt's configuration is the run's, and the resume writes it back
-        return
-    value = lambda config, key: config.get(key, DEFAULTS.get(key))  # noqa: E731  (options added since: defaults)
-    differ = [key for key in sorted(set(own) | set(before))
-              if key not in RESUMABLE and key != "out" and value(own, key) != value(before, key)]
-    if differ:
-        shown = "; ".join(f"{flag(key)} {value(before, key)!r} there, {value(own, key)!r} in {runfolder.CONFIG}"
-                          for key in differ)
+    shown = foreign_options(training.folder, before)
+    if shown:
         raise UserError(f"{training.last_path} is another run's checkpoint, not this run's ({shown}); put the run's "
                         f"own last.pt back, or resume the other run in its own folder")

@@ -155,7 +155,17 @@ def find_runs(folder: Path) -> list[Path]:
     """The run folders in ``folder`` (itself, or any folder below it, that holds config.json and metrics.jsonl),
     sorted by path."""
     folder = Path(folder)
-    found = {p.parent for p in folder.rglob(runfolder.METRICS) if runfolder.config_file(p.parent).is_file()}
+    found, seen = set(), set()
+    # linked folders followed (a grid's OUT/runs is a link to the folder its runs are shared in, reproduce --runs),
+    # each real folder once, so that a link to a folder above it is no endless walk
+    for where, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(where)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        if runfolder.METRICS in files and runfolder.config_file(where).is_file():
+            found.add(Path(where))
     return sorted(found)
 
 
@@ -186,6 +196,8 @@ def run_summary(folder: Path, monitor_of) -> dict:
         config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         config = {}
+    if not isinstance(config, dict):  # one row saying so (nnrnn runs), not the end of the listing
+        runfolder.read_config(runfolder.config_file(folder))  # raises its UserError naming the file
     records = read_metrics(folder)
     try:
         metric, mode = monitor_of(config.get("task"))
@@ -208,7 +220,7 @@ def run_summary(folder: Path, monitor_of) -> dict:
             "step": step, "metric": metric,
             "best": f"{metric} {(min if mode == 'min' else max)(valid):.4g}" if valid else "-",
             # the test score of the run as it ended: one logged before a resume for more updates is not its own
-            "test": f"{metric} {test[metric]:.4g}" if test is not None and metric in test
+            "test": f"{metric} {test[metric]:.4g}" if test is not None and isinstance(test.get(metric), (int, float))
             and outcome.finished(ended, records) else "-",
             "status": status}
 
@@ -280,6 +292,8 @@ def run_title(folder: Path) -> str | None:
         config = json.loads(runfolder.config_file(folder).read_text())
     except (OSError, ValueError):
         return Path(folder).name + said
+    if not isinstance(config, dict):  # another structure: the folder's name alone
+        return Path(folder).name + said
     name = "" if Path(folder).name == config.get("task") else f": {Path(folder).name}"  # not "copy, …: copy"
     return f"{config.get('task')}, {config.get('model')} with {config.get('hidden')} units{name}{said}"
 
@@ -292,6 +306,13 @@ def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
         return None
     import matplotlib.pyplot as plt
     path = Path(folder) / runfolder.CURVES
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    # beside it, then renamed over it: a full disk leaves the previous figure, never a half-written one, and
+    # says so in one line (the curves are drawn again from metrics.jsonl by the next --resume)
+    try:
+        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=120))
+    except OSError as error:
+        raise UserError(f"cannot write {path} ({error.strerror}); free some space, then continue with --resume "
+                        f"(the run's checkpoints and metrics are unchanged)") from None
+    finally:
+        plt.close(fig)
     return path

@@ -188,9 +188,11 @@ def finish(training: Training) -> dict:
         log = MetricsLog(training.folder, training.progress.step)
         try:
             test = score_test(training, log)
-        finally:
-            log.close()
-            plot_curves(training.folder, training.task.references())
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first failure is the one reported
+                close_log_and_plot(training, log)
+            raise
+        close_log_and_plot(training, log)
         conclude(training, final_outcome(training))
         return result(training.folder, training.main, test)
     if not (training.folder / runfolder.CURVES).exists():
@@ -220,10 +222,12 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                 log=lambda line: print(line, flush=True))
     last_valid = last_train = None
     training.net.train()
-    try:
-        with StopRequested() as stop:
+    with closing(training, log, bar):
+        with StopRequested(training.last_path) as stop:
             while state.step < training.steps:
+                stop.updating(True)
                 update(training, log)
+                stop.updating(False)
                 done = state.step
                 bar.update(1)
                 pace.update(done, latest_loss(state.window, last_train))
@@ -248,16 +252,38 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
                     save(training)
                     raise Interrupted(stop.signal, training.last_path)
         test = score_test(training, log)
-    finally:
-        bar.close()
-        if training.main:
-            log.close()
-            plot_curves(training.folder, task.references())
     check_converged(training, last_valid)
     if training.main:
         print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
         conclude(training, final_outcome(training))
     return result(training.folder, training.main, test)
+
+
+@contextlib.contextmanager
+def closing(training: Training, log: MetricsLog | None, bar):
+    """The progress bar closed, the metrics file closed and the curves drawn after the loop, whatever ends it; the
+    first failure is the one reported: a cleanup failing too (a full disk) stays quiet then."""
+    try:
+        yield
+    except BaseException:
+        bar.close()
+        if training.main:
+            with contextlib.suppress(Exception):
+                close_log_and_plot(training, log)
+        raise
+    bar.close()
+    if training.main:
+        close_log_and_plot(training, log)
+
+
+def close_log_and_plot(training: Training, log: MetricsLog) -> None:
+    """The metrics file closed (a full disk fails its last flush: one line) and the curves drawn."""
+    try:
+        log.close()
+    except OSError as error:
+        raise UserError(f"cannot write {log.path} ({error.strerror}); free some space, then continue with --resume "
+                        f"(the last checkpoint is unchanged)") from None
+    plot_curves(training.folder, training.task.references())
 
 
 def announce(training: Training, restoring: bool) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from ...errors import UserError
+from ...errors import ClusterLost, NnrnnError, UserError
 from ...training.pace import Countdown
 
 RETRIES = 3  # a task whose worker died is run again this many times before the grid gives up on it
@@ -94,6 +94,13 @@ def _task(work, folder: Path, item, gpus: bool) -> str:
     return work(folder, item, None if gpus else 1, "cuda:0" if gpus else "cpu")
 
 
+def _run_error(error, ray) -> Exception:
+    """What a run's own failure through the cluster raises: its own error where it is nnrnn's (a full disk, a
+    refusal: its one line, as the local path prints it, not Ray's wrapped traceback), else Ray's."""
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(cause, NnrnnError) else error
+
+
 def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: bool = False) -> None:
     """``work(folder, item, threads, device)`` for every (folder, item) of ``units`` (several may share a folder: a
     search's trials) as tasks of the Ray cluster at ``address`` (``auto``: the one this machine has joined;
@@ -106,16 +113,28 @@ def run_on_cluster(address: str, units: list, work, what: str, log=print, gpus: 
     log(f"{len(units)} {what} on the Ray cluster at {address}, {'one GPU' if gpus else 'one CPU'} each")
     # absolute paths: a worker's working directory is not this process's
     running = {remote.remote(work, Path(folder).resolve(), item, gpus): Path(folder) for folder, item in units}
-    countdown, failed = Countdown(len(units)), []
-    while running:
-        ready, _ = ray.wait(list(running), num_returns=1)
-        folder = running.pop(ready[0])
-        try:
-            line = ray.get(ready[0])
-        except ray.exceptions.WorkerCrashedError:
-            failed.append(folder.name)
-            line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
-        log(f"{countdown.done()} {line}{countdown.left()}")
+    countdown, failed, finished = Countdown(len(units)), [], 0
+    # a task whose worker died (killed, out of memory, its node lost) is retried by Ray; these are what ray.get
+    # raises once the retries are spent: the grid goes on with the other tasks and reports it at the end
+    died = tuple(getattr(ray.exceptions, name) for name in ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")
+                 if hasattr(ray.exceptions, name))
+    try:
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            folder = running.pop(ready[0])
+            try:
+                line = ray.get(ready[0])
+                finished += 1
+            except died:
+                failed.append(folder.name)
+                line = f"{folder.name}: its worker died {RETRIES + 1} times; its checkpoint is kept"
+            log(f"{countdown.done()} {line}{countdown.left()}")
+    except ray.exceptions.RayError as error:
+        raise _run_error(error, ray) if isinstance(error, ray.exceptions.RayTaskError) else ClusterLost(
+            f"the Ray cluster at {address} failed mid-grid ({type(error).__name__}: "
+            f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}); {finished} of the "
+            f"{len(units)} {what} had finished and are kept; once the cluster is back, the same command continues "
+            f"(interrupted runs resume from their last checkpoints)") from None
     if failed:
         raise UserError(f"the workers training {', '.join(failed)} died (killed, or out of memory); run the same "
                         f"command again to continue (finished runs are kept, interrupted ones resume)")

@@ -25,6 +25,7 @@ import contextlib
 import heapq
 import io
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -99,7 +100,25 @@ def _read_cache() -> dict:
         saved = None
     if not (isinstance(saved, dict) and saved.get("format") == FORMAT):
         return {part: {} for part in PARTS}
-    return {part: saved.get(part, {}) for part in PARTS}
+    # a cache of this format but another structure (edited, or written by a broken copy) is read as far as it is
+    # sound: an entry that is not what its part holds is measured again, never a traceback in --plan
+    return {part: {key: value for key, value in saved[part].items() if _sound(part, value)}
+            if isinstance(saved.get(part), dict) else {} for part in PARTS}
+
+
+def _sound(part: str, value) -> bool:
+    """Whether ``value`` is what the cache's ``part`` holds: seconds (a finite number >= 0), a shape's
+    :class:`Times` or a run's :class:`Counts` (non-negative integers)."""
+    def seconds(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+    if part in ("floor", "process"):
+        return seconds(value)
+    fields = Times.__dataclass_fields__ if part == "shapes" else Counts.__dataclass_fields__
+    if not (isinstance(value, dict) and set(value) == set(fields)):
+        return False
+    if part == "shapes":
+        return all(seconds(x) for x in value.values())
+    return all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value.values())
 
 
 def _write_cache(fresh: dict) -> None:

@@ -16,7 +16,7 @@ from ...models import PAPER_MODELS, hidden_size_for, model_class, parameter_coun
 from ...tasks import make_task, task_class
 from ...training.config import DEFAULTS, model_options, resolve_config
 from ...training.network import embedding_width
-from ...training import outcome
+from ...training import checkpoint, outcome
 from ...training.runlog import read_metrics
 from ..judging import rules
 
@@ -398,8 +398,7 @@ def record_plan(out: Path, scale: str, spec: dict | None = None) -> dict:
         record["tune"] = json.loads(json.dumps(spec["tune"]))
         # and what each setting searched for: a label whose every trial failed has no runs to tell it
         record["labels"] = {name: setting_labels(setting) for name, setting in spec.get("tasks", {}).items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_whole(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
 
 
@@ -407,3 +406,12 @@ def recorded_rules(out: Path) -> dict | None:
     """The rules' values a grid recorded when it started; None for a grid that recorded none."""
     path = GridFolder(Path(out)).plan_record
     return json.loads(path.read_text()).get("rules") if path.is_file() else None
+
+
+AGAIN = "run the same command again (finished runs are kept, interrupted ones resume)"  # how a grid goes on
+
+
+def write_whole(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all (a temporary file renamed over it): a full disk leaves the
+    previous file, and says so in one line ending with how the grid goes on (:data:`AGAIN`)."""
+    checkpoint.atomic_write(path, lambda f: f.write(text.encode()), again=AGAIN)

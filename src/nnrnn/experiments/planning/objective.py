@@ -98,7 +98,7 @@ class _Objective:
             trial.set_user_attr("stopped", "diverged")
             trial.set_user_attr("reason", str(exc))
             raise optuna.TrialPruned(str(exc)) from None
-        except Interrupted as exc:
+        except (Interrupted, UserError) as exc:  # a signal, or what ends any run (a full disk): the sweep ends too
             return self._interrupted(trial, exc)
         finally:
             if best["step"] is not None:
@@ -111,12 +111,14 @@ class _Objective:
                                          if isinstance(v, (int, float))})
         return self.searching.value(held_to(curve, planned_steps(config)), self.mode == "min")
 
-    def _interrupted(self, trial, exc: Interrupted) -> float:
-        """The run is checkpointed: the trial is marked FAIL (a NaN value does, without a traceback in the log), no
-        other trial starts, and run_sweep re-raises ``exc``.  Optuna would warn twice that NaN "is not acceptable",
-        which reads as a diverged run: its warnings are off until run_sweep puts its verbosity back."""
+    def _interrupted(self, trial, exc: Interrupted | UserError) -> float:
+        """The run is checkpointed (interrupted) or could not go on (a UserError: a full disk, a folder in use): the
+        trial is marked FAIL (a NaN value does, without a traceback in the log: Optuna logs a trial's exception
+        with its traceback, which was the sweep's last words), no other trial starts, and run_sweep re-raises
+        ``exc``, one line.  Optuna would warn twice that NaN "is not acceptable", which reads as a diverged run:
+        its warnings are off until run_sweep puts its verbosity back."""
         import optuna
-        trial.set_user_attr("stopped", "interrupted")
+        trial.set_user_attr("stopped", "interrupted" if isinstance(exc, Interrupted) else "failed")
         trial.set_user_attr("reason", str(exc))
         self.interrupted = exc
         trial.study.stop()

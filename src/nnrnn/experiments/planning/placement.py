@@ -32,6 +32,9 @@ def check_devices(devices: list[str]) -> list[str]:
             raise OptionError(f"--devices {given!r} is not a device; use cpu or cuda:N (e.g. cuda:0 cuda:1)") from None
         if device.type not in ("cpu", "cuda"):
             raise OptionError(f"--devices {given}: nnrnn trains on cpu or cuda:N")
+        if device.type == "cpu" and device.index not in (None, 0):  # as --device: there is one CPU
+            raise OptionError(f"--devices {given}: there is one cpu device; use --devices cpu (with --jobs or "
+                              f"--runs-per-device for several runs on it)")
         named.append(CPU if device.type == "cpu" else f"cuda:{device.index or 0}")
     if len(set(named)) != len(named):
         raise OptionError(f"--devices names a device twice ({' '.join(devices)}); give --runs-per-device for "

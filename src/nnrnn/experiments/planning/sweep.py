@@ -100,7 +100,8 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
     url = storage or default_storage(out)
     name = study or f"{task}-{model}"
     the_study = _create_study(url, name, "minimize" if mode == "min" else "maximize", sampler, pruner)
-    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode})
+    _claim_study(the_study, url, name, {"task": task, "model": model, "monitor": monitor, "mode": mode,
+                                        "budget": planned_steps(base)})
 
     if searching.first and not the_study.trials:
         queue_published(the_study, task, model, options, preset, space)
@@ -113,14 +114,24 @@ def run_sweep(task: str, model: str, trials: int, storage: str | None = None, st
             return the_study
     print(f"[sweep] study {name!r} in {_shown(url)}: {len(the_study.trials)} trials so far; running {trials} "
           f"more here, searching {', '.join(space) or 'nothing'}", flush=True)
-    verbosity = optuna.logging.get_verbosity()
-    try:
-        the_study.optimize(objective, n_trials=trials, timeout=timeout, callbacks=callbacks, gc_after_trial=True)
-    finally:
-        optuna.logging.set_verbosity(verbosity)
+    _optimize(the_study, objective, url, n_trials=trials, timeout=timeout, callbacks=callbacks)
     if objective.interrupted is not None:
         raise objective.interrupted
     return the_study
+
+
+def _optimize(the_study, objective, url: str, **options) -> None:
+    """``the_study.optimize(objective, **options)``, Optuna's verbosity put back after it; a storage Optuna cannot
+    write (a full disk: its StorageInternalError) is one line."""
+    import optuna
+    verbosity = optuna.logging.get_verbosity()
+    try:
+        the_study.optimize(objective, gc_after_trial=True, **options)
+    except optuna.exceptions.StorageInternalError as error:
+        raise UserError(f"cannot write the study's storage {_shown(url)} ({_first_line(error)}); free some space, "
+                        f"then run the same sweep again (the trials it holds are kept)") from None
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
 def queue_published(study, task: str, model: str, options: dict, preset: str | None, space: dict) -> dict | None:
@@ -179,6 +190,10 @@ def _claim_study(the_study, url: str, name: str, attrs: dict) -> None:
     """UserError if the study searches another task or model; else record what it searches, once."""
     saved = the_study.user_attrs
     check_searches(saved, attrs, name, url)
+    if "budget" in saved and saved["budget"] != attrs["budget"]:  # a trial's value depends on its length
+        raise UserError(f"study {name!r} in {_shown(url)} holds trials of {saved['budget']} updates each, not "
+                        f"{attrs['budget']}: trials of different budgets are not ranked together; give --steps "
+                        f"{saved['budget']} to continue it, or another --study or --out")
     for key, value in attrs.items():
         if key not in saved:
             the_study.set_user_attr(key, value)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...training.runfolder import DIVERGED_MARKER, WALL_SECONDS
 from .collect import PROBED, STRUCTURE, probe_norms
-from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics
+from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics, write_whole
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
 # files beside every tuned grid's report that it reads whole: the searches' trials (a grid's own, measured while it
@@ -62,8 +62,43 @@ def write_data(grid: Grid) -> Path:
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
-    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
+    write_whole(path, json.dumps(data, separators=(",", ":")) + "\n")  # in plan order: options keep their order
     return path
+
+
+def problem(data: dict, settings) -> str:
+    """What makes ``data`` (a JSON object holding the compact data's keys) no compact data of a grid whose settings
+    are ``settings`` ("" where nothing does): a part of another type, a run of another grid (a setting the scale has
+    not, a folder the data does not hold), or no runs at all (its report would say "all 0 runs finished")."""
+    def table_of(key, kind):
+        value = data.get(key)
+        return isinstance(value, dict) and all(isinstance(v, kind) for v in value.values())
+    if not isinstance(data.get("date"), str):
+        return "its date is not text"
+    if not (isinstance(data.get("analysis"), list) and all(isinstance(line, str) for line in data["analysis"])):
+        return "its analysis is not a list of lines"
+    if not table_of("structure", dict) or not table_of("folders", dict):
+        return "its structure and folders are not tables of run folders"
+    runs = data.get("runs")
+    fields = set(PlannedRun.__dataclass_fields__)
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and set(r) <= fields and
+                                             fields - {"extra"} <= set(r) and isinstance(r["options"], dict)
+                                             and isinstance(r["name"], str) for r in runs):
+        return "its runs are not a list of planned runs"
+    if not runs:
+        return "it holds no runs"
+    foreign = sorted({r["setting"] for r in runs if r["setting"] not in settings}, key=str)
+    if foreign:
+        return f"its runs are of {', '.join(map(str, foreign))}, which the scale {data['scale']!r} has not"
+    missing = sorted(r["name"] for r in runs if r["name"] not in data["folders"])
+    if missing:
+        return f"it holds no folder of the run {missing[0]}"
+    for name, entry in data["folders"].items():
+        if not (isinstance(entry.get("records"), list) and all(isinstance(r, dict) for r in entry["records"])
+                and isinstance(entry.get("diverged"), bool)
+                and (entry.get("wall_seconds") is None or isinstance(entry["wall_seconds"], (int, float)))):
+            return f"its folder {name} is not a run's records"
+    return ""
 
 
 def materialize(data: dict, out: Path, data_dir=None) -> list[PlannedRun]:

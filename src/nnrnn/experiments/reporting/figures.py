@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import UserError
 from ...tasks import task_class
+from ...training import checkpoint
 from ...training.network import build_task
 from .collect import group, labels, setting_task_of
-from ..planning.grid import COLUMNS, Grid, PlannedRun, metric, metrics
+from ..planning.grid import AGAIN, COLUMNS, Grid, PlannedRun, metric, metrics
 from ..judging.rules import rule
 from ..judging.labels import line_style as labels_style
 from ..judging.words import column_words, name, title
@@ -121,9 +123,22 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
         summary = "mean ± s.e. over seeds" + (" (axis cut at 3× the baseline)" if cut else "")
     heading = f"{title(grid.planned, setting)}: {quantity}, {summary}"
     fig.suptitle(textwrap.fill(heading, width=int(11 * fig.get_figwidth())), fontsize=10.5)  # ~11 characters/inch
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    save_whole(fig, path)
     return path
+
+
+def save_whole(fig, path: Path) -> None:
+    """``fig`` drawn into ``path`` whole or not at all (into a private folder beside it, under its own name, then
+    renamed over it), and closed: a full disk leaves the previous figure and is one line ending with how the grid
+    goes on."""
+    import matplotlib.pyplot as plt
+    try:
+        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=130))
+    except OSError as error:
+        raise UserError(f"cannot write {path} ({error.strerror}); the previous {Path(path).name}, if any, is "
+                        f"unchanged; free some space, then {AGAIN}") from None
+    finally:
+        plt.close(fig)
 
 
 def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[float, float, float]:

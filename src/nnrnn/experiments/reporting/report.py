@@ -8,7 +8,7 @@ import datetime
 from pathlib import Path
 
 from .compact import write_data
-from ..planning.grid import Grid, reading_once
+from ..planning.grid import Grid, reading_once, write_whole
 from .sections import Report, data_section, introduction, notes
 
 
@@ -31,6 +31,6 @@ def write_report(grid: Grid) -> Path:
         lines = introduction(grid, report.heading) + data_section(grid)
         for section in report.sections:
             lines += section(grid)
-        grid.report.write_text("\n".join(lines + notes(grid)))
+        write_whole(grid.report, "\n".join(lines + notes(grid)))
         write_data(grid)
     return grid.report
