@@ -304,15 +304,20 @@ def plot_curves(folder: Path, references: dict | None = None) -> Path | None:
     fig = curves_figure(read_metrics(folder), references, run_title(folder))
     if fig is None:
         return None
-    import matplotlib.pyplot as plt
     path = Path(folder) / runfolder.CURVES
-    # beside it, then renamed over it: a full disk leaves the previous figure, never a half-written one, and
-    # says so in one line (the curves are drawn again from metrics.jsonl by the next --resume)
+    # the curves are drawn again from metrics.jsonl by the next --resume
+    save_figure(fig, path, 120, "free some space, then continue with --resume (the run's checkpoints and metrics are "
+                "unchanged)")
+    return path
+
+
+def save_figure(fig, path: Path, dpi: int, then: str) -> None:
+    """``fig`` drawn into ``path`` whole or not at all (beside it, then renamed over it), and closed: a full disk
+    leaves the previous figure, never a half-written one, and is one line ending with ``then``, what to do."""
+    import matplotlib.pyplot as plt
     try:
-        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=120))
+        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=dpi))
     except OSError as error:
-        raise UserError(f"cannot write {path} ({error.strerror}); free some space, then continue with --resume "
-                        f"(the run's checkpoints and metrics are unchanged)") from None
+        raise UserError(f"cannot write {path} ({error.strerror}); {then}") from None
     finally:
         plt.close(fig)
-    return path

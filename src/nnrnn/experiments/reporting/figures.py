@@ -9,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import UserError
 from ...tasks import task_class
-from ...training import checkpoint
 from ...training.network import build_task
+from ...training.runlog import save_figure
 from .collect import group, labels, setting_task_of
 from ..planning.grid import AGAIN, COLUMNS, Grid, PlannedRun, metric, metrics
 from ..judging.rules import rule
@@ -131,14 +130,7 @@ def save_whole(fig, path: Path) -> None:
     """``fig`` drawn into ``path`` whole or not at all (into a private folder beside it, under its own name, then
     renamed over it), and closed: a full disk leaves the previous figure and is one line ending with how the grid
     goes on."""
-    import matplotlib.pyplot as plt
-    try:
-        checkpoint.replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=130))
-    except OSError as error:
-        raise UserError(f"cannot write {path} ({error.strerror}); the previous {Path(path).name}, if any, is "
-                        f"unchanged; free some space, then {AGAIN}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, 130, f"the previous {Path(path).name}, if any, is unchanged; free some space, then {AGAIN}")
 
 
 def _panel(ax, grid: Grid, setting: str, column: str, gradients: bool) -> tuple[float, float, float]:

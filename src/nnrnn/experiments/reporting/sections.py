@@ -249,24 +249,24 @@ def results_section(grid: Grid, setting: str) -> list[str]:
                     f"({grads.relative_to(grid.out)})", ""]
 
 
-def scoring_at_start(grid: GridFolder) -> str | None:
-    """The rule SCORED_BY as the grid recorded it when it started (a grid started before the rule: the scoring before
-    it), where that differs from the rule in force; None where it is the same or the grid recorded no rules."""
+def rule_at_start(grid: GridFolder, name: str) -> str | None:
+    """The rule ``name`` as the grid recorded it when it started (a grid started before the rule: the behaviour
+    before it), where that differs from the rule in force; None where it is the same or the grid recorded no rules."""
     started = recorded_rules(grid.out)
     if started is None:
         return None
-    then = rules.as_recorded(started)["SCORED_BY"]
-    return then if then != rules.rule("SCORED_BY") else None
+    then = rules.as_recorded(started)[name]
+    return then if then != rules.rule(name) else None
+
+
+def scoring_at_start(grid: GridFolder) -> str | None:
+    """The rule SCORED_BY as the grid started under it (:func:`rule_at_start`): the scoring before it, or None."""
+    return rule_at_start(grid, "SCORED_BY")
 
 
 def test_at_start(grid: GridFolder) -> str | None:
-    """The rule TEST as the grid recorded it when it started (a grid started before the rule: the two-standard-error
-    rule), where that differs from the rule in force; None where it is the same or the grid recorded no rules."""
-    started = recorded_rules(grid.out)
-    if started is None:
-        return None
-    then = rules.as_recorded(started)["TEST"]
-    return then if then != rules.rule("TEST") else None
+    """The rule TEST as the grid started under it (:func:`rule_at_start`): the two-standard-error rule, or None."""
+    return rule_at_start(grid, "TEST")
 
 
 def judged_again(*sections: Callable[[Grid], list[str]]) -> Callable[[Grid], list[str]]:
