@@ -2,8 +2,9 @@
 
 torch's restricted unpickler builds only the classes and calls only the functions on its allow-list.
 A model saved whole with ``torch.save(model, f)`` names nnrnn's model classes, its parametrizations,
-two torch containers of ``torch.nn.utils.parametrize`` and the function that rebuilds a constrained
-module (:func:`nnrnn.parametrizations.registration._rebuild`).  ``import nnrnn`` adds exactly these
+two torch containers of ``torch.nn.utils.parametrize``, the function that rebuilds a constrained
+module (:func:`nnrnn.parametrizations.registration._rebuild`) and the builtin ``set`` a module's state holds.
+``import nnrnn`` adds exactly these
 (:func:`safe_globals`) to the allow-list, through ``torch.serialization.add_safe_globals``: the model
 classes when :mod:`nnrnn.models` is imported, each parametrization class when it is defined (a subclass of
 :class:`~nnrnn.parametrizations.registration.Parametrization`, whose definition registers it).  This module
@@ -26,12 +27,16 @@ from torch.nn.utils import parametrize
 from .parametrizations.registration import PARAMETRIZATIONS, _rebuild
 
 TORCH_CONTAINERS = (parametrize.ParametrizationList, torch.nn.ModuleDict, torch.nn.ModuleList)
+# a module's state holds sets (torch.nn.Module's _non_persistent_buffers_set): the newer torch allows them by default,
+# 2.4.1, the oldest nnrnn supports, only when told
+BUILTINS = (set,)
 MODEL_CLASSES: list[type] = []  # nnrnn.models hands its classes to allow_weights_only_loading on import
 
 
 def safe_globals() -> list:
-    """Everything on the allow-list: the model classes, the parametrizations, ``_rebuild``, torch's containers."""
-    return [*MODEL_CLASSES, *PARAMETRIZATIONS, _rebuild, *TORCH_CONTAINERS]
+    """Everything on the allow-list: the model classes, the parametrizations, ``_rebuild``, torch's containers and the
+    builtin containers a module's state holds."""
+    return [*MODEL_CLASSES, *PARAMETRIZATIONS, _rebuild, *TORCH_CONTAINERS, *BUILTINS]
 
 
 def allow_weights_only_loading(*model_classes: type) -> None:

@@ -194,6 +194,7 @@ def test_a_cell_saved_whole_loads_with_a_plain_torch_load(name):
     buffer = io.BytesIO()
     torch.save(cell, buffer)
     buffer.seek(0)
-    loaded = torch.load(buffer)  # weights_only=True, torch's default: the cells are on its allow-list
+    # weights_only=True, torch's default since 2.6, said outright so that the oldest torch checks the allow-list too
+    loaded = torch.load(buffer, weights_only=True)
     x = torch.randn(2, 3, dtype=D64)
     torch.testing.assert_close(loaded(x), cell(x), rtol=0, atol=0)
