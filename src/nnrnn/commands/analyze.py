@@ -80,15 +80,15 @@ def main(args) -> int:
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
     name = run_name(args.path)
     try:
-        return _analyse(args, model, out, name, extra)
+        return _analyse(args, model, layer, out, name, extra)
     except OSError as error:  # a full disk, above all: the figures and summary are all this writes, into --out
         raise UserError(f"cannot write the analysis into {out} ({error.strerror or error}); free some space or choose "
                         f"another --out, then run nnrnn analyze again (the run itself is unchanged)") from None
 
 
-def _analyse(args, model, out: Path, name: str, extra: dict) -> int:
-    """The figures and summary.json of ``model`` written into ``out``, and the lines saying what they show."""
-    layer = getattr(model, "rnn", model)
+def _analyse(args, model, layer, out: Path, name: str, extra: dict) -> int:
+    """The figures and summary.json of ``model`` (its recurrent ``layer``) written into ``out``, and the lines saying
+    what they show."""
     if getattr(type(layer), "LINEAR_ANALYSIS", False):
         return _linear(layer, out, name, extra)
     with hold(out):  # one analysis writes this folder at a time (training may go on beside it)
