@@ -84,6 +84,7 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     task = setting_task_of(grid.planned, setting)
     columns = [c for c in COLUMNS if any(r.setting == setting and r.column == c for r in grid.planned)]
     other = None if gradients or baseline is not None else reference(grid.planned, setting)
@@ -104,6 +105,7 @@ def learning_curves(grid: Grid, setting: str, path: Path, baseline: float | None
             reference_line(ax, task, None, other)
         ax.set_title(column_words(column), fontsize=10)
         ax.set_xlabel("update")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # updates are counted, as on a run's curves.png
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             if len(labels(grid.planned, setting)) > 10:  # a large field: beside the axes, covering no curve
