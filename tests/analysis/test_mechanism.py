@@ -14,7 +14,8 @@ from nnrnn.analysis import mechanism
 from nnrnn.analysis.fisher import fisher_memory_curve
 from nnrnn.training import checkpoint
 from nnrnn.training.train import train
-from tests.helpers import copy_config
+from nnrnn_cli import command as nnrnn_cli
+from tests.helpers import TINY, copy_config
 
 COPY = {"task": "copy", "T": 4}  # sequences of T + 20 = 24 steps
 LENGTH = 24
@@ -231,3 +232,9 @@ def test_the_record_is_of_the_last_update_against_the_seeded_start(tmp_path):
     lam_squared = float((gamma ** 2).sum() * 2) - (float(gamma[-1] ** 2) if len(gamma) > len(theta) else 0.0)
     assert record["cells"]["l0"]["non_normal_share"] == pytest.approx(float(t.norm()) / math.sqrt(lam_squared),
                                                                       rel=1e-6)
+
+
+def test_nnrnn_train_writes_the_record(tmp_path, undrawn_figures):
+    assert nnrnn_cli.main(["train", "copy", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]) == 0
+    record = mechanism.read_record(tmp_path / "run")
+    assert record["measured"] and record["step"] == 2 and set(record["cells"]) == {"l0"}
