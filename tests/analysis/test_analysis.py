@@ -424,11 +424,16 @@ def test_cli_analyze(tmp_path, capsys):
     checkpoint.save(ckpt, {"config": config, "model": net.state_dict(), "step": 7})
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
     assert args.handler(args) == 0
-    assert capsys.readouterr().out.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
+    # the checkpoint is the run's seeded start: its basis has not moved, and T = 0 (nnrnn.analysis.mechanism)
+    assert f"{'basis_drift':36s} 0\n" in printed and f"{'non_normal_share':36s} 0\n" in printed
+    assert "fisher_memory" in printed
     out = tmp_path / "model-analysis"
     assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["model"] == "nnrnn" and summary["checkpoint"] == str(ckpt) and summary["step"] == 7
+    assert summary["mechanism"]["cells"]["l0"]["basis_drift"] == 0.0
     assert "gradient" not in summary
 
 
