@@ -11,7 +11,7 @@ import torch
 
 import nnrnn
 from nnrnn.analysis import mechanism
-from nnrnn.analysis.fisher import fisher_memory_curve
+from nnrnn.analysis.fisher import fisher_memory_curve, fisher_memory_from_rest
 from nnrnn.training import checkpoint
 from nnrnn.training.train import train
 from nnrnn_cli import command as nnrnn_cli
@@ -87,32 +87,45 @@ def test_the_basis_drift():
 
 
 def test_the_memory_of_one_unit_by_hand():
-    """Θ = a, u = b: C = ε / (1 − a²), J(k) = b² a^(2k) (1 − a²) / ε, Σ_{k<L} J = b² (1 − a^(2L)) / ε, J_tot = b²/ε."""
+    """Θ = a, u = b: stationary C = ε / (1 − a²), J(k) = b² a^(2k) (1 − a²) / ε, J_tot = b²/ε; from rest
+    C_L = ε (1 − a^(2L)) / (1 − a²), so J_L(k) = b² a^(2k) (1 − a²) / (ε (1 − a^(2L))) and Σ_{k<L} J_L(k) = b²/ε."""
     a, b, eps = 0.9, 2.0, 0.25
     summary = mechanism.memory_summary([[a]], [b], eps, LENGTH)
-    assert summary["lags"] == [0, 1, 2, 4, 8, 16, 23]
-    np.testing.assert_allclose(summary["curve"], [b * b * a ** (2 * k) * (1 - a * a) / eps for k in summary["lags"]],
+    stationary, rest = summary["stationary"], summary["from_rest"]
+    assert stationary["lags"] == rest["lags"] == [0, 1, 2, 4, 8, 16, 23]
+    np.testing.assert_allclose(stationary["curve"], [b * b * a ** (2 * k) * (1 - a * a) / eps for k in rest["lags"]],
                                rtol=1e-12)
-    assert summary["within_sequence"] == pytest.approx(b * b * (1 - a ** (2 * LENGTH)) / eps, rel=1e-12)
-    assert summary["total"] == pytest.approx(b * b / eps, rel=1e-10)
-    assert summary["total_normalized"] == pytest.approx(1.0, rel=1e-10)
-    assert "why" not in summary and "warnings" not in summary
+    np.testing.assert_allclose(rest["curve"], [b * b * a ** (2 * k) * (1 - a * a) / (eps * (1 - a ** (2 * LENGTH)))
+                                               for k in rest["lags"]], rtol=1e-12)
+    assert stationary["total"] == pytest.approx(b * b / eps, rel=1e-10)
+    assert rest["total"] == pytest.approx(b * b / eps, rel=1e-12)
+    assert stationary["total_normalized"] == pytest.approx(1.0, rel=1e-10)
+    assert rest["total_normalized"] == pytest.approx(1.0, rel=1e-12)
+    assert "warnings" not in summary
 
 
-def test_a_normal_network_holds_one_unit_of_memory_and_a_delay_line_more():
-    """Ganguli et al. (2008): J_tot ε / ‖u‖² = 1 for every normal Θ; a non-normal one (here a chain of gain 1.5
-    on a 0.5 diagonal, fed at its start) holds more."""
+def test_a_normal_network_holds_one_unit_of_memory_and_a_chain_more():
+    """Ganguli et al. (2008): J_tot ε / ‖u‖² = 1 for every normal Θ, and so is Σ_{k<L} J_L(k) ε / ‖u‖² from rest;
+    a non-normal Θ (a chain of gain 1.5 on a 0.5 diagonal, fed at its start) holds more."""
     q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((6, 6)))
     normal = q @ np.diag([0.9, 0.8, -0.7, 0.5, 0.3, 0.1]) @ q.T
     u = np.random.default_rng(2).standard_normal(6)
-    assert mechanism.memory_summary(normal, u, 1.0, LENGTH)["total_normalized"] == pytest.approx(1.0, rel=1e-9)
+    summary = mechanism.memory_summary(normal, u, 1.0, LENGTH)
+    assert summary["stationary"]["total_normalized"] == pytest.approx(1.0, rel=1e-9)
+    assert summary["from_rest"]["total_normalized"] == pytest.approx(1.0, rel=1e-9)
     chain = 0.5 * np.eye(6) + np.diag(np.full(5, 1.5), -1)
-    assert mechanism.memory_summary(chain, np.eye(6)[0], 1.0, LENGTH)["total_normalized"] > 1.5
+    summary = mechanism.memory_summary(chain, np.eye(6)[0], 1.0, LENGTH)
+    assert summary["stationary"]["total_normalized"] > 1.5 and summary["from_rest"]["total_normalized"] > 1.5
 
 
-def test_the_memory_without_a_stationary_state_says_why():
-    summary = mechanism.memory_summary(rotation(0.5), [1.0, 0.0], 1.0, LENGTH)
-    assert set(summary) == {"why"} and "spectral radius" in summary["why"]
+def test_an_orthogonal_network_has_no_stationary_memory_and_says_why_but_one_from_rest():
+    """ρ = 1: no stationary state.  From rest C_L = εL I, so J_L(k) = ‖u‖² / (εL) at every lag."""
+    summary = mechanism.memory_summary(rotation(0.5), [1.0, 0.0], 0.5, LENGTH)
+    assert set(summary["stationary"]) == {"why"} and "spectral radius" in summary["stationary"]["why"]
+    np.testing.assert_allclose(summary["from_rest"]["curve"], [1 / (0.5 * LENGTH)] * 7, rtol=1e-12)
+    assert summary["from_rest"]["total_normalized"] == pytest.approx(1.0, rel=1e-12)
+    overflowing = mechanism.memory_summary([[1e200]], [1.0], 1.0, LENGTH)
+    assert "overflows" in overflowing["from_rest"]["why"] and "why" in overflowing["stationary"]
 
 
 def test_the_noise_is_the_runs_state_noise_else_the_theorys_and_the_record_says_which():
@@ -152,9 +165,11 @@ def test_the_record_of_an_nnrnn_layer():
     # the Fisher memory of the matrix the layer composes, fed along W_ih's first singular direction (by an SVD)
     v = layer.weight_hh_l0.detach().numpy()
     left, values, _ = np.linalg.svd(layer.weight_ih_l0.detach().numpy())
-    curve = fisher_memory_curve(v, LENGTH, values[0] * left[:, 0], 0.25)
-    np.testing.assert_allclose(cell["fisher"]["curve"], curve[cell["fisher"]["lags"]], rtol=1e-9)
-    assert cell["fisher"]["within_sequence"] == pytest.approx(curve.sum(), rel=1e-9)
+    u = values[0] * left[:, 0]
+    for kind, curve in (("stationary", fisher_memory_curve(v, LENGTH, u, 0.25)),
+                        ("from_rest", fisher_memory_from_rest(v, LENGTH, u, 0.25))):
+        np.testing.assert_allclose(cell["fisher"][kind]["curve"], curve[cell["fisher"][kind]["lags"]], rtol=1e-9)
+    assert cell["fisher"]["from_rest"]["total"] == pytest.approx(curve.sum(), rel=1e-9)
 
 
 def test_the_basis_drift_of_a_layer_is_against_the_initial_layer():
@@ -174,7 +189,7 @@ def test_a_plain_matrix_gives_what_applies_to_it():
     cell = mechanism.measure(layer, layer, COPY)["cells"]["l0"]
     assert cell["departure"] == pytest.approx(3.0) and cell["spectral_radius"] == pytest.approx(0.5)
     assert cell["non_normal_share"] is None and cell["basis_drift"] is None
-    assert cell["fisher"]["total"] > 0
+    assert cell["fisher"]["stationary"]["total"] > 0 and cell["fisher"]["from_rest"]["total"] > 0
 
 
 def test_every_layer_and_direction_is_measured():

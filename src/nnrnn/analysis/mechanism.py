@@ -31,16 +31,20 @@ h_t = φ(V h_{t−1} + W x_t + b) + σ ξ_t is h_t = V h_{t−1} + u s_t + σ ξ
 u = W w, w the unit input direction of largest ‖W w‖ (W's first right singular vector, so ‖u‖ = σ₁(W); for the
 nnLRU, G = γ ⊙ B in W's place, as :func:`nnrnn.analysis.linear.fisher_memory_of` takes it; a complex V acts on
 [Re h, Im h] by :func:`nnrnn.analysis.linear.real_form`).  With ε = σ² the variance of the run's state noise
-(option ``state_noise`` σ), the paper's Fisher memory curve (:func:`nnrnn.analysis.fisher.fisher_memory_curve`,
-Eq. explicit_FMC) is
+(option ``state_noise`` σ), the paper's Fisher memory curve (Eq. explicit_FMC, :mod:`nnrnn.analysis.fisher`) is
 
-    J(k) = uᵀ (Vᵏ)ᵀ C⁻¹ Vᵏ u,     C = ε Σ_{j≥0} Vʲ (Vʲ)ᵀ,
+    J(k) = uᵀ (Vᵏ)ᵀ C⁻¹ Vᵏ u,     C = ε Σ_{j≥0} Vʲ (Vʲ)ᵀ                          (``stationary``)
 
-defined only for ρ(V) < 1 (else the record says why).  A run without state noise (none, or σ = 0) is measured at
-the theory's ε = 1 and the record says so (J ∝ 1/ε).  Kept: J at the lags 0, 1, 2, 4, … below the length L of the
-run's sequences and at L − 1; Σ_{k<L} J(k), the memory within one sequence (the copy task recalls at lag T + 10);
-J_tot = Σ_{k≥0} J(k); and J_tot ε / ‖u‖², which is 1 for every normal V (Ganguli, Huh & Sompolinsky 2008) and at
-most N, so that runs with inputs of other sizes compare.
+defined only for ρ(V) < 1 (else the record says why: an orthogonal V has none), and the same formula for the state
+after the L steps of one of the run's sequences, started at rest as the tasks start them,
+
+    J_L(k) = uᵀ (Vᵏ)ᵀ C_L⁻¹ Vᵏ u  (k < L),     C_L = ε Σ_{j<L} Vʲ (Vʲ)ᵀ     (``from_rest``)
+
+defined for every V.  A run without state noise (none, or σ = 0) is measured at the theory's ε = 1 and the record
+says so (J ∝ 1/ε).  Kept of each: J at the lags 0, 1, 2, 4, … below L and at L − 1 (the copy task recalls at lag
+T + 10), the total (Σ_{k<L} J_L(k); J_tot = Σ_{k≥0} J(k)) and the total × ε / ‖u‖², which is 1 for every normal V
+(Ganguli, Huh & Sompolinsky 2008; at every L from rest) and at most N, so that runs with inputs of other sizes
+compare: above 1 is memory that only non-normal dynamics give.
 """
 from __future__ import annotations
 
@@ -126,26 +130,33 @@ def _lags(length: int) -> list[int]:
     return sorted(set(lags) | {max(length - 1, 0)})
 
 
+def _summary(curve: np.ndarray, lags: list[int], total: float, noise: float, u: np.ndarray) -> dict:
+    return {"lags": lags, "curve": [float(curve[k]) for k in lags], "total": float(total),
+            "total_normalized": float(total) * noise / float(u @ u) if u.any() else None}
+
+
 @single_threaded_blas()
 def memory_summary(theta, u, noise: float, length: int) -> dict:
-    """The Fisher memory of h_t = Θ h_{t−1} + u s_t + ξ_t, ξ ~ N(0, ``noise`` I) (module docstring): ``lags``,
-    ``curve`` (J at those lags), ``within_sequence`` (Σ_{k<length} J(k)), ``total`` (J_tot), ``total_normalized``
-    (J_tot ε / ‖u‖²); with ``why`` instead where ρ(Θ) ≥ 1 leaves it undefined, and ``warnings`` where the
-    covariance is ill-conditioned (:func:`nnrnn.analysis.fisher.covariance_factor`)."""
+    """The Fisher memory of h_t = Θ h_{t−1} + u s_t + ξ_t, ξ ~ N(0, ``noise`` I) (module docstring): ``from_rest``
+    (after ``length`` steps from h = 0) and ``stationary``, each with ``lags``, ``curve`` (J at those lags),
+    ``total`` and ``total_normalized`` (total × ε / ‖u‖²), or ``why`` it is undefined; ``warnings`` where a
+    covariance is too ill-conditioned for ~3 digits (:func:`nnrnn.analysis.fisher.covariance_factor`)."""
     theta, u = np.asarray(theta, dtype=np.float64), np.asarray(u, dtype=np.float64)
     lags = _lags(length)
+    out = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
+            curve = fisher.fisher_memory_from_rest(theta, length, u, noise)
+            out["from_rest"] = _summary(curve, lags, curve.sum(), noise, u)
+        except ValueError as error:  # C_L overflows float64 (ρ(Θ) far above 1)
+            out["from_rest"] = {"why": str(error)}
+        try:  # ρ(Θ) ≥ 1, or too close to 1 for float64: no stationary covariance
             curve = fisher.fisher_memory_curve(theta, length, u, noise)
-        except ValueError as error:  # ρ(Θ) ≥ 1, or too close to 1 for float64: no stationary covariance
-            return {"why": str(error)}
-        out = {"lags": lags, "curve": [float(curve[k]) for k in lags], "within_sequence": float(curve.sum())}
-        try:
             total = fisher.fisher_memory(theta, 0, u, noise, max_steps=TOTAL_MAX_STEPS).total
-            out.update(total=total, total_normalized=total * noise / float(u @ u) if u.any() else None)
+            out["stationary"] = _summary(curve, lags, total, noise, u)
         except ValueError as error:
-            out.update(total=None, total_normalized=None, total_why=str(error))
+            out["stationary"] = {"why": str(error)}
     messages = sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)})
     if messages:
         out["warnings"] = messages

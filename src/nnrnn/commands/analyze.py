@@ -128,13 +128,13 @@ def _mechanism_lines(record: dict | None) -> None:
     memory = cell.get("fisher")
     if memory is None:
         return
-    if "why" in memory:
-        print(f"{'fisher_memory':36s} none: {memory['why']}")
-        return
-    noise = f"at ε = {record['noise']['epsilon']:g}"
-    print(f"{'fisher_memory_within_sequence':36s} {memory['within_sequence']:.6g} ({noise}, {record['length']} steps)")
-    if memory["total_normalized"] is not None:
-        print(f"{'fisher_memory_total_normalized':36s} {memory['total_normalized']:.6g} (1 for a normal V)")
+    epsilon = record["noise"]["epsilon"]
+    for kind, what in (("from_rest", f"{record['length']} steps from rest"), ("stationary", "stationary")):
+        entry = memory[kind]
+        shown = (f"none: {entry['why']}" if "why" in entry else f"{entry['total']:.6g} ({what}, ε = {epsilon:g})"
+                 if entry["total_normalized"] is None else  # no input reaches the layer (W = 0)
+                 f"{entry['total_normalized']:.6g} ({what}, ε = {epsilon:g}; 1 for a normal V)")
+        print(f"{'fisher_memory_' + kind:36s} {shown}")
 
 
 def _linear(layer: torch.nn.Module, out: Path, name: str, extra: dict) -> int:
