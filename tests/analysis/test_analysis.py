@@ -448,7 +448,7 @@ def test_cli_analyze(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
     # the checkpoint is the run's seeded start: its basis has not moved, and T = 0 (nnrnn.analysis.mechanism)
-    assert f"{'basis_drift':36s} 0\n" in printed and f"{'non_normal_share':36s} 0\n" in printed
+    assert f"{'basis_drift':36s} 0\n" in printed and f"{'t_over_lambda':36s} 0\n" in printed
     assert "fisher_memory" in printed
     out = tmp_path / "model-analysis"
     assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}

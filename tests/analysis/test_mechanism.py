@@ -66,14 +66,14 @@ def test_an_entry_inside_a_rotation_block_adds_its_square_to_the_departure():
         mechanism.block_eigenvalues(np.ones((3, 3)))
 
 
-def test_the_non_normal_share_on_a_constructed_schur_form():
+def test_the_t_over_lambda_on_a_constructed_schur_form():
     lam = np.zeros((5, 5))
     lam[:2, :2], lam[2:4, 2:4], lam[4, 4] = 0.5 * rotation(1.0), 0.8 * rotation(2.0), 0.9
     t = np.zeros((5, 5))
     t[2, 0], t[4, 1] = 3.0, 4.0
-    assert mechanism.non_normal_share(lam, t) == pytest.approx(5.0 / math.sqrt(2 * 0.25 + 2 * 0.64 + 0.81))
-    assert mechanism.non_normal_share(lam, np.zeros((5, 5))) == 0.0
-    assert mechanism.non_normal_share(np.zeros((5, 5)), t) is None
+    assert mechanism.t_over_lambda(lam, t) == pytest.approx(5.0 / math.sqrt(2 * 0.25 + 2 * 0.64 + 0.81))
+    assert mechanism.t_over_lambda(lam, np.zeros((5, 5))) == 0.0
+    assert mechanism.t_over_lambda(np.zeros((5, 5)), t) is None
 
 
 def test_the_basis_drift():
@@ -155,7 +155,7 @@ def test_the_record_of_an_nnrnn_layer():
     record = mechanism.measure(layer, layer, {**COPY, "state_noise": 0.5})
     assert record["measured"] and record["length"] == LENGTH and record["noise"]["epsilon"] == 0.25
     cell = record["cells"]["l0"]
-    assert cell["non_normal_share"] == pytest.approx(math.sqrt(25 + 0.09) / math.sqrt(2 * 0.25 + 2 * 0.64))
+    assert cell["t_over_lambda"] == pytest.approx(math.sqrt(25 + 0.09) / math.sqrt(2 * 0.25 + 2 * 0.64))
     assert cell["departure"] == pytest.approx(math.sqrt(25 + 0.09))
     # ‖V‖² = ‖Λ + T‖² = ‖Λ‖² + ‖T‖² + 2 γ₁ sin θ₁ t: the in-block entry t adds to Λ's γ₁ sin θ₁
     frobenius = 2 * 0.25 + 2 * 0.64 + 25.09 + 2 * 0.5 * math.sin(1.0) * 0.3
@@ -188,7 +188,7 @@ def test_a_plain_matrix_gives_what_applies_to_it():
         layer.weight_hh_l0.copy_(torch.tensor([[0.5, 1.0, 2.0], [0.0, 0.3, 2.0], [0.0, 0.0, 0.1]]))
     cell = mechanism.measure(layer, layer, COPY)["cells"]["l0"]
     assert cell["departure"] == pytest.approx(3.0) and cell["spectral_radius"] == pytest.approx(0.5)
-    assert cell["non_normal_share"] is None and cell["basis_drift"] is None
+    assert cell["t_over_lambda"] is None and cell["basis_drift"] is None
     assert cell["fisher"]["stationary"]["total"] > 0 and cell["fisher"]["from_rest"]["total"] > 0
 
 
@@ -209,7 +209,7 @@ def test_what_is_measured_follows_the_class_traits(model):
     cell = record["cells"]["l0"]
     assert (cell["basis_drift"] == 0.0) == cls.SCHUR_FORM  # P = P₀ beside itself; no basis otherwise
     assert ("fisher" in cell) == (cls.GATES == 1 or cls.LINEAR_ANALYSIS)
-    assert cell["departure"] >= 0 and cell["non_normal_share"] is not None
+    assert cell["departure"] >= 0 and cell["t_over_lambda"] is not None
 
 
 # ---------------------------------------------------------------------------------------------- the run's record
@@ -231,8 +231,12 @@ def test_a_run_writes_its_record_and_a_killed_and_resumed_run_writes_the_same(tm
     record = json.loads(written)
     assert record["measured"] and record["step"] == 12 and record["checkpoint"] == "checkpoints/last.pt"
     cell = record["cells"]["l0"]
-    assert cell["basis_drift"] > 0 and cell["non_normal_share"] > 0  # P and T trained
+    assert cell["basis_drift"] > 0 and cell["t_over_lambda"] > 0  # P and T trained
     assert "default" in record["noise"]["source"]
+    shown = mechanism.flat(record)  # what a report's table reads
+    assert shown["basis_drift"] == cell["basis_drift"] and shown["t_over_lambda"] == cell["t_over_lambda"]
+    assert shown["fisher_from_rest"] == cell["fisher"]["from_rest"]["total_normalized"] > 0
+    assert set(mechanism.flat(None).values()) == {None}
 
 
 def test_the_record_is_of_the_last_update_against_the_seeded_start(tmp_path):
@@ -245,7 +249,7 @@ def test_the_record_is_of_the_last_update_against_the_seeded_start(tmp_path):
     t = (state[key + "lower"] * state[key + "mask"]).double()
     theta, gamma = state[key + "theta"].double(), state[key + "gamma"].double()
     lam_squared = float((gamma ** 2).sum() * 2) - (float(gamma[-1] ** 2) if len(gamma) > len(theta) else 0.0)
-    assert record["cells"]["l0"]["non_normal_share"] == pytest.approx(float(t.norm()) / math.sqrt(lam_squared),
+    assert record["cells"]["l0"]["t_over_lambda"] == pytest.approx(float(t.norm()) / math.sqrt(lam_squared),
                                                                       rel=1e-6)
 
 

@@ -9,16 +9,17 @@ What is measured, per layer and direction, is decided by the traits of the layer
   (unitary), Λ the block-diagonal rotation-scaling part (2×2 blocks γ R(θ) and a 1×1 block for odd N; diagonal for
   the complex nnRNN), T strictly lower triangular.  Then
 
-  - the non-normal share  r = ‖T‖_F / ‖Λ‖_F  (None when Λ = 0);
-  - Henrici's departure from normality  d(V) = sqrt(‖V‖_F² − Σ_i |λ_i|²)  and  d(V) / ‖V‖_F.  Θ = Λ + T is block
+  - ``t_over_lambda``  r = ‖T‖_F / ‖Λ‖_F  (None when Λ = 0);
+  - Henrici's departure from normality ``departure``  d(V) = sqrt(‖V‖_F² − Σ_i |λ_i|²)  and
+    ``departure_normalized``  d(V) / ‖V‖_F.  Θ = Λ + T is block
     lower triangular, so its eigenvalues are those of its 1×1 and 2×2 diagonal blocks, and ‖V‖_F = ‖Θ‖_F (P
     orthogonal): both come from Θ exactly, never from an eigendecomposition of a (possibly strongly non-normal) V.
     d = 0 iff V is normal; where T has no entry inside Λ's blocks (``triangular="block"``, the complex form),
     d = ‖T‖_F;
-  - the basis drift  ‖P − P₀‖_F / √N,  P₀ the basis at initialisation: the run's network rebuilt from its seed
+  - ``basis_drift``  ‖P − P₀‖_F / √N,  P₀ the basis at initialisation: the run's network rebuilt from its seed
     (:func:`nnrnn.training.network.initial_of`, the way the trainer builds it), a function of the run's
     configuration alone and so the same after any kill and resume.  0 for an unmoved basis, at most 2;
-  - the spectral radius ρ(V) = max_i |λ_i|.
+  - ``spectral_radius``  ρ(V) = max_i |λ_i|.
 * ``LINEAR_ANALYSIS`` (the nnLRU): its A = Λ + T is triangular already (Λ diagonal, T strictly upper): r, d (= ‖T‖_F)
   and ρ as above; it has no basis (None).
 * any other layer with one real recurrent matrix (``GATES == 1``: the vanilla RNN, expRNN, EURNN): ρ(V) and d(V)
@@ -45,6 +46,11 @@ says so (J ∝ 1/ε).  Kept of each: J at the lags 0, 1, 2, 4, … below L and a
 T + 10), the total (Σ_{k<L} J_L(k); J_tot = Σ_{k≥0} J(k)) and the total × ε / ‖u‖², which is 1 for every normal V
 (Ganguli, Huh & Sompolinsky 2008; at every L from rest) and at most N, so that runs with inputs of other sizes
 compare: above 1 is memory that only non-normal dynamics give.
+
+The record (:func:`write_record`, JSON): ``checkpoint`` and ``step`` (what was measured: the last update's
+parameters), ``measured`` (false: ``why``), ``noise`` (``state_noise``, ``epsilon``, ``source``), ``length`` (L) and
+``cells``, per layer and direction (``l0``, ``l0_reverse``, ``l1``, …) the quantities above and ``fisher``
+(``from_rest``, ``stationary``).  :func:`flat` gives a record's first cell as flat numbers, for a report's table.
 """
 from __future__ import annotations
 
@@ -63,8 +69,10 @@ from . import fisher
 from ._blas import single_threaded_blas
 from .linear import linear_part, real_form
 
-__all__ = ["basis_drift", "block_eigenvalues", "departure", "measure", "memory_summary", "non_normal_share",
-           "read_record", "write_record"]
+__all__ = ["RECORD", "basis_drift", "block_eigenvalues", "departure", "flat", "measure", "memory_summary",
+           "read_record", "t_over_lambda", "write_record"]
+
+RECORD = runfolder.MECHANISM  # the record's file in a run folder
 
 DEFAULT_NOISE = 1.0  # ε of a run without state noise: the theory's (fisher.py, Table 3)
 TOTAL_MAX_STEPS = 100_000  # J_tot's terms at most: ρ(V) within ~1e-4 of 1 needs more; the record then says so
@@ -107,7 +115,7 @@ def departure(frobenius_squared: float, eigenvalues) -> tuple[float, float]:
     return dep, (dep / math.sqrt(frobenius_squared) if frobenius_squared > 0 else 0.0)
 
 
-def non_normal_share(lam, t) -> float | None:
+def t_over_lambda(lam, t) -> float | None:
     """‖T‖_F / ‖Λ‖_F; None when Λ = 0."""
     lam_norm = float(np.linalg.norm(lam))
     return float(np.linalg.norm(t)) / lam_norm if lam_norm > 0 else None
@@ -180,7 +188,7 @@ def _schur_cell(layer, index: int, initial, complex_v: bool) -> tuple[dict, np.n
     eigenvalues = block_eigenvalues(theta)
     dep, dep_normalized = departure(float(np.sum(np.abs(theta) ** 2)), eigenvalues)
     v = p @ theta @ (p.conj().T if complex_v else p.T)
-    return {"non_normal_share": non_normal_share(lam, t), "departure": dep, "departure_normalized": dep_normalized,
+    return {"t_over_lambda": t_over_lambda(lam, t), "departure": dep, "departure_normalized": dep_normalized,
             "basis_drift": basis_drift(p, p0), "spectral_radius": float(np.abs(eigenvalues).max())}, v
 
 
@@ -188,7 +196,7 @@ def _matrix_cell(v: np.ndarray) -> dict:
     """What applies to a recurrent matrix without a Schur form: ρ and Henrici's departure from its eigenvalues."""
     eigenvalues = np.linalg.eigvals(v)
     dep, dep_normalized = departure(float(np.sum(np.abs(v) ** 2)), eigenvalues)
-    return {"non_normal_share": None, "departure": dep, "departure_normalized": dep_normalized, "basis_drift": None,
+    return {"t_over_lambda": None, "departure": dep, "departure_normalized": dep_normalized, "basis_drift": None,
             "spectral_radius": float(np.abs(eigenvalues).max())}
 
 
@@ -198,7 +206,7 @@ def _linear_cell(layer, index: int, noise: float, length: int) -> dict:
     lam, t = np.diag(np.diagonal(a)), np.triu(a, 1)
     dep, dep_normalized = departure(float(np.sum(np.abs(a) ** 2)), np.diagonal(a))
     u = _signal(g)
-    return {"non_normal_share": non_normal_share(lam, t), "departure": dep, "departure_normalized": dep_normalized,
+    return {"t_over_lambda": t_over_lambda(lam, t), "departure": dep, "departure_normalized": dep_normalized,
             "basis_drift": None, "spectral_radius": float(np.abs(np.diagonal(a)).max()),
             "fisher": memory_summary(real_form(a), np.concatenate([u.real, u.imag]), noise, length)}
 
@@ -276,15 +284,28 @@ def write_record(folder) -> dict:
             record.update(measure(saved.net.rnn, initial_of(saved).rnn, saved.config))
         else:
             record.update(measured=False, why="its last checkpoint holds NaN or inf parameters")
-    checkpoint.atomic_write(folder / runfolder.MECHANISM, lambda f: f.write(json.dumps(record, indent=1).encode()))
+    checkpoint.atomic_write(folder / RECORD, lambda f: f.write(json.dumps(record, indent=1).encode()))
     return record
+
+
+FLAT = ("t_over_lambda", "departure", "departure_normalized", "basis_drift", "spectral_radius")
+
+
+def flat(record: dict | None) -> dict:
+    """A record's first cell (``l0``) as flat numbers, None where a quantity does not apply or the run has no
+    record: :data:`FLAT`'s, and ``fisher_from_rest`` and ``fisher_stationary``, each Fisher memory's total × ε / ‖u‖²
+    (1 for a normal V)."""
+    cell = (record or {}).get("cells", {}).get("l0", {})
+    memory = cell.get("fisher", {})
+    return {**{key: cell.get(key) for key in FLAT},
+            **{f"fisher_{kind}": memory.get(kind, {}).get("total_normalized") for kind in ("from_rest", "stationary")}}
 
 
 def read_record(folder) -> dict | None:
     """The mechanism record of a run folder; None where it has none (a run still training, or from before records
     were written) or it cannot be read."""
     try:
-        record = json.loads((Path(folder) / runfolder.MECHANISM).read_text())
+        record = json.loads((Path(folder) / RECORD).read_text())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None

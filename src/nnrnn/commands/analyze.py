@@ -115,14 +115,14 @@ def _analyse(args, model, layer, out: Path, name: str, extra: dict) -> int:
 
 
 def _mechanism_lines(record: dict | None) -> None:
-    """The first cell's non-normal share, basis drift and Fisher memory (nnrnn.analysis.mechanism), or why none."""
+    """The first cell's ‖T‖/‖Λ‖, basis drift and Fisher memory (nnrnn.analysis.mechanism), or why it has none."""
     if record is None:
         return
     if not record["measured"]:
         print(f"{'mechanism':36s} not measured: {record['why']}")
         return
     cell = record["cells"]["l0"]
-    for key in ("non_normal_share", "basis_drift"):
+    for key in ("t_over_lambda", "basis_drift"):
         if cell[key] is not None:
             print(f"{key:36s} {cell[key]:.6g}")
     memory = cell.get("fisher")
