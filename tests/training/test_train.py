@@ -151,6 +151,8 @@ def test_kill_9_then_resume_matches_uninterrupted(tmp_path, undrawn_figures):
     assert 0 < step < 300, "the kill should land mid-run"
     assert nnrnn_cli.main([*common, "--out", str(tmp_path / "killed"), "--resume"]) == 0
     assert read_metrics(tmp_path / "whole") == read_metrics(tmp_path / "killed")
+    # what the run measured of its V when it ended (nnrnn.analysis.mechanism), to the last digit
+    assert (tmp_path / "whole" / "mechanism.json").read_bytes() == (tmp_path / "killed" / "mechanism.json").read_bytes()
     a, b = model_params(tmp_path / "whole/checkpoints/last.pt"), model_params(last)
     assert all(torch.equal(a[k], b[k]) for k in a)
 
