@@ -253,6 +253,22 @@ def test_the_record_is_of_the_last_update_against_the_seeded_start(tmp_path):
                                                                       rel=1e-6)
 
 
+def test_a_diverged_run_records_its_last_good_checkpoint_or_that_it_had_none(tmp_path):
+    from nnrnn.errors import TrainingDiverged
+    from nnrnn.training.config import resolve_config
+    diverging = resolve_config({"task": "copy", "model": "rnn", "nonlinearity": "relu", "hidden": 8, "T": 4,
+                                "batch_size": 4, "steps": 50, "lr": 1e30, "max_bad_steps": 3, "checkpoint_every": 1,
+                                "eval_every": 1, "log_every": 1, "progress": False, "out": str(tmp_path / "run")})
+    with pytest.raises(TrainingDiverged):
+        train(diverging, on_end=mechanism.write_record)
+    record = mechanism.read_record(tmp_path / "run")
+    assert record["step"] == checkpoint.load(tmp_path / "run" / "checkpoints" / "last.pt")["step"]
+    assert record["measured"] and record["cells"]["l0"]["spectral_radius"] > 0
+    (tmp_path / "run" / "checkpoints" / "last.pt").unlink()
+    assert mechanism.write_record(tmp_path / "run") == {"measured": False,
+                                                        "why": "the run ended before its first checkpoint"}
+
+
 def test_nnrnn_train_writes_the_record(tmp_path, undrawn_figures):
     assert nnrnn_cli.main(["train", "copy", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]) == 0
     record = mechanism.read_record(tmp_path / "run")
