@@ -64,10 +64,10 @@ def test_report_and_no_rerun(tmp_path, tiny_scale, capsys):
 def test_a_diverged_run_is_reported_not_fatal(tmp_path, tiny_scale, monkeypatch):
     real_train = reproduce.train
 
-    def train(config, resume=False):
+    def train(config, resume=False, **hooks):
         if config["model"] == "lstm":
             raise TrainingDiverged("training diverged: 20 non-finite losses or gradients in a row at update 20")
-        return real_train(config, resume=resume)
+        return real_train(config, resume=resume, **hooks)
     monkeypatch.setattr(reproduce, "train", train)
     report = reproduce.reproduce(tiny_scale, tmp_path, models=["nnrnn", "lstm"], tasks=["copy"], log=lambda m: None)
     assert "| LSTM | diverged" in report.read_text()
