@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
+from ..judging import family
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
@@ -88,7 +89,7 @@ def compared_section(grid: Grid) -> list[str]:
     then = scoring_at_start(grid)
     if then is None:
         return now
-    with judged_by({"SCORED_BY": then}):
+    with judged_by({"SCORED_BY": then}), family.unrecorded():  # judged again: no new members of its family
         before = questions_section(grid)
     # line by line (the goal table is one string of rows): a row of it that moved is shown alone
     moved = [(b, n) for b, n in zip("\n".join(before).split("\n"), "\n".join(now).split("\n")) if b != n]
