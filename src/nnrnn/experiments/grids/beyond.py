@@ -16,7 +16,7 @@ from ..judging.rules import judged_by, rule
 from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
 from ..judging.labels import variant
-from ..judging.statistics import missing
+from ..judging.statistics import labelled, missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED
 from ..reporting.tuning import tuning_section as tuned_alike
@@ -60,8 +60,9 @@ def questions_section(grid: Grid) -> list[str]:
                 speed = "updates until solved: " + speed
             else:
                 key = metric(task_of[setting])
-                early = {m: early_stat(grid, group(grid.planned, setting, column, m), key)
-                         for m in ("nnrnn delay", "nnrnn")}
+                early = labelled({m: early_stat(grid, group(grid.planned, setting, column, m), key)
+                                  for m in ("nnrnn delay", "nnrnn")}, ", after a quarter of training",
+                                 name)
                 speed, _ = compare("nnrnn delay", early["nnrnn delay"], "nnrnn", early["nnrnn"], digits[setting],
                                    lower[setting])
                 speed = "validation score after a quarter of training: " + speed

@@ -25,7 +25,7 @@ from ..judging.paper import GAMMA_HELD, GAMMA_ONE
 from ..judging.rules import Claim, not_converged, rule
 from ..reporting.sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section,
                                   settings_sections, settled_section)
-from ..judging.statistics import Stat
+from ..judging.statistics import Stat, labelled
 from ..judging.gamma_sentences import (all_or_nothing_claim, backprop_claim, gamma_claims, gradient_claim,
                                        regularization_claim)
 from ..judging.structure_sentences import structure_claims
@@ -157,7 +157,7 @@ def ptb_claims(grid: Grid, setting: str) -> list:
         claims.append(gated_claim(bpc["hidden"], bptt, scope=row_scope(grid, setting, "hidden")))
     if held_gamma(grid.planned, setting):
         where = row_scope(grid, setting, "hidden")
-        claims += gamma_claims(converged_table(grid, setting), bptt, criterion=not_converged(), scope=where)
+        claims += gamma_claims(_converged(grid, setting), bptt, criterion=not_converged(), scope=where)
         claims.append(gradient_claim({label: [spike(grid.run_folder(r), rule('WARM_UP')) for r in members]
                                       for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                       if (members := done(grid, group(grid.planned, setting, "hidden", label)))},
@@ -167,12 +167,17 @@ def ptb_claims(grid: Grid, setting: str) -> list:
               spike(grid.run_folder(r))) for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
              for r in sorted(done(grid, group(grid.planned, setting, "hidden", label)), key=lambda r: r.seed)],
             bptt, scope=where))
-        claims.append(regularization_claim(converged_table(grid, setting),
+        claims.append(regularization_claim(_converged(grid, setting),
                                            {label: [spike(grid.run_folder(r)) for r in members]
                                             for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                             if (members := done(grid, group(grid.planned, setting, "hidden", label)))},
                                            bptt, scope=where))
     return claims
+
+
+def _converged(grid: Grid, setting: str) -> dict:
+    """The γ table's results over the runs that converged, each named for the report's list of comparisons."""
+    return labelled(converged_table(grid, setting), ", the runs that converged", name)
 
 
 def ptb_gap_claims(grid: Grid, settings: list[str]) -> list:

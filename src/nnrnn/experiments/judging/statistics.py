@@ -93,6 +93,12 @@ class Stat:
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
+def labelled(table: dict, suffix: str = "", names=str) -> dict:
+    """{label: Stat} with every result that names nothing named by its key as ``names`` shows it, and ``suffix``,
+    for the report's list of comparisons (None stays None)."""
+    return {key: s if s is None or s.label else s.named(f"{names(key)}{suffix}") for key, s in table.items()}
+
+
 def rule_words() -> str:
     """The rule in force, in words, for a report's methods."""
     if rule("TEST") == "two standard errors":
