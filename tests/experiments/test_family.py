@@ -122,7 +122,8 @@ def test_a_report_lists_its_comparisons_and_each_claim_row_cites_those_it_rests_
     copy_rows = [line for line in claims.splitlines() if line.startswith("| copy (")]
     assert copy_rows and all("tests: the report's comparisons " in line for line in copy_rows)
     cited = {int(n) for line in copy_rows
-             for n in re.findall(r"\d+", line.split("tests: the report's comparisons ")[1].split(" |")[0])}
+             for n in re.findall(r"\d+", line.split("tests: the report's comparisons ")[1].split(" (")[0])}
+    assert all("(all exploratory: fewer than 5 seeds a side)" in line for line in copy_rows)  # 3 seeds here
     assert cited <= {int(line.split(" | ")[0][2:]) for line in rows}
     # a p value the list gives passes exactly when its adjusted p value is below the level
     for line in rows:

@@ -238,17 +238,23 @@ def rests_on(function):
 
 
 def cited(claim: str) -> str:
-    """"; tests: the report's comparisons 3, 5–7" (and the theory's, by their own numbers) for the row ``claim``,
-    "" where it rests on none or no family is controlled."""
+    """"; tests: the report's comparisons 3, 5–7 (all exploratory: fewer than 5 seeds a side)" (and the theory's, by
+    their own numbers) for the row ``claim``, "" where it rests on none or no family is controlled."""
     family = active()
     if family is None:
         return ""
-    parts = []
+    parts, exploratory = [], []
     for name, members in family.members.items():
-        found = [i for i, m in enumerate(members.values(), 1) if claim in m.rows]
+        found = [(i, m) for i, m in enumerate(members.values(), 1) if claim in m.rows]
         if found:
-            parts.append(f"{name} {span(found)}")
-    return "; tests: " + "; ".join(parts) if parts else ""
+            parts.append(f"{name} {span([i for i, _ in found])}")
+            exploratory += [min(n for n in m.n if n or m.test != "one-sample t") < rule("EXPLORATORY_UNDER")
+                            for _, m in found]
+    if not parts:
+        return ""
+    under = f"fewer than {rule('EXPLORATORY_UNDER')} seeds a side"
+    return "; tests: " + "; ".join(parts) + (f" (all exploratory: {under})" if all(exploratory) else
+                                             f" (some exploratory: {under})" if any(exploratory) else "")
 
 
 def span(numbers_: list[int]) -> str:
