@@ -177,10 +177,6 @@ def control(write):
         _FAMILY.reset(token)
 
 
-def current() -> Family | None:
-    return _FAMILY.get()
-
-
 @contextlib.contextmanager
 def group(name: str):
     """Comparisons made inside the block form their own family ``name`` (the theory's claims)."""
