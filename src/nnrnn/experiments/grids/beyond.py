@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
+from ..judging import family
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
 from ..judging.labels import variant
-from ..judging.statistics import missing
+from ..judging.statistics import labelled, missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED
 from ..reporting.tuning import tuning_section as tuned_alike
@@ -59,8 +60,9 @@ def questions_section(grid: Grid) -> list[str]:
                 speed = "updates until solved: " + speed
             else:
                 key = metric(task_of[setting])
-                early = {m: early_stat(grid, group(grid.planned, setting, column, m), key)
-                         for m in ("nnrnn delay", "nnrnn")}
+                early = labelled({m: early_stat(grid, group(grid.planned, setting, column, m), key)
+                                  for m in ("nnrnn delay", "nnrnn")}, ", after a quarter of training",
+                                 name)
                 speed, _ = compare("nnrnn delay", early["nnrnn delay"], "nnrnn", early["nnrnn"], digits[setting],
                                    lower[setting])
                 speed = "validation score after a quarter of training: " + speed
@@ -88,7 +90,7 @@ def compared_section(grid: Grid) -> list[str]:
     then = scoring_at_start(grid)
     if then is None:
         return now
-    with judged_by({"SCORED_BY": then}):
+    with judged_by({"SCORED_BY": then}), family.unrecorded():  # judged again: no new members of its family
         before = questions_section(grid)
     # line by line (the goal table is one string of rows): a row of it that moved is shown alone
     moved = [(b, n) for b, n in zip("\n".join(before).split("\n"), "\n".join(now).split("\n")) if b != n]

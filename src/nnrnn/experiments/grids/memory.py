@@ -56,7 +56,7 @@ from ..reporting.tuning import tuning_section
 from ..reporting.figures import line_style
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ..reporting.picks import picks_section
-from ..reporting.sections import Report
+from ..reporting.sections import Report, judged_again
 from ..judging.statistics import Stat
 from ..judging.labels import variant
 from ..judging.words import name
@@ -271,7 +271,7 @@ def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
                 + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
     if not t_a:
         return f"neither solved the first delay (T = {rungs_a[0]['T']})."
-    test = _times_test(top_a, top_b)
+    test = _times_test(top_a, top_b).named(f"{name(a)} at T = {t_a}", f"{name(b)} at T = {t_b}")
     shown = f"{top_a['updates'].show(0)} against {top_b['updates'].show(0)} updates over the seeds that solved"
     if test.passes:
         faster, slower = (a, b) if test.effect < 0 else (b, a)
@@ -297,7 +297,9 @@ def _parting(longer: str, shorter: str, rungs_l: list[dict], rungs_s: list[dict]
     if failed is None or there is None:
         return (f"{name(longer)} solved a longer delay than {name(shorter)} {reached}, untested (no delay both "
                 "trained at where one solved and the other did not)")
-    test = significance.fisher(there["solved"], there["seeds"], failed["solved"], failed["seeds"])
+    test = significance.fisher(there["solved"], there["seeds"], failed["solved"], failed["seeds"]).named(
+        f"{name(longer)} at T = {failed['T']}: {there['solved']} of {there['seeds']} solved",
+        f"{name(shorter)}: {failed['solved']} of {failed['seeds']}")
     verdict = (f"{name(longer)} clearly solved a longer delay than {name(shorter)} {reached}:" if test.passes else
                f"{name(longer)} reached a longer delay than {name(shorter)} {reached}, but not clearly:")
     return (f"{verdict} where the ladders part, at T = {failed['T']}, "
@@ -314,7 +316,7 @@ def _shared_delay(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> s
     if not shared:
         return ""
     here, there = shared[-1]
-    test = _times_test(here, there)
+    test = _times_test(here, there).named(f"{name(a)} at T = {here['T']}", f"{name(b)} at T = {there['T']}")
     words = ("clearly fewer than" if test.effect < 0 else "clearly more than") if test.passes else \
         "not clearly different from"
     return (f"; at T = {here['T']} {name(a)} solved in {here['updates'].show(0)} updates ({here['solved']} of "
@@ -376,7 +378,8 @@ def tuned_section(grid: Grid) -> list[str]:
 
 
 REPORT = Report("The memory horizon: the longest copy delay each model solves",
-                (protocol_section, tuned_section, picks_section, horizon_section), files=(CAPACITY,),
+                (protocol_section, tuned_section, picks_section, horizon_section, judged_again(horizon_section)),
+                files=(CAPACITY,),
                 prepare=measure_capacity)
 
 

@@ -36,6 +36,7 @@ from ..reporting.collect import convergence, group, labels, results, scored, set
 from ..reporting.figures import line_style, reference, reference_line
 from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name,
                              sizes)
+from ..judging import family
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import (judged_again, memoryless_baseline, ptb_data_scope, rescored_intro, scope,
                                   scoring_at_start)
@@ -366,7 +367,7 @@ def rescored_section(grid: Grid) -> list[str]:
              "| protocol | verdict | under the scoring at the start | now |", "|---|---|---|---|"]
     for setting in moved_settings:
         now = verdicts(grid, setting)
-        with judged_by({"SCORED_BY": then}):
+        with judged_by({"SCORED_BY": then}), family.unrecorded():  # judged again: no new members of its family
             before = verdicts(grid, setting)
             table = results(grid, setting).get(TUNED, {})
         moved = [key for key in dict.fromkeys([*before, *now]) if before.get(key) != now.get(key)]

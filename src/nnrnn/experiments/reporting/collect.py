@@ -53,7 +53,7 @@ def stat(grid: GridFolder, members: list[PlannedRun], key: str, split: str) -> S
     folders = [grid.run_folder(r) for r in members]
     if not any(finished(f) for f in folders):
         return None
-    return Stat.of(final_value(f, key, split) for f in folders if finished(f))
+    return Stat.of((final_value(f, key, split) for f in folders if finished(f)), label=members[0].label)
 
 
 # what copy's runs were scored by before the rule SCORED_BY: their last validation loss
@@ -109,7 +109,7 @@ def copy_speed(grid: Grid, setting: str, baseline: float) -> dict:
             if members:  # read at validations eval_every updates apart: that is its resolution
                 speed.setdefault(column, {})[label] = Stat.of(
                     (updates_to_solve(grid.run_folder(r), rule('SOLVED_SHARE') * baseline) for r in members),
-                    resolution=members[0].options.get("eval_every", 0))
+                    resolution=members[0].options.get("eval_every", 0), label=label)
     return speed
 
 
