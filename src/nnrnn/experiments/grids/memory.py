@@ -398,7 +398,8 @@ VARIANTS = {
 
 def rung(T: int) -> dict:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "columns": (TUNED,), "models": MEMORY_MODELS,
+    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "paper_optimizer": True, "columns": (TUNED,),
+            "models": MEMORY_MODELS,
             "variants": VARIANTS,
             "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
                         "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}

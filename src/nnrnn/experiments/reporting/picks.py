@@ -14,7 +14,8 @@ import math
 from ...tasks import task_class
 from ...training.config import resolve_config
 from ..planning.grid import Grid, PlannedRun, search_name
-from ..planning.searching import PAPER_OPTIMIZERS, search_space, span
+from ...models import model_class
+from ..planning.searching import search_space, span
 from ..judging.words import name
 
 EDGE = 0.05  # a pick within this fraction of the log range of an end is named
@@ -116,7 +117,7 @@ def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
         runs = [r for r in grid.planned if r.label == label]
         by_setting = {r.setting: resolve_config(r.options, r.preset)["optimizer"] for r in runs}
         ran = sorted(set(by_setting.values()))
-        paper = PAPER_OPTIMIZERS.get(runs[0].model)
+        paper = model_class(runs[0].model).PAPER_OPTIMIZER
         words = ran[0] if len(ran) == 1 else ", ".join(f"{o} on {s}" for s, o in by_setting.items())
         if paper is None:
             words += " (its paper names none we follow)"
