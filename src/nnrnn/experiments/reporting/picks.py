@@ -8,11 +8,10 @@ the range, not the model, may have decided the result.  A choice among a set (e.
 given as "k of n" and not named, since two of three values of a three-value set are ends."""
 from __future__ import annotations
 
-import json
 import math
-
 from ...tasks import task_class
 from .collect import ran_config
+from .signal import best_trial, read_trials, signal_lines, signals
 from .tuning import short
 from ..planning.grid import Grid, PlannedRun, search_name
 from ...models import model_class
@@ -37,10 +36,6 @@ def at_edge(fraction: float) -> bool:
     return fraction <= EDGE or fraction >= 1 - EDGE
 
 
-def _read_trials(grid: Grid) -> dict:
-    return json.loads(grid.trials.read_text()) if grid.trials.is_file() else {}
-
-
 def supplement_ranges(grid: Grid, planned: PlannedRun) -> dict:
     """{option: its span (:func:`nnrnn.experiments.planning.searching.span`)} of the supplement's search of
     ``planned``'s model
@@ -50,22 +45,16 @@ def supplement_ranges(grid: Grid, planned: PlannedRun) -> dict:
     return {**ranges, **SUPPLEMENT_BEFORE.get(planned.model, {})}
 
 
-def _best(trials: list[dict], lower: bool) -> dict | None:
-    """The finished trial with the best value (the study's best trial), None when none finished."""
-    done = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None]
-    return (min if lower else max)(done, key=lambda t: t["value"]) if done else None
-
-
 def pick_rows(grid: Grid) -> list[dict]:
     """One row per searched option of every search that finished a trial: setting, label, option, range (its
     span, :func:`nnrnn.experiments.planning.searching.span`), pick, and position (:func:`place`)."""
-    trials, rows = _read_trials(grid), []
+    trials, rows = read_trials(grid), []
     for setting in grid.settings:
         members = [r for r in grid.planned if r.setting == setting]
         lower = task_class(members[0].task).monitor[1] == "min"
         for label in dict.fromkeys(r.label for r in members):
             found = trials.get(search_name(setting, label), [])
-            best = _best(found, lower)
+            best = best_trial(found, lower)
             if best is None:
                 continue
             ranges = best.get("ranges") or supplement_ranges(grid, next(r for r in members if r.label == label))
@@ -143,7 +132,7 @@ def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
 def picks_section(grid: Grid) -> list[str]:
     """The report's section: each model's optimizer, each search's queued published settings, and where every
     pick fell in its range, the picks at an edge named."""
-    trials = _read_trials(grid)
+    trials = read_trials(grid)
     if not trials:
         return []
     if not any("ranges" in t for found in trials.values() for t in found):
@@ -169,7 +158,8 @@ def picks_section(grid: Grid) -> list[str]:
                   "search (issue 67), when a published first trial also took the published values of options it "
                   "did not search (the model's own settings, lr_orth, clipping), which the trial records did not "
                   "keep."]
-    lines += ["", f"Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a pick "
+    lines += ["", *signal_lines(grid)]
+    lines += [f"Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a pick "
                   f"within {EDGE:.0%} of an end is named below the table.", ""]
     return lines + _pick_table(grid)
 
@@ -195,11 +185,14 @@ def first_trial_rows(grid: Grid, trials: dict) -> list[str]:
 
 def _pick_table(grid: Grid) -> list[str]:
     """The table of every pick's place in its range, and the picks at an edge named."""
+    quiet = {key for key, signal in signals(grid).items() if not signal.learned}
     rows = pick_rows(grid)
     lines = ["| setting | model | option | range | pick | position |", "|---|---|---|---|---|---|",
              *[f"| {r['setting']} | {name(r['label'])} | {r['option']} | {_range_words(r['range'])} | "
-               f"{_shown(r['pick'])} | {_place(r['position'])} |" for r in rows], ""]
-    edges = edge_picks(rows)
+               + (f"none (no trial learned; its best trial had {_shown(r['pick'])}) | |"
+                  if (r['setting'], r['label']) in quiet else f"{_shown(r['pick'])} | {_place(r['position'])} |")
+               for r in rows], ""]
+    edges = [r for r in edge_picks(rows) if (r["setting"], r["label"]) not in quiet]
     lines.append("Picks at an edge of their range: " + ("; ".join(
         f"{name(r['label'])}'s {r['option']} on {r['setting']} ({_shown(r['pick'])}, at {r['position']:.2f})"
         for r in edges) + "." if edges else "none."))

@@ -7,6 +7,7 @@ import json
 from ... import presets
 from ...models import model_class
 from .collect import ran_config
+from .signal import signals
 from ..planning.grid import TPE_STARTUP, TUNED, Grid, search_name
 from ..planning.searching import EQUAL_LR_RANGE, LR_ORTH_RATIO, OWN_OPTIONS, SEARCHED
 from ..judging.words import name
@@ -36,9 +37,14 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
                [f"No table reports seed {spec['seed']}, on which every search trained: no pick was chosen on a run "
                 "its row averages in.", ""]),
              "| table | model | tuned options |", "|---|---|---|"]
+    quiet = {(_table_key(grid, setting), label) for (setting, label), signal in signals(grid).items()
+             if not signal.learned}
     for setting, chosen in picks.items():
         for label, options in chosen.items():
-            lines.append(f"| {setting} | {name(label)} | {ran_options(grid, setting, label, options)} |")
+            ran = ran_options(grid, setting, label, options)
+            lines.append(f"| {setting} | {name(label)} | "
+                         + (f"none: no trial learned (its runs trained with the best trial's {ran})"
+                            if (setting, label) in quiet else ran) + " |")
     searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
               for setting in (key, key.split("-")[0], *spec.get("settings", ()))}  # the task, table key or rung
@@ -47,6 +53,12 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "
                   "column: " + ", ".join(f"`{m}`" for m in unpicked) + "."]
     return lines + [""]
+
+
+def _table_key(grid: Grid, setting: str) -> str:
+    """The picks' table key of a setting (its task, with PTB's length)."""
+    run = next(r for r in grid.planned if r.setting == setting)
+    return presets.table_key(run.task, run.options.get("bptt"))
 
 
 def ran_options(grid: Grid, key: str, label: str, pick: dict) -> str:
