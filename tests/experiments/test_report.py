@@ -306,3 +306,20 @@ def test_a_reports_settings_tables_show_the_options_that_ran_not_the_picks(tmp_p
     (folder,) = json.loads((out / "data.json").read_text())["folders"].values()
     assert folder["config"]["optimizer"] == "rmsprop" and str(tmp_path) not in json.dumps(folder["config"])
     assert reproduce.regenerate(out / "data.json", tmp_path / "elsewhere").read_text() == text
+
+
+def test_a_runs_resolved_configuration_is_its_saved_one_and_else_its_options_over_its_preset(tmp_path):
+    """What the settings tables read (issue 67): the configuration the run folder saved, less the machine's
+    folders; compact data written before it carried configurations falls back on the options as planned."""
+    from nnrnn.experiments.reporting.collect import ran_config
+    from nnrnn.training.config import resolve_config
+    run = planned(task="copy", model="cornn", options={"task": "copy", "model": "cornn", "hidden": 8,
+                                                      "optimizer": "rmsprop"}, name="copy-cornn")
+    made = grid.GridFolder(tmp_path)
+    assert ran_config(made, run) == resolve_config(run.options, run.preset)  # no folder: as the trainer resolves
+    folder = made.run_folder(run)
+    folder.mkdir(parents=True)
+    saved = {**resolve_config(run.options, run.preset), "optimizer": "adam", "out": str(folder), "data_dir": "/x"}
+    runfolder.config_file(folder).write_text(json.dumps(saved))
+    ran = ran_config(made, run)
+    assert ran["optimizer"] == "adam" and "out" not in ran and "data_dir" not in ran
