@@ -125,3 +125,41 @@ def test_a_grids_figure_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tm
     with pytest.raises(UserError, match="cannot write .*curves-copy.png \\(No space left on device\\)"):
         figures.save_whole(matplotlib.figure.Figure(), path)
     assert path.read_bytes() == b"the previous figure" and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_paper_optimizer_trains_each_model_with_its_papers_over_the_tasks_procedure():
+    """Issue 67: the task's procedure fixed RMSprop for every model the paper's preset does not cover, and a fixed
+    option won over the Adam a search derived from the paper, so coRNN, LEM, the LRU and the nnLRU trained RMSprop
+    where the grid meant Adam.  With ``paper_optimizer`` the plan gives each its paper's; what the grid gives
+    explicitly still wins."""
+    from nnrnn.models import model_class
+    from nnrnn.training.config import resolve_config
+    setting = {"hidden": 16, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
+               "models": ("nnrnn", "cornn", "lru", "gru")}
+
+    def optimizers(**changes):
+        spec = {"seeds": [0], "tasks": {"copy": {**setting, **changes}}}
+        return {p.label: resolve_config(p.options, p.preset)["optimizer"] for p in grid.plan(spec, searching=True)}
+
+    procedure = optimizers()
+    assert procedure == dict.fromkeys(setting["models"], "rmsprop")  # the paper's copy procedure: RMSprop for all
+    assert optimizers(paper_optimizer=True) == {m: model_class(m).PAPER_OPTIMIZER or procedure[m]
+                                                for m in setting["models"]} == \
+        {"nnrnn": "rmsprop", "cornn": "adam", "lru": "adam", "gru": "rmsprop"}
+    explicit = {**setting["options"], "optimizer": "rmsprop"}
+    assert set(optimizers(paper_optimizer=True, options=explicit).values()) == {"rmsprop"}
+    # and a search of such a grid holds it fixed: every trial trains it
+    spec = {"seeds": [0], "tune": {"trials": 1, "share": 1.0},
+            "tasks": {"copy": {**setting, "paper_optimizer": True}}}
+    assert {s["model"]: s["options"]["optimizer"] for s in grid.searches(spec).values()}["cornn"] == "adam"
+
+
+def test_the_grids_that_claim_each_models_papers_optimizer_plan_it():
+    """The memory and modern reports say "each model with its paper's optimizer": their plans give it."""
+    from nnrnn.models import model_class
+    for scale in ("memory",):
+        for search in grid.searches(grids.SCALES[scale]).values():
+            paper = model_class(search["model"]).PAPER_OPTIMIZER
+            if paper:
+                assert search["options"]["optimizer"] == paper, search["label"]
+    assert all(setting.get("paper_optimizer") for setting in grids.SCALES["modern"]["tasks"].values())

@@ -125,7 +125,9 @@ def test_the_toy_ladder_runs_resumes_without_training_and_its_report_regenerates
     assert sum(n.startswith("copy-lstm") for n in names) == 6  # both delays
     assert sum(n.startswith("copy-rnn") for n in names) == 3  # the first only: it solved nothing
     assert "| LSTM | 8 (3 of 3 seeds) | 4 ± 0 |" in text
-    assert "| RNN | none (T = 4: 0 of 3) |" in text and "| 6 × 4 |" in text
+    # its one search trial of 3 updates left no plateau: not a horizon of "none" but nothing measurable
+    assert "| RNN | not measurable at this budget (no search trial learned; T = 4: 0 of 3) |" in text
+    assert "| 6 × 4 |" in text
     # what a run saw: a budget per delay over the ladder, not one rung's
     assert ("| copy | at most 6 updates × 4 = 24 generated sequences per delay, T = 4 to 8, fewer where a run "
             "stopped solved |") in text
@@ -242,3 +244,46 @@ def test_the_pair_without_t_does_not_claim_to_isolate_t_when_each_model_has_its_
     said = "\n".join(memory.comparisons({"nnrnn": rungs, "nnrnn normal": rungs}))
     assert "isolated" not in said
     assert "each at its own search's pick, so not T alone" in said
+
+
+def test_a_search_whose_best_trial_did_not_leave_the_baseline_names_no_pick_and_no_horizon(tmp_path):
+    """Issue 67: where no trial of a search left the memoryless plateau, its pick ranked how fast a trial fell to the
+    plateau, and the table read "none" as if a horizon had been measured."""
+    from nnrnn.experiments.reporting import picks, signal, tuning
+    baseline = baseline_loss(50)
+    planned = [synthetic.planned(setting="copy-50", task="copy", label=label, model=label, seed=seed, column="tuned",
+                                 options={"task": "copy", "model": label, "seed": seed, "hidden": 8, "T": 50,
+                                          "lr": {"rnn": 1e-3, "lstm": 0.029}[label], **OPTIONS},
+                                 name=f"{label}-{seed}")
+               for label in ("rnn", "lstm") for seed in (0, 1, 2)]
+    made = grid.Grid(tmp_path, "toy", toy_scale(tune=False), planned)
+    for r in planned:
+        folder = made.run_folder(r)
+        folder.mkdir(parents=True)
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in losses(0, 50)))
+        outcome.write(folder, outcome.Outcome(outcome.NOT_LEARNED, "synthetic"))
+    ranges = {"lr": {"log": [1e-5, 3e-2]}}
+    made.trials.write_text(json.dumps({
+        "copy-50-rnn": [{"number": 0, "state": "COMPLETE", "value": 0.5 * baseline, "params": {"lr": 1e-3},
+                         "ranges": ranges}],
+        "copy-50-lstm": [{"number": 0, "state": "COMPLETE", "value": 0.95 * baseline, "params": {"lr": 0.029},
+                          "ranges": ranges},
+                         {"number": 1, "state": "COMPLETE", "value": 1.2 * baseline, "params": {"lr": 1e-4},
+                          "ranges": ranges}]}))
+    made.tuned.write_text(json.dumps({"copy": {"rnn": {"lr": 1e-3}, "lstm": {"lr": 0.029}}}))
+    assert signal.no_signal(made) == {"lstm"}
+    assert signal.signals(made)[("copy-50", "lstm")].share == pytest.approx(0.95)
+    # the trainer's margin for learning, and no other: 10% below the baseline
+    assert signal.Signal(0.89 * baseline, baseline).learned and not signal.Signal(0.9 * baseline, baseline).learned
+    horizon = "\n".join(memory.horizon_section(made))
+    assert "| LSTM | not measurable at this budget (no search trial learned; T = 50: 0 of 3) |" in horizon
+    assert "| RNN | none (T = 50: 0 of 3) |" in horizon  # its search learned: its runs did not, a measured none
+    assert "none: RNN; not measurable at this budget: LSTM." in horizon
+    section = "\n".join(picks.picks_section(made))
+    assert "1 of 2 searches found a signal." in section and "| copy-50 | LSTM | 0.950 | no trial learned |" in section
+    assert "| copy-50 | LSTM | lr | 1e-05 to 0.03 (log) | none (no trial learned; its best trial had 0.029) | |" in \
+        section and "LSTM's lr" not in section.split("Picks at an edge")[1]  # its place at the ceiling is not named
+    tuned = "\n".join(tuning.tuning_section(dataclasses.replace(made, spec={**made.spec, "tune": {
+        "trials": 2, "share": 1.0, "seed": 100}}), ""))
+    assert "| copy | LSTM | none: no trial learned (its runs trained with the best trial's lr=0.029" in tuned
+    assert "| copy | RNN | lr=0.001" in tuned

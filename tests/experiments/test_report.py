@@ -272,3 +272,54 @@ def test_curves_above_the_cut_axis_and_a_single_point_still_show(tmp_path, monke
     assert all(bottom < min(line.get_ydata()) < top for line in curves)
     assert all(line.get_marker() not in (None, "None", "") for line in curves)
     assert "axis cut" not in drawn["curves-copy.png"]._suptitle.get_text()  # it is not, here
+
+
+@pytest.fixture
+def fixed_over_derived(monkeypatch):
+    """The smallest tuned grid where a fixed option overrides a derived one: one seed, one search trial of two
+    updates, coRNN with its paper's Adam asked for (``paper_optimizer``) and RMSprop given by the grid."""
+    from nnrnn.experiments.reporting.picks import picks_section
+    from nnrnn.experiments.reporting.sections import Report
+    from nnrnn.experiments.reporting.tuning import tuning_section
+    tiny = Report("Fixed over derived", (lambda g: tuning_section(g, "Its published settings first."), picks_section))
+    monkeypatch.setitem(grids.SCALES, "fixed-over-derived", {
+        "seeds": [0], "report": tiny, "tune": {"trials": 1, "share": 1.0, "seed": 100, "startup": 1},
+        "tasks": {"copy": {"hidden": 8, "columns": (grid.TUNED,), "paper_optimizer": True, "models": ("cornn",),
+                           "options": {**COPY, "steps": 2, "optimizer": "rmsprop"}}}})
+    return "fixed-over-derived"
+
+
+def test_a_reports_settings_tables_show_the_options_that_ran_not_the_picks(tmp_path, fixed_over_derived):
+    """Issue 67: the tuned options were printed from the picks, which leave out an option the grid fixed over the
+    one derived for it (the committed memory grid's coRNN row said nothing of the RMSprop it trained with)."""
+    out = tmp_path / "grid"
+    text = reproduce.reproduce(fixed_over_derived, out).read_text()
+    assert "optimizer" not in json.loads((out / "tuned.json").read_text())["copy"]["cornn"]  # the pick says none
+    (run,) = (f for f in grid.GridFolder(out).runs.iterdir() if runfolder.config_file(f).is_file())
+    assert json.loads(runfolder.config_file(run).read_text())["optimizer"] == "rmsprop"  # what it trained with
+    tuned = next(line for line in text.splitlines() if line.startswith("| copy | coRNN | "))
+    assert "optimizer=rmsprop" in tuned
+    assert "| coRNN | rmsprop (its paper's is adam; the option the grid fixed won) |" in text
+    first = next(line for line in text.splitlines() if line.startswith("| copy | coRNN | published"))
+    assert "dt=0.076, epsilon=8, lr=0.0054" in first  # the first trial's values, a point of the searched space
+    # the compact data carries what ran, and the report written from it alone reads the same
+    (folder,) = json.loads((out / "data.json").read_text())["folders"].values()
+    assert folder["config"]["optimizer"] == "rmsprop" and str(tmp_path) not in json.dumps(folder["config"])
+    assert reproduce.regenerate(out / "data.json", tmp_path / "elsewhere").read_text() == text
+
+
+def test_a_runs_resolved_configuration_is_its_saved_one_and_else_its_options_over_its_preset(tmp_path):
+    """What the settings tables read (issue 67): the configuration the run folder saved, less the machine's
+    folders; compact data written before it carried configurations falls back on the options as planned."""
+    from nnrnn.experiments.reporting.collect import ran_config
+    from nnrnn.training.config import resolve_config
+    run = planned(task="copy", model="cornn", options={"task": "copy", "model": "cornn", "hidden": 8,
+                                                      "optimizer": "rmsprop"}, name="copy-cornn")
+    made = grid.GridFolder(tmp_path)
+    assert ran_config(made, run) == resolve_config(run.options, run.preset)  # no folder: as the trainer resolves
+    folder = made.run_folder(run)
+    folder.mkdir(parents=True)
+    saved = {**resolve_config(run.options, run.preset), "optimizer": "adam", "out": str(folder), "data_dir": "/x"}
+    runfolder.config_file(folder).write_text(json.dumps(saved))
+    ran = ran_config(made, run)
+    assert ran["optimizer"] == "adam" and "out" not in ran and "data_dir" not in ran

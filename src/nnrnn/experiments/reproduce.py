@@ -344,8 +344,10 @@ def trial_records(study) -> list[dict]:
 
 
 def _ranges(trial) -> dict:
-    """A trial's searched ranges and queued published settings, for the report's picks (:mod:`.picks`)."""
+    """A trial's searched ranges, every option it set (the drawn ones and those derived from them) and queued
+    published settings, for the report's picks (:mod:`.picks`)."""
     return {"ranges": {k: span(d) for k, d in trial.distributions.items()},
+            **({"options": trial.user_attrs["options"]} if "options" in trial.user_attrs else {}),
             **({"published": trial.user_attrs["published_from"]} if "published_from" in trial.user_attrs else {})}
 
 

@@ -87,6 +87,7 @@ class CoRNN(CellModel):
         All drawn as ``torch.nn.Linear`` draws the authors' one layer of [u, z, y]: U(±1/sqrt(N_in + 2N)).
     """
     DISPLAY_NAME = "coRNN"
+    PAPER_OPTIMIZER = "adam"  # Rusch & Mishra's code, every task
     LINE_STYLE = ('#17becf', (0, (12, 3, 3, 3)))
 
     CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping")

@@ -298,6 +298,7 @@ class EURNN(RecurrentModel):
         weight_hh_l[k]: V (N, N), composed from the angles on access; it cannot be assigned.
     """
     DISPLAY_NAME = "EURNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#2ca02c', (0, (1, 1.5)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("capacity",)

@@ -33,6 +33,7 @@ class ExpRNN(RecurrentModel):
             triangle of ``parametrizations.weight_hh_l[k].original`` (N × N).
     """
     DISPLAY_NAME = "expRNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#d62728', (0, (6, 2, 1, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "dynamic")

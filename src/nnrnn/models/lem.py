@@ -56,6 +56,7 @@ class LEM(CellModel):
         All U(±1/sqrt(N)), as the authors' code draws every parameter.
     """
     DISPLAY_NAME = "LEM"
+    PAPER_OPTIMIZER = "adam"  # Rusch et al.'s code, every task
     LINE_STYLE = ('#800000', (0, (5, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("bias", "dt")

@@ -63,6 +63,7 @@ class LSTM(nn.LSTM, Traits):
     ``bias_hh_l[k]`` (4N)), gates in torch's order (input, forget, cell, output).
     """
     DISPLAY_NAME = "LSTM"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#9467bd', (0, (3, 1, 1, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)

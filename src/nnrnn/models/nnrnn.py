@@ -71,6 +71,7 @@ class NonNormalRNN(RecurrentModel):
     its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
     """
     DISPLAY_NAME = "nnRNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#000000', '-')
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")

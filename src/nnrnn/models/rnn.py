@@ -36,6 +36,7 @@ class VanillaRNN(RecurrentModel):
         weight_hh_l[k]: V (N, N), Glorot normal.
     """
     DISPLAY_NAME = "RNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release trains every one of its models with RMSprop
     LINE_STYLE = ('#1f77b4', (0, (10, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init",)

@@ -35,6 +35,10 @@ class Traits:
     # The own options a grid's search tunes beside the learning rate, every model at most the same number
     # (nnrnn.experiments.planning.searching.equal_space, OWN_OPTIONS): names of SEARCHED or of the supplement's options.
     TUNED_OPTIONS: tuple[str, ...] = ()
+    # The optimizer its paper trains it with ("rmsprop" or "adam"; None: its paper names none we follow, and it
+    # trains with its preset's or the task's). nnrnn has Adam and RMSprop, so the LRU's AdamW is Adam here. A grid
+    # setting with ``paper_optimizer`` trains it so, over the task's procedure (docs/design.md).
+    PAPER_OPTIMIZER: str | None = None
     # The real features a read-out sees per hidden unit (2 for a complex state: [Re h, Im h]).
     REAL_FEATURES_PER_UNIT: int = 1
     # The stacked layers its paper trains (a grid with ``paper_depth`` runs it so deep, at the grid's parameter

@@ -56,6 +56,7 @@ from ..reporting.tuning import tuning_section
 from ..reporting.figures import line_style
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ..reporting.picks import picks_section
+from ..reporting.signal import no_signal
 from ..reporting.sections import Report, judged_again
 from ..judging.statistics import Stat
 from ..judging.labels import variant
@@ -180,12 +181,16 @@ def protocol_section(grid: Grid) -> list[str]:
             ""]
 
 
-def _row(label: str, rungs: list[dict], cap: Stat) -> str:
+UNMEASURABLE = "not measurable at this budget"  # a label that solved nothing and whose search found no signal
+
+
+def _row(label: str, rungs: list[dict], cap: Stat, quiet: bool = False) -> str:
     top = longest(rungs)
     last = rungs[-1]
     budget = f"{last['budget']:,} × {last['batch']}"
     if top is None:
-        return f"| {name(label)} | none (T = {rungs[0]['T']}: {rungs[0]['solved']} of {rungs[0]['seeds']}) | | | " \
+        said = f"{UNMEASURABLE} (no search trial learned; " if quiet else "none ("
+        return f"| {name(label)} | {said}T = {rungs[0]['T']}: {rungs[0]['solved']} of {rungs[0]['seeds']}) | | | " \
                f"{budget} | {cap.show(2, 'not measured')} |"
     return (f"| {name(label)} | {top['T']} ({top['solved']} of {top['seeds']} seeds) | {top['updates'].show(0)} | "
             f"{top['seconds'].show(0)} | {budget} | {cap.show(2, 'not measured')} |")
@@ -194,6 +199,7 @@ def _row(label: str, rungs: list[dict], cap: Stat) -> str:
 def horizon_section(grid: Grid) -> list[str]:
     """Per model: the longest delay solved, updates and seconds to solve it, the budget, the memory capacity."""
     found = ladder(grid)
+    quiet = no_signal(grid)  # searches that found no signal: their labels' memory is not measurable here
     lines = ["## The memory horizon", "",
              f"Per model, the longest delay T that at least {SOLVED_BY} seeds solved, the updates and seconds "
              "(wall time of the run, validations included; a run resumed after an interruption counts its last "
@@ -211,7 +217,7 @@ def horizon_section(grid: Grid) -> list[str]:
     for label, rungs in found.items():
         last = rungs[-1]["T"]
         runs = [r for r in grid.planned if r.label == label and r.options["T"] == last]
-        lines.append(_row(label, rungs, capacity(grid, runs)))
+        lines.append(_row(label, rungs, capacity(grid, runs), label in quiet))
     lines += ["", "Each delay a model trained at (solved seeds of all; updates to solve, mean ± s.e.; — not reached):",
               "", "| model | " + " | ".join(f"T = {r.options['T']}" for r in _firsts(grid)) + " |",
               "|---|" + "---|" * len(_firsts(grid))]
@@ -219,7 +225,7 @@ def horizon_section(grid: Grid) -> list[str]:
         by_t = {r["T"]: r for r in rungs}
         cells = [_cell(by_t.get(r.options["T"])) for r in _firsts(grid)]
         lines.append(f"| {name(label)} | " + " | ".join(cells) + " |")
-    return lines + [""] + comparisons(found) + [""] + horizon_figure(grid, found)
+    return lines + [""] + comparisons(found, quiet) + [""] + horizon_figure(grid, found)
 
 
 def _firsts(grid: Grid) -> list[PlannedRun]:
@@ -241,16 +247,18 @@ PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against
          ("nnlru", "lru", "the LRU with the nnRNN's non-normal part against the LRU"))
 
 
-def comparisons(found: dict[str, list[dict]]) -> list[str]:
-    """The ladder in sentences: the models by the longest delay they solved, and the pairs that test the paper's
+def comparisons(found: dict[str, list[dict]], quiet=frozenset()) -> list[str]:
+    """The ladder in sentences: the models by the longest delay they solved (those that solved none and whose
+    search found no signal, ``quiet``, as not measurable at this budget), and the pairs that test the paper's
     thesis, each by the test that fits it (:mod:`..judging.significance`)."""
     by_delay: dict[int, list[str]] = {}
     for label, rungs in found.items():
         top = longest(rungs)
-        by_delay.setdefault(top["T"] if top else 0, []).append(name(label))
+        by_delay.setdefault(top["T"] if top else -1 if label in quiet else 0, []).append(name(label))
     order = sorted(by_delay, reverse=True)
     lines = ["Longest delay solved: " + "; ".join(
-        (f"T = {t}: " if t else "none: ") + ", ".join(by_delay[t]) for t in order) + "."]
+        (f"T = {t}: " if t > 0 else "none: " if t == 0 else f"{UNMEASURABLE}: ") + ", ".join(by_delay[t])
+        for t in order) + "."]
     for a, b, what in PAIRS:
         if a in found and b in found:
             lines.append(f"- {what}: {compare(a, b, found[a], found[b])}")
@@ -401,7 +409,8 @@ VARIANTS = {
 
 def rung(T: int) -> dict:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "columns": (TUNED,), "models": MEMORY_MODELS,
+    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "paper_optimizer": True, "columns": (TUNED,),
+            "models": MEMORY_MODELS,
             "variants": VARIANTS,
             "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
                         "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}

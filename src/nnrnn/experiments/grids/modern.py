@@ -510,10 +510,12 @@ SCALE = {
     "report": REPORT,
     "tune": {"trials": 4, "share": 1.0, "seed": TUNE_SEED, "startup": 2},
     "tasks": {
-        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "columns": (TUNED,),
+        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "paper_optimizer": True,
+                    "columns": (TUNED,),
                     "models": MODERN_MODELS, "variants": CHAIN_ELU,
                     "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
-        "ptb": {"hidden": 128, "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS,
+        "ptb": {"hidden": 128, "paper_depth": True, "paper_optimizer": True, "columns": (TUNED,),
+                "models": MODERN_MODELS,
                 "variants": CHAIN_INIT, "options": {**LONG_PTB, "epochs": 20}},
     },
 }

@@ -242,8 +242,9 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
     ``preset`` (a protocol's), which then replaces the column's; with ``paper_depth`` each model stacks the layers
-    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and
-    ``tasks`` filter by model and task name (a variant goes with its model)."""
+    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows; with
+    ``paper_optimizer`` each model whose paper names an optimizer trains with it (:func:`paper_optimizer`).
+    ``models`` and ``tasks`` filter by model and task name (a variant goes with its model)."""
     found = []
     for setting_name, setting in spec["tasks"].items():
         task = setting.get("task", setting_name)
@@ -271,6 +272,7 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                 if planned is None:
                     continue
                 base, extra, procedure = planned
+                procedure = {**procedure, **paper_optimizer(model, setting)}
                 model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
                 hidden = reference if column == "hidden" or model == "nnrnn" else \
                     budget_hidden(model, budget, model_config, io)
@@ -295,6 +297,15 @@ def _depth(model: str, setting: dict) -> dict:
     that paper stacks layers; else nothing (one layer, the default, which keeps the run names of one layer)."""
     depth = model_class(model).DEPTH
     return {"num_layers": depth} if setting.get("paper_depth") and depth > 1 else {}
+
+
+def paper_optimizer(model: str, setting: dict) -> dict:
+    """``optimizer`` as the model's paper names it (its class's ``PAPER_OPTIMIZER``) where ``setting`` asks for
+    ``paper_optimizer``; else nothing.  It goes with the task's procedure, over it and over the preset's, and under
+    the setting's own options and a label's (what a grid gives explicitly wins): issue 67, where a procedure's
+    RMSprop won over the Adam a search derived from the paper."""
+    chosen = model_class(model).PAPER_OPTIMIZER
+    return {"optimizer": chosen} if setting.get("paper_optimizer") and chosen else {}
 
 
 def _shape(config: dict) -> dict:
