@@ -34,7 +34,7 @@ import torch
 
 from .. import presets
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import PAPER_MODELS, model_class
+from ..models import model_class
 from ..tasks import task_class
 from ..training import runlock
 from ..training.config import resolve_config
@@ -43,6 +43,7 @@ from ..training.pace import Countdown
 from ..training.train import train
 from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches,
                             write_whole)
+from .planning.declaration import Scale
 from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES, planned_grid
 from .planning.cost import estimate
@@ -390,21 +391,18 @@ def share_runs(out: Path, runs_dir) -> None:
 
 def _check_filters(scale: str, models, tasks) -> None:
     """An OptionError for a task or model the scale does not run (it would plan an empty grid)."""
-    settings = SCALES[scale]["tasks"].items()
-    has_tasks = list(dict.fromkeys(spec.get("task", name) for name, spec in settings))
-    has_models = list(dict.fromkeys(m for _, spec in settings for m in (
-        *spec.get("models", PAPER_MODELS), *(v["model"] for v in spec.get("variants", {}).values()))))
+    has_tasks, has_models = SCALES[scale].tasks, SCALES[scale].models
     for given, has, what in ((tasks, has_tasks, "task"), (models, has_models, "model")):
         missing = [g for g in given or () if g not in has]
         if missing:
             raise OptionError(f"scale {scale} has no {what} {', '.join(missing)}; its {what}s are {', '.join(has)}")
 
 
-def _costed_plan(spec: dict, tuned: Path, models, tasks, seeds, data_dir) -> list[PlannedRun]:
+def _costed_plan(spec: Scale, tuned: Path, models, tasks, seeds, data_dir) -> list[PlannedRun]:
     """The runs a grid's cost counts: a tuned grid's with the picks its searches made (``tuned``), or, before they
     exist, every label planned as its search starts it (the same sizes and lengths; a pick changes rates and
     options, not a run's shape); every rung of a ladder (its ceiling)."""
-    if "tune" not in spec:
+    if spec.tune is None:
         return plan(spec, models, tasks, seeds, data_dir)
     if tuned.is_file():
         return plan(spec, models, tasks, seeds, data_dir, json.loads(tuned.read_text()))
@@ -440,12 +438,12 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     spec = SCALES[scale]
     grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
     costed = planned_grid(out, scale, _costed_plan(spec, grid.tuned, models, tasks, seeds, data_dir))
-    todo = _to_train(costed, searching="tune" in spec and not grid.tuned.is_file())
-    found = searches(spec, models, tasks, data_dir) if "tune" in spec else {}
+    todo = _to_train(costed, searching=spec.tune is not None and not grid.tuned.is_file())
+    found = searches(spec, models, tasks, data_dir) if spec.tune is not None else {}
     pending = [s for name, s in found.items() if ended_trials(grid.searches / name, s) < s["trials"]]
     local = visible_devices()[0] if where.cluster is not None else where.slots[0]
     cost = estimate(todo, pending, [local] * len(where.slots), log)
-    runs = f"at most {len(costed.planned)}" if "climb" in spec else str(len(costed.planned))  # a ladder may stop
+    runs = f"at most {len(costed.planned)}" if spec.climb is not None else str(len(costed.planned))  # a ladder may stop
     log(f"{scale}: {runs} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
     if plan_only:
         return None
@@ -453,11 +451,11 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         share_runs(grid.out, runs_dir)
     with runlock.hold(grid.out):  # one reproduce per folder; its runs lock their own folders as they train
         record_plan(grid.out, scale, spec)  # the rules fixed before the runs: a report says if they change as it runs
-        if "tune" in spec:
+        if spec.tune is not None:
             picks = tune(scale, grid.out, models, tasks, data_dir, log, where)
             grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))
-        if "climb" in spec:  # an adaptive grid (grids/memory.py) plans each rung from the results of the last
-            grid = spec["climb"](grid, lambda rung: execute(rung, log, where))
+        if spec.climb is not None:  # an adaptive grid (grids/memory.py) plans each rung from the last's results
+            grid = spec.climb(grid, lambda rung: execute(rung, log, where))
         else:
             execute(grid, log, where)
         if report_of(grid).prepare:

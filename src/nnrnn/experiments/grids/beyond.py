@@ -18,6 +18,7 @@ from ..judging.labels import variant
 from ..judging.statistics import missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from ..reporting.tuning import tuning_section as tuned_alike
 from ..reporting.sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_COPY, LONG_PSMNIST, LONG_PTB
@@ -158,23 +159,24 @@ BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
 # that trains on psMNIST and PTB from its start (docs/design.md)
 # nnRNN with T started as the delay line of the paper's §3
 DELAY = variant("nnrnn delay", "nnRNN (delay init)", ("#8db600", (0, (14, 4))))
-DELAY_INIT = {DELAY: {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
+DELAY_INIT = {DELAY: Variant(model="nnrnn", options={"t_init": "delay:0.02"}, columns=("params", TUNED))}
 REPORT = Report("Beyond the paper: the non-normal family", (
     tuning_section, settings_sections, compared_section, judged_again(questions_section), family_learned_section,
     settled_section))
 NAME = "beyond"
-SCALE = {
-    "about": "beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "
-             "docs/beyond/report.md)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tune": {"trials": 5, "share": 0.2, "seed": TUNE_SEED},
-    "tasks": {
-        "copy": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                 "options": {**LONG_COPY, "steps": 2000}},
-        "psmnist": {"hidden": 64, "columns": ("params", TUNED), "models": BEYOND_MODELS,
-                    "variants": DELAY_INIT, "options": {**LONG_PSMNIST, "epochs": 5}},
-        "ptb": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                "options": {**LONG_PTB, "epochs": 30}},
+SCALE = Scale(
+    name=NAME,
+    about="beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "
+          "docs/beyond/report.md)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    tune=Search(trials=5, share=0.2, seed=TUNE_SEED),
+    settings={
+        "copy": Setting(task="copy", hidden=128, columns=("params", TUNED), models=BEYOND_MODELS,
+                        variants=DELAY_INIT, options={**LONG_COPY, "steps": 2000}),
+        "psmnist": Setting(task="psmnist", hidden=64, columns=("params", TUNED), models=BEYOND_MODELS,
+                           variants=DELAY_INIT, options={**LONG_PSMNIST, "epochs": 5}),
+        "ptb": Setting(task="ptb", hidden=128, columns=("params", TUNED), models=BEYOND_MODELS,
+                       variants=DELAY_INIT, options={**LONG_PTB, "epochs": 30}),
     },
-}
+)

@@ -45,6 +45,7 @@ from ..judging.labels import variant
 from ..judging.words import name, title
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from ..reporting.picks import picks_section
 from ..reporting.sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_PSMNIST, LONG_PTB
@@ -318,7 +319,7 @@ def standings_section(grid: Grid) -> list[str]:
         if unfinished:
             head = f"(so far: not finished {_names(unfinished)}) " + head
         failed = untuned(grid, setting)
-        seed = grid.tune.get("seed", 0)
+        seed = grid.tune.seed
         none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
@@ -492,27 +493,28 @@ MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem",
 # Orhan & Pitkow's chain, at the gain their released code's example trains copy with (eminorhan/nonnormal-init),
 # with their RNN's nonlinearity for the task: ELU on copy and psMNIST (ReLU on adding); on PTB, where they trained
 # only LSTMs, it keeps the non-gated models' modReLU
-CHAIN = {"model": "rnn", "init": "chain:1.02"}
+CHAIN = Variant(model="rnn", options={"init": "chain:1.02"})
 CHAIN_LABEL = variant("rnn chain", "RNN (chain init)", ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))))
 CHAIN_INIT = {CHAIN_LABEL: CHAIN}
-CHAIN_ELU = {CHAIN_LABEL: {**CHAIN, "nonlinearity": "elu"}}
+CHAIN_ELU = {CHAIN_LABEL: Variant(model="rnn", options={**CHAIN.options, "nonlinearity": "elu"})}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
     tuned_section, picks_section, best_so_far_section, settings_sections, standings_section,
     judged_again(standings_section), published_section,
     update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)
 NAME = "modern"
-SCALE = {
-    "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
-             "the paper's models, tuned alike, on psMNIST and PTB (3.3 h with --jobs 2 on 2 cores; "
-             "docs/modern/report.md; it resumes across sittings)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tune": {"trials": 4, "share": 1.0, "seed": TUNE_SEED, "startup": 2},
-    "tasks": {
-        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "columns": (TUNED,),
-                    "models": MODERN_MODELS, "variants": CHAIN_ELU,
-                    "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
-        "ptb": {"hidden": 128, "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS,
-                "variants": CHAIN_INIT, "options": {**LONG_PTB, "epochs": 20}},
+SCALE = Scale(
+    name=NAME,
+    about="modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
+          "the paper's models, tuned alike, on psMNIST and PTB (3.3 h with --jobs 2 on 2 cores; "
+          "docs/modern/report.md; it resumes across sittings)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    tune=Search(trials=4, share=1.0, seed=TUNE_SEED, startup=2),
+    settings={
+        "psmnist": Setting(task="psmnist", hidden=64, preset="long-memory", paper_depth=True, columns=(TUNED,),
+                           models=MODERN_MODELS, variants=CHAIN_ELU,
+                           options={**LONG_PSMNIST, "epochs": 5, "eval_every": 50}),
+        "ptb": Setting(task="ptb", hidden=128, paper_depth=True, columns=(TUNED,), models=MODERN_MODELS,
+                       variants=CHAIN_INIT, options={**LONG_PTB, "epochs": 20}),
     },
-}
+)

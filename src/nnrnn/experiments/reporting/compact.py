@@ -58,7 +58,7 @@ def write_data(grid: Grid) -> Path:
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
             "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
-            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec["report"].files)
+            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec.report.files)
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
