@@ -149,7 +149,8 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     preset = json.loads((tmp_path / "preset.json").read_text())  # the tuned column, whole, as a preset
     assert preset["copy"]["gru"]["lr"] == picks["copy"]["gru"]["lr"] and preset["copy"]["gru"]["hidden"] < 8
     assert preset["copy"]["gru"]["readout_bias_init"] == "uniform"  # the task's procedure comes with it
-    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == beyond_grid.DELAY_INIT["nnrnn delay"].options["t_init"]
+    delay = beyond_grid.DELAY_INIT["nnrnn delay"].options["t_init"]
+    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == delay
     runs = grid.plan(grids.SCALES[tuned_scale], picks=picks)
     tuned = {r.model: r for r in runs if r.column == "tuned"}
     assert tuned["gru"].options["lr"] == picks["copy"]["gru"]["lr"]
@@ -307,3 +308,31 @@ def test_a_clusters_search_trials_share_a_journal_and_a_local_search_its_sqlite_
     assert reproduce.ended_trials(local, search) == 2
     # a search begun one way goes on in its own storage the other way
     assert search_storage(local, shared=True).startswith("sqlite:") and search_storage(shared).startswith("journal:")
+
+
+def test_one_reproduce_of_a_tuned_grid_resolves_each_planned_runs_configuration_once(tmp_path, tuned_scale,
+                                                                                      monkeypatch):
+    """Planned once per invocation, each run carrying its resolved configuration: planning, the cost and the
+    worker read it, none resolves it again."""
+    import sys
+    from nnrnn.training import config as training_config
+    calls = []
+    original = training_config.resolve_config
+
+    def counted(options, preset=None):
+        calls.append((dict(options), preset))
+        return original(options, preset)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("nnrnn")]:
+        if getattr(module, "resolve_config", None) is original:  # every module that imported it by name
+            monkeypatch.setattr(module, "resolve_config", counted)
+    reproduce.reproduce(tuned_scale, tmp_path, log=lambda m: None)
+    runs = json.loads((tmp_path / "data.json").read_text())["runs"]
+    assert len(runs) == 5  # params: nnRNN and its delay variant; tuned: those and the GRU
+
+    def resolving(run: dict) -> int:  # the calls that resolve the run's options (where it trains, aside)
+        def aside(options):
+            return {k: v for k, v in options.items() if k not in ("out", "device", "progress")}
+        return sum(preset == run["preset"] and aside(options) == aside(run["options"]) for options, preset in calls)
+
+    assert {run["name"]: resolving(run) for run in runs} == {run["name"]: 1 for run in runs}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ... import presets
@@ -34,8 +34,9 @@ TUNE_SEED = 100  # the seed a scale's searches train on: none of the seeds its t
 class PlannedRun:
     """One run of a grid as planned: its setting (a task with the scale's options, e.g. ``ptb-300``), task,
     column, label (a model, or a variant's name), model, seed, hidden size, preset (None: the task's procedure),
-    resolved options, the column's parameter budget, its folder's name (:func:`run_name`) and the options that
-    make a variant."""
+    resolved options, the column's parameter budget, its folder's name (:func:`run_name`), the options that
+    make a variant, and its configuration as :func:`plan` resolved it (None for a run read back from a grid's
+    compact data, which stores no configuration)."""
     setting: str
     task: str
     column: str
@@ -48,10 +49,23 @@ class PlannedRun:
     budget: int
     name: str
     extra: dict = field(default_factory=dict)
+    config: dict | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
-        """The planned run as the compact data stores it (:mod:`.compact`)."""
-        return asdict(self)
+        """The planned run as the compact data stores it (:mod:`.compact`): every field of :meth:`stored`."""
+        found = asdict(replace(self, config=None))
+        del found["config"]  # the data holds what was planned; the configuration follows from it
+        return found
+
+    @classmethod
+    def stored(cls) -> tuple[str, ...]:
+        """The fields the compact data stores of a planned run (:meth:`as_dict`)."""
+        return tuple(f.name for f in fields(cls) if f.name != "config")
+
+    def resolved(self) -> dict:
+        """Its configuration: as :func:`plan` resolved it once, or, for a run read back from compact data, resolved
+        from its options now."""
+        return self.config if self.config is not None else resolve_config(self.options, self.preset)
 
     @property
     def units(self) -> str:
@@ -225,7 +239,7 @@ def _label_options(column: str, preset: str, task: str, bptt, variant: dict, set
 
 
 def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
-         searching: bool = False) -> list[PlannedRun]:
+         searching: bool = False, resolved: dict | None = None) -> list[PlannedRun]:
     """One entry per run of the scale ``spec`` (a module of :mod:`.grids`): its setting, task, column, label,
     model, seed and resolved options.
 
@@ -239,8 +253,11 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
     ``preset`` (a protocol's), which then replaces the column's; with ``paper_depth`` each model stacks the layers
     its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and
-    ``tasks`` filter by model and task name (a variant goes with its model)."""
+    ``tasks`` filter by model and task name (a variant goes with its model).  Every configuration is resolved once
+    per ``resolved`` (:func:`resolve_once`; the plans of one invocation share one), each run's carried in its
+    :class:`PlannedRun`."""
     found = []
+    resolved = {} if resolved is None else resolved
     for setting_name, setting in spec.settings.items():
         task = setting.task
         if tasks and task not in tasks:
@@ -255,7 +272,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
         for column in columns:
             preset = column_preset(setting, column)
             reference = setting.hidden or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
-            reference_config = resolve_config({"task": task, "model": "nnrnn", **setting.options}, preset)
+            reference_config = resolve_once({"task": task, "model": "nnrnn", **setting.options}, preset, resolved)
             budget = network_parameters(reference_config, reference, io)
             for label, variant, label_columns in entries:
                 model = variant["model"]
@@ -267,7 +284,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                 if planned is None:
                     continue
                 base, extra, procedure = planned
-                model_config = resolve_config({"task": task, **procedure, **variant, **setting.options}, base)
+                model_config = resolve_once({"task": task, **procedure, **variant, **setting.options}, base, resolved)
                 hidden = reference if column == "hidden" or model == "nnrnn" else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec.seeds:
@@ -275,9 +292,10 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                                **procedure, **setting.options, **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
+                    config = resolve_once(options, base, resolved)
                     found.append(PlannedRun(setting_name, task, column, label, model, seed, hidden, base, options,
-                                            budget, run_name(options, base),
-                                            {k: v for k, v in variant.items() if k != "model"}))
+                                            budget, run_name(config),
+                                            {k: v for k, v in variant.items() if k != "model"}, config))
     return found
 
 
@@ -300,15 +318,25 @@ def budget_hidden(model: str, budget: int, config: dict, io) -> int:
     return hidden_size_for(model, budget, input_size, output_size, vocab, **_shape(config))
 
 
-def run_name(options: dict, preset: str | None) -> str:
-    """TASK-MODEL-hN-sSEED-DIGEST, the digest of every option that differs from the defaults: runs with
-    identical settings share a folder, in any grid, and adding an option keeps the names valid."""
-    config = resolve_config(options, preset)
-    for name in ("data_dir", "preset"):  # neither changes what is trained
-        config.pop(name, None)
-    config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
-    digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
-    return f"{options['task']}-{options['model']}-h{options['hidden']}-s{options['seed']}-{digest}"
+def resolve_once(options: dict, preset: str | None, resolved: dict) -> dict:
+    """``resolve_config(options, preset)``, resolved once per ``resolved`` ({options and preset: configuration},
+    one per invocation): a grid's plans share their runs (a tuned grid plans before and after its searches), and
+    planning, its cost and its workers read what was resolved.  The configuration returned is shared: read it, or
+    copy it to change it."""
+    key = json.dumps([options, preset], sort_keys=True, default=str)
+    if key not in resolved:
+        resolved[key] = resolve_config(options, preset)
+    return resolved[key]
+
+
+def run_name(config: dict) -> str:
+    """TASK-MODEL-hN-sSEED-DIGEST of a resolved configuration, the digest of every option that differs from the
+    defaults: runs with identical settings share a folder, in any grid, and adding an option keeps the names
+    valid."""
+    kept = {k: v for k, v in config.items() if k not in ("data_dir", "preset")}  # neither changes what is trained
+    kept = {k: v for k, v in kept.items() if k not in DEFAULTS or DEFAULTS[k] != v}
+    digest = hashlib.md5(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:6]
+    return f"{config['task']}-{config['model']}-h{config['hidden']}-s{config['seed']}-{digest}"
 
 
 _read_once: list[dict] = []  # inside reading_once(): {run folder: its metrics records}
@@ -348,14 +376,14 @@ def diverged(folder: Path) -> bool:
     return ended is not None and ended.name == outcome.DIVERGED
 
 
-def searches(spec: Scale, models=None, tasks=None, data_dir=None) -> dict:
+def searches(spec: Scale, models=None, tasks=None, data_dir=None, resolved: dict | None = None) -> dict:
     """{folder name: search} for every (setting, label) of the ``tuned`` column of the scale ``spec``: the run it
     tunes (seed ``tune.seed``, at its size, over ``paper-params`` where that covers the model), each length cut
     to the scale's ``tune.share``, and ``tune.trials`` trials, of which the first ``tune.startup`` are drawn at
     random."""
     found = {}
     tune = spec.tune
-    for planned in plan(spec, models, tasks, [tune.seed], data_dir, searching=True):
+    for planned in plan(spec, models, tasks, [tune.seed], data_dir, searching=True, resolved=resolved):
         if planned.column != TUNED or planned.setting not in (tune.settings or (planned.setting,)):
             continue  # a scale may tune at some of its settings only (the memory grid: at one rung)
         options = {k: v for k, v in planned.options.items() if k not in ("task", "model", "progress")}

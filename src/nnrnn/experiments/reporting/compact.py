@@ -80,7 +80,7 @@ def problem(data: dict, settings) -> str:
     if not table_of("structure", dict) or not table_of("folders", dict):
         return "its structure and folders are not tables of run folders"
     runs = data.get("runs")
-    fields = set(PlannedRun.__dataclass_fields__)
+    fields = set(PlannedRun.stored())
     if not isinstance(runs, list) or not all(isinstance(r, dict) and set(r) <= fields and
                                              fields - {"extra"} <= set(r) and isinstance(r["options"], dict)
                                              and isinstance(r["name"], str) for r in runs):
