@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ... import presets
 from ...models import MODELS, PAPER_MODELS
+from ...models.published import Published
 from ...tasks import TASKS
 from ...training.options import DEFAULTS
 
@@ -63,6 +64,8 @@ class Variant:
     """The training options that make it, over the setting's (e.g. ``{"fixed_gamma": 1.0, "delta": 0.0}``)."""
     columns: tuple[str, ...] | None = None
     """The columns it runs in; None: the setting's first column."""
+    published: tuple[Published, ...] = ()
+    """Its published figures, as a model class's ``PUBLISHED`` (:mod:`nnrnn.models.published`)."""
 
     def check(self, where: str, setting_columns: tuple[str, ...]) -> None:
         """Raise, naming ``where``, unless every field holds what it says."""
@@ -73,6 +76,8 @@ class Variant:
         if self.columns is not None:
             _tuple_of(self.columns, str, where, "columns")
             _names(self.columns, setting_columns, where, "column(s) (not among its setting's columns)")
+        if not isinstance(self.published, tuple) or not all(isinstance(p, Published) for p in self.published):
+            raise TypeError(f"{where}: published must be a tuple of Published; got {self.published!r}")
 
     def as_entry(self) -> dict:
         """The variant as :func:`.grid.plan` merges it into a run's options: its model and options."""
