@@ -8,6 +8,7 @@ Its report's own sections: the non-normal family against the paper's models, eac
 tuned, the comparisons the family was built for, the project's own goal and what each model learned."""
 from __future__ import annotations
 
+from ...tasks import task_class
 
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
@@ -44,8 +45,8 @@ def questions_section(grid: Grid) -> list[str]:
              "accuracy.", ""]
     tables = {s: results(grid, s) for s in settings}
     task_of = {s: setting_task_of(grid.planned, s) for s in settings}
-    lower = {s: task_of[s] != "psmnist" for s in settings}
-    digits = {s: 4 if task_of[s] == "copy" else 3 for s in settings}
+    lower = {s: task_class(task_of[s]).lower_is_better() for s in settings}
+    digits = {s: task_class(task_of[s]).reported.digits for s in settings}
 
     lines += ["### Does the delay initialisation change nnRNN's learning speed or final score?", ""]
     for setting in settings:
@@ -121,10 +122,10 @@ def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
         cells, reached = [], True
         for task, rival in (("ptb", "lstm"), ("copy", "exprnn"), ("psmnist", "exprnn")):
             table = by_task.get(task, {})
-            lower = task != "psmnist"
+            lower = task_class(task).lower_is_better()
             bar = _best([table.get(c, {}).get(rival) for c in ("params", "tuned")], lower)
             ours = table.get("tuned", {}).get(model)
-            sentence, sign = compare(model, ours, rival, bar, 4 if task == "copy" else 3, lower)
+            sentence, sign = compare(model, ours, rival, bar, task_class(task).reported.digits, lower)
             cells.append(sentence)
             reached &= sign == 1 if task == "ptb" else sign >= 0 and not missing(ours, bar)
         rows.append(f"| {name(model)} | " + " | ".join(cells) + f" | {'yes' if reached else 'no'} |")

@@ -104,7 +104,7 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
 
 
 def _lower(planned: list[PlannedRun], setting: str) -> bool:
-    return setting_task_of(planned, setting) != "psmnist"
+    return task_class(setting_task_of(planned, setting)).lower_is_better()
 
 
 def best_so_far_section(grid: Grid) -> list[str]:
@@ -175,7 +175,7 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     task = setting_task_of(planned, setting)
     baseline = memoryless_baseline(planned, setting, "valid")  # the trials score on validation sequences
     reference_line(ax, task, baseline, None if baseline is not None else reference(planned, setting))
-    if task in ("copy", "adding"):
+    if task_class(task).log_axis:
         ax.set_yscale("log")
     ax.set_xlabel("trial")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # trials are counted, not measured
@@ -283,7 +283,7 @@ def standings_section(grid: Grid) -> list[str]:
     for setting in settings:
         table = results(grid, setting).get(TUNED, {})
         lower = _lower(grid.planned, setting)
-        digits = 4 if setting_task_of(grid.planned, setting) in ("copy", "adding") else 3
+        digits = task_class(setting_task_of(grid.planned, setting)).reported.digits
         best, group = leaders(table, lower)
         if best is None:
             lines.append(f"- **{title(grid.planned, setting)}**: no finished runs yet.")
@@ -403,9 +403,10 @@ def published_section(grid: Grid) -> list[str]:
         for label, figure in rows:
             value, scale_words, source = figure.value, figure.scale, figure.source
             here = table.get(label)
-            if here is not None and task == "psmnist":  # in percent, as the papers print it
+            percent = task_class(task).percent
+            if here is not None and percent:  # in percent, as the papers print it
                 here = Stat(here.mean * 100, here.se * 100, here.n, here.failed)
-            shown = "not finished" if here is None else here.show(1 if task == "psmnist" else 3)
+            shown = "not finished" if here is None else here.show(1 if percent else 3)
             lines.append(f"| {title(grid.planned, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
                          f"{shown} |")
         if task in NO_PUBLISHED:
