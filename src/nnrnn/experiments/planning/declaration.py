@@ -1,9 +1,11 @@
 """A grid's declaration, by types: a :class:`Scale` (its seeds, settings, report and search), each :class:`Setting` (a
 task with the scale's sizes, lengths and columns), each :class:`Variant` (a model with the options that make it) and
-the :class:`Search` of a tuned column.  Each is a frozen dataclass checked when it is declared, that is when the grid's
-module is imported: an unknown field is a TypeError (the dataclass's), a model, task, column, preset or option that
-does not exist a LookupError, a bad number a ValueError, each naming the grid, the setting and the field.  What the
-declaration means (which runs a setting plans) is :func:`.grid.plan`'s."""
+the :class:`Search` of a tuned column.  Each is a frozen dataclass; a :class:`Scale` checks itself and everything it
+holds as it is declared, that is when the grid's module is imported (the parts are checked there, where the grid's
+and the setting's names are known): a model, task, column, preset or training option that does not exist is a
+LookupError, a bad number a ValueError, a value of the wrong kind a TypeError, each naming the grid, the setting and
+the field; an unknown field is the dataclass's own TypeError, which names the field (the traceback, the grid's line).
+What the declaration means (which runs a setting plans) is :func:`.grid.plan`'s."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
