@@ -1,11 +1,13 @@
 """nnrnn.experiments.planning.grid: what the grids know of a task comes from the task's class, so a task added to
 nnrnn.tasks needs nothing in grid.py or report.py."""
-import pytest
+import dataclasses
 
-from nnrnn.experiments.planning import grid
+import pytest
 
 from nnrnn.experiments import grids
 from nnrnn.experiments.judging.words import title
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Setting
 from tests.experiments.synthetic import planned
 
 
@@ -61,17 +63,18 @@ def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
 def test_a_scales_searches_train_on_a_seed_its_tables_do_not_report():
     spec = grids.SCALES["beyond"]
     found = grid.searches(spec, models=["gru"], tasks=["copy"])
-    assert found and all(s["options"]["seed"] == spec["tune"]["seed"] for s in found.values())
-    assert spec["tune"]["seed"] not in spec["seeds"]
+    assert found and all(s["options"]["seed"] == spec.tune.seed for s in found.values())
+    assert spec.tune.seed not in spec.seeds
 
 
 def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_count():
     from nnrnn.models import model_class, parameter_count
-    spec = {"seeds": [0], "tasks": {"copy": {"hidden": 32, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
-                                             "models": ("nnrnn", "lru", "mingru", "gru")}}}
+    setting = Setting(task="copy", hidden=32, columns=(grid.TUNED,), options={"T": 20, "steps": 10},
+                      models=("nnrnn", "lru", "mingru", "gru"))
+    spec = Scale(name="depth", seeds=(0,), report=None, settings={"copy": setting})
     flat = {p.label: p for p in grid.plan(spec, searching=True)}
-    deep = {p.label: p for p in grid.plan({**spec, "tasks": {"copy": {**spec["tasks"]["copy"], "paper_depth": True}}},
-                                          searching=True)}
+    deep = {p.label: p for p in grid.plan(dataclasses.replace(
+        spec, settings={"copy": dataclasses.replace(setting, paper_depth=True)}), searching=True)}
     for entry in deep.values():
         depth = model_class(entry.model).DEPTH
         assert entry.options.get("num_layers", 1) == depth
@@ -96,6 +99,7 @@ def test_a_grids_file_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_
     and was a traceback."""
     import errno
     import os
+
     from nnrnn.errors import UserError
     report = tmp_path / "report.md"
     grid.write_whole(report, "the previous report\n")
@@ -112,7 +116,9 @@ def test_a_grids_file_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_
 
 def test_a_grids_figure_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_path, monkeypatch):
     import errno
+
     import matplotlib.figure
+
     from nnrnn.errors import UserError
     from nnrnn.experiments.reporting import figures
     path = tmp_path / "curves-copy.png"

@@ -5,22 +5,18 @@ import json
 
 import pytest
 
-
-from nnrnn.experiments.planning import grid
-
 from nnrnn.experiments import grids, reproduce
-
 from nnrnn.experiments.grids import memory
-
 from nnrnn.experiments.grids import memory as memory_grid
 from nnrnn.experiments.grids.memory import REPORT, solved_at
-from nnrnn.experiments.reporting.sections import generated
 from nnrnn.experiments.judging import significance
 from nnrnn.experiments.judging.statistics import Stat
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
+from nnrnn.experiments.reporting.sections import generated
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
-from nnrnn.training import outcome
-from nnrnn.training import evaluation
+from nnrnn.training import evaluation, outcome
 from tests.experiments import synthetic
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")
@@ -28,14 +24,12 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")
 OPTIONS = {"batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2, "stop_when_solved": 0.1}
 
 
-def toy_scale(tune: bool = True) -> dict:
+def toy_scale(tune: bool = True) -> Scale:
     """Two rungs (T = 4, 8), two models, three seeds; searched (one trial each) at the first rung."""
-    rung = {"task": "copy", "hidden": 8, "columns": ("tuned",), "models": ("rnn", "lstm")}
-    scale = {"seeds": [0, 1, 2], "report": REPORT, "climb": memory_grid.climb,
-             "tasks": {f"copy-{T}": {**rung, "options": {"T": T, **OPTIONS}} for T in (4, 8)}}
-    if tune:
-        scale["tune"] = {"trials": 1, "share": 0.5, "startup": 1, "settings": ("copy-4",)}
-    return scale
+    return Scale(name="memory-toy", seeds=(0, 1, 2), report=REPORT, climb=memory_grid.climb,
+                 tune=Search(trials=1, share=0.5, startup=1, settings=("copy-4",)) if tune else None,
+                 settings={f"copy-{T}": Setting(task="copy", hidden=8, columns=("tuned",), models=("rnn", "lstm"),
+                                                options={"T": T, **OPTIONS}) for T in (4, 8)})
 
 
 def losses(solving: int, T: int) -> list[dict]:
@@ -49,8 +43,8 @@ def losses(solving: int, T: int) -> list[dict]:
 def test_a_model_climbs_while_at_least_two_of_its_three_seeds_solved_the_last_delay(tmp_path):
     scale = toy_scale(tune=False)
     planned = [synthetic.planned(setting=s, task="copy", label=label, model=label, seed=seed,
-                                 options={**spec["options"]}, name=f"{s}-{label}-{seed}")
-               for s, spec in scale["tasks"].items() for label in ("a", "b", "c") for seed in (0, 1, 2)]
+                                 options={**spec.options}, name=f"{s}-{label}-{seed}")
+               for s, spec in scale.settings.items() for label in ("a", "b", "c") for seed in (0, 1, 2)]
     made = grid.Grid(tmp_path, "toy", scale, planned)
     solving = {"a": 3, "b": 2, "c": 1}  # seeds that solve, at every rung
     asked = []
@@ -72,8 +66,8 @@ def test_a_model_climbs_while_at_least_two_of_its_three_seeds_solved_the_last_de
 
 def test_a_rung_with_an_unfinished_run_ends_the_climb_there(tmp_path):
     scale = toy_scale(tune=False)
-    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec["options"],
-                                 name=f"{s}-{seed}") for s, spec in scale["tasks"].items() for seed in (0, 1, 2)]
+    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec.options,
+                                 name=f"{s}-{seed}") for s, spec in scale.settings.items() for seed in (0, 1, 2)]
     climbed = memory_grid.climb(grid.Grid(tmp_path, "toy", scale, planned), lambda rung: None)  # nothing trained
     assert {r.setting for r in climbed.planned} == {"copy-4"}
 
@@ -83,8 +77,8 @@ def test_a_rung_with_some_runs_finished_and_some_not_ends_the_climb_there(unfini
     """Seeds that finished (and solved: enough to climb on) beside one still training (its records, no outcome): the
     ladder stops at that rung; it goes on only once every run of the rung has finished (the next invocation)."""
     scale = toy_scale(tune=False)
-    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec["options"],
-                                 name=f"{s}-{seed}") for s, spec in scale["tasks"].items() for seed in (0, 1, 2)]
+    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec.options,
+                                 name=f"{s}-{seed}") for s, spec in scale.settings.items() for seed in (0, 1, 2)]
     made = grid.Grid(tmp_path, "toy", scale, planned)
     asked = []
 
@@ -156,7 +150,7 @@ def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_dela
     assert len(searches) == 17 and {s["setting"] for s in searches.values()} == {"copy-50"}
     assert {s["options"]["T"] for s in searches.values()} == {50}
     # a trial is as long as a rung's run, so that it is judged over the run's length
-    assert {s["options"]["steps"] for s in searches.values()} == {spec["tasks"]["copy-50"]["options"]["steps"]}
+    assert {s["options"]["steps"] for s in searches.values()} == {spec.settings["copy-50"].options["steps"]}
     picks = {"copy": {s["label"]: {} for s in searches.values()}}
     planned = grid.plan(spec, picks=picks)
     assert len(planned) == 17 * 3 * 5 and len({r.budget for r in planned}) == 1
@@ -212,6 +206,7 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
     import matplotlib.figure
     from matplotlib.colors import to_hex
     from matplotlib.lines import Line2D
+
     from nnrnn.experiments.judging import labels as label_table
     kept = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))

@@ -3,19 +3,19 @@ import json
 import math
 
 import pytest
+from conftest import HAS_PTB, SHARED
 from scipy import stats
 
-from conftest import HAS_PTB, SHARED
-from nnrnn_cli import command as cli
-from nnrnn.experiments.planning import grid
 from nnrnn.experiments import grids, reproduce
-from nnrnn.experiments.grids import modern
-from nnrnn.experiments.reporting import picks
+from nnrnn.experiments.grids import modern, planned_grid
 from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.judging import statistics
 from nnrnn.experiments.judging.statistics import Stat
-from nnrnn.experiments.grids import planned_grid
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
+from nnrnn.experiments.reporting import picks
 from nnrnn.tasks import make_task
+from nnrnn_cli import command as cli
 from tests.experiments import synthetic
 
 TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
@@ -26,13 +26,14 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def modern_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "tiny-modern", {
-        "seeds": [0, 1], "report": modern_grid.REPORT, "tune": {"trials": 3, "share": 0.5, "seed": 100, "startup": 2},
-        "tasks": {
-            "copy": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
-                     "models": ("nnrnn", "cornn", "lru"), "variants": modern_grid.CHAIN_INIT, "options": TINY},
-            "adding": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
-                       "models": ("nnrnn", "mingru"), "options": TINY}}})
+    monkeypatch.setitem(grids.SCALES, "tiny-modern", Scale(
+        name="tiny-modern", seeds=(0, 1), report=modern_grid.REPORT,
+        tune=Search(trials=3, share=0.5, seed=100, startup=2),
+        settings={
+            "copy": Setting(task="copy", hidden=8, preset="long-memory", columns=(grid.TUNED,),
+                            models=("nnrnn", "cornn", "lru"), variants=modern_grid.CHAIN_INIT, options=TINY),
+            "adding": Setting(task="adding", hidden=8, preset="long-memory", columns=(grid.TUNED,),
+                              models=("nnrnn", "mingru"), options=TINY)}))
     monkeypatch.setattr(modern, "SPEED_ROUNDS", 1)
     return "tiny-modern"
 
@@ -54,7 +55,7 @@ def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_par
     # every trial as long as the run it tunes: judged over the run's length, not its first fifth
     assert {s["options"]["epochs"] for s in searches.values()} == {psmnist["nnrnn"].options["epochs"]}
     assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
-    assert grid.TUNE_SEED not in grids.SCALES["modern"]["seeds"]
+    assert grid.TUNE_SEED not in grids.SCALES["modern"].seeds
 
 
 def test_best_so_far_counts_only_finished_trials():

@@ -48,6 +48,10 @@ class Traits:
     # (nnrnn analyze) refuse it, and the reports' learned structure reads its complex Schur factors
     # (nnrnn.experiments.reporting.collect.structure_of).
     COMPLEX_RECURRENCE: bool = False
+    # Its published figures (nnrnn.models.published.Published: task, measure, value, the scale it was measured at,
+    # source) on the protocols the grids run, which a report sets beside its own (nnrnn.experiments.grids.modern);
+    # a class's own, never inherited (tests/models/test_models.py).
+    PUBLISHED: tuple = ()
     # Whether its Schur form's T is a plain parameter of its own rather than a Parametrization (the nnLRU's packed T):
     # then the layer gives its penalty itself, ``regularization(delta, t_decay)`` (nnrnn.models.regularization).
     OWN_PENALTY: bool = False

@@ -65,6 +65,7 @@ import dataclasses
 
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED, TUNED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from .beyond import DELAY
 from .modern import CHAIN_ELU
 
@@ -170,13 +171,13 @@ def protocol_section(grid: Grid) -> list[str]:
     return ["## The protocol", "",
             f"The copy task (memorise 10 symbols, recall them after a delay T) at T = "
             f"{', '.join(map(str, delays))}, at this grid's CPU scale: every model at nnRNN's parameter count "
-            f"with N = {grid.spec['tasks'][grid.settings[0]]['hidden'] if grid.settings else '?'} nnRNN units, "
+            f"with N = {grid.spec.settings[grid.settings[0]].hidden if grid.settings else '?'} nnRNN units, "
             f"and a budget of {sample.get('steps', 0):,} updates of {sample.get('batch_size', 0)} sequences per delay "
             f"(the same at every delay; stated beside every row). The data is synthetic and unlimited: every "
             "update draws new sequences. A run stops once solved, its validation loss below "
             f"{SOLVED_SHARE:g} × the memoryless baseline 10 log 8 / (T + 20) at {SOLVED_IN_A_ROW} validations in a "
             f"row (every {sample.get('eval_every', 0)} updates), and a model climbs to the next delay only while at "
-            f"least {SOLVED_BY} of its {len(grid.spec['seeds'])} seeds solved the last. Each model's options were "
+            f"least {SOLVED_BY} of its {len(grid.spec.seeds)} seeds solved the last. Each model's options were "
             "searched once, alike for every model, at one delay (the scale's `tune`), and held for the whole ladder.",
             ""]
 
@@ -374,7 +375,7 @@ def tuned_section(grid: Grid) -> list[str]:
     the ladder."""
     if not grid.tune:
         return []
-    delays = sorted({r.options["T"] for r in grid.planned if r.setting in grid.tune.get("settings", ())})
+    delays = sorted({r.options["T"] for r in grid.planned if r.setting in (grid.tune.settings or ())})
     at = f"T = {', '.join(map(str, delays))}" if delays else "one delay"
     return tuning_section(grid, (
         f"Every search ran once, on copy at {at} (the ladder's first delay), and its pick was held at every delay "
@@ -401,19 +402,18 @@ NORMAL = variant("nnrnn normal", "nnRNN without T (normal)", ("#56b4e9", (0, (6,
 VARIANTS = {
     **CHAIN_ELU,
     # the paper's thesis isolated: the nnRNN without its non-normal part (T ≡ 0, V = PΛPᵀ normal)
-    NORMAL: {"model": "nnrnn", "triangular": "none"},
+    NORMAL: Variant(model="nnrnn", options={"triangular": "none"}),
     # T started as the delay line of the paper's §3, at the α the beyond grid uses (docs/design.md)
-    DELAY: {"model": "nnrnn", "t_init": "delay:0.02"},
+    DELAY: Variant(model="nnrnn", options={"t_init": "delay:0.02"}),
 }
 
 
-def rung(T: int) -> dict:
+def rung(T: int) -> Setting:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "paper_optimizer": True, "columns": (TUNED,),
-            "models": MEMORY_MODELS,
-            "variants": VARIANTS,
-            "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
-                        "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}
+    return Setting(task="copy", hidden=HIDDEN, paper_depth=True, paper_optimizer=True, columns=(TUNED,),
+                   models=MEMORY_MODELS, variants=VARIANTS,
+                   options={"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
+                            "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE})
 
 
 def solved(grid: Grid, planned) -> bool:
@@ -442,14 +442,15 @@ def climb(grid: Grid, execute) -> Grid:
 
 
 NAME = "memory"
-SCALE = {
-    "about": "memory: the longest copy delay (T = 50 to 800) each model solves within a fixed budget, every model at "
-             "nnRNN's parameter count and tuned alike, with its linear memory capacity (about 1 h with --jobs 2 on "
-             "2 cores, 47 min measured: a model stops climbing at its first unsolved delay, so --plan's count of "
-             "every delay is an upper bound; it resumes across sittings)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "climb": climb,
-    "tune": {"trials": 5, "share": 1.0, "seed": TUNE_SEED, "startup": 3, "settings": (copy_setting(TUNE_RUNG),)},
-    "tasks": {copy_setting(T): rung(T) for T in RUNGS},
-}
+SCALE = Scale(
+    name=NAME,
+    about="memory: the longest copy delay (T = 50 to 800) each model solves within a fixed budget, every model at "
+          "nnRNN's parameter count and tuned alike, with its linear memory capacity (about 1 h with --jobs 2 on "
+          "2 cores, 47 min measured: a model stops climbing at its first unsolved delay, so --plan's count of "
+          "every delay is an upper bound; it resumes across sittings)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    climb=climb,
+    tune=Search(trials=5, share=1.0, seed=TUNE_SEED, startup=3, settings=(copy_setting(TUNE_RUNG),)),
+    settings={copy_setting(T): rung(T) for T in RUNGS},
+)

@@ -33,7 +33,7 @@ from ..judging.task_sentences import (copy_claims, copy_columns_claim, gap_claim
                                       ptb_accuracy_claim, ptb_claim)
 from ..judging.theory_sentences import theory_claims
 from ..judging.words import column_words, name, title
-from ..planning.grid import BOTH
+from ..planning.declaration import BOTH, Scale, Setting
 
 def analyse_first_seed(grid: Grid) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
@@ -308,14 +308,16 @@ def theory_section(figures: Path, claims: list | None = None, numbers: tuple | N
 
 
 NAME = "paper"
-SCALE = {
-    "about": "paper: the paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tasks": {
+SCALE = Scale(
+    name=NAME,
+    about="paper: the paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    settings={
         # the release's lengths: copytask.py's 1500 updates, sMNIST.py's and language_task.py's 100 epochs
-        "copy": {"hidden": None, "columns": BOTH, "options": {"T": 200, "batch_size": 10, "steps": 1500}},
-        "psmnist": {"hidden": None, "columns": BOTH, "options": {"batch_size": 128, "epochs": 100}},
-        "ptb": {"hidden": None, "columns": BOTH, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
+        "copy": Setting(task="copy", hidden=None, columns=BOTH, options={"T": 200, "batch_size": 10, "steps": 1500}),
+        "psmnist": Setting(task="psmnist", hidden=None, columns=BOTH, options={"batch_size": 128, "epochs": 100}),
+        "ptb": Setting(task="ptb", hidden=None, columns=BOTH,
+                       options={"bptt": 150, "batch_size": 128, "epochs": 100}),
     },
-}
+)

@@ -69,7 +69,7 @@ def write_data(grid: Grid) -> Path:
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
             "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
-            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec["report"].files)
+            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec.report.files)
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
@@ -91,7 +91,7 @@ def problem(data: dict, settings) -> str:
     if not table_of("structure", dict) or not table_of("folders", dict):
         return "its structure and folders are not tables of run folders"
     runs = data.get("runs")
-    fields = set(PlannedRun.__dataclass_fields__)
+    fields = set(PlannedRun.stored())
     if not isinstance(runs, list) or not all(isinstance(r, dict) and set(r) <= fields and
                                              fields - {"extra"} <= set(r) and isinstance(r["options"], dict)
                                              and isinstance(r["name"], str) for r in runs):

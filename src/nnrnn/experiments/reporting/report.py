@@ -16,7 +16,7 @@ from .sections import Report, data_section, family_section, introduction, notes
 
 def report_of(grid: Grid) -> Report:
     """The report a grid writes: its scale's ``report``."""
-    return grid.spec["report"]
+    return grid.spec.report
 
 
 def write_report(grid: Grid) -> Path:

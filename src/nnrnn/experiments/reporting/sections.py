@@ -219,8 +219,9 @@ def results_section(grid: Grid, setting: str) -> list[str]:
     # the task's options: those every run of the setting shares (a tuned model's picks are its own, in tuned.json)
     shared = {k: v for k, v in members[0].options.items() if all(r.options.get(k) == v for r in members)}
     table = results(grid, setting)
-    extra = results(grid, setting, "accuracy", "test") if task == "ptb" else None
-    per_column = f"{label} | test accuracy | N" if extra else f"{label} | N"
+    beside = task_class(task).reported_beside
+    extra = results(grid, setting, beside.metric, beside.split) if beside else None
+    per_column = f"{label} | {beside.label} | N" if extra else f"{label} | N"
     present = [c for c in COLUMNS if any(r.setting == setting and r.column == c for r in grid.planned)]
     lines = [f"## {title(grid.planned, setting)}", "",
              "Task options: " + ", ".join(f"{k}={v}" for k, v in shared.items()
@@ -239,7 +240,7 @@ def results_section(grid: Grid, setting: str) -> list[str]:
             cells.append(shown)
             if extra:
                 a = extra.get(column, {}).get(model)
-                cells.append("" if not members or a is None else a.show(3))
+                cells.append("" if not members or a is None else a.show(beside.digits))
             cells.append(members[0].units if members else "")
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
     drawn = memoryless_baseline(grid.planned, setting, "valid")  # the curves are validation curves

@@ -8,7 +8,7 @@ from ... import presets
 from ...models import model_class
 from .collect import ran_config
 from .signal import signals
-from ..planning.grid import TPE_STARTUP, TUNED, Grid, search_name
+from ..planning.grid import TUNED, Grid, search_name
 from ..planning.searching import EQUAL_LR_RANGE, LR_ORTH_RATIO, OWN_OPTIONS, SEARCHED
 from ..judging.words import name
 
@@ -20,21 +20,21 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
     words) and each pick."""
     spec = grid.tune
     picks = json.loads(grid.tuned.read_text()) if grid.tuned.is_file() else {}
-    startup = spec.get("startup", TPE_STARTUP)
+    startup = spec.startup
     sampler = (f"Optuna's TPE sampler, which draws its first {startup} trials at random and models the rest on "
-               "them" if startup < spec["trials"] else
+               "them" if startup < spec.trials else
                f"Optuna's TPE sampler, which draws its first {startup} trials at random, so all of these")
     lines = ["## How every model was tuned", "",
-             f"Every model and variant got the same search on every task: {spec['trials']} "
-             f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
-             f"({sampler}; its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
-             f"size and {spec['share']:.0%} of the run's updates (or epochs), "
+             f"Every model and variant got the same search on every task: {spec.trials} "
+             f"trial{'s' if spec.trials != 1 else ''} of `nnrnn sweep` "
+             f"({sampler}; its median pruner), each a run of seed {spec.seed} at the model's "
+             f"size and {spec.share:.0%} of the run's updates (or epochs), "
              + (_equal_space_words(grid) if searched_alike(grid) else _supplement_space_words(grid))
              + " " + starts, "",
              *(["Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned "
                 "pick was chosen on a seed its row then averages in, which favours every model's pick a little and "
-                "alike.", ""] if spec.get("seed", 0) in grid.spec["seeds"] else
-               [f"No table reports seed {spec['seed']}, on which every search trained: no pick was chosen on a run "
+                "alike.", ""] if spec.seed in grid.spec.seeds else
+               [f"No table reports seed {spec.seed}, on which every search trained: no pick was chosen on a run "
                 "its row averages in.", ""]),
              "| table | model | tuned options |", "|---|---|---|"]
     quiet = {(_table_key(grid, setting), label) for (setting, label), signal in signals(grid).items()
@@ -47,7 +47,7 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
                             if (setting, label) in quiet else ran) + " |")
     searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
-              for setting in (key, key.split("-")[0], *spec.get("settings", ()))}  # the task, table key or rung
+              for setting in (key, key.split("-")[0], *(spec.settings or ()))}  # the task, table key or rung
     unpicked = [folder for folder in searched if folder not in picked]
     if unpicked:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "
