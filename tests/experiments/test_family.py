@@ -14,6 +14,7 @@ from nnrnn.experiments.judging import family, rules, significance, statistics
 from nnrnn.experiments.judging.comparisons import compare
 from nnrnn.experiments.judging.statistics import Stat
 from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Setting
 from nnrnn.experiments.reporting import report
 from tests.experiments import synthetic
 
@@ -109,9 +110,10 @@ def test_a_difference_of_per_seed_results_is_given_its_bootstrap_interval():
 
 
 def test_a_report_lists_its_comparisons_and_each_claim_row_cites_those_it_rests_on(tmp_path, monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "report": paper_grid.REPORT, "tasks": {
-        "copy": {"hidden": 16, "columns": ("hidden",), "options": {"T": 20, "batch_size": 4, "steps": 40,
-                                                                   "eval_every": 10, "log_every": 5}}}})
+    monkeypatch.setitem(grids.SCALES, "copy-only", Scale(name="copy-only", seeds=(0, 1, 2), report=paper_grid.REPORT,
+                                                         settings={"copy": Setting(
+        task="copy", hidden=16, columns=("hidden",), options={"T": 20, "batch_size": 4, "steps": 40,
+                                                              "eval_every": 10, "log_every": 5})}))
     built = synthetic.build(tmp_path, "copy-only")
     grid.record_plan(tmp_path, "copy-only")
     text = report.write_report(built).read_text()

@@ -7,7 +7,7 @@ import pytest
 from nnrnn.experiments import grids
 from nnrnn.experiments.judging.words import title
 from nnrnn.experiments.planning import grid
-from nnrnn.experiments.planning.declaration import Scale, Setting
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
 from tests.experiments.synthetic import planned
 
 
@@ -140,11 +140,11 @@ def test_paper_optimizer_trains_each_model_with_its_papers_over_the_tasks_proced
     explicitly still wins."""
     from nnrnn.models import model_class
     from nnrnn.training.config import resolve_config
-    setting = {"hidden": 16, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
+    setting = {"task": "copy", "hidden": 16, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
                "models": ("nnrnn", "cornn", "lru", "gru")}
 
     def optimizers(**changes):
-        spec = {"seeds": [0], "tasks": {"copy": {**setting, **changes}}}
+        spec = Scale(name="optimizers", seeds=(0,), report=None, settings={"copy": Setting(**{**setting, **changes})})
         return {p.label: resolve_config(p.options, p.preset)["optimizer"] for p in grid.plan(spec, searching=True)}
 
     procedure = optimizers()
@@ -155,8 +155,8 @@ def test_paper_optimizer_trains_each_model_with_its_papers_over_the_tasks_proced
     explicit = {**setting["options"], "optimizer": "rmsprop"}
     assert set(optimizers(paper_optimizer=True, options=explicit).values()) == {"rmsprop"}
     # and a search of such a grid holds it fixed: every trial trains it
-    spec = {"seeds": [0], "tune": {"trials": 1, "share": 1.0},
-            "tasks": {"copy": {**setting, "paper_optimizer": True}}}
+    spec = Scale(name="optimizers", seeds=(0,), report=None, tune=Search(trials=1, share=1.0),
+                 settings={"copy": Setting(**setting, paper_optimizer=True)})
     assert {s["model"]: s["options"]["optimizer"] for s in grid.searches(spec).values()}["cornn"] == "adam"
 
 
@@ -168,4 +168,4 @@ def test_the_grids_that_claim_each_models_papers_optimizer_plan_it():
             paper = model_class(search["model"]).PAPER_OPTIMIZER
             if paper:
                 assert search["options"]["optimizer"] == paper, search["label"]
-    assert all(setting.get("paper_optimizer") for setting in grids.SCALES["modern"]["tasks"].values())
+    assert all(setting.paper_optimizer for setting in grids.SCALES["modern"].settings.values())

@@ -11,7 +11,7 @@ from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments.grids.beyond import goal_section
 from nnrnn.experiments.grids.paper import _per_run
 from nnrnn.experiments.planning import grid
-from nnrnn.experiments.planning.declaration import Scale, Setting, Variant
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting, Variant
 from nnrnn.experiments.reporting import figures, report
 from nnrnn.experiments.reporting.collect import converged, spike, updates_to_solve
 from nnrnn.training import runfolder
@@ -279,10 +279,10 @@ def fixed_over_derived(monkeypatch):
     from nnrnn.experiments.reporting.sections import Report
     from nnrnn.experiments.reporting.tuning import tuning_section
     tiny = Report("Fixed over derived", (lambda g: tuning_section(g, "Its published settings first."), picks_section))
-    monkeypatch.setitem(grids.SCALES, "fixed-over-derived", {
-        "seeds": [0], "report": tiny, "tune": {"trials": 1, "share": 1.0, "seed": 100, "startup": 1},
-        "tasks": {"copy": {"hidden": 8, "columns": (grid.TUNED,), "paper_optimizer": True, "models": ("cornn",),
-                           "options": {**COPY, "steps": 2, "optimizer": "rmsprop"}}}})
+    monkeypatch.setitem(grids.SCALES, "fixed-over-derived", Scale(
+        name="fixed-over-derived", seeds=(0,), report=tiny, tune=Search(trials=1, share=1.0, seed=100, startup=1),
+        settings={"copy": Setting(task="copy", hidden=8, columns=(grid.TUNED,), paper_optimizer=True,
+                                  models=("cornn",), options={**COPY, "steps": 2, "optimizer": "rmsprop"})}))
     return "fixed-over-derived"
 
 
