@@ -214,6 +214,9 @@ OPTIONS = (
     O("readout_init", "xavier", "read-out weight: a scheme as above", "model", check=init_scheme, metavar="SCHEME"),
     O("readout_bias_init", "zeros", "read-out bias: a scheme as above", "model", check=init_scheme,
       metavar="SCHEME"),
+    O("state_noise", None, "σ: Gaussian noise of standard deviation σ added to the recurrent state after every step, "
+      "in training and evaluation (not the paper's; default: none)", "model", float,
+      check=optional(non_negative_number), metavar="SIGMA"),
     O("embedding", None, f"ptb: embedding size (default {DEFAULT_EMBEDDING}; 0: one-hot inputs)", "model", int,
       check=embedding),
     # optimisation
