@@ -14,17 +14,18 @@ from ..kernels.settings import COMPILED
 from . import fused_cells
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, kept,
                    stack_layers, time_major)
-from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
 from .traits import Traits
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "torch", *CHAINS)
+INITS = ("xavier", "torch", CHRONO, *CHAINS)
 IMPLEMENTATIONS = ("auto", "torch", "reference")
 
 
 def check_gru_init(init) -> str:
     if not accepts_init(INITS, init):
-        raise ValueError(f"init must be 'xavier', 'torch', 'chain:GAIN' or 'fbchain:GAIN' for the GRU; got {init!r}")
+        raise ValueError(f"init must be 'xavier', 'torch', 'chrono', 'chain:GAIN' or 'fbchain:GAIN' for the GRU; "
+                         f"got {init!r}")
     return init
 
 
@@ -72,7 +73,11 @@ class GRU(nn.GRU, Traits):
         init: ``'xavier'`` (default): each gate's input block and recurrent block Glorot normal on its own,
             zero biases (what the paper does for its LSTM); ``'torch'``: torch.nn.GRU's U(±1/sqrt(N));
             ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
-            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
+            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases;
+            ``'chrono'``: as ``'xavier'``, then the chrono initialisation of Tallec & Ollivier (2018) for the update
+            gate: b_z ~ log(U(1, T_max − 1)) (in ``bias_ih``; ``bias_hh`` zero), T_max = ``chrono_tmax``.  Here
+            h_t = (1 − z_t) n_t + z_t h_{t-1}, so z near 1 keeps the state: the sign that makes 1 / (1 − z) the time
+            constant they give (their GRU writes the update gate the other way round, hence their −log).
 
     Inputs: input, h_0; Outputs: output, h_n: torch.nn.GRU's, with the same shapes: ``input`` (L, B, N_in)
     (or batch-first, unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n``
@@ -87,7 +92,8 @@ class GRU(nn.GRU, Traits):
     DISPLAY_NAME = "GRU"
     LINE_STYLE = ('#8c564b', (0, (4, 4)))
 
-    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias", "chrono_tmax")  # the traits beyond these: Traits'
+    # (nnrnn.models.traits)
     GATES = len(GATES)
     INITS: tuple[str, ...] = INITS
     implementation = "auto"
@@ -95,12 +101,13 @@ class GRU(nn.GRU, Traits):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None, *, init: str = "xavier"):
+                 dtype=None, *, init: str = "xavier", chrono_tmax: float | None = None):
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=self.COMPLEX_DTYPES,
                                                 dropout_warning=False)
         self._check_init(init)
         self.init = init
+        self.chrono_tmax = check_chrono(init, chrono_tmax, bias)
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
                          dropout=dropout, bidirectional=bidirectional, device=device, dtype=dtype)
 
@@ -145,6 +152,8 @@ class GRU(nn.GRU, Traits):
                 if self.bias:
                     for name in ("bias_ih" + suffix, "bias_hh" + suffix):
                         self._init_block(getattr(self, name), scheme)
+                    if scheme == CHRONO:  # torch's gate order: reset, update, new
+                        chrono_(getattr(self, "bias_ih" + suffix).chunk(3)[1], self.chrono_tmax)
 
     def _init_block(self, block: torch.Tensor, scheme: str, recurrent: bool = False) -> None:
         if recurrent and parse_chain(scheme):  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM

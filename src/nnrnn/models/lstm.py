@@ -10,11 +10,11 @@ from torch.nn.utils.rnn import PackedSequence
 from ..kernels.autograd import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
 from .base import cell_suffix, check_constructor, check_input, check_state
-from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
 from .traits import Traits
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "concat", *CHAINS)
+INITS = ("xavier", "concat", CHRONO, *CHAINS)
 RENAMED_INITS = {"glorot": "xavier"}  # an earlier name, still accepted with a warning
 
 
@@ -34,7 +34,8 @@ def check_lstm_init(init) -> str:
                       FutureWarning, stacklevel=3)
         return RENAMED_INITS[init]
     if not accepts_init(INITS, init):
-        raise ValueError(f"init must be 'xavier', 'concat', 'chain:GAIN' or 'fbchain:GAIN' for the LSTM; got {init!r}")
+        raise ValueError(f"init must be 'xavier', 'concat', 'chrono', 'chain:GAIN' or 'fbchain:GAIN' for the LSTM; "
+                         f"got {init!r}")
     return init
 
 
@@ -52,6 +53,9 @@ class LSTM(nn.LSTM, Traits):
             trained, so the parameters are the release's.  (``'glorot'`` is the earlier name of
             ``'xavier'``.)  ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
             :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
+            ``'chrono'``: as ``'xavier'``, then the chrono initialisation of Tallec & Ollivier (2018): the forget
+            gate's bias b_f ~ log(U(1, T_max − 1)) and the input gate's b_i = −b_f (in ``bias_ih``; ``bias_hh`` zero),
+            T_max = ``chrono_tmax``, so that the cells start with memory time constants spread up to T_max.
             With ``proj_size`` > 0 the projection ``weight_hr_l[k]`` (P × N), which neither the paper nor the
             release has, is Glorot normal under every init.
 
@@ -65,16 +69,17 @@ class LSTM(nn.LSTM, Traits):
     DISPLAY_NAME = "LSTM"
     LINE_STYLE = ('#9467bd', (0, (3, 1, 1, 1, 1, 1)))
 
-    CONFIG_OPTIONS = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    CONFIG_OPTIONS = ("init", "bias", "chrono_tmax")  # the traits beyond these: Traits' (nnrnn.models.traits)
     GATES = len(GATES)
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
-                 device=None, dtype=None, *, init: str = "xavier"):
+                 device=None, dtype=None, *, init: str = "xavier", chrono_tmax: float | None = None):
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=True, dropout_warning=False)
         self.init = check_lstm_init(init)
+        self.chrono_tmax = check_chrono(self.init, chrono_tmax, bias)
         if parse_chain(self.init) and isinstance(proj_size, int) and not isinstance(proj_size, bool) and proj_size > 0:
             # a chain is square (unit i feeds unit i + 1); with a projection each gate's recurrent block is N × P
             raise ValueError(f"init {self.init!r} needs square recurrent blocks, so proj_size must be 0; "
@@ -100,7 +105,7 @@ class LSTM(nn.LSTM, Traits):
                     if chain:  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM initialiser
                         init_(gate_ih, "xavier")
                         gate_hh.copy_(chain_matrix(gate_hh.shape[0], self.init, gate_hh))
-                    elif self.init == "xavier":
+                    elif self.init in ("xavier", CHRONO):
                         init_(gate_ih, "xavier")
                         init_(gate_hh, "xavier")
                     else:
@@ -115,6 +120,9 @@ class LSTM(nn.LSTM, Traits):
                           fan_in=fan_in)
                     getattr(self, "bias_hh" + suffix).zero_()
                     getattr(self, "bias_hh" + suffix).requires_grad_(self.init != "concat")
+                    if self.init == CHRONO:  # torch's gate order: input, forget, cell, output
+                        gate_input, forget = getattr(self, "bias_ih" + suffix).chunk(4)[:2]
+                        gate_input.copy_(-chrono_(forget, self.chrono_tmax))
 
     def _cell_suffixes(self) -> list[str]:
         """One suffix per layer and direction ("_l0", "_l0_reverse", "_l1", …), from torch's parameter names."""

@@ -183,8 +183,12 @@ OPTIONS = (
     O("nonlinearity", None, "the recurrence's nonlinearity (default: the model's, modrelu for the non-gated "
       "models)", "model", choices=NONLINEARITIES),
     O("init", None, "initialisation scheme, each model's own (its class's INITS): orthogonal ones (henaff, cayley, "
-      "random); LSTM: xavier or concat; GRU: xavier or torch; nnrnn-complex: random (Haar P) or identity; rnn, lstm, "
-      "gru: chain:ALPHA or fbchain:BETA, Orhan & Pitkow's chains (default: the model's own)", "model", metavar="INIT"),
+      "random); LSTM: xavier, concat or chrono; GRU: xavier, torch or chrono; nnrnn-complex: random (Haar P) or "
+      "identity; rnn, lstm, gru: chain:ALPHA or fbchain:BETA, Orhan & Pitkow's chains (default: the model's own)",
+      "model", metavar="INIT"),
+    O("chrono_tmax", None, "lstm, gru with --init chrono: T_max, the gate biases drawn as log U(1, T_max − 1) "
+      "(Tallec & Ollivier 2018; default: the task's sequence length)", "model", float,
+      check=optional(positive_number), metavar="T"),
     O("dt", None, "coRNN, LEM: the time step Δt (default: the model's, 0.076 and 1)", "model", float,
       check=optional(positive_number)),
     O("gamma", None, "coRNN: γ, its oscillators' stiffness (default 0.4)", "model", float,
