@@ -207,3 +207,50 @@ def test_a_bad_state_noise_is_refused_naming_it(name, bad, error):
 def test_the_repr_shows_the_noise():
     assert "state_noise=0.1" in repr(nnrnn.create("nnrnn", 3, 6, state_noise=0.1))
     assert "state_noise" not in repr(nnrnn.create("nnrnn", 3, 6))
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "nngru"])
+def test_gated_noise_is_torchs_cell_plus_the_noise_at_every_step(name):
+    """The noisy layer over T steps is torch's own cell (torch.nn.LSTMCell / GRUCell, the same weights) stepped T
+    times with σ ε_t added to the state, ε one (T, B, width) block drawn before the loop ([h, c] for the LSTM)."""
+    sigma, steps, batch, n = 0.3, 5, 2, 6
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, n, state_noise=sigma, dtype=torch.float64)
+    lstm = name == "lstm"
+    cell = (torch.nn.LSTMCell if lstm else torch.nn.GRUCell)(3, n, dtype=torch.float64)
+    with torch.no_grad():
+        for key in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, key).copy_(getattr(model, key + "_l0"))
+    x = torch.randn(steps, batch, 3, dtype=torch.float64)
+    torch.manual_seed(2)
+    out, h_n = model(x)
+    torch.manual_seed(2)
+    eps = sigma * torch.randn(steps, batch, 2 * n if lstm else n, dtype=torch.float64)
+    h = c = torch.zeros(batch, n, dtype=torch.float64)
+    for t in range(steps):
+        if lstm:
+            h, c = cell(x[t], (h, c))
+            h, c = h + eps[t, :, :n], c + eps[t, :, n:]
+        else:
+            h = cell(x[t], h) + eps[t]
+        torch.testing.assert_close(out[t], h, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(states(h_n)[0], torch.cat([h, c], -1) if lstm else h, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NOISY)
+def test_noise_with_packed_and_batch_first_inputs(name):
+    """Packed: each sequence's h_n is its state after its last real step (the noise included); batch-first gives the
+    time-first result transposed."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    noisy, _ = pair(name, 0.3)
+    x = torch.randn(5, 2, 3)
+    packed = pack_padded_sequence(x, torch.tensor([5, 3]), enforce_sorted=False)
+    out, h_n = run(noisy, packed)
+    padded, _ = pad_packed_sequence(out)
+    last = states(h_n)[0]
+    width = padded.shape[-1]
+    torch.testing.assert_close(last[1, :width], padded[2, 1], rtol=0, atol=0)
+    torch.testing.assert_close(last[0, :width], padded[4, 0], rtol=0, atol=0)
+    first = run(noisy, x)[0]
+    noisy.batch_first = True
+    torch.testing.assert_close(run(noisy, x.transpose(0, 1))[0].transpose(0, 1), first)
