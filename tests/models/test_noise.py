@@ -187,11 +187,12 @@ def test_the_cell_adds_the_noise_of_one_step(name):
     x = torch.randn(2, 3)
     hx = quiet(x)  # a state that is not zero
     torch.manual_seed(3)
-    step = states(cell(x, hx))
-    width = step.shape[-1]
+    step, expected = states(cell(x, hx)), states(quiet(x, hx))
+    if cell.OUTPUT_IS_SEPARATE:  # the LRUs' (y, s): the noise is in the state s, y is read from it
+        step, expected = step[:, cell.hidden_size:], expected[:, cell.hidden_size:]
     torch.manual_seed(3)
-    eps = torch.randn(1, 2, width)[0]
-    torch.testing.assert_close(step, states(quiet(x, hx)) + sigma * eps, rtol=1e-6, atol=1e-6)
+    eps = torch.randn(1, 2, step.shape[-1])[0]
+    torch.testing.assert_close(step, expected + sigma * eps, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", NOISY)
@@ -249,8 +250,26 @@ def test_noise_with_packed_and_batch_first_inputs(name):
     padded, _ = pad_packed_sequence(out)
     last = states(h_n)[0]
     width = padded.shape[-1]
-    torch.testing.assert_close(last[1, :width], padded[2, 1], rtol=0, atol=0)
-    torch.testing.assert_close(last[0, :width], padded[4, 0], rtol=0, atol=0)
+    if not nnrnn.CELLS[name].OUTPUT_IS_SEPARATE:  # the LRUs' h_n is their state s, not the output
+        torch.testing.assert_close(last[1, :width], padded[2, 1], rtol=0, atol=0)
+        torch.testing.assert_close(last[0, :width], padded[4, 0], rtol=0, atol=0)
+    assert padded[3:, 1].abs().max() == 0  # past its end, nothing (not noise) in the padding
     first = run(noisy, x)[0]
     noisy.batch_first = True
     torch.testing.assert_close(run(noisy, x.transpose(0, 1))[0].transpose(0, 1), first)
+
+
+@pytest.mark.parametrize("name", [n for n in NOISY if getattr(nnrnn.MODELS[n], "SCANNED", None) is not None])
+def test_scanned_models_with_noise_give_their_loops_result(name):
+    """The LRUs take the noise as one more input of their linear recurrence, so their scan runs with it and agrees
+    with their loop; minGRU's log-space scan cannot (its terms must be positive), so with noise it loops, whatever
+    ``implementation`` says."""
+    torch.manual_seed(0)
+    model = nnrnn.create(name, 3, 6, state_noise=0.2, dtype=torch.float64)
+    x = torch.randn(9, 2, 3, dtype=torch.float64)
+    results = {}
+    for implementation in ("scan", "loop"):
+        model.implementation = implementation
+        results[implementation] = run(model, x)
+    torch.testing.assert_close(results["scan"][0], results["loop"][0], rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(states(results["scan"][1]), states(results["loop"][1]), rtol=1e-9, atol=1e-9)
