@@ -37,6 +37,11 @@ measured best compromise.  There are two plans, chosen per device by
   smallest degree whose tail is at most half the unit roundoff of the dtype,
   s the fewest squarings with θ / 2^s ≤ THETA_MAX (or up to two more, where
   they save products);
+  the series is then evaluated by the cheapest of that plan and the programs of :mod:`.taylor_programs`
+  (degree 8 in 3 products where Paterson–Stockmeyer needs 4, squarings of P − I rather than of P), over the
+  same range of squarings: one product fewer forward and two fewer backward at every ‖A‖₂ from 0.3 to π,
+  and P at least as orthogonal.  ``REFERENCE_EVALUATION = True`` evaluates by :func:`taylor_series` instead
+  (the reference the programs are tested against);
 * fixed (GPUs, and anywhere ``NNRNN_EXPM_PLAN=fixed``): nothing is read to
   the host, so an update never waits for the device and can be captured in a
   CUDA graph.  m is the degree θ = THETA_MAX needs, MAX_SQUARINGS squarings
