@@ -56,16 +56,19 @@ def test_paterson_stockmeyer_as_a_program(m):
                          ids=lambda p: f"degree {p.degree}, block {p.block}")
 @pytest.mark.parametrize("s", [0, 1, 3])
 def test_the_adjoint_is_the_derivative_of_the_computed_exponential(program, s):
-    """exponential_adjoint against autograd through exponential itself (float64), and gradcheck."""
+    """exponential_adjoint, with the forward's factors kept and formed again, against autograd through exponential
+    itself (float64), and gradcheck."""
     x = dense(7, 0.8, seed=2).requires_grad_(True)
     eye = torch.eye(7, dtype=torch.float64)
     weight = torch.randn(7, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    p, matrices, squares = tp.exponential(program, s, x, x @ x, eye)
+    p = tp.exponential(program, s, x, x @ x, eye)[0]
     want, = torch.autograd.grad(p, x, weight)
     with torch.no_grad():
-        p, matrices, squares = tp.exponential(program, s, x, x @ x, eye)
-        got = tp.exponential_adjoint(program, weight, matrices, squares)
-    torch.testing.assert_close(got, want, rtol=0, atol=1e-13)
+        p, matrices, squares, factors = tp.exponential(program, s, x, x @ x, eye)
+        kept = tp.exponential_adjoint(program, weight, matrices, squares, factors)
+        formed_again = tp.exponential_adjoint(program, weight, matrices, squares)  # what a compiled record does
+    torch.testing.assert_close(kept, want, rtol=0, atol=1e-13)
+    torch.testing.assert_close(formed_again, want, rtol=0, atol=1e-13)
     assert torch.autograd.gradcheck(lambda x: tp.exponential(program, s, x, x @ x, eye)[0], (x,))
 
 

@@ -183,8 +183,9 @@ def _evaluate(a: torch.Tensor):
                                               plan(theta_read, a.dtype))
             scale = 2.0 ** -s
             x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
-            p, matrices, squares = taylor_programs.exponential(program, s, x, x2, eye)
-            return (p if math.isfinite(read) else torch.full_like(p, math.nan)), (scale, s, program, matrices, squares)
+            p, matrices, squares, factors = taylor_programs.exponential(program, s, x, x2, eye)
+            p = p if math.isfinite(read) else torch.full_like(p, math.nan)
+            return p, (scale, s, program, matrices, squares, factors)
         s, m, q = plan(read if math.isfinite(read) else 0.0, a.dtype)
         scale = 2.0 ** -s
         x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
@@ -230,10 +231,10 @@ def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.
 def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
-    if len(record) == 5:  # a program of taylor_programs (the read plan)
-        scale, _, program, matrices, squares = record
+    if isinstance(record[2], taylor_programs.Program):  # the read plan
+        scale, _, program, matrices, squares, factors = record
         # a new tensor also where it is grad itself
-        return taylor_programs.exponential_adjoint(program, grad.contiguous(), matrices, squares) * scale
+        return taylor_programs.exponential_adjoint(program, grad.contiguous(), matrices, squares, factors) * scale
     scale, s, m, q, powers, steps, squares = record
     g = grad.contiguous()
     for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k (the fixed plan: where k < s, else P_k)
@@ -371,8 +372,10 @@ def record_capacity(dtype: torch.dtype) -> int:
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
     """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan)."""
-    if len(record) == 5:  # a program: X and its products, the first squaring's input; its plan says which program
-        _, s, program, matrices, squares = record
+    if isinstance(record[2], taylor_programs.Program):
+        # X and its products, the first squaring's input (not each product's factors: the backward forms them
+        # again); the plan says which program
+        _, s, program, matrices, squares, _ = record
         products = matrices[1:] + squares[:1]
         x = matrices[1]
         code = [s, program.degree, program.block, len(products) - len(squares[:1]), -1, len(squares)]
@@ -404,7 +407,7 @@ def _unpack(products: torch.Tensor, plan_: torch.Tensor):
             program = taylor_programs.program(m, q)
             eye = torch.eye(products.shape[-1], dtype=products.dtype, device=products.device)
             squares = taylor_programs.squarings(matrices[n_powers:n_powers + min(n_squares, 1)], n_squares)
-            return scale, s, program, [eye] + matrices[:n_powers], squares
+            return scale, s, program, [eye] + matrices[:n_powers], squares, None
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
     kept = n_squares if plan_.numel() == 1 else min(n_squares, 1)

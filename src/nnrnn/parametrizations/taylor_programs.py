@@ -179,30 +179,36 @@ def _combine(coefficients, matrices) -> torch.Tensor:
     return out
 
 
-def evaluate(program: Program, x: torch.Tensor, x2: torch.Tensor, eye: torch.Tensor, identity: bool = True
-             ) -> tuple[torch.Tensor, list]:
+def evaluate(program: Program, x: torch.Tensor, x2: torch.Tensor, eye: torch.Tensor, identity: bool = True,
+             factors: list | None = None) -> tuple[torch.Tensor, list]:
     """(T_m(X), [I, X, X², products…]) for ``program``, or T_m(X) − I without ``identity``; X² is given (the
-    exponential has it already)."""
+    exponential has it already).  With ``factors``, each product's two factors are appended to it (the adjoint
+    then need not form them again)."""
     matrices = [eye, x]
     for k, (left, right) in enumerate(program.steps):
         if k == 0:
             matrices.append(x2)
-            continue
-        matrices.append(matmul(_combine(left, matrices), _combine(right, matrices)))
+            lhs = rhs = x
+        else:
+            lhs, rhs = _combine(left, matrices), _combine(right, matrices)
+            matrices.append(matmul(lhs, rhs))
+        if factors is not None:
+            factors.append((lhs, rhs))
     return _combine(program.result if identity else (0.0,) + program.result[1:], matrices), matrices
 
 
 def exponential(program: Program, s: int, x: torch.Tensor, x2: torch.Tensor, eye: torch.Tensor
-                ) -> tuple[torch.Tensor, list, list]:
-    """(T_m(X)^(2^s), the matrices of :func:`evaluate`, each squaring's input E_k).  The squarings are of
-    E = P − I, E ← 2E + E·E: a product of P ≈ I with itself rounds at the size of its entries near 1 (about 1e-6 at
-    n = 512 in float32), one of E at the size of E's."""
-    e, matrices = evaluate(program, x, x2, eye, identity=False)
+                ) -> tuple[torch.Tensor, list, list, list]:
+    """(T_m(X)^(2^s), the matrices of :func:`evaluate`, each squaring's input E_k, each product's factors).  The
+    squarings are of E = P − I, E ← 2E + E·E: a product of P ≈ I with itself rounds at the size of its entries
+    near 1 (about 1e-6 at n = 512 in float32), one of E at the size of E's."""
+    factors = []
+    e, matrices = evaluate(program, x, x2, eye, identity=False, factors=factors)
     squares = []
     for _ in range(s):
         squares.append(e)
         e = _square(e)
-    return e + eye, matrices, squares
+    return e + eye, matrices, squares, factors
 
 
 def _square(e: torch.Tensor) -> torch.Tensor:
@@ -217,12 +223,13 @@ def squarings(first: list, count: int) -> list:
     return squares
 
 
-def exponential_adjoint(program: Program, grad: torch.Tensor, matrices: list, squares: list) -> torch.Tensor:
+def exponential_adjoint(program: Program, grad: torch.Tensor, matrices: list, squares: list,
+                        factors: list | None = None) -> torch.Tensor:
     """∂L/∂X from ∂L/∂P through :func:`exponential`: E_{k+1} = 2E_k + E_k E_k passes back 2g + g E_kᵀ + E_kᵀ g."""
     g = grad
     for e in reversed(squares):
         g = matmul(g, e.T).add_(matmul(e.T, g)).add_(g, alpha=2.0)
-    return adjoint(program, g, matrices)
+    return adjoint(program, g, matrices, factors)
 
 
 class _Sum:
@@ -242,8 +249,9 @@ class _Sum:
             self.values[i], self.owned[i] = torch.add(self.values[i], value, alpha=c), True
 
 
-def adjoint(program: Program, grad: torch.Tensor, matrices: list) -> torch.Tensor:
-    """∂L/∂X from ∂L/∂T_m(X), in reverse through :func:`evaluate`'s products."""
+def adjoint(program: Program, grad: torch.Tensor, matrices: list, factors: list | None = None) -> torch.Tensor:
+    """∂L/∂X from ∂L/∂T_m(X), in reverse through :func:`evaluate`'s products (their factors formed again from
+    ``matrices`` unless ``factors`` holds them)."""
     d = _Sum(len(matrices))
     for i, c in enumerate(program.result):
         d.add(i, grad, c)
@@ -252,7 +260,7 @@ def adjoint(program: Program, grad: torch.Tensor, matrices: list) -> torch.Tenso
         if g is None:
             continue
         left, right = program.steps[k]
-        lhs, rhs = _combine(left, matrices), _combine(right, matrices)
+        lhs, rhs = factors[k] if factors is not None else (_combine(left, matrices), _combine(right, matrices))
         d_left, d_right = matmul(g, rhs.T), matmul(lhs.T, g)
         for i, c in enumerate(left):
             d.add(i, d_left, c)
