@@ -12,7 +12,8 @@ has here for its shape:
   inputs need no gradient, so there is no (TB × N)·(N × I) product);
 * ``read-out``: the read-out's linear, cross entropy and their backward and RMSprop step on a fixed H,
   the same work in every model's update;
-* ``compose``: the products that composing V = P(Λ + T)Pᵀ and its gradient do in nnrnn today, counted with
+* ``compose``: the products that composing V = P(Λ + T)Pᵀ and its gradient do in nnrnn today (and with the
+  exponential's reference evaluation, Paterson–Stockmeyer: ``nnrnn [reference exponential]``), counted with
   a dispatch mode (matrix products of N × N only), times the time of one N × N product.
 
 ``% roof at floor`` is the share of the machine's matrix-product roofline (training_update.py's: the best
@@ -52,7 +53,7 @@ from training_update import (BASELINE, CLASSES, Roofline, Update, implementation
 from nnrnn.kernels import onednn  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
-MODELS = (BASELINE, "rnn", "nnrnn", "nnrnn [dynamic]")
+MODELS = (BASELINE, "rnn", "nnrnn", "nnrnn [reference exponential]", "nnrnn [dynamic]")
 SQUARES = 10  # N × N products per timed call, so that one call is not a single sub-millisecond sample
 PRODUCTS = {"aten.mm.default", "aten.addmm.default", "aten.addmm_.default", "aten.matmul.default",
             "mkldnn._linear_pointwise.default", "mkldnn._linear_pointwise.binary"}
@@ -169,11 +170,11 @@ def main(argv=None) -> None:
               f"weights {weights * 1e3:.1f} ms, read-out {med['read-out'] * 1e3:.1f} ms, "
               f"one N×N product {square * 1e3:.2f} ms")
         print("  parts, ms: " + ", ".join(f"{key} {value * 1e3:.1f}" for key, value in med.items() if key in parts))
-        print(f"  {'model':18s} {'N×N products':>12s} {'floor ms':>9s} {'floor × RNN':>12s} {'% roof at floor':>16s} "
+        print(f"  {'model':30s} {'N×N products':>12s} {'floor ms':>9s} {'floor × RNN':>12s} {'% roof at floor':>16s} "
               f"{'update ms':>10s} {'update × RNN':>13s} {'% roof':>7s} {'update / floor':>15s}")
         for name in MODELS:
             floor = common + counts[name] * square
-            print(f"  {name:18s} {counts[name]:12d} {floor * 1e3:9.1f} {floor / base:12.2f} "
+            print(f"  {name:30s} {counts[name]:12d} {floor * 1e3:9.1f} {floor / base:12.2f} "
                   f"{100 * flops / floor / 1e9 / roof:16.1f} {med[name] * 1e3:10.1f} {med[name] / base:13.2f} "
                   f"{100 * flops / med[name] / 1e9 / roof:7.1f} {med[name] / floor:15.2f}")
 

@@ -24,6 +24,8 @@ table gives the median.  Columns:
   composition alone (timed right after each update, the same matrices), as a share of the update.
   For nnRNN and expRNN that is the matrix exponential and its adjoint, and for nnRNN the products of
   P (Λ + T) Pᵀ; the rest of the update is the recurrence, the read-out and the optimizer step.
+* ``[reference exponential]``: nnRNN or expRNN with P = exp(A) by Paterson–Stockmeyer, the evaluation before the
+  Taylor programs of ``nnrnn/parametrizations/taylor_programs.py``, for the before/after ratio in one process.
 * ``[dynamic]``: the same model with dynamic trivialization, the base of P moved after every update
   (``dynamic=True`` and ``nnrnn.parametrizations.rebase_``; not the paper's training).
 * ``% roof``: achieved GFLOP/s over the roofline, itself measured here as the
@@ -80,6 +82,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from
 
 import nnrnn  # noqa: E402
 from nnrnn.kernels import memory, onednn, policy  # noqa: E402
+from nnrnn.parametrizations import expm  # noqa: E402
 from nnrnn.kernels.settings import Settings  # noqa: E402
 from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
@@ -130,6 +133,33 @@ class PythonLoops(nn.Module):
             policy.install(kept)
 
 
+class ReferenceExponential(nn.Module):
+    """An nnRNN or expRNN whose P = exp(A) is evaluated by Paterson–Stockmeyer, the reference the read plan's
+    Taylor programs replaced (``nnrnn.parametrizations.expm.REFERENCE_EVALUATION``, set for its forward and its
+    compositions only: the backward follows what the forward recorded), for the before/after ratio in one process."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def _reference(self, function, *args):
+        kept = expm.REFERENCE_EVALUATION
+        expm.REFERENCE_EVALUATION = True
+        try:
+            return function(*args)
+        finally:
+            expm.REFERENCE_EVALUATION = kept
+
+    def forward(self, x):
+        return self._reference(self.model, x)
+
+    def recurrent_matrix(self, *args):
+        return self._reference(self.model.recurrent_matrix, *args)
+
+    def regularization(self, *args):
+        return self.model.regularization(*args)
+
+
 def implementations():
     """name -> (builder(I, N) -> module, gates: how many N × N recurrent products a step makes)."""
     def nnrnn_model(name, implementation="fused"):
@@ -155,6 +185,9 @@ def implementations():
     for name in ("exprnn", "eurnn", "rnn", "rnn-orth"):
         impls[name] = (nnrnn_model(name), 1)
     impls["exprnn [dynamic]"] = (dynamic("exprnn"), 1)
+    for name in ("nnrnn", "exprnn"):
+        impls[f"{name} [reference exponential]"] = (
+            (lambda name: lambda i, n: ReferenceExponential(nnrnn_model(name)(i, n)))(name), 1)
     impls["lstm"] = (lambda i, n: nnrnn.create("lstm", i, n), 4)
 
     def torch_kernel(name, **options):
@@ -205,7 +238,8 @@ class Update:
         self.x = torch.randn(t, b, i)
         self.y = torch.randint(CLASSES, (t, b))
         self.penalty = getattr(self.model, "regularization", None) if isinstance(
-            self.model, (nnrnn.models.RecurrentModel, nnrnn.NonNormalGRU, nnrnn.ComplexNonNormalRNN)) else None
+            self.model, (nnrnn.models.RecurrentModel, nnrnn.NonNormalGRU, nnrnn.ComplexNonNormalRNN,
+                         ReferenceExponential)) else None
 
     def loss(self):
         out, _ = self.model(self.x)

@@ -37,6 +37,11 @@ measured best compromise.  There are two plans, chosen per device by
   smallest degree whose tail is at most half the unit roundoff of the dtype,
   s the fewest squarings with θ / 2^s ≤ THETA_MAX (or up to two more, where
   they save products);
+  the series is then evaluated by the cheapest of that plan and the programs of :mod:`.taylor_programs`
+  (degree 8 in 3 products where Paterson–Stockmeyer needs 4, squarings of P − I rather than of P), over the
+  same range of squarings: one product fewer forward and two fewer backward at every ‖A‖₂ from 0.3 to π,
+  and P at least as orthogonal.  ``REFERENCE_EVALUATION = True`` evaluates by :func:`taylor_series` instead
+  (the reference the programs are tested against);
 * fixed (GPUs, and anywhere ``NNRNN_EXPM_PLAN=fixed``): nothing is read to
   the host, so an update never waits for the device and can be captured in a
   CUDA graph.  m is the degree θ = THETA_MAX needs, MAX_SQUARINGS squarings
@@ -58,11 +63,15 @@ import torch
 from ..kernels.autograd import autocast_off, exporting_to_onnx, first_order_only
 
 from ..kernels.operations import fixed_exponential_plan, matmul
+from . import taylor_programs
 
 THETA_MAX = 2.0
 NORM_SAFETY = 1.1
 POWER_STEPS = 8
 POWER_VECTORS = 4
+# The read plan evaluates the series by the programs of taylor_programs (fewer products than Paterson–Stockmeyer,
+# the same degree and scaling rule); True: by taylor_series, the reference they are tested against.
+REFERENCE_EVALUATION = False
 MAX_SQUARINGS = 3  # the fixed plan: ‖A‖₂ up to THETA_MAX·2³/NORM_SAFETY ≈ 14.5 (4.6π); inits start at ≤ π
 
 
@@ -168,6 +177,15 @@ def _evaluate(a: torch.Tensor):
     steps, squares = [], []
     if not fixed_exponential_plan(a):
         read = float(theta)  # not finite where A² overflowed: no plan is accurate, P is NaN as the fixed plan's
+        if not REFERENCE_EVALUATION:  # the fewest products (taylor_programs)
+            theta_read = read if math.isfinite(read) else 0.0
+            s, program = taylor_programs.plan(theta_read, THETA_MAX, unit_roundoff(a.dtype) / 2, taylor_degree,
+                                              plan(theta_read, a.dtype))
+            scale = 2.0 ** -s
+            x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
+            p, matrices, squares, factors = taylor_programs.exponential(program, s, x, x2, eye)
+            p = p if math.isfinite(read) else torch.full_like(p, math.nan)
+            return p, (scale, s, program, matrices, squares, factors)
         s, m, q = plan(read if math.isfinite(read) else 0.0, a.dtype)
         scale = 2.0 ** -s
         x, x2 = (a * scale, a2 * scale ** 2) if s else (a, a2)
@@ -213,6 +231,10 @@ def taylor_series(x: torch.Tensor, x2: torch.Tensor, m: int, q: int, eye: torch.
 def _adjoint(grad: torch.Tensor, record) -> torch.Tensor:
     """∂L/∂A from ∂L/∂P, in reverse through the evaluation of :func:`_evaluate` (products C = XY pass
     back ∂X += ∂C Yᵀ and ∂Y += Xᵀ ∂C): the exact derivative of the computed polynomial."""
+    if isinstance(record[2], taylor_programs.Program):  # the read plan
+        scale, _, program, matrices, squares, factors = record
+        # a new tensor also where it is grad itself
+        return taylor_programs.exponential_adjoint(program, grad.contiguous(), matrices, squares, factors) * scale
     scale, s, m, q, powers, steps, squares = record
     g = grad.contiguous()
     for k in reversed(range(len(squares))):  # P_{k+1} = P_k P_k (the fixed plan: where k < s, else P_k)
@@ -344,21 +366,31 @@ def record_capacity(dtype: torch.dtype) -> int:
     fixed = max(q_max, 2) + _horner_steps(m_max, q_max) + MAX_SQUARINGS
     read = 1 + max(max(q, 2) + _horner_steps(m, q) for m, q in
                    ((m, paterson_stockmeyer_plan(m)[1]) for m in range(1, m_max + 1)))
-    return max(fixed, read)
+    programs = 2 + max(program.products for program in taylor_programs.PROGRAMS.values())  # X, products, a square
+    return max(fixed, read, programs)
 
 
 def _pack(record) -> tuple[torch.Tensor, torch.Tensor]:
     """The record of :func:`_evaluate` as (products (record_capacity, n, n), plan)."""
-    _, s, m, q, powers, steps, squares = record
-    fixed = isinstance(s, torch.Tensor)
-    products = powers[1:] + steps + (squares if fixed else squares[:1])
-    x = powers[1]
+    if isinstance(record[2], taylor_programs.Program):
+        # X and its products, the first squaring's input (not each product's factors: the backward forms them
+        # again); the plan says which program
+        _, s, program, matrices, squares, _ = record
+        products = matrices[1:] + squares[:1]
+        x = matrices[1]
+        code = [s, program.degree, program.block, len(products) - len(squares[:1]), -1, len(squares)]
+    else:
+        _, s, m, q, powers, steps, squares = record
+        fixed = isinstance(s, torch.Tensor)
+        products = powers[1:] + steps + (squares if fixed else squares[:1])
+        x = powers[1]
+        code = None if fixed else [s, m, q, len(powers) - 1, len(steps), len(squares)]
     if len(products) > record_capacity(x.dtype):  # the bound failed: never drop a matrix the adjoint needs
         raise RuntimeError(f"expm_skew: {len(products)} products to keep, room for {record_capacity(x.dtype)}")
     stacked = torch.cat([torch.stack(products), x.new_zeros(record_capacity(x.dtype) - len(products), *x.shape)])
-    if fixed:
+    if code is None:  # the fixed plan
         return stacked, s.reshape(1)
-    return stacked, torch.tensor([s, m, q, len(powers) - 1, len(steps), len(squares)], dtype=torch.float64)
+    return stacked, torch.tensor(code, dtype=torch.float64)
 
 
 def _unpack(products: torch.Tensor, plan_: torch.Tensor):
@@ -371,6 +403,11 @@ def _unpack(products: torch.Tensor, plan_: torch.Tensor):
     else:
         s, m, q, n_powers, n_steps, n_squares = (int(v) for v in plan_.tolist())
         scale = 2.0 ** -s
+        if n_steps == -1:  # a program (see _pack): I, X and its products, then the first squaring's input
+            program = taylor_programs.program(m, q)
+            eye = torch.eye(products.shape[-1], dtype=products.dtype, device=products.device)
+            squares = taylor_programs.squarings(matrices[n_powers:n_powers + min(n_squares, 1)], n_squares)
+            return scale, s, program, [eye] + matrices[:n_powers], squares, None
     powers = [None] + matrices[:n_powers]
     steps = matrices[n_powers:n_powers + n_steps]
     kept = n_squares if plan_.numel() == 1 else min(n_squares, 1)
