@@ -32,6 +32,9 @@ TUNE_SEED = 100  # the seed a scale's searches train on: none of the seeds its t
 #                 on a run its row then averages in
 COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
 COLUMNS = tuple(COLUMN_PRESETS)
+# a variant's key: the variant runs at the column's parameter count even where its model is nnRNN (whose own N is
+# the reference), e.g. nnRNN without T at the parameter count of nnRNN with T (grids/thesis.py)
+EQUAL_PARAMS = "equal_params"
 
 
 @dataclass(frozen=True)
@@ -253,8 +256,9 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
         io = sizes(task, data_dir)
         columns = setting.get("columns", BOTH)
         entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.get("models", PAPER_MODELS)]
-        entries += [(label, {k: v for k, v in variant.items() if k != "columns"}, variant.get("columns", columns[:1]))
-                    for label, variant in setting.get("variants", {}).items()]
+        entries += [(label, {k: v for k, v in variant.items() if k not in ("columns", EQUAL_PARAMS)},
+                     variant.get("columns", columns[:1])) for label, variant in setting.get("variants", {}).items()]
+        at_budget = {label for label, variant in setting.get("variants", {}).items() if variant.get(EQUAL_PARAMS)}
         bptt = setting["options"].get("bptt")
         for column in columns:
             preset = column_preset(setting, column)
@@ -272,7 +276,7 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     continue
                 base, extra, procedure = planned
                 model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
-                hidden = reference if column == "hidden" or model == "nnrnn" else \
+                hidden = reference if column == "hidden" or model == "nnrnn" and label not in at_budget else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec["seeds"]:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
