@@ -9,7 +9,8 @@ import torch
 
 import nnrnn
 from nnrnn.analysis import (EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, analyze_model, covariance_factor,
-                            delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_lower_bound,
+                            delay_line_fmc, fisher_memory, fisher_memory_curve, fisher_memory_from_rest,
+                            fisher_memory_lower_bound,
                             fisher_memory_total, gradient_propagation, gram_schmidt_triangle, henrici_departure,
                             proposition2, proposition2_matrix, real_schur_lower, schur_example, schur_view, table3,
                             transients)
@@ -40,6 +41,26 @@ def test_delay_line_matches_ganguli_closed_form(alpha, noise):
     np.testing.assert_allclose(j[:n] * noise, delay_line_fmc(alpha, n, 1.0), rtol=1e-12)  # J ∝ 1/ε
     assert j[0] == pytest.approx(1 / noise)
 
+
+
+def test_the_memory_from_rest_is_the_formula_with_the_noise_of_the_steps_taken():
+    """J_L(k) = uᵀ(Θᵏ)ᵀ C_L⁻¹ Θᵏ u, C_L = ε Σ_{j<L} Θʲ(Θʲ)ᵀ, against C_L summed and solved directly for every L up
+    to 9 (each way of joining the doubled blocks), and the stationary curve for a long L."""
+    rng = np.random.default_rng(3)
+    theta, u = 0.4 * rng.standard_normal((5, 5)), rng.standard_normal(5)
+    for steps in range(1, 10):
+        powers = [np.linalg.matrix_power(theta, j) for j in range(steps)]
+        c = 0.3 * sum(p @ p.T for p in powers)
+        direct = [u @ p.T @ np.linalg.solve(c, p @ u) for p in powers]
+        np.testing.assert_allclose(fisher_memory_from_rest(theta, steps, u, 0.3), direct, rtol=1e-12)
+    chain = 0.5 * np.eye(4) + np.diag([1.0] * 3, -1)
+    np.testing.assert_allclose(fisher_memory_from_rest(chain, 3000)[:8], fisher_memory_curve(chain, 8), rtol=1e-12)
+    # an orthogonal Θ has no stationary state; from rest C_L = εL I: J_L(k) = ‖u‖² / (εL)
+    np.testing.assert_allclose(fisher_memory_from_rest(np.eye(3)[[1, 2, 0]], 7, [1.0, 1.0, 0.0], 0.5), 4 / 7,
+                               rtol=1e-13)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="steps"):
+            fisher_memory_from_rest(chain, bad)
 
 
 def test_delay_line_closed_form_is_finite_for_large_k_and_exact_next_to_alpha_one():
@@ -424,11 +445,16 @@ def test_cli_analyze(tmp_path, capsys):
     checkpoint.save(ckpt, {"config": config, "model": net.state_dict(), "step": 7})
     args = _parser().parse_args(["analyze", str(ckpt), "--no-gradients"])
     assert args.handler(args) == 0
-    assert capsys.readouterr().out.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{'analysed':36s} {ckpt} (after update 7)\n")
+    # the checkpoint is the run's seeded start: its basis has not moved, and T = 0 (nnrnn.analysis.mechanism)
+    assert f"{'basis_drift':36s} 0\n" in printed and f"{'t_over_lambda':36s} 0\n" in printed
+    assert "fisher_memory" in printed
     out = tmp_path / "model-analysis"
     assert {"spectrum.png", "schur.png", "summary.json"} <= {p.name for p in out.iterdir()}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["model"] == "nnrnn" and summary["checkpoint"] == str(ckpt) and summary["step"] == 7
+    assert summary["mechanism"]["cells"]["l0"]["basis_drift"] == 0.0
     assert "gradient" not in summary
 
 

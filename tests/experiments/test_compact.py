@@ -64,6 +64,26 @@ def test_the_gradient_probe_travels_in_the_compact_data(tmp_path, copy_scale):
     assert probe_norms(there, "ptb") == [3.0, 2.0, 1.0] and probe_norms(there, "copy") is None
 
 
+def test_a_runs_mechanism_record_travels_in_the_compact_data(tmp_path, copy_scale):
+    from nnrnn.analysis.mechanism import read_record
+    made = synthetic.build(tmp_path / "grid", copy_scale)
+    folders = list(dict.fromkeys(made.run_folder(r) for r in made.planned))  # runs of both columns share some
+    record = {"measured": True, "step": 40, "cells": {"l0": {"departure": 0.25, "fisher": {"why": "ρ ≥ 1"}}}}
+    (folders[0] / "mechanism.json").write_text(json.dumps(record))
+    stored = json.loads(compact.write_data(made).read_text())
+    assert stored["folders"][folders[0].name]["mechanism"] == record
+    assert "mechanism" not in stored["folders"][folders[1].name]  # a run without one: its entry as before
+    elsewhere = tmp_path / "elsewhere"
+    compact.materialize(stored, elsewhere)
+    there = grid.GridFolder(elsewhere)
+    assert read_record(there.runs / folders[0].name) == record and read_record(there.runs / folders[1].name) is None
+    # what a report reads of a group of runs: one record of the two, its departure
+    from nnrnn.experiments.reporting.collect import mechanism
+    group = [next(r for r in made.planned if made.run_folder(r) == folder) for folder in folders[:2]]
+    departure = mechanism(there, group)["departure"]
+    assert (departure.mean, departure.n, departure.failed) == (0.25, 1, 1)
+
+
 @pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern", "memory"])
 def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     """Anyone can recompute a committed report: written again from the data.json beside it alone (and the notes

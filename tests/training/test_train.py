@@ -151,6 +151,8 @@ def test_kill_9_then_resume_matches_uninterrupted(tmp_path, undrawn_figures):
     assert 0 < step < 300, "the kill should land mid-run"
     assert nnrnn_cli.main([*common, "--out", str(tmp_path / "killed"), "--resume"]) == 0
     assert read_metrics(tmp_path / "whole") == read_metrics(tmp_path / "killed")
+    # what the run measured of its V when it ended (nnrnn.analysis.mechanism), to the last digit
+    assert (tmp_path / "whole" / "mechanism.json").read_bytes() == (tmp_path / "killed" / "mechanism.json").read_bytes()
     a, b = model_params(tmp_path / "whole/checkpoints/last.pt"), model_params(last)
     assert all(torch.equal(a[k], b[k]) for k in a)
 
@@ -511,6 +513,34 @@ def test_resuming_a_finished_run_returns_what_the_run_returned(tmp_path):
     assert train(config, resume=True) == first  # read back from metrics.jsonl this time
     assert trainer.result(tmp_path / "no-metrics-yet", main=True) == {"valid": None}
     assert trainer.result(tmp_path / "run", main=False) == {}  # other ranks report nothing
+
+
+def test_on_end_is_called_when_the_run_ends_before_its_outcome_is_written(tmp_path):
+    """train()'s run-end hook (with which `nnrnn train` and the grids write mechanism.json): not called for a run
+    stopped; called once when it ends, before outcome.json (a grid counts a run with an outcome as finished), a
+    record of an earlier ending removed first; again when a resume finds the run finished; and for a divergence."""
+    calls = []
+
+    def on_end(folder):
+        folder = Path(folder)
+        calls.append((folder, (folder / "outcome.json").exists(), (folder / "mechanism.json").exists()))
+
+    def stop(step, record):
+        raise KeyboardInterrupt
+    config = copy_config(tmp_path, steps=4, log_every=2, eval_every=2)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, on_eval=stop, on_end=on_end)
+    assert calls == []
+    (tmp_path / "run" / "mechanism.json").write_text("{}")  # measured at an earlier ending: out of date
+    train(config, resume=True, on_end=on_end)
+    assert calls == [(tmp_path / "run", False, False)] and (tmp_path / "run" / "outcome.json").is_file()
+    train(config, resume=True, on_end=on_end)  # finished already: it ends again
+    assert len(calls) == 2
+    diverging = tiny(tmp_path, "diverged", steps=50, lr=1e30, max_bad_steps=3, checkpoint_every=1, eval_every=1,
+                     model="rnn", nonlinearity="relu")
+    with pytest.raises(TrainingDiverged):
+        train(diverging, on_end=on_end)
+    assert calls[2] == (tmp_path / "diverged", False, False)
 
 
 def test_synthetic_tasks_validate_every_250_updates_unless_told(tmp_path):
@@ -1016,7 +1046,7 @@ def test_the_resume_line_reads_last_pt_once_and_continues_as_one_run(tmp_path, m
     reads, load = [], checkpoint.load
     monkeypatch.setattr(checkpoint, "load", lambda path, *a, **k: reads.append(Path(path).name) or load(path, *a, **k))
     assert nnrnn_cli.main(["train", "copy", "--steps", "6", "--out", str(tmp_path / "run"), "--resume"]) == 0
-    assert reads.count("last.pt") == 1, reads
+    assert reads.count("last.pt") == 2, reads  # once for the resume, once for mechanism.json when the run ends
     a, b = (checkpoint.load(tmp_path / name / "checkpoints" / "last.pt")["model"] for name in ("whole", "run"))
     assert all(torch.equal(a[k], b[k]) for k in a)
 

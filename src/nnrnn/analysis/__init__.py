@@ -10,6 +10,8 @@
 * :mod:`.linear` — the non-normal LRU's linear part: its A = Λ + T, real form and exact Fisher memory curve, and
   ``nnrnn analyze``'s figure for it.
 * :mod:`.capacity` — Jaeger's linear memory capacity of a trained recurrent layer (the memory report's column).
+* :mod:`.mechanism` — what training made of a run's recurrent matrix (non-normal share, departure from normality,
+  basis drift, spectral radius, Fisher memory), measured when the run ends: its ``mechanism.json``.
 * :mod:`.cli` — argparse glue for ``nnrnn theory …`` and ``nnrnn analyze …``.
 
 See docs/theory.md.  The names below are imported on first use (PEP 562), so that the command line's parser,
@@ -26,8 +28,8 @@ _FROM_TRAINED = ("SchurView", "analyze_model", "eigen_angles_moduli", "find_schu
 _FROM_THEORY = {  # module: the names it exports here
     "claim_numbers": ("figure1b_transients", "figure1c_memory", "fisher_memory_numbers", "proposition1_numbers",
                      "proposition2_coefficients", "proposition2_numbers", "transient_numbers"),
-    "fisher": ("FisherMemory", "covariance_factor", "fisher_memory", "fisher_memory_curve", "fisher_memory_total",
-              "spectral_radius", "stationary_covariance"),
+    "fisher": ("FisherMemory", "covariance_factor", "fisher_memory", "fisher_memory_curve", "fisher_memory_from_rest",
+              "fisher_memory_total", "spectral_radius", "stationary_covariance"),
     "polynomial_growth": ("Prop2Result", "proposition2", "proposition2_matrix"),
     "proposition1": ("delay_line_fmc", "fisher_memory_lower_bound", "gram_schmidt_triangle"),
     "theta_example": ("EXACT_TABLE3", "PAPER_TABLE3", "TABLE3_GRID", "schur_example", "table3"),
@@ -39,8 +41,8 @@ _MODULE.update((name, ".trained") for name in _FROM_TRAINED)
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
     from .claim_numbers import (figure1b_transients, figure1c_memory, fisher_memory_numbers, proposition1_numbers,
                                 proposition2_coefficients, proposition2_numbers, transient_numbers)
-    from .fisher import (FisherMemory, covariance_factor, fisher_memory, fisher_memory_curve, fisher_memory_total,
-                         spectral_radius, stationary_covariance)
+    from .fisher import (FisherMemory, covariance_factor, fisher_memory, fisher_memory_curve, fisher_memory_from_rest,
+                         fisher_memory_total, spectral_radius, stationary_covariance)
     from .polynomial_growth import Prop2Result, proposition2, proposition2_matrix
     from .proposition1 import delay_line_fmc, fisher_memory_lower_bound, gram_schmidt_triangle
     from .theta_example import EXACT_TABLE3, PAPER_TABLE3, TABLE3_GRID, schur_example, table3
@@ -65,7 +67,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "EXACT_TABLE3", "FisherMemory", "PAPER_TABLE3", "Prop2Result", "SchurView", "TABLE3_GRID", "analyze_model",
     "covariance_factor", "delay_line_fmc", "eigen_angles_moduli", "figure1b_transients", "figure1c_memory",
-    "find_schur_form", "fisher_memory", "fisher_memory_curve", "fisher_memory_lower_bound", "fisher_memory_numbers",
+    "find_schur_form", "fisher_memory", "fisher_memory_curve", "fisher_memory_from_rest", "fisher_memory_lower_bound",
+    "fisher_memory_numbers",
     "fisher_memory_total", "gradient_propagation", "gram_schmidt_triangle", "henrici_departure", "matrix_summary",
     "model_name", "proposition1_numbers", "proposition2", "proposition2_coefficients", "proposition2_matrix",
     "proposition2_numbers", "real_schur_lower", "recurrent_layer", "recurrent_matrices", "schur_example",

@@ -40,6 +40,17 @@ is below ``rtol`` (default 1e-12) times the partial sum:
     Σ_{t≥K} J(t) ≤ ‖C⁻¹‖ Σ_{m≥0} ‖Θᵐ Θᴷ u‖² ≤ (1/ε) ‖Q‖ ‖Θᴷ u‖²,   Q = Σ_m (Θᵐ)ᵀ Θᵐ,
 
 or exactly at K = N when Θᴷ u = 0 (nilpotent Θ).
+
+From rest (:func:`fisher_memory_from_rest`): the same formula for the state h_L after L steps of a network
+started at h_0 = 0, as a task starts each sequence: the noise then has had L steps to accumulate,
+
+    J_L(k) = uᵀ (Θᵏ)ᵀ C_L⁻¹ Θᵏ u  (k < L),     C_L = ε Σ_{j<L} Θʲ (Θʲ)ᵀ  ⪰ ε I,
+
+defined for every Θ, ρ(Θ) ≥ 1 included (an orthogonal Θ: J_L(k) = ‖u‖² / (εL)), and J_L → J as L → ∞ where
+ρ(Θ) < 1.  Its factor C_L = Rᵀ R comes from the square-root doubling above and binary splitting,
+C_{a+b} = C_a + Θᵃ C_b (Θᵃ)ᵀ  ⇔  R_{a+b} = qr([R_a ; R_b (Θᵃ)ᵀ]).R.  For every normal Θ, Σ_{k<L} J_L(k) = ‖u‖²/ε
+(in Θ's eigenbasis each mode i contributes |ũ_i|² |λ_i|^{2k} / (ε Σ_{j<L} |λ_i|^{2j})), the finite-horizon form
+of Ganguli's J_tot = 1 for normal networks.
 """
 from __future__ import annotations
 
@@ -55,7 +66,7 @@ from ._checks import _as_square, _check_noise
 
 __all__ = [
     "CovarianceFactor", "FisherMemory", "covariance_factor", "fisher_memory", "fisher_memory_curve",
-    "fisher_memory_total", "spectral_radius", "stationary_covariance",
+    "fisher_memory_from_rest", "fisher_memory_total", "spectral_radius", "stationary_covariance",
 ]
 
 METHODS = ("sqrt", "lyapunov", "mpmath")
@@ -321,6 +332,50 @@ def fisher_memory_curve(theta, steps: int, input_vector=None, noise: float = 1.0
         return _fisher_memory_mp(theta, steps, u, noise, 1e-12, 1_000_000, 60).curve
     cov = covariance_factor(theta, noise, method)
     return cov.quadratic(_orbit(theta, u, int(steps))[0]) if steps else np.zeros(0)
+
+
+def _from_rest_factor(theta: np.ndarray, steps: int, noise: float) -> np.ndarray:
+    """Upper-triangular R with Rᵀ R = ε Σ_{j<steps} Θʲ (Θʲ)ᵀ: blocks of 2^i terms by square-root doubling, joined
+    by binary splitting (module docstring)."""
+    n = theta.shape[0]
+    block, block_power = math.sqrt(noise) * np.eye(n), theta.copy()  # the factor of C_1, and Θ¹
+    total, total_power = None, np.eye(n)  # the factor of the terms taken so far (C_a), and Θᵃ
+    remaining = steps
+    while remaining:
+        if remaining & 1:  # C_{a+b} = C_a + Θᵃ C_b (Θᵃ)ᵀ
+            later = block @ total_power.T
+            total = later if total is None else sl.qr(np.vstack([total, later]), mode="r", check_finite=False)[0][:n]
+            total_power = block_power @ total_power
+        remaining >>= 1
+        if remaining:  # C_{2b} = C_b + Θᵇ C_b (Θᵇ)ᵀ
+            block = sl.qr(np.vstack([block, block @ block_power.T]), mode="r", check_finite=False)[0][:n]
+            block_power = block_power @ block_power
+        if not (np.all(np.isfinite(total if total is not None else block)) and np.all(np.isfinite(block_power))):
+            raise ValueError(f"the sum C_L = eps * sum_(j<{steps}) theta^j theta^jT overflows float64: the spectral "
+                             f"radius of theta ({spectral_radius(theta):.6g}) is too large for {steps} steps")
+    return total
+
+
+@single_threaded_blas()
+def fisher_memory_from_rest(theta, steps: int, input_vector=None, noise: float = 1.0) -> np.ndarray:
+    """J_L(k) = uᵀ(Θᵏ)ᵀ C_L⁻¹ Θᵏ u for k = 0..steps-1, C_L = ε Σ_{j<L} Θʲ(Θʲ)ᵀ, L = ``steps``: the Fisher memory of
+    the state after L steps of h_{t+1} = Θ h_t + u s_t + ξ_t started at rest (module docstring).  Defined for every
+    Θ; ValueError where C_L overflows float64, and a RuntimeWarning where it is too ill-conditioned for ~3 digits
+    (as :func:`covariance_factor`'s)."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive int; got {steps!r}")
+    theta = _as_square(theta)
+    u = _input(theta, input_vector)
+    noise = _check_noise(noise)
+    r = _from_rest_factor(theta, int(steps), noise)
+    s = np.linalg.svd(r, compute_uv=False)
+    cond = float((s[0] / s[-1]) ** 2) if s[-1] > 0 else math.inf
+    if _U * math.sqrt(cond) > 1e-3:
+        warnings.warn(f"the covariance after {steps} steps from rest is ill-conditioned (cond(C_L) = {cond:.3g}); "
+                      f"expected relative error of the Fisher memory ~{_U * math.sqrt(cond):.1g}", RuntimeWarning,
+                      stacklevel=2)
+    factor = CovarianceFactor("sqrt", noise, math.nan, cond, factor=r)
+    return factor.quadratic(_orbit(theta, u, int(steps))[0])
 
 
 def fisher_memory_total(theta, input_vector=None, noise: float = 1.0, method: str = "sqrt", rtol: float = 1e-12,

@@ -8,12 +8,13 @@ from pathlib import Path
 import torch
 
 from ..analysis.linear import analyze_nnlru
+from ..analysis.mechanism import measure
 from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
 from ..models import MODELS
-from ..training.network import initial_network, load_saved
+from ..training.network import initial_network, initial_of, load_saved
 from ..training.runlock import hold
 from ..training.runlog import read_metrics
 
@@ -56,7 +57,8 @@ def analysable_models() -> list[str]:
 
 
 def main(args) -> int:
-    model, config, saved, source = load_saved(args.path)
+    loaded = load_saved(args.path)
+    model, config, saved, source = loaded
     step = saved.get("step")
     layer = getattr(model, "rnn", model)
     if getattr(type(layer), "COMPLEX_RECURRENCE", False):
@@ -78,6 +80,8 @@ def main(args) -> int:
     extra = {"source": str(args.path), "checkpoint": str(source), "step": step}
     if isinstance(config, dict):
         extra["config"] = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None)))}
+        # what a run's mechanism.json holds (of its last update), here of the checkpoint analysed
+        extra["mechanism"] = measure(layer, initial_of(loaded).rnn, config)
     name = run_name(args.path)
     try:
         return _analyse(args, model, layer, out, name, extra)
@@ -105,8 +109,32 @@ def _analyse(args, model, layer, out: Path, name: str, extra: dict) -> int:
     for k in keys:
         v = summary.get(k)
         print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
+    _mechanism_lines(summary.get("mechanism"))
     _written(out, summary["files"])
     return 0
+
+
+def _mechanism_lines(record: dict | None) -> None:
+    """The first cell's ‖T‖/‖Λ‖, basis drift and Fisher memory (nnrnn.analysis.mechanism), or why it has none."""
+    if record is None:
+        return
+    if not record["measured"]:
+        print(f"{'mechanism':36s} not measured: {record['why']}")
+        return
+    cell = record["cells"]["l0"]
+    for key in ("t_over_lambda", "basis_drift"):
+        if cell[key] is not None:
+            print(f"{key:36s} {cell[key]:.6g}")
+    memory = cell.get("fisher")
+    if memory is None:
+        return
+    epsilon = record["noise"]["epsilon"]
+    for kind, what in (("from_rest", f"{record['length']} steps from rest"), ("stationary", "stationary")):
+        entry = memory[kind]
+        shown = (f"none: {entry['why']}" if "why" in entry else f"{entry['total']:.6g} ({what}, ε = {epsilon:g})"
+                 if entry["total_normalized"] is None else  # no input reaches the layer (W = 0)
+                 f"{entry['total_normalized']:.6g} ({what}, ε = {epsilon:g}; 1 for a normal V)")
+        print(f"{'fisher_memory_' + kind:36s} {shown}")
 
 
 def _linear(layer: torch.nn.Module, out: Path, name: str, extra: dict) -> int:
@@ -117,6 +145,7 @@ def _linear(layer: torch.nn.Module, out: Path, name: str, extra: dict) -> int:
     for k in ("model", "spectral_radius", "departure_from_normality", "triangular_fraction", "fisher_memory_total"):
         v = summary.get(k)
         print(f"{k:36s} {v:.6g}" if isinstance(v, float) else f"{k:36s} {v}")
+    _mechanism_lines(summary.get("mechanism"))
     _written(out, summary["files"])
     return 0
 

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from .. import presets
+from ..analysis.mechanism import write_record
 from ..errors import OptionError
 from ..training import distributed, options, rates, runfolder
 from ..training.config import resolve_config, resume_config
@@ -52,7 +53,7 @@ def main(args) -> int:
     if why is not None:
         print(f"[nnrnn] {why}", flush=True)
     try:
-        result = train(config, resume=args.resume, overwrite=args.overwrite, last=last)
+        result = train(config, resume=args.resume, overwrite=args.overwrite, last=last, on_end=write_record)
     finally:
         distributed.cleanup()
     if result:  # rank 0 only

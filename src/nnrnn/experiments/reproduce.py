@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from .. import presets
+from ..analysis.mechanism import write_record
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
 from ..models import PAPER_MODELS, model_class
 from ..tasks import task_class
@@ -74,7 +75,7 @@ def _train_one(folder: Path, planned: PlannedRun, threads: int | None, device: s
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(run_log(folder), "a") as log, contextlib.redirect_stdout(log):
-            train(config, resume=resume)
+            train(config, resume=resume, on_end=write_record)  # mechanism.json beside its outcome
     except FolderInUse:  # grids sharing a runs folder (--runs): the other grid is training this run
         return f"{folder.name}: being trained by another process; run the command again later to include it"
     except TrainingDiverged as exc:

@@ -243,7 +243,11 @@ def load_model(path) -> tuple[nn.Module, dict]:
 def initial_network(path) -> nn.Module:
     """The network the run of ``path`` (as :func:`load_saved` takes it) started from, untrained: built from its
     seed as :func:`seeded_network` builds it (torch's global generator is left as it was)."""
-    saved = load_saved(path)
+    return initial_of(load_saved(path))
+
+
+def initial_of(saved: Saved) -> nn.Module:
+    """:func:`initial_network` of a checkpoint already read."""
     sizes = saved.checkpoint.get("sizes") or _sizes_from_weights(saved.config, saved.checkpoint["model"])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(saved.config["seed"])

@@ -65,6 +65,7 @@ class Training:
     steps: int
     data_state: dict | None
     train_step: TrainStep | CapturedStep  # one training update (captured in CUDA graphs where it can be)
+    on_end: object = None  # called with the run folder when the run ends (train()'s on_end), or None
 
     @property
     def main(self) -> bool:

@@ -9,6 +9,8 @@ A run folder holds::
     tensorboard/           the same scalars for TensorBoard
     curves.png             the training curves
     outcome.json           learned, did not learn or diverged, and why (nnrnn.training.outcome)
+    mechanism.json         what training made of the recurrent matrix, measured when the run ended, where the caller
+                           of train() asked for it (nnrnn.analysis.mechanism, which `nnrnn train` and the grids pass)
     checkpoints/last.pt    the whole run's state, for --resume
     checkpoints/best.pt    the model at its best validation score
 """
@@ -29,12 +31,13 @@ METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 CURVES = "curves.png"
 OUTCOME = "outcome.json"
+MECHANISM = "mechanism.json"
 CHECKPOINTS = "checkpoints"
 LAST = f"{CHECKPOINTS}/last.pt"
 BEST = f"{CHECKPOINTS}/best.pt"
 DIVERGED_MARKER = "DIVERGED"  # in a grid run that diverged (nnrnn reproduce; older grids wrote no outcome.json)
 WALL_SECONDS = "wall_seconds"  # a grid run's training time in seconds, written by nnrnn reproduce
-RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME)  # what --overwrite removes
+RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME, MECHANISM)  # what --overwrite removes
 
 
 def last_checkpoint(folder) -> Path:

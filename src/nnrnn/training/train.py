@@ -98,7 +98,8 @@ def count_solved(training: Training, record: dict | None) -> None:
 
 # ----------------------------------------------------------------------------- the run
 
-def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False, last: dict | None = None) -> dict:
+def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = False, last: dict | None = None,
+          on_end=None) -> dict:
     """Train as configured; returns the final metrics ({"valid": ..., "test": ...}).
 
     ``resume``: continue the run in ``config["out"]`` from its last checkpoint (from the start if it died
@@ -107,6 +108,9 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     there instead (nnrnn's own files only).
     ``on_eval(step, record)``, if given, is called after every validation; an exception it raises (e.g.
     ``optuna.TrialPruned``) ends training after the last checkpoint has been written.
+    ``on_end(folder)``, if given, is called (rank 0) when the run ends, finished or diverged, after its last
+    checkpoint and before its outcome is written (so a run with an outcome has what it wrote): the command line and
+    the grids pass :func:`nnrnn.analysis.mechanism.write_record`, which training cannot import (it is a floor above).
     """
     folder = Path(config["out"])
     if config.get("threads"):  # None: the process's own setting (a grid's --jobs gives each run one thread)
@@ -116,11 +120,11 @@ def train(config: dict, resume: bool = False, on_eval=None, overwrite: bool = Fa
     check_memory(config, task)
     rank, world = distributed.setup(device)
     with distributed.failures_shared():  # a refusal on one rank ends every rank, in one line each
-        return run(config, folder, task, device, rank, world, resume, overwrite, last, on_eval)
+        return run(config, folder, task, device, rank, world, resume, overwrite, last, on_eval, on_end)
 
 
 def run(config: dict, folder: Path, task, device: torch.device, rank: int, world: int, resume: bool,
-        overwrite: bool, last: dict | None, on_eval) -> dict:
+        overwrite: bool, last: dict | None, on_eval, on_end=None) -> dict:
     """:func:`train` once the processes have met: the folder claimed, the run started or restored, trained."""
     if rank == 0:
         runfolder.check_not_foreign(folder)  # before the lock file: a folder of the user's own is left as it was
@@ -135,8 +139,10 @@ def run(config: dict, folder: Path, task, device: torch.device, rank: int, world
         if rank == 0 and not restoring:  # at once: a run stopped at any moment resumes with its own options
             write_config()
         training = start(config, task, folder, restoring, distributed.local_device(device), rank, world, last)
+        training.on_end = on_end
         if training.main:  # restored (or refused, leaving the folder as it was): the outcome is judged anew at the end
             outcome.clear(folder)
+            (folder / runfolder.MECHANISM).unlink(missing_ok=True)  # and what on_end measures, measured anew
         if training.main and restoring:  # once the checkpoint is restored: the options that may change are now these
             write_config()
         if restoring and (training.progress.step == training.steps or plateau_reached(config, training.optimizer)
@@ -353,7 +359,11 @@ def final_outcome(training: Training) -> outcome.Outcome:
 
 
 def conclude(training: Training, ended: outcome.Outcome) -> None:
-    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines."""
+    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines; first, the
+    caller's run-end hook (``on_end``): a grid counts a run with an outcome as finished, so it has what the hook
+    wrote too."""
+    if training.on_end is not None:
+        training.on_end(training.folder)
     outcome.write(training.folder, ended)
     plot_curves(training.folder, training.task.references())
     print("\n".join(ended.lines(training.config.get("preset"))), flush=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...analysis.mechanism import flat, read_record
 from ...analysis.trained import angle_concentration, henrici_departure, matrix_summary, schur_links, schur_view
 from ...tasks import task_class
 from ...tasks.base import Reported
@@ -110,6 +111,14 @@ def copy_speed(grid: Grid, setting: str, baseline: float) -> dict:
                     (updates_to_solve(grid.run_folder(r), rule('SOLVED_SHARE') * baseline) for r in members),
                     resolution=members[0].options.get("eval_every", 0))
     return speed
+
+
+def mechanism(grid: GridFolder, members: list[PlannedRun]) -> dict[str, Stat]:
+    """{quantity: Stat over a group's finished runs} of their mechanism.json's first cell
+    (:func:`nnrnn.analysis.mechanism.flat`); a run without the quantity (no record, or it does not apply) is among
+    the Stat's failed."""
+    records = [flat(read_record(grid.run_folder(r))) for r in done(grid, members)]
+    return {key: Stat.of(record[key] for record in records) for key in flat(None)}
 
 
 # --------------------------------------------------------------------------------------------- learned structure

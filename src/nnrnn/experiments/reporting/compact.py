@@ -8,6 +8,8 @@ plan (every run's options), the rules the grid recorded when it started, the pic
 searches' trials, the update times a modern report measured, the date and the lines of the first seeds' analysis
 figures.  :func:`materialize` writes the run folders back from it (metrics
 only, no checkpoints); :func:`nnrnn.experiments.reproduce.regenerate` writes the report from them.
+A run folder's mechanism record (``mechanism.json``, :mod:`nnrnn.analysis.mechanism`) travels beside its records,
+where it has one.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import json
 import shutil
 from pathlib import Path
 
-from ...training.runfolder import DIVERGED_MARKER, WALL_SECONDS
+from ...analysis.mechanism import read_record
+from ...training.runfolder import DIVERGED_MARKER, MECHANISM, WALL_SECONDS
 from .collect import PROBED, STRUCTURE, probe_norms
 from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics, write_whole
 
@@ -38,7 +41,8 @@ def _folder(folder: Path) -> dict:
     wall = folder / WALL_SECONDS
     return {"diverged": diverged(folder), "finished": finished(folder),
             "wall_seconds": float(wall.read_text()) if wall.is_file() else None,
-            "records": _records(folder)}
+            "records": _records(folder),
+            **({"mechanism": record} if (record := read_record(folder)) is not None else {})}
 
 
 def write_data(grid: Grid) -> Path:
@@ -116,6 +120,8 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[PlannedRun]:
             (folder / DIVERGED_MARKER).write_text("diverged (from the grid's compact data)\n")
         if entry["wall_seconds"] is not None:
             (folder / WALL_SECONDS).write_text(f"{entry['wall_seconds']}\n")
+        if entry.get("mechanism") is not None:  # .get: data written before runs recorded their mechanism
+            (folder / MECHANISM).write_text(json.dumps(entry["mechanism"], indent=1))
     # no checkpoints here: an entry stamped "" is what the report's cache holds for a folder without them
     cache = {name: {"stamp": "", "quantities": sorted(STRUCTURE), "values": values}
              for name, values in data["structure"].items()}
