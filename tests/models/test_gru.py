@@ -315,7 +315,8 @@ def test_generator_makes_p_and_theta_reproducible():
 def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="init must be one of henaff, cayley, random"):
         nnrnn.create("nngru", 3, 4, init="xavier")
-    with pytest.raises(ValueError, match="init must be 'xavier', 'torch', 'chain:GAIN' or 'fbchain:GAIN' for the GRU"):
+    with pytest.raises(ValueError,
+                       match="init must be 'xavier', 'torch', 'chrono', 'chain:GAIN' or 'fbchain:GAIN' for the GRU"):
         nnrnn.create("gru", 3, 4, init="cayley")
     with pytest.raises(ValueError, match="triangular must be 'strict' or 'block'"):
         nnrnn.create("nngru", 3, 4, triangular="upper")

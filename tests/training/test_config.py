@@ -181,6 +181,37 @@ def test_fixed_gamma_and_t_init_reach_nnrnn_and_are_checked():
     assert resolve_config({"task": "ptb", "model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}, "paper")["delta"] == 0
 
 
+def test_state_noise_reaches_the_model_and_its_default_is_none():
+    config = resolve_config({"model": "nnrnn", "state_noise": 0.25})
+    assert config_module.model_options(config)["state_noise"] == 0.25
+    assert network_module.build_network({**config, "hidden": 6}, 3, 2, "all").rnn.state_noise == 0.25
+    assert resolve_config({})["state_noise"] is None and "state_noise" not in config_module.model_options(
+        resolve_config({}))
+    with pytest.raises(ValueError, match=r"state_noise \(--state-noise\) must be zero or a positive"):
+        resolve_config({"state_noise": -1.0})
+
+
+@pytest.mark.parametrize("model, gate, gates", [("lstm", 1, 4), ("gru", 1, 3)])
+def test_chrono_takes_its_t_max_from_the_option_else_the_tasks_sequence_length(model, gate, gates):
+    config = resolve_config({"model": model, "init": "chrono", "T": 30})
+    assert config["chrono_tmax"] is None
+    assert config_module.model_options(config)["chrono_tmax"] == 30 + 20  # copy: T + its 20 other steps
+    assert config_module.model_options({**config, "chrono_tmax": 12.0})["chrono_tmax"] == 12.0
+    rnn = network_module.build_network({**config, "hidden": 64}, 10, 9, "all").rnn
+    u = rnn.bias_ih_l0.detach().chunk(gates)[gate].exp()
+    assert u.min() >= 1 and u.max() <= 50 - 1 and u.max() > 25
+    ptb = resolve_config({"task": "ptb", "model": model, "init": "chrono", "bptt": 300})
+    assert config_module.model_options(ptb)["chrono_tmax"] == 300
+    for options, message in (({"chrono_tmax": 10.0}, "give --init chrono with it"),
+                             ({"init": "chrono", "chrono_tmax": 2.0}, "chrono_tmax must be above 2"),
+                             ({"init": "chrono", "chrono_tmax": -1.0},
+                              r"chrono_tmax \(--chrono-tmax\) must be a positive")):
+        with pytest.raises(OptionError, match=message):
+            resolve_config({"model": model, **options})
+    with pytest.raises(OptionError, match="--chrono-tmax applies to lstm, gru, not to nnrnn"):
+        resolve_config({"model": "nnrnn", "chrono_tmax": 10.0})
+
+
 # --------------------------------------------------------------------------- no option silently ignored
 
 # Where each option acts: tasks (the paper's set-ups), models (what each model's equations contain),
@@ -193,7 +224,8 @@ NON_GATED = {name for name in PAPER_MODELS if issubclass(MODELS[name], Recurrent
 MODEL_OPTIONS = {"capacity": {"eurnn"}, "triangular": {"nnrnn"}, "delta": {"nnrnn"}, "t_decay": {"nnrnn"},
                  "fixed_gamma": {"nnrnn"}, "t_init": {"nnrnn"}, "lr_orth": {"nnrnn", "exprnn"},
                  "rebase_every": {"nnrnn", "exprnn"}, "nonlinearity": NON_GATED, "input_init": NON_GATED,
-                 "bias_init": NON_GATED, "init": {"rnn-orth", "exprnn", "nnrnn", "lstm"}}
+                 "bias_init": NON_GATED, "init": {"rnn-orth", "exprnn", "nnrnn", "lstm"},
+                 "state_noise": {name for name in PAPER_MODELS if "state_noise" in MODELS[name].CONFIG_OPTIONS}}
 
 OPTIMIZER_OPTIONS = {"alpha": {"rmsprop"}, "betas": {"adam"}}
 
@@ -201,7 +233,7 @@ OPTIMIZER_OPTIONS = {"alpha": {"rmsprop"}, "betas": {"adam"}}
 VALUES = {"T": 7, "bptt": 30, "permute": False, "shuffle": "fixed", "data_dir": "/somewhere", "eval_batch_size": 3,
           "embedding": 4, "capacity": 3, "triangular": "block", "delta": 0.1, "t_decay": 0.1, "fixed_gamma": 1.0,
           "t_init": "delay:0.5", "lr_orth": 0.5, "rebase_every": 5, "nonlinearity": "tanh", "input_init": "zeros",
-          "bias_init": "uniform", "alpha": 0.5, "betas": [0.5, 0.5]}
+          "bias_init": "uniform", "alpha": 0.5, "betas": [0.5, 0.5], "state_noise": 0.1}
 
 INITS = {"rnn-orth": "cayley", "exprnn": "cayley", "nnrnn": "henaff", "lstm": "concat"}
 

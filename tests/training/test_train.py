@@ -130,6 +130,34 @@ def test_resume_after_interruption_is_exact(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_run_with_state_noise_resumes_exactly_and_scores_its_checkpoints_again(tmp_path):
+    """--state-noise draws in training and evaluation: a run stopped after update 6 and resumed gives the metrics
+    and weights of one uninterrupted run, its checkpoints score what they scored in training, and the noise acts
+    (a noiseless run differs)."""
+    options = {"steps": 12, "checkpoint_every": 2, "eval_every": 2, "state_noise": 0.5, "num_layers": 2}
+    train(tiny(tmp_path, "whole", **options))
+
+    def stop_at_six(step, record):
+        if step == 6:
+            raise KeyboardInterrupt
+    part = tiny(tmp_path, "part", **options)
+    with pytest.raises(KeyboardInterrupt):
+        train(part, on_eval=stop_at_six)
+    assert checkpoint.load(tmp_path / "part" / "checkpoints" / "last.pt")["step"] == 6
+    train(part, resume=True)
+    whole, resumed = read_metrics(tmp_path / "whole"), read_metrics(tmp_path / "part")
+    assert whole == resumed
+    a, b = model_params(tmp_path / "whole/checkpoints/last.pt"), model_params(tmp_path / "part/checkpoints/last.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    valid = [r for r in whole if r["split"] == "valid"]
+    best = min(valid, key=lambda r: r["loss"])
+    assert evaluate_checkpoint(tmp_path / "whole/checkpoints/best.pt", split="valid")["loss"] == best["loss"]
+    assert [r for r in whole if r["split"] == "test"][0]["loss"] == \
+        evaluate_checkpoint(tmp_path / "whole/checkpoints/best.pt")["loss"]
+    train(tiny(tmp_path, "quiet", **{**options, "state_noise": 0.0}))
+    assert read_metrics(tmp_path / "quiet") != whole
+
+
 @pytest.mark.subprocess
 def test_kill_9_then_resume_matches_uninterrupted(tmp_path, undrawn_figures):
     """A real SIGKILL of a training process at an arbitrary moment, then --resume (the README's line).  Only the

@@ -29,7 +29,9 @@ its own way (``weight_hh_l{l}`` for most); the reverse direction's names end in
 dropout ``dropout`` between layers in training.  nonlinearity defaults to the
 paper's modReLU, φ(z) = sign(z)·relu(|z| + b_mod); 'tanh', 'relu' and None (the
 identity) are the others.  torch.nn.RNN has two biases, b_ih and b_hh, whose sum
-is all that matters; these models have the one, ``bias_ih``.
+is all that matters; these models have the one, ``bias_ih``.  ``state_noise`` σ (keyword, default 0) adds
+Gaussian noise of standard deviation σ to every layer's state after every step, in training and evaluation alike:
+h_t = φ(V h_{t-1} + W_ih x_t + b) + σ ε_t, ε_t drawn from torch's global generator (:mod:`nnrnn.models.noise`).
 
 How the recurrence is computed is chosen by the attribute ``implementation``
 (the class default, ``"fused"``, may be overridden per instance):
@@ -61,6 +63,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from ..kernels import loops
 from ..kernels.autograd import autocast_enabled, autocast_off
 from ..parametrizations.schur import check_penalty_weights
+from . import noise
 from .fused import fused_recurrence
 from .init import check_scheme, init_
 from .recurrence import NONLINEARITIES, reference_recurrence
@@ -392,14 +395,18 @@ class RecurrentModel(nn.Module, Traits):
     """
 
     implementation = "fused"
-    CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias")  # the other traits: Traits'
+    CONFIG_OPTIONS: tuple[str, ...] = ("nonlinearity", "input_init", "bias_init", "bias", "state_noise")  # the other
+    # traits: Traits'
+    state_noise = 0.0  # σ of the noise added to the state after every step; here for models saved whole before it
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 device=None, dtype=None, *, input_init: str = "xavier", bias_init: str = "zeros"):
+                 device=None, dtype=None, *, input_init: str = "xavier", bias_init: str = "zeros",
+                 state_noise: float = 0.0):
         super().__init__()
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype)
+        self.state_noise = noise.check_state_noise(state_noise)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.nonlinearity = check_nonlinearity(nonlinearity)
         self.batch_first = batch_first
@@ -544,7 +551,8 @@ class RecurrentModel(nn.Module, Traits):
             bias = bias.to(dtype) if bias is not None else None
             modrelu_bias = modrelu_bias.to(dtype) if modrelu_bias is not None else None
         with autocast_off(x.device.type):
-            return IMPLEMENTATIONS[self.implementation](x, h0, weight_ih, bias, v, self.nonlinearity, modrelu_bias)
+            return IMPLEMENTATIONS[self.implementation](x, h0, weight_ih, bias, v, self.nonlinearity, modrelu_bias,
+                                                        noise.draw(self.state_noise, *x.shape[:2], v.shape[0], x))
 
     def _compute_dtype(self) -> torch.dtype:
         """The parameters' dtype, or the autocast dtype while autocast is on for their device."""
@@ -582,5 +590,5 @@ class RecurrentModel(nn.Module, Traits):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        return stacked_repr(self, f"nonlinearity={self.nonlinearity!r}")
+        return stacked_repr(self, f"nonlinearity={self.nonlinearity!r}", *noise.repr_part(self.state_noise))
 

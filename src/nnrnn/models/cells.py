@@ -16,6 +16,11 @@ its output (coRNN's and LEM's velocity, the LRU's complex state).
 The state: a model whose state is one vector takes and returns ``hx`` as torch.nn.RNN does, (num_layers·D, B, W).
 A model whose state is two vectors (``STATES = ("y", "z")``: coRNN, LEM) takes and returns them as torch.nn.LSTM
 takes (h_0, c_0): a tuple of two (num_layers·D, B, H) tensors, the first the one the layer outputs.
+
+``state_noise`` σ (keyword, default 0): Gaussian noise of standard deviation σ added to every vector of the state
+after every step, in training and evaluation (:mod:`nnrnn.models.noise`); each model's ``_run`` adds
+:meth:`CellModel._noise`'s block, in its loop (coRNN, LEM and minGRU then run their Python loops) or, for the
+linear recurrences of the LRUs, as one more input that their scans take.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from torch.nn.utils.rnn import PackedSequence
 from ..kernels import operations
 from ..kernels.candidates import Scanned
 from ..parametrizations.schur import check_penalty_weights
+from . import noise
 from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, stacked_repr, time_major
 from .traits import Traits
 
@@ -57,17 +63,19 @@ def scanned_recurrences(models) -> tuple[Scanned, ...]:
 class CellModel(nn.Module, Traits):
     """The shared layer of the models with their own cell; see the module docstring."""
 
-    CONFIG_OPTIONS: tuple[str, ...] = ("bias",)
+    CONFIG_OPTIONS: tuple[str, ...] = ("bias", "state_noise")
+    state_noise = 0.0  # σ of the noise added to the state after every step; here for models saved whole before it
     STATES: tuple[str, ...] = ("h",)  # the state's vectors: one, or two (returned as a tuple, torch.nn.LSTM's form)
     GATES: int = 0  # a cell's N × N recurrent blocks (0: its recurrence is elementwise); the other traits: Traits'
     SCANNED: Scanned | None = None  # a recurrence run by a parallel scan or its loop, described to the kernel policy
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None):
+                 dtype=None, *, state_noise: float = 0.0):
         super().__init__()
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype)
+        self.state_noise = noise.check_state_noise(state_noise)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout, self.bidirectional = bias, batch_first, dropout, bidirectional
         factory = {"device": device, "dtype": dtype}
@@ -99,6 +107,12 @@ class CellModel(nn.Module, Traits):
 
     def _run(self, suffix: str, x: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
+
+    def _noise(self, x: torch.Tensor) -> torch.Tensor | None:
+        """σ ε for one cell over x (T, B, ·): (T, B, len(STATES)·state_width), the state's vectors side by side, or
+        None without noise (:mod:`nnrnn.models.noise`); each model's ``_run`` adds it to its state after every
+        step."""
+        return noise.draw(self.state_noise, *x.shape[:2], len(self.STATES) * self.state_width, x)
 
     # ------------------------------------------------------------------ parameters
     def reset_parameters(self) -> None:
@@ -174,4 +188,4 @@ class CellModel(nn.Module, Traits):
         return state.unsqueeze(1) if unbatched else state
 
     def extra_repr(self) -> str:
-        return stacked_repr(self)
+        return stacked_repr(self, *noise.repr_part(self.state_noise))

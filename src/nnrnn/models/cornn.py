@@ -32,21 +32,23 @@ def check_damping(damping) -> str:
 
 
 def cornn_loop(x, y0, z0, weight_ih, weight_hh, bias, dt: float, gamma: float, epsilon: float,
-               damping: str = "explicit"):
+               damping: str = "explicit", noise: torch.Tensor | None = None):
     """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H); ``damping``
-    as :class:`CoRNN` takes it."""
+    as :class:`CoRNN` takes it; ``noise`` (T, B, 2H), if given, added to [y, z] after every step."""
     projected = x @ weight_ih.t()
     if bias is not None:
         projected = projected + bias
     implicit = check_damping(damping) == "implicit"
     y, z, ys, zs = y0, z0, [], []
-    for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
+    for t, step in enumerate(projected.unbind(0)):  # unbind: one gradient buffer for all steps, not one per step
         drive = torch.tanh(step + torch.cat([y, z], -1) @ weight_hh.t())
         if implicit:
             z = (z + dt * (drive - gamma * y)) / (1 + dt * epsilon)
         else:  # in the code's order of operations
             z = z + dt * (drive - gamma * y - epsilon * z)
         y = y + dt * z
+        if noise is not None:
+            y, z = y + noise[t, :, :y.shape[-1]], z + noise[t, :, y.shape[-1]:]
         ys.append(y)
         zs.append(z)
     return torch.stack(ys), torch.stack(zs)
@@ -77,6 +79,8 @@ class CoRNN(CellModel):
             torch.nn.GRU's, in its order.
         dt, gamma, epsilon: Δt, γ and ε, positive numbers (defaults: the authors' psMNIST values, 0.076, 0.4, 8).
         damping: ``"explicit"`` (the released code's step, default) or ``"implicit"`` (the paper's eq. 3).
+        state_noise: σ (default 0), Gaussian noise added to [y_n, z_n] after every step (:mod:`nnrnn.models.noise`;
+            σ > 0 runs :func:`cornn_loop`).
 
     Inputs: input, (y_0, z_0); Outputs: output, (y_n, z_n): torch.nn.LSTM's form, the position y in the place of h
     and the velocity z in the place of c, each (D·num_layers, B, N) (zeros when omitted); ``output`` (L, B, D·N) is
@@ -89,7 +93,7 @@ class CoRNN(CellModel):
     DISPLAY_NAME = "coRNN"
     LINE_STYLE = ('#17becf', (0, (12, 3, 3, 3)))
 
-    CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping")
+    CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping", "state_noise")
     # log-uniform ranges around the values its code sets for its tasks (adding: Δt 0.06, γ 66, ε 15; psMNIST:
     # 0.076, 0.4, 8; sMNIST: 0.042, 2.7, 4.7), Δt and ε cut so that Δt ε < 1 everywhere in the box (0.1 × 9.9): the
     # explicit step multiplies z by 1 − Δt ε, which flips its sign beyond and grows it beyond 2; docs/design.md
@@ -101,11 +105,11 @@ class CoRNN(CellModel):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
                  dtype=None, *, dt: float = 0.076, gamma: float = 0.4, epsilon: float = 8.0,
-                 damping: str = "explicit"):
+                 damping: str = "explicit", state_noise: float = 0.0):
         self.dt, self.gamma = check_positive("dt", dt), check_positive("gamma", gamma)
         self.epsilon, self.damping = check_positive("epsilon", epsilon), check_damping(damping)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
-                         dtype)
+                         dtype, state_noise=state_noise)
 
     def _make_cell(self, suffix, layer_input, factory):
         n = self.hidden_size
@@ -124,13 +128,14 @@ class CoRNN(CellModel):
     def _run(self, suffix, x, h0):
         y0, z0 = h0.chunk(2, -1)
         bias = getattr(self, "bias_ih" + suffix) if self.bias else None
-        if fused_cells.runs(x) and choose_cells(h0, "cornn") == COMPILED:  # the whole loop in one call
+        noise = self._noise(x)  # the compiled loop has no noise input: with noise, the loop below
+        if noise is None and fused_cells.runs(x) and choose_cells(h0, "cornn") == COMPILED:  # all steps in one call
             states = fused_cells.cornn_compiled(x, h0, getattr(self, "weight_ih" + suffix),
                                                 getattr(self, "weight_hh" + suffix), bias, self.dt, self.gamma,
                                                 self.epsilon, self.damping == "implicit")
             return states[..., :self.hidden_size], states
         ys, zs = cornn_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix), bias,
-                            self.dt, self.gamma, self.epsilon, self.damping)
+                            self.dt, self.gamma, self.epsilon, self.damping, noise)
         return ys, torch.cat([ys, zs], -1)
 
     @classmethod

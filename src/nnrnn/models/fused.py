@@ -186,10 +186,10 @@ recurrence_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor,
                      bias: torch.Tensor | None, weight_hh: torch.Tensor,
-                     nonlinearity: str | None, modrelu_bias: torch.Tensor | None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+                     nonlinearity: str | None, modrelu_bias: torch.Tensor | None,
+                     noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T (B, N); same contract as
-    :func:`~nnrnn.models.recurrence.reference_recurrence`."""
+    :func:`~nnrnn.models.recurrence.reference_recurrence`, ``noise`` included (:func:`_with_noise`)."""
     if nonlinearity not in NONLINEARITIES:
         raise ValueError(f"nonlinearity must be one of {NONLINEARITIES}; got {nonlinearity!r}")
     if nonlinearity == "modrelu" and modrelu_bias is None:
@@ -200,6 +200,8 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
         return inputs.new_zeros(0, *h0.shape), h0
     if inputs.shape[1] == 0:  # an empty batch: empty outputs, as torch.nn.RNN gives (the loops need rows)
         return torch.nn.functional.linear(inputs, weight_ih, bias), h0.clone()
+    if noise is not None:
+        return _with_noise(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias, noise)
     if exporting_to_onnx():  # the same steps as plain operators, one per time step of the traced input
         return reference_recurrence(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
     if torch.compiler.is_compiling():
@@ -209,3 +211,15 @@ def fused_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Te
     else:  # inference (e.g. generating one token at a time): the same loops without an autograd node
         outputs = _forward(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias)
     return outputs, outputs[-1].clone()  # a tensor of its own, as the reference returns
+
+
+def _with_noise(inputs, h0, weight_ih, bias, weight_hh, nonlinearity, modrelu_bias, noise):
+    """The recurrence with ``noise`` n_t added to the state after every step, h_t = φ(V h_{t-1} + u_t) + n_t, on the
+    fast loops unchanged: with g_t = h_t − n_t it is the noiseless recurrence g_t = φ(V g_{t-1} + u_t + V n_{t-1})
+    (n_0 = 0), so the noise enters as one more input, n_{t-1} read through V ([x_t, n_{t-1}] times [W_ih, V]: one
+    wider input projection, and the gradients of W_ih and V through autograd's cat), and h = g + n."""
+    shifted = torch.cat([noise.new_zeros(1, *noise.shape[1:]), noise[:-1]])
+    g, _ = fused_recurrence(torch.cat([inputs, shifted], -1), h0, torch.cat([weight_ih, weight_hh], 1), bias,
+                            weight_hh, nonlinearity, modrelu_bias)
+    outputs = g + noise
+    return outputs, outputs[-1].clone()

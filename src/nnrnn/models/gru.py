@@ -11,25 +11,27 @@ from torch.nn.utils.rnn import PackedSequence
 
 from ..kernels.operations import choose_cells
 from ..kernels.settings import COMPILED
-from . import fused_cells
+from . import fused_cells, noise
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, kept,
                    stack_layers, time_major)
-from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
 from .traits import Traits
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "torch", *CHAINS)
+INITS = ("xavier", "torch", CHRONO, *CHAINS)
 IMPLEMENTATIONS = ("auto", "torch", "reference")
 
 
 def check_gru_init(init) -> str:
     if not accepts_init(INITS, init):
-        raise ValueError(f"init must be 'xavier', 'torch', 'chain:GAIN' or 'fbchain:GAIN' for the GRU; got {init!r}")
+        raise ValueError(f"init must be 'xavier', 'torch', 'chrono', 'chain:GAIN' or 'fbchain:GAIN' for the GRU; "
+                         f"got {init!r}")
     return init
 
 
 def gru_reference(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor, weight_hh: torch.Tensor,
-                  bias_ih: torch.Tensor | None, bias_hh: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+                  bias_ih: torch.Tensor | None, bias_hh: torch.Tensor | None, noise: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""torch.nn.GRU's equations as a plain autograd loop: inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T.
 
     .. math::
@@ -38,7 +40,8 @@ def gru_reference(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tenso
         n_t = \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})) \\
         h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
 
-    with ``weight_ih`` = [W_ir; W_iz; W_in] and ``weight_hh`` = [W_hr; W_hz; W_hn] stacked as torch stacks them.
+    with ``weight_ih`` = [W_ir; W_iz; W_in] and ``weight_hh`` = [W_hr; W_hz; W_hn] stacked as torch stacks them;
+    ``noise`` (T, B, N), if given, is added to h_t after every step (:mod:`nnrnn.models.noise`).
     """
     w_hr, w_hz, w_hn = weight_hh.chunk(3)
     b_hr, b_hz, b_hn = bias_hh.chunk(3) if bias_hh is not None else (None, None, None)
@@ -50,6 +53,8 @@ def gru_reference(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tenso
         z = torch.sigmoid(x_z[t] + nn.functional.linear(h, w_hz, b_hz))
         n = torch.tanh(x_n[t] + r * nn.functional.linear(h, w_hn, b_hn))
         h = (1 - z) * n + z * h
+        if noise is not None:
+            h = h + noise[t]
         outputs.append(h)
     if not outputs:
         return h0.new_zeros(0, *h0.shape), h0
@@ -72,7 +77,11 @@ class GRU(nn.GRU, Traits):
         init: ``'xavier'`` (default): each gate's input block and recurrent block Glorot normal on its own,
             zero biases (what the paper does for its LSTM); ``'torch'``: torch.nn.GRU's U(±1/sqrt(N));
             ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
-            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
+            :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases;
+            ``'chrono'``: as ``'xavier'``, then the chrono initialisation of Tallec & Ollivier (2018) for the update
+            gate: b_z ~ log(U(1, T_max − 1)) (in ``bias_ih``; ``bias_hh`` zero), T_max = ``chrono_tmax``.  Here
+            h_t = (1 − z_t) n_t + z_t h_{t-1}, so z near 1 keeps the state: the sign that makes 1 / (1 − z) the time
+            constant they give (their GRU writes the update gate the other way round, hence their −log).
 
     Inputs: input, h_0; Outputs: output, h_n: torch.nn.GRU's, with the same shapes: ``input`` (L, B, N_in)
     (or batch-first, unbatched, packed), ``h_0`` (D·num_layers, B, N) → ``output`` (L, B, D·N), ``h_n``
@@ -80,6 +89,9 @@ class GRU(nn.GRU, Traits):
 
     Attributes: torch.nn.GRU's (``weight_ih_l[k]`` (3N, N_in), ``weight_hh_l[k]`` (3N, N), ``bias_ih_l[k]``,
     ``bias_hh_l[k]`` (3N)), gates in torch's order (reset, update, new).  ``implementation``:
+    ``state_noise`` σ (keyword, default 0): Gaussian noise of standard deviation σ added to h_t after every step, in
+    training and evaluation (:mod:`nnrnn.models.noise`); with σ > 0 every implementation runs :func:`gru_reference`,
+    the loop that can add it (torch's kernels and the compiled loop cannot).  ``implementation``:
     ``"auto"`` (the default): the compiled loop of :class:`~nnrnn.models.fused_cells.GRULoop` (the whole
     sequence in one call, a hand-written backward) where the kernel policy chooses it (float32 on the CPU), else
     torch's kernels; ``"torch"``: torch's kernels; ``"reference"``: :func:`gru_reference`, an autograd loop.
@@ -87,7 +99,9 @@ class GRU(nn.GRU, Traits):
     DISPLAY_NAME = "GRU"
     LINE_STYLE = ('#8c564b', (0, (4, 4)))
 
-    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    CONFIG_OPTIONS: tuple[str, ...] = ("init", "bias", "chrono_tmax", "state_noise")  # the traits beyond these:
+    # Traits' (nnrnn.models.traits)
+    state_noise = 0.0  # here for models saved whole before the option
     GATES = len(GATES)
     INITS: tuple[str, ...] = INITS
     implementation = "auto"
@@ -95,12 +109,14 @@ class GRU(nn.GRU, Traits):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None, *, init: str = "xavier"):
+                 dtype=None, *, init: str = "xavier", chrono_tmax: float | None = None, state_noise: float = 0.0):
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=self.COMPLEX_DTYPES,
                                                 dropout_warning=False)
         self._check_init(init)
         self.init = init
+        self.chrono_tmax = check_chrono(init, chrono_tmax, bias)
+        self.state_noise = noise.check_state_noise(state_noise)
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
                          dropout=dropout, bidirectional=bidirectional, device=device, dtype=dtype)
 
@@ -145,6 +161,8 @@ class GRU(nn.GRU, Traits):
                 if self.bias:
                     for name in ("bias_ih" + suffix, "bias_hh" + suffix):
                         self._init_block(getattr(self, name), scheme)
+                    if scheme == CHRONO:  # torch's gate order: reset, update, new
+                        chrono_(getattr(self, "bias_ih" + suffix).chunk(3)[1], self.chrono_tmax)
 
     def _init_block(self, block: torch.Tensor, scheme: str, recurrent: bool = False) -> None:
         if recurrent and parse_chain(scheme):  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM
@@ -169,7 +187,7 @@ class GRU(nn.GRU, Traits):
             raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; "
                              f"got {self.implementation!r}")
         with parametrize.cached():  # a constrained weight is composed once per call, not once per read
-            if self.implementation == "reference":
+            if self.implementation == "reference" or self.state_noise:
                 return self._reference_forward(input, hx)
             if self.implementation == "auto" and choose_cells(self.weight_ih_l0, "gru") == COMPILED:
                 # a constrained weight as torch's kernel gets it (without autograd: composed once, then reused)
@@ -188,6 +206,9 @@ class GRU(nn.GRU, Traits):
                 finally:
                     self.__dict__["_flat_weights_set"] = False
             return super().forward(input, hx)
+
+    def extra_repr(self) -> str:
+        return ", ".join([super().extra_repr(), *noise.repr_part(self.state_noise)])
 
     def _update_flat_weights(self) -> None:
         # torch.nn.GRU.forward reads every weight again to see whether it changed, which composes each constrained
@@ -261,6 +282,9 @@ class GRU(nn.GRU, Traits):
         def run_cell(layer, direction, xs, h0):
             s = cell_suffix(layer, direction)
             bias = (weight("bias_ih" + s), weight("bias_hh" + s)) if self.bias else (None, None)
+            if self.state_noise:
+                return gru_reference(xs, h0, weight("weight_ih" + s), weight("weight_hh" + s), *bias,
+                                     noise.draw(self.state_noise, *xs.shape[:2], self.hidden_size, h0))
             cell = fused_cells.gru_compiled if compiled and fused_cells.runs(xs) else gru_reference
             return cell(xs, h0, weight("weight_ih" + s), weight("weight_hh" + s), *bias)
         output, h_n = stack_layers(self, x, lengths, hx, run_cell)

@@ -94,3 +94,37 @@ def chain_matrix(n: int, spec: str, like: torch.Tensor) -> torch.Tensor:
     if kind == "chain":
         return gain * shift
     return FBCHAIN_FORWARD * shift + gain * shift.t()
+
+
+# Tallec & Ollivier (ICLR 2018), "Can recurrent neural networks warp time?": the chrono initialisation of a gated
+# model's gate biases, b ~ log(U(1, T_max − 1)), so that the gates start with time constants spread up to the longest
+# dependency T_max (the LSTM's forget gate takes b, its input gate −b; the GRU's update gate the sign that keeps
+# the state; nnrnn/models/lstm.py, gru.py)
+CHRONO = "chrono"
+
+
+def check_chrono(init: str, chrono_tmax, bias: bool):
+    """``chrono_tmax`` as a float T_max > 2 for ``init='chrono'`` (which needs ``bias``), None for any other init
+    (which takes none): a TypeError for what is not a real number, a ValueError naming the argument otherwise."""
+    if init != CHRONO:
+        if chrono_tmax is not None:
+            raise ValueError(f"chrono_tmax is T_max of init='chrono'; got chrono_tmax={chrono_tmax!r} with "
+                             f"init={init!r} (leave it out, or use init='chrono')")
+        return None
+    if chrono_tmax is None:
+        raise ValueError("init='chrono' needs chrono_tmax, T_max: the longest dependency the gates should span (e.g. "
+                         "the sequence length); got None")
+    if isinstance(chrono_tmax, bool) or not isinstance(chrono_tmax, (int, float)):
+        raise TypeError(f"chrono_tmax must be a number above 2; got {chrono_tmax!r}")
+    if not (math.isfinite(chrono_tmax) and chrono_tmax > 2):
+        raise ValueError(f"chrono_tmax must be a finite number above 2 (the biases are log U(1, T_max − 1)); "
+                         f"got {chrono_tmax!r}")
+    if not bias:
+        raise ValueError("init='chrono' sets gate biases, so it needs bias=True; got bias=False")
+    return float(chrono_tmax)
+
+
+@torch.no_grad()
+def chrono_(bias: torch.Tensor, t_max: float) -> torch.Tensor:
+    """Fill ``bias`` in place with log(u), u ~ U(1, T_max − 1) (torch's global generator), and return it."""
+    return bias.uniform_(1.0, t_max - 1.0).log_()

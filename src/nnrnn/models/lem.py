@@ -11,13 +11,14 @@ from .cells import CellModel
 from .cornn import check_positive
 
 
-def lem_loop(x, y0, z0, weight_ih, weight_hh, weight_zy, bias, dt: float):
-    """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H)."""
+def lem_loop(x, y0, z0, weight_ih, weight_hh, weight_zy, bias, dt: float, noise: torch.Tensor | None = None):
+    """The recurrence step by step (autograd): x (T, B, I), y0 and z0 (B, H) → ys and zs (T, B, H); ``noise``
+    (T, B, 2H), if given, added to [y, z] after every step."""
     projected = x @ weight_ih.t()
     if bias is not None:
         projected = projected + bias
     y, z, ys, zs = y0, z0, [], []
-    for step in projected.unbind(0):  # unbind: one gradient buffer for all steps, not a full-size one per step
+    for t, step in enumerate(projected.unbind(0)):  # unbind: one gradient buffer for all steps, not one per step
         gate_y, gate_z, drive_y, drive_z = step.chunk(4, -1)
         from_y = y @ weight_hh.t()
         step_y, step_z, into_z = from_y.chunk(3, -1)
@@ -25,6 +26,8 @@ def lem_loop(x, y0, z0, weight_ih, weight_hh, weight_zy, bias, dt: float):
         dt_z = dt * torch.sigmoid(gate_z + step_z)
         z = (1 - dt_z) * z + dt_z * torch.tanh(drive_z + into_z)
         y = (1 - dt_y) * y + dt_y * torch.tanh(z @ weight_zy.t() + drive_y)
+        if noise is not None:
+            y, z = y + noise[t, :, :y.shape[-1]], z + noise[t, :, y.shape[-1]:]
         ys.append(y)
         zs.append(z)
     return torch.stack(ys), torch.stack(zs)
@@ -45,6 +48,8 @@ class LEM(CellModel):
         input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype:
             torch.nn.GRU's, in its order.
         dt: Δt, a positive number (default 1, the authors' code's default).
+        state_noise: σ (default 0), Gaussian noise added to [y_n, z_n] after every step (:mod:`nnrnn.models.noise`;
+            σ > 0 runs :func:`lem_loop`).
 
     Inputs: input, (y_0, z_0); Outputs: output, (y_n, z_n): torch.nn.LSTM's form, y in the place of h and z in the
     place of c, each (D·num_layers, B, N) (zeros when omitted); ``output`` (L, B, D·N) is y at every step.
@@ -58,7 +63,7 @@ class LEM(CellModel):
     DISPLAY_NAME = "LEM"
     LINE_STYLE = ('#800000', (0, (5, 1, 1, 1)))
 
-    CONFIG_OPTIONS = ("bias", "dt")
+    CONFIG_OPTIONS = ("bias", "dt", "state_noise")
     # log-uniform around the values its code sets (adding: Δt 0.0242; psMNIST: 0.31); docs/design.md
     SEARCHED = {"dt": ("log", 0.01, 1.0)}
     TUNED_OPTIONS = ("dt",)
@@ -67,10 +72,10 @@ class LEM(CellModel):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
-                 dtype=None, *, dt: float = 1.0):
+                 dtype=None, *, dt: float = 1.0, state_noise: float = 0.0):
         self.dt = check_positive("dt", dt)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
-                         dtype)
+                         dtype, state_noise=state_noise)
 
     def _make_cell(self, suffix, layer_input, factory):
         n = self.hidden_size
@@ -89,13 +94,14 @@ class LEM(CellModel):
     def _run(self, suffix, x, h0):
         y0, z0 = h0.chunk(2, -1)
         bias = getattr(self, "bias_ih" + suffix) if self.bias else None
-        if fused_cells.runs(x) and choose_cells(h0, "lem") == COMPILED:  # the whole loop in one call
+        noise = self._noise(x)  # the compiled loop has no noise input: with noise, the loop below
+        if noise is None and fused_cells.runs(x) and choose_cells(h0, "lem") == COMPILED:  # all steps in one call
             states = fused_cells.lem_compiled(x, h0, getattr(self, "weight_ih" + suffix),
                                               getattr(self, "weight_hh" + suffix), getattr(self, "weight_zy" + suffix),
                                               bias, self.dt)
             return states[..., :self.hidden_size], states
         ys, zs = lem_loop(x, y0, z0, getattr(self, "weight_ih" + suffix), getattr(self, "weight_hh" + suffix),
-                          getattr(self, "weight_zy" + suffix), bias, self.dt)
+                          getattr(self, "weight_zy" + suffix), bias, self.dt, noise)
         return ys, torch.cat([ys, zs], -1)
 
     @classmethod

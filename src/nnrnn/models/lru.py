@@ -110,6 +110,9 @@ class LRU(CellModel):
         state_size: N_s, the complex state's size (default: hidden_size).
         r_min, r_max: the ring 0 ≤ r_min < r_max ≤ 1 in which |λ| starts, uniform in area (default 0.9, 0.999:
             the paper's setting for its long-range tasks); max_phase: arg λ starts in U(0, max_phase) (2π).
+        state_noise: σ (default 0), Gaussian noise added to [Re s_t, Im s_t] after every step (each part of
+            standard deviation σ; :mod:`nnrnn.models.noise`): one more input of the linear recurrence, so the scan
+            still runs.
 
     Inputs: input, h_0; Outputs: output, h_n.  ``input`` (L, B, N_in) (or batch-first, unbatched, packed) →
     ``output`` (L, B, D·N).  The state is the complex s as real features [Re s, Im s]: ``h_0`` and ``h_n`` are
@@ -124,7 +127,7 @@ class LRU(CellModel):
     DISPLAY_NAME = "LRU"
     LINE_STYLE = ('#000080', (0, (1, 3)))
 
-    CONFIG_OPTIONS = ("bias", "r_min", "r_max")
+    CONFIG_OPTIONS = ("bias", "r_min", "r_max", "state_noise")
     # the ring the eigenvalues start in: its paper's settings (r_min 0 or 0.9; r_max 0.99 to 0.9999); docs/design.md
     SEARCHED = {"r_min": ("choice", (0.0, 0.5, 0.9)), "r_max": ("choice", (0.99, 0.999, 0.9999))}
     TUNED_OPTIONS = ("r_min", "r_max")
@@ -136,7 +139,7 @@ class LRU(CellModel):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
                  dtype=None, *, state_size: int | None = None, r_min: float = R_MIN, r_max: float = R_MAX,
-                 max_phase: float = 2 * math.pi):
+                 max_phase: float = 2 * math.pi, state_noise: float = 0.0):
         if not (isinstance(r_min, (int, float)) and isinstance(r_max, (int, float)) and not isinstance(r_min, bool)
                 and not isinstance(r_max, bool) and 0 <= r_min < r_max <= 1):
             raise ValueError(f"r_min and r_max must satisfy 0 <= r_min < r_max <= 1; got {r_min!r} and {r_max!r}")
@@ -147,7 +150,7 @@ class LRU(CellModel):
             raise ValueError(f"state_size must be a positive int or None; got {state_size!r}")
         self.state_size = state_size or hidden_size
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
-                         dtype)
+                         dtype, state_noise=state_noise)
         self._kept: dict = {}  # what the recurrence derives from its parameters, kept while autograd is off
 
     def train(self, mode: bool = True):
@@ -206,6 +209,9 @@ class LRU(CellModel):
         v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"), eps=NORM_EPS)
         lr, li, gamma = self._diagonal(suffix)
         br, bi = gamma * (v @ p("b_real").t()), gamma * (v @ p("b_imag").t())
+        noise = self._noise(x)
+        if noise is not None:  # s_t = Λ s_{t−1} + b_t + ε_t: the noise is one more input, so the scan still runs
+            br, bi = br + noise[..., :self.state_size], bi + noise[..., self.state_size:]
         xr, xi = self._recurrence(suffix, br, bi, h0, lr, li)
         y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
         value, gate = F.linear(F.gelu(y, approximate="tanh"), p("glu_weight"), p("glu_bias")).chunk(2, -1)

@@ -9,12 +9,13 @@ from torch.nn.utils.rnn import PackedSequence
 
 from ..kernels.autograd import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
-from .base import cell_suffix, check_constructor, check_input, check_state
-from .init import CHAINS, accepts_init, chain_matrix, init_, parse_chain
+from . import noise
+from .base import as_given, cell_suffix, check_constructor, check_input, check_state, reverse_within, time_major
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
 from .traits import Traits
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
-INITS = ("xavier", "concat", *CHAINS)
+INITS = ("xavier", "concat", CHRONO, *CHAINS)
 RENAMED_INITS = {"glorot": "xavier"}  # an earlier name, still accepted with a warning
 
 
@@ -26,6 +27,31 @@ def onednn_has_lstm(dtype: torch.dtype) -> bool:
     return supported is None or supported()
 
 
+def lstm_reference(inputs: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, weight_ih: torch.Tensor,
+                   weight_hh: torch.Tensor, bias_ih: torch.Tensor | None, bias_hh: torch.Tensor | None,
+                   noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""torch.nn.LSTM's equations as a plain autograd loop: inputs (T, B, I), h0 and c0 (B, N) -> (h_t, c_t) of every
+    step, each (T, B, N).
+
+    .. math::
+        i, f, g, o = \sigma, \sigma, \tanh, \sigma\,(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh}) \\
+        c_t = f \odot c_{t-1} + i \odot g, \quad h_t = o \odot \tanh(c_t)
+
+    ``noise`` (T, B, 2N), if given, is added to the state [h_t, c_t] after every step (:mod:`nnrnn.models.noise`).
+    """
+    projected = nn.functional.linear(inputs, weight_ih, bias_ih)  # every step's input at once
+    h, c, hs, cs = h0, c0, [], []
+    for t in range(inputs.shape[0]):
+        i, f, g, o = (projected[t] + nn.functional.linear(h, weight_hh, bias_hh)).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        if noise is not None:
+            h, c = h + noise[t, :, :h.shape[-1]], c + noise[t, :, h.shape[-1]:]
+        hs.append(h)
+        cs.append(c)
+    return torch.stack(hs), torch.stack(cs)
+
+
 def check_lstm_init(init) -> str:
     """``init`` as one of :data:`INITS` (an earlier name is translated with a FutureWarning), else a
     ValueError."""
@@ -34,7 +60,8 @@ def check_lstm_init(init) -> str:
                       FutureWarning, stacklevel=3)
         return RENAMED_INITS[init]
     if not accepts_init(INITS, init):
-        raise ValueError(f"init must be 'xavier', 'concat', 'chain:GAIN' or 'fbchain:GAIN' for the LSTM; got {init!r}")
+        raise ValueError(f"init must be 'xavier', 'concat', 'chrono', 'chain:GAIN' or 'fbchain:GAIN' for the LSTM; "
+                         f"got {init!r}")
     return init
 
 
@@ -52,8 +79,15 @@ class LSTM(nn.LSTM, Traits):
             trained, so the parameters are the release's.  (``'glorot'`` is the earlier name of
             ``'xavier'``.)  ``'chain:α'`` / ``'fbchain:β'``: each gate's recurrent block the chain of
             :func:`~nnrnn.models.init.chain_matrix` (Orhan & Pitkow 2020), input blocks Glorot normal, zero biases.
+            ``'chrono'``: as ``'xavier'``, then the chrono initialisation of Tallec & Ollivier (2018): the forget
+            gate's bias b_f ~ log(U(1, T_max − 1)) and the input gate's b_i = −b_f (in ``bias_ih``; ``bias_hh`` zero),
+            T_max = ``chrono_tmax``, so that the cells start with memory time constants spread up to T_max.
             With ``proj_size`` > 0 the projection ``weight_hr_l[k]`` (P × N), which neither the paper nor the
             release has, is Glorot normal under every init.
+
+        state_noise: σ (default 0): Gaussian noise of standard deviation σ added to h_t and c_t after every step, in
+            training and evaluation (:mod:`nnrnn.models.noise`); with σ > 0 the layer runs :func:`lstm_reference`,
+            the loop that can add it, instead of torch's kernels (not with ``proj_size``).
 
     Inputs: input, (h_0, c_0); Outputs: output, (h_n, c_n): torch.nn.LSTM's, with the same shapes:
     ``input`` (L, B, N_in) (or batch-first, unbatched, packed), ``h_0``/``c_0`` (D·num_layers, B, N)
@@ -65,16 +99,23 @@ class LSTM(nn.LSTM, Traits):
     DISPLAY_NAME = "LSTM"
     LINE_STYLE = ('#9467bd', (0, (3, 1, 1, 1, 1, 1)))
 
-    CONFIG_OPTIONS = ("init", "bias")  # the traits beyond these: Traits' (nnrnn.models.traits)
+    CONFIG_OPTIONS = ("init", "bias", "chrono_tmax", "state_noise")  # the traits beyond these: Traits'
+    state_noise = 0.0  # here for models saved whole before the option
     GATES = len(GATES)
     INITS = INITS
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
-                 device=None, dtype=None, *, init: str = "xavier"):
+                 device=None, dtype=None, *, init: str = "xavier", chrono_tmax: float | None = None,
+                 state_noise: float = 0.0):
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=True, dropout_warning=False)
         self.init = check_lstm_init(init)
+        self.chrono_tmax = check_chrono(self.init, chrono_tmax, bias)
+        self.state_noise = noise.check_state_noise(state_noise)
+        if self.state_noise and proj_size:
+            raise ValueError(f"state_noise is not supported with a projection; got state_noise={state_noise} and "
+                             f"proj_size={proj_size} (use one of them)")
         if parse_chain(self.init) and isinstance(proj_size, int) and not isinstance(proj_size, bool) and proj_size > 0:
             # a chain is square (unit i feeds unit i + 1); with a projection each gate's recurrent block is N × P
             raise ValueError(f"init {self.init!r} needs square recurrent blocks, so proj_size must be 0; "
@@ -100,7 +141,7 @@ class LSTM(nn.LSTM, Traits):
                     if chain:  # every gate's recurrent block the chain, as Orhan & Pitkow's LSTM initialiser
                         init_(gate_ih, "xavier")
                         gate_hh.copy_(chain_matrix(gate_hh.shape[0], self.init, gate_hh))
-                    elif self.init == "xavier":
+                    elif self.init in ("xavier", CHRONO):
                         init_(gate_ih, "xavier")
                         init_(gate_hh, "xavier")
                     else:
@@ -115,6 +156,9 @@ class LSTM(nn.LSTM, Traits):
                           fan_in=fan_in)
                     getattr(self, "bias_hh" + suffix).zero_()
                     getattr(self, "bias_hh" + suffix).requires_grad_(self.init != "concat")
+                    if self.init == CHRONO:  # torch's gate order: input, forget, cell, output
+                        gate_input, forget = getattr(self, "bias_ih" + suffix).chunk(4)[:2]
+                        gate_input.copy_(-chrono_(forget, self.chrono_tmax))
 
     def _cell_suffixes(self) -> list[str]:
         """One suffix per layer and direction ("_l0", "_l0_reverse", "_l1", …), from torch's parameter names."""
@@ -122,6 +166,8 @@ class LSTM(nn.LSTM, Traits):
 
     def forward(self, input, hx=None):
         self._check(input, hx)
+        if self.state_noise:
+            return self._noisy_forward(input, hx)
         if isinstance(input, torch.Tensor):
             steps = input.shape[1 if self.batch_first and input.dim() == 3 else 0]
             if steps == 1 and not torch.is_grad_enabled() and not self.proj_size \
@@ -132,6 +178,41 @@ class LSTM(nn.LSTM, Traits):
             with torch.autocast("cpu", enabled=False):  # torch would raise: run this call in float32
                 return super().forward(input, hx)
         return super().forward(input, hx)
+
+    def _noisy_forward(self, input, hx):
+        """The layer over :func:`lstm_reference` with the state noise of every layer and direction (its (T, B, 2N)
+        block drawn before its loop): stacking, directions, dropout and packed batches as torch.nn.LSTM's."""
+        x, lengths, unbatched = time_major(self, input)
+        directions, batch, n = self.num_directions, x.shape[1], self.hidden_size
+        if hx is None:
+            h0 = c0 = x.new_zeros(self.num_layers * directions, batch, n)
+        else:
+            h0, c0 = (h.unsqueeze(1) if unbatched else h for h in hx)
+        last = None if lengths is None else (lengths - 1).to(x.device)
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d in range(directions):
+                suffix, i = cell_suffix(layer, d), layer * directions + d
+                xs = reverse_within(x, lengths) if d else x
+                biases = (getattr(self, "bias_ih" + suffix), getattr(self, "bias_hh" + suffix)) if self.bias \
+                    else (None, None)
+                hs, cs = lstm_reference(xs, h0[i], c0[i], getattr(self, "weight_ih" + suffix),
+                                        getattr(self, "weight_hh" + suffix), *biases,
+                                        noise.draw(self.state_noise, *xs.shape[:2], 2 * n, xs))
+                at = -1 if last is None else (last, torch.arange(batch, device=x.device))
+                finals.append((hs[at], cs[at]))
+                outputs.append(reverse_within(hs, lengths) if d else hs)
+            x = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = nn.functional.dropout(x, self.dropout, training=True)
+        h_n, c_n = (torch.stack(states) for states in zip(*finals))
+        if unbatched:
+            return x.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
+        return as_given(self, x, (h_n, c_n), input, lengths, False)
+
+    def extra_repr(self) -> str:
+        return ", ".join([super().extra_repr(), *noise.repr_part(self.state_noise)])
 
     def _one_step(self, input: torch.Tensor, hx):
         """One time step without autograd (generation): torch's fused LSTM cell per layer and direction, which

@@ -24,12 +24,16 @@ def log_g(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x >= 0, torch.log(F.relu(x) + 0.5), -F.softplus(-x))
 
 
-def mingru_loop(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-    """The reference: h_t = (1 − z_t) h_{t−1} + z_t g(k_t), z_t = σ(gate_t), step by step.  (T, B, H) → (T, B, H)."""
+def mingru_loop(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor,
+                noise: torch.Tensor | None = None) -> torch.Tensor:
+    """The reference: h_t = (1 − z_t) h_{t−1} + z_t g(k_t), z_t = σ(gate_t), step by step.  (T, B, H) → (T, B, H);
+    ``noise`` (T, B, H), if given, added to h_t after every step."""
     z, target = torch.sigmoid(gate), g(candidate)
     h, hs = h0, []
-    for z_t, target_t in zip(z.unbind(0), target.unbind(0)):  # unbind: one gradient buffer, not one per step
+    for t, (z_t, target_t) in enumerate(zip(z.unbind(0), target.unbind(0))):  # unbind: one gradient buffer
         h = (1 - z_t) * h + z_t * target_t
+        if noise is not None:
+            h = h + noise[t]
         hs.append(h)
     return torch.stack(hs)
 
@@ -91,14 +95,16 @@ class MinGRU(CellModel):
             getattr(self, "bias_ih" + suffix).uniform_(-bound, bound)
 
     def _run(self, suffix, x, h0):
-        scan = use_scan(self.implementation, x, self.hidden_size, self.SCANNED)
+        noise = self._noise(x)
+        # the log-space scan needs positive terms, which noise does not keep: with noise, the loop
+        scan = use_scan(self.implementation, x, self.hidden_size, self.SCANNED) and noise is None
         projected = x @ getattr(self, "weight_ih" + suffix).t()
         if self.bias:
             projected = projected + getattr(self, "bias_ih" + suffix)
         gate, candidate = projected.chunk(2, -1)
         # ONNX has no logcumsumexp: an export traces the loop, which computes the same
-        run = mingru_scan if scan and not exporting_to_onnx() else mingru_loop
-        h = run(gate, candidate, h0)
+        h = mingru_scan(gate, candidate, h0) if scan and not exporting_to_onnx() \
+            else mingru_loop(gate, candidate, h0, noise)
         return h, h
 
     @classmethod

@@ -52,7 +52,7 @@ class NonNormalGRU(GRU):
     DISPLAY_NAME = "nnGRU"
     LINE_STYLE = ('#e377c2', (0, (8, 2, 2, 2, 2, 2)))
 
-    CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates")
+    CONFIG_OPTIONS = ("init", "triangular", "bias", "schur_gates", "state_noise")
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     ORTHOGONAL_FACTOR, SCHUR_FORM = True, True
     TUNED_OPTIONS = ("delta", "t_decay")  # the Schur form's penalties, the supplement's sets
@@ -62,13 +62,13 @@ class NonNormalGRU(GRU):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device=None,
                  dtype=None, *, init: str = "cayley", triangular: str = "strict", schur_gates: bool = False,
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None, state_noise: float = 0.0):
         check_triangular(triangular)
         if not isinstance(schur_gates, bool):
             raise TypeError(f"schur_gates must be True or False; got {schur_gates!r}")
         self.triangular, self.schur_gates = triangular, schur_gates
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device,
-                         dtype, init=init)
+                         dtype, init=init, state_noise=state_noise)
         constrained = (schur_gates, schur_gates, True)
         for suffix in self.cells:
             stacked_schur(self, "weight_hh" + suffix, constrained, init=init, triangular=triangular,

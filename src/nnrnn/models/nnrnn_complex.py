@@ -9,7 +9,7 @@ from ..kernels.autograd import autocast_off, exporting_to_onnx
 from ..kernels.operations import choose_cells
 from ..kernels.settings import COMPILED
 from ..parametrizations.unitary import INITS, complex_schur
-from . import fused_cells
+from . import fused_cells, noise
 from .base import (ParameterDtypeError, as_given, assign_constrained, cell_suffix, check_constructor, check_hx, kept,
                    stack_layers, time_major)
 from .init import check_scheme, init_
@@ -29,11 +29,12 @@ def complex_modrelu(z: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
 
 
 def complex_reference(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,
-                      modrelu_bias: torch.Tensor | None) -> torch.Tensor:
+                      modrelu_bias: torch.Tensor | None, noise: torch.Tensor | None = None) -> torch.Tensor:
     """The recurrence in complex arithmetic, differentiated by autograd.
 
     projected (T, B, 2N) real = [Re, Im] of W_ih x_t + b; h0 (B, 2N) real = [Re h_0, Im h_0]; v (N, N)
-    complex → outputs (T, B, 2N) real: h_t = φ(V h_{t−1} + W_ih x_t + b) as [Re h_t, Im h_t].
+    complex → outputs (T, B, 2N) real: h_t = φ(V h_{t−1} + W_ih x_t + b) as [Re h_t, Im h_t]; ``noise``
+    (T, B, 2N) real, if given, is added to [Re h_t, Im h_t] after every step (:mod:`nnrnn.models.noise`).
     """
     n = v.shape[0]
     z_in = torch.complex(projected[..., :n], projected[..., n:])
@@ -43,6 +44,8 @@ def complex_reference(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor
     for t in range(projected.shape[0]):
         z = z_in[t] + h @ v_t
         h = complex_modrelu(z, modrelu_bias) if modrelu_bias is not None else z
+        if noise is not None:
+            h = h + torch.complex(noise[t, :, :n], noise[t, :, n:])
         outputs.append(h)
     if not outputs:
         return projected.new_zeros(0, *h0.shape)
@@ -132,11 +135,18 @@ class _FusedComplexRecurrence(torch.autograd.Function):
 
 
 def complex_fused(projected: torch.Tensor, h0: torch.Tensor, v: torch.Tensor,
-                  modrelu_bias: torch.Tensor | None) -> torch.Tensor:
+                  modrelu_bias: torch.Tensor | None, noise: torch.Tensor | None = None) -> torch.Tensor:
     """What :func:`complex_reference` computes, with real products and a hand-written backward
-    (first-order gradients only)."""
+    (first-order gradients only).  With ``noise`` n_t, on the same loops: h_t = g_t + n_t, where g is the noiseless
+    recurrence with one more input, V n_{t−1} (n_0 = 0), as :func:`nnrnn.models.fused._with_noise` does for the
+    real recurrence."""
     if projected.shape[0] == 0:
         return projected.new_zeros(0, *h0.shape)
+    if noise is not None:
+        n = v.shape[0]
+        carried = torch.complex(noise[:-1, ..., :n], noise[:-1, ..., n:]) @ v.transpose(0, 1)
+        shift = torch.cat([noise.new_zeros(1, *noise.shape[1:]), torch.cat([carried.real, carried.imag], -1)])
+        return complex_fused(projected + shift, h0, v, modrelu_bias) + noise
     if fused_cells.runs(projected) and choose_cells(projected, "nnrnn-complex") == COMPILED:  # one call, all steps
         return fused_cells.complex_compiled(projected, h0, v, modrelu_bias)
     return _FusedComplexRecurrence.apply(projected, h0, v.real, v.imag, modrelu_bias)
@@ -170,6 +180,8 @@ class ComplexNonNormalRNN(nn.Module, Traits):
         generator: a ``torch.Generator`` for reproducible P and θ.
         input_init, bias_init: schemes of :mod:`nnrnn.models.init` for each of W_ih's real and imaginary
             parts (Glorot normal, scaled by 1/√2 so that |W_ih|'s variance is Glorot's) and for b (zeros).
+        state_noise: σ (default 0), Gaussian noise added to [Re h_t, Im h_t] after every step, each part of
+            standard deviation σ (:mod:`nnrnn.models.noise`); the fused loops take it as one more input.
 
     Inputs: input, h_0
         * **input**: (L, N_in) unbatched, (L, B, N_in), or (B, L, N_in) with ``batch_first``; or a
@@ -199,7 +211,8 @@ class ComplexNonNormalRNN(nn.Module, Traits):
     LINE_STYLE = ('#bcbd22', (0, (2, 3)))
     COMPLEX_RECURRENCE = True
 
-    CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init")
+    CONFIG_OPTIONS = ("nonlinearity", "input_init", "bias_init", "bias", "init", "state_noise")
+    state_noise = 0.0  # σ of the noise added to [Re h, Im h] after every step; here for models saved before it
     TRAIN_OPTIONS = ("lr_orth", "delta", "t_decay")
     ORTHOGONAL_FACTOR, SCHUR_FORM = True, True  # the traits beyond these: Traits' (nnrnn.models.traits)
     TUNED_OPTIONS = ("delta", "t_decay")  # the Schur form's penalties, the supplement's sets
@@ -211,7 +224,7 @@ class ComplexNonNormalRNN(nn.Module, Traits):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity="modrelu",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  device=None, dtype=None, *, init: str = "random", generator: torch.Generator | None = None,
-                 input_init: str = "xavier", bias_init: str = "zeros"):
+                 input_init: str = "xavier", bias_init: str = "zeros", state_noise: float = 0.0):
         super().__init__()
         num_layers, dropout = check_constructor(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                                                 bidirectional, dtype, complex_ok=True)  # the real dtype: below
@@ -230,6 +243,7 @@ class ComplexNonNormalRNN(nn.Module, Traits):
         self.init = init
         self.input_init = check_scheme("input_init", input_init)
         self.bias_init = check_scheme("bias_init", bias_init)
+        self.state_noise = noise.check_state_noise(state_noise)
         factory = {"device": device, "dtype": dtype}
         n, d = hidden_size, self.num_directions
         self.cells = [cell_suffix(layer, k) for layer in range(num_layers) for k in range(d)]
@@ -344,7 +358,8 @@ class ComplexNonNormalRNN(nn.Module, Traits):
             bias = getattr(self, "bias_ih" + s) if self.bias else None
             projected = nn.functional.linear(xs, getattr(self, "weight_ih" + s), bias)
             modrelu_bias = getattr(self, "modrelu_bias" + s) if self.nonlinearity == "modrelu" else None
-            out = RECURRENCES[self.implementation](projected, h0, self.recurrent_matrix(layer, direction), modrelu_bias)
+            out = RECURRENCES[self.implementation](projected, h0, self.recurrent_matrix(layer, direction), modrelu_bias,
+                                                   noise.draw(self.state_noise, *projected.shape, projected))
             return out, (out[-1] if out.shape[0] else h0)
         with autocast_off(x.device.type):
             output, h_n = stack_layers(self, x, lengths, hx, run_cell)
@@ -381,4 +396,4 @@ class ComplexNonNormalRNN(nn.Module, Traits):
                 s += f", {name}={getattr(self, name)}"
         if self.dropout:
             s += f", dropout={self.dropout}"
-        return s
+        return ", ".join([s, *noise.repr_part(self.state_noise)])

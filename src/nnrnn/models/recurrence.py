@@ -34,15 +34,18 @@ def activation(z: torch.Tensor, nonlinearity: str | None, modrelu_bias: torch.Te
 
 def reference_recurrence(inputs: torch.Tensor, h0: torch.Tensor, weight_ih: torch.Tensor,
                          bias: torch.Tensor | None, weight_hh: torch.Tensor,
-                         nonlinearity: str | None, modrelu_bias: torch.Tensor | None
-                         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T (B, N)."""
+                         nonlinearity: str | None, modrelu_bias: torch.Tensor | None,
+                         noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """inputs (T, B, I), h0 (B, N) -> outputs (T, B, N), h_T (B, N); ``noise`` (T, B, N), if given, is added to
+    the state after every step: h_t = φ(V h_{t-1} + W_ih x_t + b) + noise_t (:mod:`nnrnn.models.noise`)."""
     projected = torch.nn.functional.linear(inputs, weight_ih, bias)  # every step's input at once
     v_t = weight_hh.t()
     h = h0
     outputs = []
-    for z_in in projected.unbind(0):
+    for t, z_in in enumerate(projected.unbind(0)):
         h = activation(torch.addmm(z_in, h, v_t), nonlinearity, modrelu_bias)
+        if noise is not None:
+            h = h + noise[t]
         outputs.append(h)
     if not outputs:
         return projected.new_zeros(0, *h0.shape), h0

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import presets
 from ..errors import OptionError, UserError
 from ..models import MODELS, model_class
-from ..models.init import CHAINS, accepts_init
+from ..models.init import CHAINS, CHRONO, accepts_init
 from ..models.lru import R_MAX, R_MIN
 from ..tasks import TASKS, task_class
 from .options import BY_NAME, DEFAULTS, RESUMABLE, check_values, flag, saved_options
@@ -125,6 +125,12 @@ def _check_model_options(config: dict) -> None:
             and (None if config["nonlinearity"] == "none" else config["nonlinearity"]) not in allowed:
         names = ", ".join("none" if a is None else a for a in allowed)
         raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
+    if config.get("chrono_tmax") is not None and "chrono_tmax" in model.CONFIG_OPTIONS and config["init"] != CHRONO:
+        raise OptionError(f"chrono_tmax is T_max of the chrono initialisation; give --init chrono with it, or leave "
+                          f"it out (got init {config['init']!r})")
+    if config.get("chrono_tmax") is not None and config["chrono_tmax"] <= 2:
+        raise OptionError(f"chrono_tmax must be above 2 (the biases are log U(1, T_max − 1)); "
+                          f"got {config['chrono_tmax']!r}")
     if config.get("schur_gates") and "schur_gates" not in model.CONFIG_OPTIONS:  # .get: configs saved before it
         raise OptionError(f"schur_gates puts a GRU's reset and update gates in Schur form: nngru has them, "
                           f"{config['model']} does not")
@@ -137,9 +143,12 @@ def _check_model_options(config: dict) -> None:
 
 
 def model_options(config: dict) -> dict:
-    """The options of ``config`` that the chosen model's constructor takes (its ``CONFIG_OPTIONS``)."""
+    """The options of ``config`` that the chosen model's constructor takes (its ``CONFIG_OPTIONS``); with the chrono
+    initialisation and no ``chrono_tmax``, T_max is the task's sequence length."""
     cls = model_class(config["model"])
     options = {k: config[k] for k in cls.CONFIG_OPTIONS if k != "dynamic" and config.get(k) is not None}
+    if options.get("init") == CHRONO and "chrono_tmax" not in options:  # T_max by default the task's whole sequence
+        options["chrono_tmax"] = float(task_class(config["task"]).sequence_length(config))
     if config.get("rebase_every"):
         options["dynamic"] = True
     return options

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
 
 import torch
@@ -11,19 +12,28 @@ from torch import nn
 from ..kernels import policy as kernel_policy
 from ..errors import TrainingDiverged
 from .network import Saved, build_saved_task, check_weights, load_saved
-from ..tasks.base import accumulate
+from ..tasks.base import accumulate, generator
+
+EVALUATION_STREAM = 7  # the key of evaluation's random numbers beside a task's own streams (tasks.base.generator)
 
 
 @torch.no_grad()
 def evaluate(net: nn.Module, task, split: str, device) -> dict:
-    """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after)."""
+    """The task's metrics of ``net`` on ``split``, in evaluation mode (the mode is restored after).  What draws
+    random numbers in evaluation (a model's ``state_noise``) draws them from a generator seeded by the task's seed
+    and the split, the training's left as they were: a split's score is a function of the parameters alone (a
+    checkpoint scores later what it scored in training), and the training's noise does not depend on how often, or
+    on which rank, it validates."""
     was_training = net.training
     net.eval()
     sums, carried = {}, None
-    for batch in task.eval_batches(split):
-        carried = carried if batch.carry else None
-        outputs, carried = net(batch.inputs.to(device), carried)
-        accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(generator(task.seed, EVALUATION_STREAM, zlib.crc32(split.encode())).initial_seed())
+        for batch in task.eval_batches(split):
+            carried = carried if batch.carry else None
+            outputs, carried = net(batch.inputs.to(device), carried)
+            accumulate(sums, task.loss(outputs, batch.targets.to(device))[1])
     net.train(was_training)
     return task.summarize(sums)
 

@@ -183,8 +183,12 @@ OPTIONS = (
     O("nonlinearity", None, "the recurrence's nonlinearity (default: the model's, modrelu for the non-gated "
       "models)", "model", choices=NONLINEARITIES),
     O("init", None, "initialisation scheme, each model's own (its class's INITS): orthogonal ones (henaff, cayley, "
-      "random); LSTM: xavier or concat; GRU: xavier or torch; nnrnn-complex: random (Haar P) or identity; rnn, lstm, "
-      "gru: chain:ALPHA or fbchain:BETA, Orhan & Pitkow's chains (default: the model's own)", "model", metavar="INIT"),
+      "random); LSTM: xavier, concat or chrono; GRU: xavier, torch or chrono; nnrnn-complex: random (Haar P) or "
+      "identity; rnn, lstm, gru: chain:ALPHA or fbchain:BETA, Orhan & Pitkow's chains (default: the model's own)",
+      "model", metavar="INIT"),
+    O("chrono_tmax", None, "lstm, gru with --init chrono: T_max, the gate biases drawn as log U(1, T_max − 1) "
+      "(Tallec & Ollivier 2018; default: the task's sequence length)", "model", float,
+      check=optional(positive_number), metavar="T"),
     O("dt", None, "coRNN, LEM: the time step Δt (default: the model's, 0.076 and 1)", "model", float,
       check=optional(positive_number)),
     O("gamma", None, "coRNN: γ, its oscillators' stiffness (default 0.4)", "model", float,
@@ -214,6 +218,9 @@ OPTIONS = (
     O("readout_init", "xavier", "read-out weight: a scheme as above", "model", check=init_scheme, metavar="SCHEME"),
     O("readout_bias_init", "zeros", "read-out bias: a scheme as above", "model", check=init_scheme,
       metavar="SCHEME"),
+    O("state_noise", None, "σ: Gaussian noise of standard deviation σ added to the recurrent state after every step, "
+      "in training and evaluation (not the paper's; default: none)", "model", float,
+      check=optional(non_negative_number), metavar="SIGMA"),
     O("embedding", None, f"ptb: embedding size (default {DEFAULT_EMBEDDING}; 0: one-hot inputs)", "model", int,
       check=embedding),
     # optimisation

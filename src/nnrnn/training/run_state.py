@@ -89,9 +89,16 @@ def save(training: Training) -> None:
         checkpoint.save(training.last_path, {"config": training.config, "sizes": network_sizes(training.task),
                                              "model": training.net.state_dict(),
                                              "optimizer": training.optimizer.state_dict(), "schedule": schedule,
-                                             "rng": torch.get_rng_state(), "data": training.data_state,
+                                             "rng": torch.get_rng_state(), "cuda_rng": cuda_rng_state(training),
+                                             "data": training.data_state,
                                              "kernels": kernel_policy.record(),  # float32 rounds by kernel: for resume
                                              **training.progress.to_checkpoint(carried)})
+
+
+def cuda_rng_state(training: Training) -> torch.Tensor | None:
+    """The state of the training device's CUDA generator (None on the CPU), which dropout and a model's state noise
+    draw from there: saved beside the CPU generator's so that a resumed run on CUDA draws what it would have."""
+    return torch.cuda.get_rng_state(training.device) if training.device.type == "cuda" else None
 
 
 def restore(training: Training, saved: dict | None = None) -> None:
@@ -132,6 +139,8 @@ def restore(training: Training, saved: dict | None = None) -> None:
         raise UserError(f"{training.folder} is already at update {training.progress.step}, past the {training.steps} "
                         f"updates asked for; give a larger --steps (or --epochs) to train further")
     torch.set_rng_state(saved["rng"].cpu())  # loaded onto the device; the CPU generator takes CPU tensors only
+    if saved.get("cuda_rng") is not None and training.device.type == "cuda":  # .get: checkpoints from before it
+        torch.cuda.set_rng_state(saved["cuda_rng"].cpu(), training.device)
     kernel_policy.pin(saved.get("kernels"))  # the kernels the run trained with, whatever this process would time
 
 
