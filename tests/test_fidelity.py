@@ -85,10 +85,10 @@ def test_presets_carry_the_release_procedure(preset, task, bptt):
 def test_the_paper_scale_trains_the_releases_lengths():
     """copytask.py trains 1500 updates (hard-coded), sMNIST.py and language_task.py 100 epochs."""
     from nnrnn.experiments.grids import SCALES
-    tasks = SCALES["paper"]["tasks"]
-    assert tasks["copy"]["options"]["steps"] == 1500
-    assert tasks["psmnist"]["options"]["epochs"] == RELEASE["psmnist"]["epochs"] == 100
-    assert tasks["ptb"]["options"]["epochs"] == 100
+    settings = SCALES["paper"].settings
+    assert settings["copy"].options["steps"] == 1500
+    assert settings["psmnist"].options["epochs"] == RELEASE["psmnist"]["epochs"] == 100
+    assert settings["ptb"].options["epochs"] == 100
 
 
 # The supplement's hyperparameter tables (the paper's source, ../shared/paper/nnrnn-neurips2019.tex: copy Table
@@ -792,9 +792,8 @@ def test_the_chain_rnn_runs_its_authors_nonlinearity(scale, setting, nonlinearit
     """Orhan & Pitkow's RNN (eminorhan/nonnormal-init): ELU on copy and psMNIST (ReLU on the adding problem, which no
     grid runs now)."""
     from nnrnn.experiments.grids import SCALES
-    spec = SCALES[scale]["tasks"][setting]
-    chain = spec["variants"]["rnn chain"]
+    spec = SCALES[scale].settings[setting]
+    chain = spec.variants["rnn chain"].options
     assert chain["nonlinearity"] == nonlinearity and chain["init"].startswith("chain:")
-    task = spec.get("task", setting)
-    config = resolve_config({"task": task, "model": "rnn", "init": chain["init"], "nonlinearity": nonlinearity})
+    config = resolve_config({"task": spec.task, "model": "rnn", "init": chain["init"], "nonlinearity": nonlinearity})
     assert config["nonlinearity"] == nonlinearity

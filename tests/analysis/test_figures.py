@@ -1,7 +1,6 @@
 """Every figure nnrnn makes (run curves, analysis, theory, the grid report's curves) shows all of its text: no
 title, label or tick label lies outside the figure, at small and larger sizes."""
 import json
-
 from pathlib import Path
 
 import matplotlib
@@ -13,8 +12,10 @@ from matplotlib.text import Text
 
 import nnrnn
 from nnrnn.analysis import analyze_model, plots
-from nnrnn.experiments.reporting import figures
+from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Setting
+from nnrnn.experiments.reporting import figures
 from nnrnn.training.runlog import curves_figure
 
 
@@ -97,8 +98,8 @@ def test_the_theory_figures_show_all_their_text(saved, tmp_path):
 
 def test_the_report_curves_show_all_their_text(saved, tmp_path):
     options = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
-    spec = {"seeds": [0, 1], "tasks": {
-        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": options}}}
+    spec = Scale(name="figure", seeds=(0, 1), report=paper_grid.REPORT, settings={
+        "copy": Setting(task="copy", hidden=8, columns=("hidden",), models=("nnrnn", "lstm"), options=options)})
     made = grid.Grid(tmp_path, scale="figure", spec=spec, planned=grid.plan(spec))
     for planned in made.planned:
         folder = made.run_folder(planned)

@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from nnrnn.errors import UserError
-from nnrnn.experiments.planning import cluster, grid
-from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments import grids, reproduce
+from nnrnn.experiments.grids import paper as paper_grid
+from nnrnn.experiments.planning import cluster, grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
 from nnrnn.training.runfolder import best_checkpoint, config_file, last_checkpoint, metrics_file
-
 
 
 def _ray():
@@ -84,9 +84,10 @@ def test_help_names_every_kind_of_cluster(capsys):
 @pytest.fixture
 def two_runs(monkeypatch):
     """A 2-run grid long enough to be killed mid-run, with a checkpoint every 10 updates."""
-    scale = {"seeds": [0, 1], "report": paper_grid.REPORT,
-             "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
-        "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40, "checkpoint_every": 10}}}}
+    scale = Scale(name="two", seeds=(0, 1), report=paper_grid.REPORT,
+                  settings={"copy": Setting(task="copy", hidden=8, columns=("hidden",), options={
+                      "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40,
+                      "checkpoint_every": 10})})
     monkeypatch.setitem(grids.SCALES, "two", scale)
     return "two"
 
@@ -153,9 +154,10 @@ def test_a_grid_through_a_local_ray_cluster_survives_a_killed_worker(tmp_path, t
 def searched(monkeypatch):
     """A scale whose tuned column searches one model with published settings in 3 trials, each long enough to be
     killed mid-trial."""
-    scale = {"seeds": [0], "report": paper_grid.REPORT, "tune": {"trials": 3, "share": 1.0}, "tasks": {"copy": {
-        "hidden": 8, "columns": ("tuned",), "models": ("lstm",), "options": {
-            "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40, "checkpoint_every": 10}}}}
+    scale = Scale(name="searched", seeds=(0,), report=paper_grid.REPORT, tune=Search(trials=3, share=1.0),
+                  settings={"copy": Setting(task="copy", hidden=8, columns=("tuned",), models=("lstm",), options={
+                      "T": 5, "batch_size": 4, "steps": 120, "eval_every": 40, "log_every": 40,
+                      "checkpoint_every": 10})})
     monkeypatch.setitem(grids.SCALES, "searched", scale)
     return "searched"
 

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from nnrnn_cli import command as cli
-from nnrnn.experiments.reporting import compact, report
-from nnrnn.experiments.planning import grid
 from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import paper as paper_grid
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Setting
+from nnrnn.experiments.reporting import compact, report
+from nnrnn_cli import command as cli
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -19,8 +20,10 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "report": paper_grid.REPORT, "tasks": {
-        "copy": {"hidden": 16, "columns": ("hidden", "params"), "options": COPY}}})
+    monkeypatch.setitem(grids.SCALES, "copy-only", Scale(name="copy-only", seeds=(0, 1, 2), report=paper_grid.REPORT,
+                                                         settings={"copy": Setting(task="copy", hidden=16,
+                                                                                   columns=("hidden", "params"),
+                                                                                   options=COPY)}))
     return "copy-only"
 
 

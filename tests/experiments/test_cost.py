@@ -5,17 +5,17 @@ import time
 
 import pytest
 
-from nnrnn.experiments.planning import cost, grid
-
-from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments import grids
+from nnrnn.experiments.grids import paper as paper_grid
+from nnrnn.experiments.planning import cost, grid
+from nnrnn.experiments.planning.declaration import Scale, Setting
 
 
 @pytest.fixture
 def tiny(monkeypatch):
-    scale = {"seeds": [0, 1], "report": paper_grid.REPORT,
-             "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
-        "T": 5, "batch_size": 4, "steps": 10, "eval_every": 5, "log_every": 5}}}}
+    scale = Scale(name="tiny", seeds=(0, 1), report=paper_grid.REPORT,
+                  settings={"copy": Setting(task="copy", hidden=8, columns=("hidden",), options={
+                      "T": 5, "batch_size": 4, "steps": 10, "eval_every": 5, "log_every": 5})})
     monkeypatch.setitem(grids.SCALES, "tiny", scale)
     return grid.plan(scale, models=["rnn", "lstm"])
 

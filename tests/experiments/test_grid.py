@@ -1,11 +1,13 @@
 """nnrnn.experiments.planning.grid: what the grids know of a task comes from the task's class, so a task added to
 nnrnn.tasks needs nothing in grid.py or report.py."""
-import pytest
+import dataclasses
 
-from nnrnn.experiments.planning import grid
+import pytest
 
 from nnrnn.experiments import grids
 from nnrnn.experiments.judging.words import title
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
 from tests.experiments.synthetic import planned
 
 
@@ -61,17 +63,18 @@ def test_runs_and_the_grids_agree_on_which_runs_finished(tmp_path):
 def test_a_scales_searches_train_on_a_seed_its_tables_do_not_report():
     spec = grids.SCALES["beyond"]
     found = grid.searches(spec, models=["gru"], tasks=["copy"])
-    assert found and all(s["options"]["seed"] == spec["tune"]["seed"] for s in found.values())
-    assert spec["tune"]["seed"] not in spec["seeds"]
+    assert found and all(s["options"]["seed"] == spec.tune.seed for s in found.values())
+    assert spec.tune.seed not in spec.seeds
 
 
 def test_paper_depth_stacks_each_model_as_its_paper_does_at_the_grids_parameter_count():
     from nnrnn.models import model_class, parameter_count
-    spec = {"seeds": [0], "tasks": {"copy": {"hidden": 32, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
-                                             "models": ("nnrnn", "lru", "mingru", "gru")}}}
+    setting = Setting(task="copy", hidden=32, columns=(grid.TUNED,), options={"T": 20, "steps": 10},
+                      models=("nnrnn", "lru", "mingru", "gru"))
+    spec = Scale(name="depth", seeds=(0,), report=None, settings={"copy": setting})
     flat = {p.label: p for p in grid.plan(spec, searching=True)}
-    deep = {p.label: p for p in grid.plan({**spec, "tasks": {"copy": {**spec["tasks"]["copy"], "paper_depth": True}}},
-                                          searching=True)}
+    deep = {p.label: p for p in grid.plan(dataclasses.replace(
+        spec, settings={"copy": dataclasses.replace(setting, paper_depth=True)}), searching=True)}
     for entry in deep.values():
         depth = model_class(entry.model).DEPTH
         assert entry.options.get("num_layers", 1) == depth
@@ -96,6 +99,7 @@ def test_a_grids_file_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_
     and was a traceback."""
     import errno
     import os
+
     from nnrnn.errors import UserError
     report = tmp_path / "report.md"
     grid.write_whole(report, "the previous report\n")
@@ -112,7 +116,9 @@ def test_a_grids_file_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_
 
 def test_a_grids_figure_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tmp_path, monkeypatch):
     import errno
+
     import matplotlib.figure
+
     from nnrnn.errors import UserError
     from nnrnn.experiments.reporting import figures
     path = tmp_path / "curves-copy.png"
@@ -125,3 +131,41 @@ def test_a_grids_figure_on_a_full_disk_keeps_the_previous_one_and_is_one_line(tm
     with pytest.raises(UserError, match="cannot write .*curves-copy.png \\(No space left on device\\)"):
         figures.save_whole(matplotlib.figure.Figure(), path)
     assert path.read_bytes() == b"the previous figure" and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_paper_optimizer_trains_each_model_with_its_papers_over_the_tasks_procedure():
+    """Issue 67: the task's procedure fixed RMSprop for every model the paper's preset does not cover, and a fixed
+    option won over the Adam a search derived from the paper, so coRNN, LEM, the LRU and the nnLRU trained RMSprop
+    where the grid meant Adam.  With ``paper_optimizer`` the plan gives each its paper's; what the grid gives
+    explicitly still wins."""
+    from nnrnn.models import model_class
+    from nnrnn.training.config import resolve_config
+    setting = {"task": "copy", "hidden": 16, "columns": (grid.TUNED,), "options": {"T": 20, "steps": 10},
+               "models": ("nnrnn", "cornn", "lru", "gru")}
+
+    def optimizers(**changes):
+        spec = Scale(name="optimizers", seeds=(0,), report=None, settings={"copy": Setting(**{**setting, **changes})})
+        return {p.label: resolve_config(p.options, p.preset)["optimizer"] for p in grid.plan(spec, searching=True)}
+
+    procedure = optimizers()
+    assert procedure == dict.fromkeys(setting["models"], "rmsprop")  # the paper's copy procedure: RMSprop for all
+    assert optimizers(paper_optimizer=True) == {m: model_class(m).PAPER_OPTIMIZER or procedure[m]
+                                                for m in setting["models"]} == \
+        {"nnrnn": "rmsprop", "cornn": "adam", "lru": "adam", "gru": "rmsprop"}
+    explicit = {**setting["options"], "optimizer": "rmsprop"}
+    assert set(optimizers(paper_optimizer=True, options=explicit).values()) == {"rmsprop"}
+    # and a search of such a grid holds it fixed: every trial trains it
+    spec = Scale(name="optimizers", seeds=(0,), report=None, tune=Search(trials=1, share=1.0),
+                 settings={"copy": Setting(**setting, paper_optimizer=True)})
+    assert {s["model"]: s["options"]["optimizer"] for s in grid.searches(spec).values()}["cornn"] == "adam"
+
+
+def test_the_grids_that_claim_each_models_papers_optimizer_plan_it():
+    """The memory and modern reports say "each model with its paper's optimizer": their plans give it."""
+    from nnrnn.models import model_class
+    for scale in ("memory",):
+        for search in grid.searches(grids.SCALES[scale]).values():
+            paper = model_class(search["model"]).PAPER_OPTIMIZER
+            if paper:
+                assert search["options"]["optimizer"] == paper, search["label"]
+    assert all(setting.paper_optimizer for setting in grids.SCALES["modern"].settings.values())

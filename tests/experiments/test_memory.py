@@ -5,22 +5,18 @@ import json
 
 import pytest
 
-
-from nnrnn.experiments.planning import grid
-
 from nnrnn.experiments import grids, reproduce
-
 from nnrnn.experiments.grids import memory
-
 from nnrnn.experiments.grids import memory as memory_grid
 from nnrnn.experiments.grids.memory import REPORT, solved_at
-from nnrnn.experiments.reporting.sections import generated
 from nnrnn.experiments.judging import significance
 from nnrnn.experiments.judging.statistics import Stat
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
+from nnrnn.experiments.reporting.sections import generated
 from nnrnn.models import model_class
 from nnrnn.tasks.copy import baseline_loss
-from nnrnn.training import outcome
-from nnrnn.training import evaluation
+from nnrnn.training import evaluation, outcome
 from tests.experiments import synthetic
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")
@@ -28,14 +24,12 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")
 OPTIONS = {"batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2, "stop_when_solved": 0.1}
 
 
-def toy_scale(tune: bool = True) -> dict:
+def toy_scale(tune: bool = True) -> Scale:
     """Two rungs (T = 4, 8), two models, three seeds; searched (one trial each) at the first rung."""
-    rung = {"task": "copy", "hidden": 8, "columns": ("tuned",), "models": ("rnn", "lstm")}
-    scale = {"seeds": [0, 1, 2], "report": REPORT, "climb": memory_grid.climb,
-             "tasks": {f"copy-{T}": {**rung, "options": {"T": T, **OPTIONS}} for T in (4, 8)}}
-    if tune:
-        scale["tune"] = {"trials": 1, "share": 0.5, "startup": 1, "settings": ("copy-4",)}
-    return scale
+    return Scale(name="memory-toy", seeds=(0, 1, 2), report=REPORT, climb=memory_grid.climb,
+                 tune=Search(trials=1, share=0.5, startup=1, settings=("copy-4",)) if tune else None,
+                 settings={f"copy-{T}": Setting(task="copy", hidden=8, columns=("tuned",), models=("rnn", "lstm"),
+                                                options={"T": T, **OPTIONS}) for T in (4, 8)})
 
 
 def losses(solving: int, T: int) -> list[dict]:
@@ -49,8 +43,8 @@ def losses(solving: int, T: int) -> list[dict]:
 def test_a_model_climbs_while_at_least_two_of_its_three_seeds_solved_the_last_delay(tmp_path):
     scale = toy_scale(tune=False)
     planned = [synthetic.planned(setting=s, task="copy", label=label, model=label, seed=seed,
-                                 options={**spec["options"]}, name=f"{s}-{label}-{seed}")
-               for s, spec in scale["tasks"].items() for label in ("a", "b", "c") for seed in (0, 1, 2)]
+                                 options={**spec.options}, name=f"{s}-{label}-{seed}")
+               for s, spec in scale.settings.items() for label in ("a", "b", "c") for seed in (0, 1, 2)]
     made = grid.Grid(tmp_path, "toy", scale, planned)
     solving = {"a": 3, "b": 2, "c": 1}  # seeds that solve, at every rung
     asked = []
@@ -72,8 +66,8 @@ def test_a_model_climbs_while_at_least_two_of_its_three_seeds_solved_the_last_de
 
 def test_a_rung_with_an_unfinished_run_ends_the_climb_there(tmp_path):
     scale = toy_scale(tune=False)
-    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec["options"],
-                                 name=f"{s}-{seed}") for s, spec in scale["tasks"].items() for seed in (0, 1, 2)]
+    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec.options,
+                                 name=f"{s}-{seed}") for s, spec in scale.settings.items() for seed in (0, 1, 2)]
     climbed = memory_grid.climb(grid.Grid(tmp_path, "toy", scale, planned), lambda rung: None)  # nothing trained
     assert {r.setting for r in climbed.planned} == {"copy-4"}
 
@@ -83,8 +77,8 @@ def test_a_rung_with_some_runs_finished_and_some_not_ends_the_climb_there(unfini
     """Seeds that finished (and solved: enough to climb on) beside one still training (its records, no outcome): the
     ladder stops at that rung; it goes on only once every run of the rung has finished (the next invocation)."""
     scale = toy_scale(tune=False)
-    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec["options"],
-                                 name=f"{s}-{seed}") for s, spec in scale["tasks"].items() for seed in (0, 1, 2)]
+    planned = [synthetic.planned(setting=s, task="copy", label="a", model="a", seed=seed, options=spec.options,
+                                 name=f"{s}-{seed}") for s, spec in scale.settings.items() for seed in (0, 1, 2)]
     made = grid.Grid(tmp_path, "toy", scale, planned)
     asked = []
 
@@ -125,7 +119,9 @@ def test_the_toy_ladder_runs_resumes_without_training_and_its_report_regenerates
     assert sum(n.startswith("copy-lstm") for n in names) == 6  # both delays
     assert sum(n.startswith("copy-rnn") for n in names) == 3  # the first only: it solved nothing
     assert "| LSTM | 8 (3 of 3 seeds) | 4 ± 0 |" in text
-    assert "| RNN | none (T = 4: 0 of 3) |" in text and "| 6 × 4 |" in text
+    # its one search trial of 3 updates left no plateau: not a horizon of "none" but nothing measurable
+    assert "| RNN | not measurable at this budget (no search trial learned; T = 4: 0 of 3) |" in text
+    assert "| 6 × 4 |" in text
     # what a run saw: a budget per delay over the ladder, not one rung's
     assert ("| copy | at most 6 updates × 4 = 24 generated sequences per delay, T = 4 to 8, fewer where a run "
             "stopped solved |") in text
@@ -154,7 +150,7 @@ def test_the_memory_grid_plans_every_model_at_nnrnns_count_and_tunes_at_one_dela
     assert len(searches) == 17 and {s["setting"] for s in searches.values()} == {"copy-50"}
     assert {s["options"]["T"] for s in searches.values()} == {50}
     # a trial is as long as a rung's run, so that it is judged over the run's length
-    assert {s["options"]["steps"] for s in searches.values()} == {spec["tasks"]["copy-50"]["options"]["steps"]}
+    assert {s["options"]["steps"] for s in searches.values()} == {spec.settings["copy-50"].options["steps"]}
     picks = {"copy": {s["label"]: {} for s in searches.values()}}
     planned = grid.plan(spec, picks=picks)
     assert len(planned) == 17 * 3 * 5 and len({r.budget for r in planned}) == 1
@@ -210,6 +206,7 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
     import matplotlib.figure
     from matplotlib.colors import to_hex
     from matplotlib.lines import Line2D
+
     from nnrnn.experiments.judging import labels as label_table
     kept = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))
@@ -242,3 +239,46 @@ def test_the_pair_without_t_does_not_claim_to_isolate_t_when_each_model_has_its_
     said = "\n".join(memory.comparisons({"nnrnn": rungs, "nnrnn normal": rungs}))
     assert "isolated" not in said
     assert "each at its own search's pick, so not T alone" in said
+
+
+def test_a_search_whose_best_trial_did_not_leave_the_baseline_names_no_pick_and_no_horizon(tmp_path):
+    """Issue 67: where no trial of a search left the memoryless plateau, its pick ranked how fast a trial fell to the
+    plateau, and the table read "none" as if a horizon had been measured."""
+    from nnrnn.experiments.reporting import picks, signal, tuning
+    baseline = baseline_loss(50)
+    planned = [synthetic.planned(setting="copy-50", task="copy", label=label, model=label, seed=seed, column="tuned",
+                                 options={"task": "copy", "model": label, "seed": seed, "hidden": 8, "T": 50,
+                                          "lr": {"rnn": 1e-3, "lstm": 0.029}[label], **OPTIONS},
+                                 name=f"{label}-{seed}")
+               for label in ("rnn", "lstm") for seed in (0, 1, 2)]
+    made = grid.Grid(tmp_path, "toy", toy_scale(tune=False), planned)
+    for r in planned:
+        folder = made.run_folder(r)
+        folder.mkdir(parents=True)
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in losses(0, 50)))
+        outcome.write(folder, outcome.Outcome(outcome.NOT_LEARNED, "synthetic"))
+    ranges = {"lr": {"log": [1e-5, 3e-2]}}
+    made.trials.write_text(json.dumps({
+        "copy-50-rnn": [{"number": 0, "state": "COMPLETE", "value": 0.5 * baseline, "params": {"lr": 1e-3},
+                         "ranges": ranges}],
+        "copy-50-lstm": [{"number": 0, "state": "COMPLETE", "value": 0.95 * baseline, "params": {"lr": 0.029},
+                          "ranges": ranges},
+                         {"number": 1, "state": "COMPLETE", "value": 1.2 * baseline, "params": {"lr": 1e-4},
+                          "ranges": ranges}]}))
+    made.tuned.write_text(json.dumps({"copy": {"rnn": {"lr": 1e-3}, "lstm": {"lr": 0.029}}}))
+    assert signal.no_signal(made) == {"lstm"}
+    assert signal.signals(made)[("copy-50", "lstm")].share == pytest.approx(0.95)
+    # the trainer's margin for learning, and no other: 10% below the baseline
+    assert signal.Signal(0.89 * baseline, baseline).learned and not signal.Signal(0.9 * baseline, baseline).learned
+    horizon = "\n".join(memory.horizon_section(made))
+    assert "| LSTM | not measurable at this budget (no search trial learned; T = 50: 0 of 3) |" in horizon
+    assert "| RNN | none (T = 50: 0 of 3) |" in horizon  # its search learned: its runs did not, a measured none
+    assert "none: RNN; not measurable at this budget: LSTM." in horizon
+    section = "\n".join(picks.picks_section(made))
+    assert "1 of 2 searches found a signal." in section and "| copy-50 | LSTM | 0.950 | no trial learned |" in section
+    assert "| copy-50 | LSTM | lr | 1e-05 to 0.03 (log) | none (no trial learned; its best trial had 0.029) | |" in \
+        section and "LSTM's lr" not in section.split("Picks at an edge")[1]  # its place at the ceiling is not named
+    tuned = "\n".join(tuning.tuning_section(dataclasses.replace(made, spec={**made.spec, "tune": {
+        "trials": 2, "share": 1.0, "seed": 100}}), ""))
+    assert "| copy | LSTM | none: no trial learned (its runs trained with the best trial's lr=0.029" in tuned
+    assert "| copy | RNN | lr=0.001" in tuned

@@ -3,19 +3,19 @@ import json
 import math
 
 import pytest
+from conftest import HAS_PTB, SHARED
 from scipy import stats
 
-from conftest import HAS_PTB, SHARED
-from nnrnn_cli import command as cli
-from nnrnn.experiments.planning import grid
 from nnrnn.experiments import grids, reproduce
-from nnrnn.experiments.grids import modern
-from nnrnn.experiments.reporting import picks
+from nnrnn.experiments.grids import modern, planned_grid
 from nnrnn.experiments.grids import modern as modern_grid
 from nnrnn.experiments.judging import statistics
 from nnrnn.experiments.judging.statistics import Stat
-from nnrnn.experiments.grids import planned_grid
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
+from nnrnn.experiments.reporting import picks
 from nnrnn.tasks import make_task
+from nnrnn_cli import command as cli
 from tests.experiments import synthetic
 
 TINY = {"T": 6, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}
@@ -26,13 +26,14 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def modern_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "tiny-modern", {
-        "seeds": [0, 1], "report": modern_grid.REPORT, "tune": {"trials": 3, "share": 0.5, "seed": 100, "startup": 2},
-        "tasks": {
-            "copy": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
-                     "models": ("nnrnn", "cornn", "lru"), "variants": modern_grid.CHAIN_INIT, "options": TINY},
-            "adding": {"hidden": 8, "preset": "long-memory", "columns": (grid.TUNED,),
-                       "models": ("nnrnn", "mingru"), "options": TINY}}})
+    monkeypatch.setitem(grids.SCALES, "tiny-modern", Scale(
+        name="tiny-modern", seeds=(0, 1), report=modern_grid.REPORT,
+        tune=Search(trials=3, share=0.5, seed=100, startup=2),
+        settings={
+            "copy": Setting(task="copy", hidden=8, preset="long-memory", columns=(grid.TUNED,),
+                            models=("nnrnn", "cornn", "lru"), variants=modern_grid.CHAIN_INIT, options=TINY),
+            "adding": Setting(task="adding", hidden=8, preset="long-memory", columns=(grid.TUNED,),
+                              models=("nnrnn", "mingru"), options=TINY)}))
     monkeypatch.setattr(modern, "SPEED_ROUNDS", 1)
     return "tiny-modern"
 
@@ -54,7 +55,7 @@ def test_the_modern_scale_plans_every_model_tuned_on_the_protocols_at_nnrnns_par
     # every trial as long as the run it tunes: judged over the run's length, not its first fifth
     assert {s["options"]["epochs"] for s in searches.values()} == {psmnist["nnrnn"].options["epochs"]}
     assert {s["options"]["seed"] for s in searches.values()} == {grid.TUNE_SEED}
-    assert grid.TUNE_SEED not in grids.SCALES["modern"]["seeds"]
+    assert grid.TUNE_SEED not in grids.SCALES["modern"].seeds
 
 
 def test_best_so_far_counts_only_finished_trials():
@@ -132,9 +133,10 @@ def test_a_modern_grid_tunes_alike_times_every_model_and_its_report_is_written_a
     assert all(len(found) == 3 for found in trials.values())  # the same budget for every model
     cornn = {t["number"]: t["params"] for t in trials["copy-cornn"]}
     assert all(set(p) == {"lr", "dt", "epsilon"} for p in cornn.values())  # lr and its own two options
-    # its published settings (its paper's adding, the task nearest copy) were its search's first trial
-    assert cornn[0] == {"lr": 0.02, "dt": 0.06, "epsilon": 15.0}
-    assert trials["copy-cornn"][0]["published"] == "long-memory: adding"
+    # its published settings were its search's first trial: its paper's psMNIST, since its adding entry (the task
+    # nearest copy) has ε = 15, outside the searched range
+    assert cornn[0] == {"lr": 0.0054, "dt": 0.076, "epsilon": 8.0}
+    assert trials["copy-cornn"][0]["published"] == "long-memory: psmnist"
     assert "published" not in trials["copy-lru"][0]  # no preset holds the LRU's: drawn
     assert trials["copy-nnrnn"][0]["ranges"]["lr"] == {"log": [1e-5, 3e-2]}
     assert set(trials["copy-nnrnn"][0]["ranges"]) == {"lr", "delta", "t_decay"}
@@ -173,11 +175,11 @@ def test_the_modern_grid_runs_every_model_and_the_non_normal_lru():
 def test_the_picks_section_names_every_pick_within_five_percent_of_an_edge(tmp_path, modern_scale):
     ranges = {"lr": {"log": [1e-5, 3e-2]}, "delta": {"choices": [0.0, 0.1, 1.0]}}
     low, mid = 1e-5 * (3e-2 / 1e-5) ** 0.04, 1e-5 * (3e-2 / 1e-5) ** 0.5
-    found = {"copy-nnrnn": [{"number": 0, "state": "COMPLETE", "value": 0.2, "params": {"lr": mid, "delta": 1.0},
+    found = {"copy-nnrnn": [{"number": 0, "state": "COMPLETE", "value": 0.02, "params": {"lr": mid, "delta": 1.0},
                              "ranges": ranges, "published": "paper-params: copy"},
-                            {"number": 1, "state": "COMPLETE", "value": 0.1, "params": {"lr": low, "delta": 0.0},
+                            {"number": 1, "state": "COMPLETE", "value": 0.01, "params": {"lr": low, "delta": 0.0},
                              "ranges": ranges}],
-             "copy-cornn": [{"number": 0, "state": "COMPLETE", "value": 0.3, "params": {"lr": mid, "delta": 0.1},
+             "copy-cornn": [{"number": 0, "state": "COMPLETE", "value": 0.03, "params": {"lr": mid, "delta": 0.1},
                              "ranges": ranges}]}
     made = planned_grid(tmp_path, modern_scale, [
         synthetic.planned(setting="copy", task="copy", label=label, model=label,
@@ -189,7 +191,7 @@ def test_the_picks_section_names_every_pick_within_five_percent_of_an_edge(tmp_p
     assert rows["nnrnn", "delta"]["position"] == "1 of 3" and rows["cornn", "lr"]["position"] == pytest.approx(0.5)
     text = "\n".join(picks.picks_section(made))
     assert f"nnRNN's lr on copy ({low:.3g}, at 0.04)" in text and "coRNN's lr on copy" not in text
-    assert "| copy | nnRNN | published settings (paper-params: copy) |" in text
+    assert "| copy | nnRNN | published settings (paper-params: copy): delta=1, lr=" in text
     assert "| coRNN | adam (its paper's) |" in text and "| nnRNN | rmsprop (its paper's) |" in text
 
 
@@ -201,17 +203,16 @@ def test_a_model_whose_every_search_trial_diverged_is_named_not_dropped(tmp_path
     assert modern.untuned(made, "copy") == ["cornn"]
 
 
-def test_the_optimizer_table_states_the_optimizer_each_label_ran_with_not_its_papers():
-    """coRNN's paper trains with Adam, which the search derives; a grid that fixes ``optimizer=rmsprop`` trains it
-    with RMSprop, and the report says RMSprop, naming the paper's beside it (issue 67)."""
-    from types import SimpleNamespace
+def test_the_optimizer_table_states_the_optimizer_each_label_ran_with_not_its_papers(tmp_path):
+    """coRNN's paper trains with Adam; a grid that fixes ``optimizer=rmsprop`` trains it with RMSprop, and the
+    report says RMSprop, naming the paper's beside it (issue 67)."""
     runs = [synthetic.planned(setting="copy", task="copy", label="cornn", model="cornn",
                               options={"optimizer": "rmsprop"}),
             synthetic.planned(task="copy", label="cornn adam", model="cornn", options={"optimizer": "adam"}),
             synthetic.planned(task="copy", label="gru", model="gru", options={"optimizer": "rmsprop"})]
     runs.append(synthetic.planned(setting="ptb", task="ptb", label="cornn", model="cornn",
                                   options={"optimizer": "adam"}))
-    rows = dict(picks.optimizer_rows(SimpleNamespace(planned=runs)))
+    rows = dict(picks.optimizer_rows(grid.Grid(tmp_path, planned=runs)))
     assert rows["cornn"] == "rmsprop on copy, adam on ptb (its paper's is adam; the option the grid fixed won)"
     assert rows["cornn adam"] == "adam (its paper's)"
     assert rows["gru"] == "rmsprop (its paper names none we follow)"

@@ -6,22 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from nnrnn.experiments.reporting import report
-from nnrnn.experiments.reporting import figures
-
-from nnrnn.experiments.planning import grid
-
-from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments import grids, reproduce
+from nnrnn.experiments.grids import paper as paper_grid
 from nnrnn.experiments.grids.beyond import goal_section
-from nnrnn.experiments.reporting.collect import converged, spike, updates_to_solve
 from nnrnn.experiments.grids.paper import _per_run
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting, Variant
+from nnrnn.experiments.reporting import figures, report
+from nnrnn.experiments.reporting.collect import converged, spike, updates_to_solve
 from nnrnn.training import runfolder
 from tests.conftest import SHARED, needs_ptb
 from tests.experiments.synthetic import planned
 
 COPY = {"T": 5, "batch_size": 4, "steps": 6, "eval_every": 2, "log_every": 2}
-HELD = {"nnrnn γ=1": {"model": "nnrnn", "fixed_gamma": 1.0, "delta": 0.0}}
+HELD = {"nnrnn γ=1": Variant(model="nnrnn", options={"fixed_gamma": 1.0, "delta": 0.0})}
 
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
@@ -29,11 +27,9 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def scale(monkeypatch):
-    spec = {"seeds": [0, 1], "report": paper_grid.REPORT,
-             "tasks": {
-        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",), "variants": HELD, "options": COPY},
-        "copy-9": {"task": "copy", "hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
-                   "options": {**COPY, "T": 9}}}}
+    spec = Scale(name="two-settings", seeds=(0, 1), report=paper_grid.REPORT, settings={
+        "copy": Setting(task="copy", hidden=8, columns=("hidden",), models=("nnrnn",), variants=HELD, options=COPY),
+        "copy-9": Setting(task="copy", hidden=8, columns=("hidden",), models=("nnrnn",), options={**COPY, "T": 9})})
     monkeypatch.setitem(grids.SCALES, "two-settings", spec)
     return "two-settings"
 
@@ -102,9 +98,8 @@ def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
 @needs_ptb
 def test_ptb_report_gives_accuracy_the_gamma_table_and_the_data_sizes(tmp_path, monkeypatch):
     ptb = {"bptt": 150, "batch_size": 16, "steps": 2, "eval_every": 2, "log_every": 2, "eval_batch_size": 500}
-    spec = {"seeds": [0], "report": paper_grid.REPORT,
-             "tasks": {"ptb": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn",),
-                                            "variants": HELD, "options": ptb}}}
+    spec = Scale(name="ptb-tiny", seeds=(0,), report=paper_grid.REPORT, settings={
+        "ptb": Setting(task="ptb", hidden=8, columns=("hidden",), models=("nnrnn",), variants=HELD, options=ptb)})
     monkeypatch.setitem(grids.SCALES, "ptb-tiny", spec)
     text = reproduce.reproduce("ptb-tiny", tmp_path, data_dir=str(SHARED), log=lambda m: None).read_text()
     assert "test bpc | test accuracy | N" in text
@@ -140,11 +135,11 @@ def test_the_goal_is_reached_only_with_every_task_run_and_not_with_a_missing_one
 
 
 def test_every_label_has_its_own_colour_and_line_style_the_same_in_every_grid():
-    from nnrnn.models import MODELS
     from nnrnn.experiments.judging import labels
+    from nnrnn.models import MODELS
     # every model from its class, and every variant the grids name (declared when the grids are imported)
-    known = [*MODELS, *{label for scale in grids.SCALES.values() for spec in scale["tasks"].values()
-                        for label in spec.get("variants", {})}]
+    known = [*MODELS, *{label for scale in grids.SCALES.values() for spec in scale.settings.values()
+                        for label in spec.variants}]
     table = {label: labels.line_style(label) for label in known}
     assert set(labels.VARIANTS) <= set(table)
     assert len({c for c, _ in table.values()}) == len(table) and len({str(s) for _, s in table.values()}) == len(table)
@@ -185,9 +180,9 @@ def drawn(monkeypatch):
 
 def test_a_figure_labels_its_baseline_and_a_seeds_spike_moves_no_gradient_line(tmp_path, monkeypatch, drawn):
     from tests.experiments import synthetic
-    monkeypatch.setitem(grids.SCALES, "copy-three", {"seeds": [0, 1, 2], "report": paper_grid.REPORT,
-             "tasks": {
-        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "exprnn"), "options": COPY}}})
+    monkeypatch.setitem(grids.SCALES, "copy-three", Scale(name="copy-three", seeds=(0, 1, 2), report=paper_grid.REPORT,
+                                                          settings={"copy": Setting(
+        task="copy", hidden=8, columns=("hidden",), models=("nnrnn", "exprnn"), options=COPY)}))
     made = synthetic.build(tmp_path, "copy-three")  # seed 1 of every run: its gradient norm ×300 at update 155
     figures.learning_curves(made, "copy", tmp_path / "curves-copy.png", 0.0945)
     labels = drawn["curves-copy.png"].axes[0].get_legend_handles_labels()[1]
@@ -257,9 +252,11 @@ def test_curves_above_the_cut_axis_and_a_single_point_still_show(tmp_path, monke
     """The smoke grid's copy figure: every curve above 3× the baseline, where the axis was cut, so none showed; and a
     setting validated once (its PTB figure) drew each curve as a one-point line without a marker."""
     import json
+
     from tests.experiments import synthetic
-    monkeypatch.setitem(grids.SCALES, "copy-short", {"seeds": [0, 1], "tasks": {
-        "copy": {"hidden": 8, "columns": ("hidden",), "models": ("nnrnn", "lstm"), "options": COPY}}})
+    monkeypatch.setitem(grids.SCALES, "copy-short", Scale(name="copy-short", seeds=(0, 1), report=paper_grid.REPORT,
+                                                          settings={"copy": Setting(
+        task="copy", hidden=8, columns=("hidden",), models=("nnrnn", "lstm"), options=COPY)}))
     made = synthetic.build(tmp_path, "copy-short")
     for planned_run in made.planned:  # untrained: validated once, far above the baseline
         (made.run_folder(planned_run) / "metrics.jsonl").write_text(
@@ -272,3 +269,54 @@ def test_curves_above_the_cut_axis_and_a_single_point_still_show(tmp_path, monke
     assert all(bottom < min(line.get_ydata()) < top for line in curves)
     assert all(line.get_marker() not in (None, "None", "") for line in curves)
     assert "axis cut" not in drawn["curves-copy.png"]._suptitle.get_text()  # it is not, here
+
+
+@pytest.fixture
+def fixed_over_derived(monkeypatch):
+    """The smallest tuned grid where a fixed option overrides a derived one: one seed, one search trial of two
+    updates, coRNN with its paper's Adam asked for (``paper_optimizer``) and RMSprop given by the grid."""
+    from nnrnn.experiments.reporting.picks import picks_section
+    from nnrnn.experiments.reporting.sections import Report
+    from nnrnn.experiments.reporting.tuning import tuning_section
+    tiny = Report("Fixed over derived", (lambda g: tuning_section(g, "Its published settings first."), picks_section))
+    monkeypatch.setitem(grids.SCALES, "fixed-over-derived", Scale(
+        name="fixed-over-derived", seeds=(0,), report=tiny, tune=Search(trials=1, share=1.0, seed=100, startup=1),
+        settings={"copy": Setting(task="copy", hidden=8, columns=(grid.TUNED,), paper_optimizer=True,
+                                  models=("cornn",), options={**COPY, "steps": 2, "optimizer": "rmsprop"})}))
+    return "fixed-over-derived"
+
+
+def test_a_reports_settings_tables_show_the_options_that_ran_not_the_picks(tmp_path, fixed_over_derived):
+    """Issue 67: the tuned options were printed from the picks, which leave out an option the grid fixed over the
+    one derived for it (the committed memory grid's coRNN row said nothing of the RMSprop it trained with)."""
+    out = tmp_path / "grid"
+    text = reproduce.reproduce(fixed_over_derived, out).read_text()
+    assert "optimizer" not in json.loads((out / "tuned.json").read_text())["copy"]["cornn"]  # the pick says none
+    (run,) = (f for f in grid.GridFolder(out).runs.iterdir() if runfolder.config_file(f).is_file())
+    assert json.loads(runfolder.config_file(run).read_text())["optimizer"] == "rmsprop"  # what it trained with
+    tuned = next(line for line in text.splitlines() if line.startswith("| copy | coRNN | "))
+    assert "optimizer=rmsprop" in tuned
+    assert "| coRNN | rmsprop (its paper's is adam; the option the grid fixed won) |" in text
+    first = next(line for line in text.splitlines() if line.startswith("| copy | coRNN | published"))
+    assert "dt=0.076, epsilon=8, lr=0.0054" in first  # the first trial's values, a point of the searched space
+    # the compact data carries what ran, and the report written from it alone reads the same
+    (folder,) = json.loads((out / "data.json").read_text())["folders"].values()
+    assert folder["config"]["optimizer"] == "rmsprop" and str(tmp_path) not in json.dumps(folder["config"])
+    assert reproduce.regenerate(out / "data.json", tmp_path / "elsewhere").read_text() == text
+
+
+def test_a_runs_resolved_configuration_is_its_saved_one_and_else_its_options_over_its_preset(tmp_path):
+    """What the settings tables read (issue 67): the configuration the run folder saved, less the machine's
+    folders; compact data written before it carried configurations falls back on the options as planned."""
+    from nnrnn.experiments.reporting.collect import ran_config
+    from nnrnn.training.config import resolve_config
+    run = planned(task="copy", model="cornn", options={"task": "copy", "model": "cornn", "hidden": 8,
+                                                      "optimizer": "rmsprop"}, name="copy-cornn")
+    made = grid.GridFolder(tmp_path)
+    assert ran_config(made, run) == resolve_config(run.options, run.preset)  # no folder: as the trainer resolves
+    folder = made.run_folder(run)
+    folder.mkdir(parents=True)
+    saved = {**resolve_config(run.options, run.preset), "optimizer": "adam", "out": str(folder), "data_dir": "/x"}
+    runfolder.config_file(folder).write_text(json.dumps(saved))
+    ran = ran_config(made, run)
+    assert ran["optimizer"] == "adam" and "out" not in ran and "data_dir" not in ran

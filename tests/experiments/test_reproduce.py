@@ -1,25 +1,25 @@
 """nnrnn reproduce: plans both columns, shares identical runs, skips finished ones, writes the report."""
+import dataclasses
 import json
 import re
 
 import pytest
 
 from nnrnn.analysis.mechanism import read_record
+from nnrnn.errors import OptionError, TrainingDiverged, UserError
 from nnrnn.experiments.planning import grid
-
 from nnrnn.experiments import grids, reproduce
 from nnrnn.experiments.grids import beyond as beyond_grid
 from nnrnn.experiments.grids import paper as paper_grid
-from nnrnn.errors import OptionError, TrainingDiverged, UserError
-
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and written, not the drawing
 
 
 @pytest.fixture
 def tiny_scale(monkeypatch):
-    scale = {"seeds": [0, 1], "report": paper_grid.REPORT, "tasks": {"copy": {"hidden": 8, "options": {
-        "T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
+    scale = Scale(name="tiny", seeds=(0, 1), report=paper_grid.REPORT, settings={"copy": Setting(
+        task="copy", hidden=8, options={"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2})})
     monkeypatch.setitem(grids.SCALES, "tiny", scale)
     return "tiny"
 
@@ -80,9 +80,10 @@ import sys
 from nnrnn_cli import command as cli
 from nnrnn.experiments import grids
 from nnrnn.experiments.grids import paper as paper_grid
-grids.SCALES["slow"] = {"seeds": [0, 1, 2], "report": paper_grid.REPORT,
-                        "tasks": {"copy": {"hidden": 8, "columns": ("hidden",), "options": {
-    "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20}}}}
+from nnrnn.experiments.planning.declaration import Scale, Setting
+grids.SCALES["slow"] = Scale(name="slow", seeds=(0, 1, 2), report=paper_grid.REPORT, settings={"copy": Setting(
+    task="copy", hidden=8, columns=("hidden",), options={
+        "T": 5, "batch_size": 4, "steps": 10**6, "eval_every": 50, "log_every": 10, "checkpoint_every": 20})})
 sys.exit(cli.main(["reproduce", "--scale", "slow", "--out", sys.argv[1], "--jobs", "2", "--models", "nnrnn"]))
 """
 
@@ -122,9 +123,11 @@ def test_a_signal_to_a_parallel_reproduce_checkpoints_its_runs_and_starts_no_mor
 
 @pytest.fixture
 def tuned_scale(monkeypatch):
-    scale = {"seeds": [0], "report": beyond_grid.REPORT, "tune": {"trials": 2, "share": 0.5}, "tasks": {"copy": {
-        "hidden": 8, "columns": ("params", "tuned"), "models": ("nnrnn", "gru"), "variants": beyond_grid.DELAY_INIT,
-        "options": {"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
+    scale = Scale(name="tiny-tuned", seeds=(0,), report=beyond_grid.REPORT, tune=Search(trials=2, share=0.5),
+                  settings={"copy": Setting(
+                      task="copy", hidden=8, columns=("params", "tuned"), models=("nnrnn", "gru"),
+                      variants=beyond_grid.DELAY_INIT,
+                      options={"T": 5, "batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2})})
     monkeypatch.setitem(grids.SCALES, "tiny-tuned", scale)
     return "tiny-tuned"
 
@@ -140,8 +143,9 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     picks = json.loads((tmp_path / "tuned.json").read_text())
     assert set(picks["copy"]) == {"nnrnn", "gru", "nnrnn delay"} and "lr" in picks["copy"]["gru"]
     # a preset entry says what the variant is
-    assert picks["copy"]["nnrnn delay"]["t_init"] == beyond_grid.DELAY_INIT["nnrnn delay"]["t_init"]
-    assert "## How every model was tuned" in text and "| copy | GRU | lr=" in text
+    assert picks["copy"]["nnrnn delay"]["t_init"] == beyond_grid.DELAY_INIT["nnrnn delay"].options["t_init"]
+    gru = next(line for line in text.splitlines() if line.startswith("| copy | GRU | "))
+    assert "## How every model was tuned" in text and "lr=" in gru  # its pick, or what ran where none learned
     assert "over the same dimensions for every model" in text  # a grid's searches are on equal terms
     assert "### Does the delay initialisation change nnRNN's learning speed or final score?" in text
     assert "### The goal" not in text  # judged only on a grid with copy, psMNIST and PTB
@@ -149,7 +153,8 @@ def test_the_tuned_column_searches_every_model_alike_and_reuses_its_searches(tmp
     preset = json.loads((tmp_path / "preset.json").read_text())  # the tuned column, whole, as a preset
     assert preset["copy"]["gru"]["lr"] == picks["copy"]["gru"]["lr"] and preset["copy"]["gru"]["hidden"] < 8
     assert preset["copy"]["gru"]["readout_bias_init"] == "uniform"  # the task's procedure comes with it
-    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == beyond_grid.DELAY_INIT["nnrnn delay"]["t_init"]
+    delay = beyond_grid.DELAY_INIT["nnrnn delay"].options["t_init"]
+    assert preset["_variants"]["copy"]["nnrnn delay"]["t_init"] == delay
     runs = grid.plan(grids.SCALES[tuned_scale], picks=picks)
     tuned = {r.model: r for r in runs if r.column == "tuned"}
     assert tuned["gru"].options["lr"] == picks["copy"]["gru"]["lr"]
@@ -182,7 +187,9 @@ def test_a_search_goes_on_to_its_full_budget_after_an_interrupted_trial(tmp_path
     study = reproduce._study(folder, search)
     study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL))  # as a signal leaves one
     assert reproduce.ended_trials(folder, search) == 2
-    monkeypatch.setitem(grids.SCALES[tuned_scale]["tune"], "trials", 3)
+    scale = grids.SCALES[tuned_scale]
+    monkeypatch.setitem(grids.SCALES, tuned_scale, dataclasses.replace(scale, tune=dataclasses.replace(scale.tune,
+                                                                                                     trials=3)))
     reproduce.tune(tuned_scale, tmp_path, models=["gru"], log=lambda m: None)
     assert reproduce.ended_trials(folder, search | {"trials": 3}) == 3  # one more, not two
     assert len(reproduce._study(folder, search).trials) == 4
@@ -211,9 +218,10 @@ def test_a_model_the_paper_has_no_entry_for_trains_by_the_tasks_procedure():
 
 def test_a_scales_length_replaces_the_procedures_for_a_model_the_paper_has_no_entry_for(monkeypatch):
     # paper-params trains psMNIST for 100 epochs; a scale that gives steps must not collide with them for the GRU
-    scale = {"seeds": [0], "report": beyond_grid.REPORT, "tune": {"trials": 1, "share": 0.5}, "tasks": {"psmnist": {
-        "hidden": 8, "columns": ("tuned",), "models": ("gru",),
-        "options": {"batch_size": 4, "steps": 4, "eval_every": 2, "log_every": 2}}}}
+    scale = Scale(name="tiny-steps", seeds=(0,), report=beyond_grid.REPORT, tune=Search(trials=1, share=0.5),
+                  settings={"psmnist": Setting(task="psmnist", hidden=8, columns=("tuned",), models=("gru",),
+                                               options={"batch_size": 4, "steps": 4, "eval_every": 2,
+                                                        "log_every": 2})})
     monkeypatch.setitem(grids.SCALES, "tiny-steps", scale)
     (planned,) = grid.plan(grids.SCALES["tiny-steps"], searching=True)
     assert planned.options["steps"] == 4 and "epochs" not in planned.options
@@ -258,6 +266,7 @@ def test_a_runs_folder_that_is_a_file_is_refused_in_one_line(tmp_path, tiny_scal
 
 def test_a_report_from_data_into_a_file_is_refused_in_one_line(tmp_path, capsys):
     from pathlib import Path
+
     from nnrnn_cli import command as cli
     (tmp_path / "afile").write_text("")
     data = Path(__file__).parents[2] / "docs" / "beyond" / "data.json"
@@ -303,3 +312,31 @@ def test_a_clusters_search_trials_share_a_journal_and_a_local_search_its_sqlite_
     assert reproduce.ended_trials(local, search) == 2
     # a search begun one way goes on in its own storage the other way
     assert search_storage(local, shared=True).startswith("sqlite:") and search_storage(shared).startswith("journal:")
+
+
+def test_one_reproduce_of_a_tuned_grid_resolves_each_planned_runs_configuration_once(tmp_path, tuned_scale,
+                                                                                      monkeypatch):
+    """Planned once per invocation, each run carrying its resolved configuration: planning, the cost and the
+    worker read it, none resolves it again."""
+    import sys
+    from nnrnn.training import config as training_config
+    calls = []
+    original = training_config.resolve_config
+
+    def counted(options, preset=None):
+        calls.append((dict(options), preset))
+        return original(options, preset)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("nnrnn")]:
+        if getattr(module, "resolve_config", None) is original:  # every module that imported it by name
+            monkeypatch.setattr(module, "resolve_config", counted)
+    reproduce.reproduce(tuned_scale, tmp_path, log=lambda m: None)
+    runs = json.loads((tmp_path / "data.json").read_text())["runs"]
+    assert len(runs) == 5  # params: nnRNN and its delay variant; tuned: those and the GRU
+
+    def resolving(run: dict) -> int:  # the calls that resolve the run's options (where it trains, aside)
+        def aside(options):
+            return {k: v for k, v in options.items() if k not in ("out", "device", "progress")}
+        return sum(preset == run["preset"] and aside(options) == aside(run["options"]) for options, preset in calls)
+
+    assert {run["name"]: resolving(run) for run in runs} == {run["name"]: 1 for run in runs}

@@ -1,18 +1,17 @@
 """nnrnn.experiments.judging.rules: every rule in one table with its reason; a grid records them when it starts,
 and a report
 whose rules changed since says which verdicts moved and which change moves them."""
+import dataclasses
 import json
 
 import pytest
 
-from nnrnn.experiments.planning import grid
-
 from nnrnn.experiments import grids
 from nnrnn.experiments.grids import paper as paper_grid
-
-from nnrnn.experiments.reporting import report
-
 from nnrnn.experiments.judging import rules
+from nnrnn.experiments.planning import grid
+from nnrnn.experiments.planning.declaration import Scale, Search, Setting
+from nnrnn.experiments.reporting import report
 from tests.experiments import synthetic
 
 COPY = {"T": 20, "batch_size": 4, "steps": 40, "eval_every": 10, "log_every": 5}
@@ -23,8 +22,10 @@ pytestmark = pytest.mark.usefixtures("undrawn_figures")  # what is trained and w
 
 @pytest.fixture
 def copy_scale(monkeypatch):
-    monkeypatch.setitem(grids.SCALES, "copy-only", {"seeds": [0, 1, 2], "report": paper_grid.REPORT, "tasks": {
-        "copy": {"hidden": 16, "columns": ("hidden",), "options": COPY}}})
+    monkeypatch.setitem(grids.SCALES, "copy-only", Scale(name="copy-only", seeds=(0, 1, 2), report=paper_grid.REPORT,
+                                                         settings={"copy": Setting(task="copy", hidden=16,
+                                                                                   columns=("hidden",),
+                                                                                   options=COPY)}))
     return "copy-only"
 
 
@@ -47,12 +48,17 @@ def test_a_grid_records_its_rules_when_it_starts_and_keeps_them_when_it_resumes(
 
 
 def test_a_grids_report_states_the_search_budget_it_started_with_after_its_scale_changes(tmp_path):
-    spec = {"tune": {"trials": 10, "share": 0.2, "seed": 100, "settings": ("copy",)}}
+    spec = Scale(name="some", seeds=(0,), report=paper_grid.REPORT,
+                 tune=Search(trials=10, share=0.2, seed=100, settings=("copy",)),
+                 settings={"copy": Setting(task="copy", hidden=16, columns=("tuned",), options=COPY)})
     grid.record_plan(tmp_path, "some", spec)
-    changed = {**spec, "tune": {"trials": 4, "share": 1.0, "seed": 100}}  # the scale's module edited later
+    # the record's form of before the declarations were types: the fields given, the settings as a list
+    assert json.loads((tmp_path / grid.PLAN).read_text())["tune"] == {"trials": 10, "share": 0.2, "seed": 100,
+                                                                       "settings": ["copy"]}
+    changed = dataclasses.replace(spec, tune=Search(trials=4, share=1.0, seed=100))  # the scale's module edited
     started = grid.Grid(tmp_path, "some", changed)
-    assert started.tune == {"trials": 10, "share": 0.2, "seed": 100, "settings": ["copy"]}
-    assert grid.Grid(tmp_path / "elsewhere", "some", changed).tune == changed["tune"]  # nothing recorded
+    assert started.tune == Search(trials=10, share=0.2, seed=100, settings=("copy",))
+    assert grid.Grid(tmp_path / "elsewhere", "some", changed).tune == changed.tune  # nothing recorded
 
 
 def test_a_report_whose_rules_changed_mid_way_shows_each_moved_verdict_then_and_now(tmp_path, copy_scale, monkeypatch):

@@ -16,18 +16,22 @@ from pathlib import Path
 
 import optuna
 import pytest
-from helpers import UNDRAWN
+from helpers import UNDRAWN, fake_ptb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnrnn.errors import OptionError, TrainingDiverged, UserError
 from nnrnn.experiments.planning.searching import (ADAM_LR_RANGE, ALPHAS, DELTAS, EQUAL, EQUAL_LR_RANGE, INITS,
                                                   LR_ORTH_RANGE, LR_ORTH_RATIO, LR_RANGE, OWN_OPTIONS, T_DECAYS,
-                                                  curve_area, equal_space, held_to, published, search_space, tie_rates)
+                                                  curve_area, equal_space, held_to, inside, published, search_space,
+                                                  tie_rates)
 from nnrnn.experiments.planning.storage import default_storage, open_storage
 from nnrnn.experiments.planning.summary import summary
 from nnrnn.experiments.planning.sweep import run_sweep
+from nnrnn import presets
+from nnrnn.experiments import grids
 from nnrnn.models import model_class
+from nnrnn.training.config import resolve_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"hidden": 8, "T": 5, "steps": 20, "eval_every": 5}
@@ -408,13 +412,11 @@ def test_every_model_searches_one_learning_rate_range_and_at_most_the_same_numbe
     assert list(equal_space("nnrnn", fixed=["lr"])) == ["delta", "t_decay"]
 
 
-def test_an_equal_search_ties_lr_orth_to_lr_and_trains_each_model_with_its_papers_optimizer():
-    assert tie_rates("nnrnn", {"lr": 2e-3}) == {"lr_orth": pytest.approx(2e-3 * LR_ORTH_RATIO),
-                                                "optimizer": "rmsprop"}
-    assert tie_rates("cornn", {"lr": 1e-3}) == {"optimizer": "adam"} == tie_rates("lem", {"lr": 1e-3})
-    assert tie_rates("lru", {"lr": 1e-3}) == {"optimizer": "adam"}
-    assert tie_rates("gru", {"lr": 1e-3}) == {}  # no paper optimizer: the default
-    assert tie_rates("nnrnn", {"lr": 2e-3}, fixed=["optimizer", "lr_orth"]) == {}  # what the user gives holds
+def test_an_equal_search_ties_lr_orth_to_lr_and_leaves_the_optimizer_to_the_plan():
+    assert tie_rates("nnrnn", {"lr": 2e-3}) == {"lr_orth": pytest.approx(2e-3 * LR_ORTH_RATIO)}
+    # the optimizer is the grid's plan's (grid.paper_optimizer), not derived where a fixed option would win over it
+    assert tie_rates("cornn", {"lr": 1e-3}) == {} == tie_rates("gru", {"lr": 1e-3})
+    assert tie_rates("nnrnn", {"lr": 2e-3}, fixed=["lr_orth"]) == {}  # what the user gives holds
 
 
 def test_cornns_searched_box_keeps_its_explicit_step_stable():
@@ -437,12 +439,50 @@ def test_a_trial_that_stopped_early_by_its_own_rule_is_judged_over_its_planned_l
 
 
 def test_published_settings_come_from_the_task_or_the_nearest_its_papers_report():
+    # only the searched values: coRNN's γ, which it does not search, stays the search's in every trial
     assert published("psmnist", "cornn", preset="long-memory") == (
-        {"lr": 0.0054, "dt": 0.076, "gamma": 0.4, "epsilon": 8.0}, "long-memory: psmnist")
-    assert published("psmnist", "lem", preset="long-memory")[0] == {"lr": 0.0073, "dt": 0.31, "clip": 1.1}
+        {"lr": 0.0054, "dt": 0.076, "epsilon": 8.0}, "long-memory: psmnist")
+    assert published("psmnist", "lem", preset="long-memory")[0] == {"lr": 0.0073, "dt": 0.31}  # no clip of its own
     assert published("copy", "lem", preset="long-memory")[1] == "long-memory: adding"
     assert published("adding", "nnrnn", preset="long-memory")[1] == "paper-params: copy"
     assert published("copy", "gru") is None
+
+
+def test_a_published_entry_with_a_value_outside_its_range_gives_way_to_the_next_nearest():
+    """coRNN's adding entry has ε = 15, outside the searched [0.5, 9.9]: the first trial of its copy search was a
+    point of no space its other trials were drawn from (issue 67)."""
+    adding = presets.lookup("long-memory", "adding", "cornn")
+    assert not inside(adding["epsilon"], equal_space("cornn")["epsilon"])
+    assert published("copy", "cornn", preset="long-memory") == (
+        {"lr": 0.0054, "dt": 0.076, "epsilon": 8.0}, "long-memory: psmnist")
+
+
+@pytest.mark.parametrize("scale", [s for s, spec in grids.SCALES.items() if "tune" in spec])
+def test_the_first_trial_of_every_grids_search_is_a_point_of_the_space_its_other_trials_are_drawn_from(scale,
+                                                                                                      tmp_path):
+    """Issue 67: the nnRNN family's published trial trained lr_orth 1e-6 where every drawn one had 0.1 × lr, and
+    coRNN's had ε = 15 outside its range and γ = 66 where the others had 0.4."""
+    from nnrnn.experiments.planning import grid
+    from nnrnn.experiments.planning.objective import _Objective
+    from nnrnn.experiments.planning.sweep import queue_published
+    data = fake_ptb(tmp_path / "ptb")
+    queued = 0
+    for name, search in grid.searches(grids.SCALES[scale], data_dir=data).items():
+        fixed = {k: v for k, v in search["options"].items() if k != "data_dir"}
+        space = EQUAL.space(search["model"], fixed=list(fixed))
+        study = optuna.create_study()
+        if queue_published(study, search["task"], search["model"], fixed, search["preset"], space) is None:
+            continue
+        queued += 1
+        objective = _Objective(search["task"], search["model"], tmp_path, fixed, search["preset"], space, "loss",
+                               "min", EQUAL)
+        trial = study.ask()
+        params, options = objective._options(trial)
+        assert set(params) == set(space), name
+        assert all(inside(v, space[k]) for k, v in params.items()), (name, params)
+        # beyond the drawn values, only what every trial derives from them: no option of the first trial alone
+        assert options == {**EQUAL.derive(search["model"], params, list(fixed)), **params}, name
+    assert queued
 
 
 def test_the_first_trial_of_an_equal_search_is_the_models_published_settings(tmp_path):
@@ -452,9 +492,10 @@ def test_the_first_trial_of_an_equal_search_is_the_models_published_settings(tmp
     first = study.trials[0]
     assert first.params == {"lr": 0.0026, "dt": 0.0242}  # LEM's adding settings, the task nearest copy
     config = json.loads((out / "trial-0000" / "config.json").read_text())
-    assert (config["lr"], config["dt"], config["optimizer"]) == (0.0026, 0.0242, "adam")
+    assert (config["lr"], config["dt"]) == (0.0026, 0.0242)
+    assert config["clip"] == resolve_config({"task": "copy", "model": "lem"}, "long-memory")["clip"]  # the search's
     assert config["hidden"] == TINIER["hidden"]  # at the search's size, not the paper's
     curve = [(r["step"], r["loss"]) for r in map(json.loads, (out / "trial-0000" / "metrics.jsonl").open())
              if r["split"] == "valid"]
     assert first.value == pytest.approx(curve_area(curve, True))
-    assert first.user_attrs["options"] == {"lr": 0.0026, "dt": 0.0242, "optimizer": "adam"}
+    assert first.user_attrs["options"] == {"lr": 0.0026, "dt": 0.0242}

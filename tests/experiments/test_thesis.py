@@ -10,7 +10,6 @@ from nnrnn.experiments.grids import SCALES, thesis
 from nnrnn.experiments.planning import grid
 from nnrnn.tasks.copy import baseline_loss
 from nnrnn.training import outcome
-from nnrnn.training.config import resolve_config
 
 pytestmark = pytest.mark.usefixtures("undrawn_figures")
 
@@ -31,14 +30,14 @@ def _differences(a: dict, b: dict) -> set:
 
 def test_each_arm_differs_from_the_nnrnn_with_t_in_its_one_factor(planned):
     for setting in thesis.SETTINGS:
-        runs = {r.label: resolve_config(r.options, r.preset) for r in planned if r.setting == setting}
+        runs = {r.label: r.config for r in planned if r.setting == setting}
         assert set(runs) == {thesis.REFERENCE, *FACTOR}
         for label, factor in FACTOR.items():
             assert _differences(runs[thesis.REFERENCE], runs[label]) == factor, (setting, label)
 
 
 def test_the_option_sets_differ_in_lr_orth_and_the_noise_levels_in_the_noise_alone(planned):
-    by = {(r.setting, r.label): resolve_config(r.options, r.preset) for r in planned}
+    by = {(r.setting, r.label): r.config for r in planned}
     for (setting, label), config in by.items():
         option_set, sigma, T = thesis.SETTINGS[setting]
         assert config["state_noise"] == sigma and config["T"] == T
@@ -54,7 +53,7 @@ def test_the_arms_at_equal_parameters_hold_the_nnrnn_with_t_count(planned):
     io = grid.sizes("copy")
     for label in (thesis.NORMAL_PARAMS, "exprnn"):
         run = runs[label]
-        count = grid.network_parameters(resolve_config(run.options, run.preset), run.hidden, io)
+        count = grid.network_parameters(run.config, run.hidden, io)
         assert abs(count - run.budget) / run.budget < 0.02, label
     assert runs[thesis.NORMAL].hidden == runs[thesis.REFERENCE].hidden == thesis.HIDDEN
 

@@ -156,6 +156,21 @@ def test_every_model_class_states_its_own_display_name_and_line_style():
     assert len({str(nnrnn.MODELS[n].LINE_STYLE[1]) for n in NAMES}) == len(NAMES)
 
 
+def test_a_models_published_figures_are_its_classs_own():
+    """What a model's paper printed is its class's (rnn-orth's are not rnn's, although it subclasses it): each a
+    Published on a task nnrnn has, with its scale and source, and no class lists one task and measure twice."""
+    from nnrnn.models.published import Published
+    from nnrnn.tasks import TASKS
+    for name in NAMES:
+        cls = nnrnn.MODELS[name]
+        assert all(cls.PUBLISHED is not vars(base).get("PUBLISHED") for base in cls.__mro__[1:]
+                   if cls.PUBLISHED), name
+        assert all(isinstance(p, Published) and p.task in TASKS and p.scale and p.source for p in cls.PUBLISHED)
+        assert len({(p.task, p.measure) for p in cls.PUBLISHED}) == len(cls.PUBLISHED), name
+    assert nnrnn.MODELS["rnn-orth"].PUBLISHED != nnrnn.MODELS["rnn"].PUBLISHED
+    assert [p.value for p in nnrnn.MODELS["nnrnn"].PUBLISHED if p.task == "ptb"] == [1.47]  # the paper's Table 1
+
+
 def test_unknown_model_name_lists_valid_names():
     with pytest.raises(ValueError) as info:
         nnrnn.create("rwkv", 3, 4)

@@ -32,11 +32,11 @@ def test_the_beyond_preset_is_the_beyond_grids_tuned_column():
     # every model of the grid on every task, at the grid's lengths
     assert {(t, m) for t, m in entries("beyond")} == {(t, m) for t in ("copy", "psmnist", "ptb-150")
                                                       for m in beyond.BEYOND_MODELS}
-    assert preset["ptb-150"]["gru"]["epochs"] == SCALES["beyond"]["tasks"]["ptb"]["options"]["epochs"]
+    assert preset["ptb-150"]["gru"]["epochs"] == SCALES["beyond"].settings["ptb"].options["epochs"]
     # nnRNN's size is the grid's reference, and the LSTM's is smaller: the same parameter count
     assert preset["copy"]["nnrnn"]["hidden"] == 128 and preset["copy"]["lstm"]["hidden"] < 128
     delay = preset["_variants"]["copy"]["nnrnn delay"]
-    assert delay["model"] == "nnrnn" and delay["t_init"] == beyond.DELAY_INIT["nnrnn delay"]["t_init"]
+    assert delay["model"] == "nnrnn" and delay["t_init"] == beyond.DELAY_INIT["nnrnn delay"].options["t_init"]
     resolve_config({"task": "copy", **delay})  # a variant's entry is a whole configuration too
 
 

@@ -227,3 +227,18 @@ def test_the_synthetic_tasks_line_gives_the_baseline_and_chance_a_run_is_judged_
     from nnrnn.tasks.copy import CopyTask
     assert CopyTask(T=10).describe().endswith(f"baseline loss {CopyTask(T=10).baseline:.4f}, chance 2.1972")  # ln 9
     assert "chance 1.1667 (answering 0)" in AddingTask(T=10).describe()  # 7/6
+
+
+def test_what_a_report_asks_of_a_task_is_its_classs():
+    """Better is lower for a loss and bits per character, higher for psMNIST's accuracy; psMNIST's accuracy is printed
+    in percent; the generated tasks' losses fall by decades (a log axis) from a baseline said in words; the data tasks
+    draw a reference line of their own; PTB's table shows its test accuracy beside its bits per character."""
+    from nnrnn.tasks import TASKS, task_class
+    assert {name: task_class(name).lower_is_better() for name in TASKS} == {
+        "copy": True, "adding": True, "psmnist": False, "ptb": True}
+    assert [name for name in TASKS if task_class(name).percent] == ["psmnist"]
+    assert [name for name in TASKS if task_class(name).log_axis] == ["copy", "adding"]
+    assert task_class("copy").baseline_words == "always the blank"
+    assert {name: task_class(name).reference_line[0] for name in TASKS if task_class(name).reference_line} == {
+        "psmnist": "chance", "ptb": "baseline"}
+    assert task_class("ptb").reported_beside.metric == "accuracy" and task_class("copy").reported_beside is None

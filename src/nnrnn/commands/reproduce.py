@@ -37,9 +37,9 @@ def add_arguments(p) -> None:
                     "claims, with its tables and figures. Stopped at any moment, the same command continues: "
                     "finished runs are kept, interrupted ones resume. See docs/training.md.")
     p.add_argument("--scale", default="cpu", choices=list(SCALES),
-                   help="; ".join(spec["about"] for spec in SCALES.values() if "about" in spec))
+                   help="; ".join(spec.about for spec in SCALES.values() if spec.about))
     p.add_argument("--out", default=None, help="folder (default runs/reproduce-SCALE)")
-    every_task = sorted({s.get("task", t) for spec in SCALES.values() for t, s in spec["tasks"].items()})
+    every_task = sorted({task for spec in SCALES.values() for task in spec.tasks})
     p.add_argument("--tasks", nargs="+", choices=every_task, help="only these tasks (default: the scale's)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default: the scale's)")
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: the scale's)")
@@ -80,7 +80,7 @@ def check_compact(path: Path) -> None:
     if missing or not isinstance(data["scale"], str) or data["scale"] not in SCALES:
         what = f"it lacks {', '.join(missing)}" if missing else f"unknown scale {data['scale']!r}"
         raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
-    what = compact.problem(data, SCALES[data["scale"]]["tasks"])  # its parts' types, and runs of this scale's own
+    what = compact.problem(data, SCALES[data["scale"]].settings)  # its parts' types, and runs of this scale's own
     if what:
         raise UserError(f"{path} is not a grid's compact data ({what}); give the data.json beside a grid's report")
 

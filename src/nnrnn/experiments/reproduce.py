@@ -35,15 +35,15 @@ import torch
 from .. import presets
 from ..analysis.mechanism import write_record
 from ..errors import FolderInUse, Interrupted, OptionError, TrainingDiverged, UserError
-from ..models import PAPER_MODELS, model_class
+from ..models import model_class
 from ..tasks import task_class
 from ..training import runlock
-from ..training.config import resolve_config
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.pace import Countdown
 from ..training.train import train
 from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches,
                             write_whole)
+from .planning.declaration import Scale
 from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES, planned_grid
 from .planning.cost import estimate
@@ -64,10 +64,11 @@ def run_log(folder: Path) -> Path:
 def _train_one(folder: Path, planned: PlannedRun, threads: int | None, device: str = CPU) -> str:
     """Train one planned run into ``folder`` on ``device`` (resuming it if interrupted); returns a line for the log.
     The device goes into the run's config.json, which so records where it trained (it is not part of the run's
-    name: the same run on another device is the same run)."""
+    name: the same run on another device is the same run); the rest is the configuration planned, not resolved
+    again."""
     if threads:
         torch.set_num_threads(threads)
-    config = resolve_config({**planned.options, "out": str(folder), "device": device}, planned.preset)
+    config = {**planned.resolved(), "out": str(folder), "device": device}
     resume = is_run_folder(folder)  # interrupted, at any moment: it continues from its last checkpoint, if any
     start = time.time()
     # what the run prints (a line per validation, its summary) goes to runs/NAME.log beside its folder, so that
@@ -298,14 +299,18 @@ def _study(folder: Path, search: dict):
                              storage=open_storage(search_storage(folder)))
 
 
-def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, where: Where = Where()) -> dict:
+def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=print, where: Where = Where(),
+         found: dict | None = None, resolved: dict | None = None) -> dict:
     """The ``tuned`` column's picks in a preset's layout, {table key: {label: options}} (a variant's entry also
     holds the options that make it): every label gets the same search (the scale's ``tune`` budget) in
     ``OUT/searches/SETTING-LABEL``; the picks are written to ``OUT/tuned.json``, and the tuned column as a whole
-    preset (:func:`tuned_preset`) to ``OUT/preset.json``, which can be installed as ``nnrnn/presets/SCALE.json``."""
+    preset (:func:`tuned_preset`) to ``OUT/preset.json``, which can be installed as ``nnrnn/presets/SCALE.json``.
+    ``found``: the searches (:func:`.grid.searches`) where the caller has them; ``resolved``: the configurations
+    this invocation resolved (:func:`.grid.resolve_once`)."""
     files = GridFolder(Path(out))
-    todo = {files.searches / name: search
-            for name, search in searches(SCALES[scale], models, tasks, data_dir).items()}
+    resolved = {} if resolved is None else resolved
+    found = searches(SCALES[scale], models, tasks, data_dir, resolved) if found is None else found
+    todo = {files.searches / name: search for name, search in found.items()}
     pending = {}
     for folder, search in todo.items():
         if ended_trials(folder, search) < search["trials"]:
@@ -328,7 +333,7 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
             variant = {k: v for k, v in search["options"].items() if k in search["extra"]}
             picks.setdefault(key, {})[search["label"]] = {**variant, **best}
     write_whole(files.tuned, json.dumps(picks, indent=1, sort_keys=True) + "\n")
-    write_whole(files.preset, json.dumps(tuned_preset(scale, picks, data_dir), indent=1) + "\n")
+    write_whole(files.preset, json.dumps(tuned_preset(scale, picks, data_dir, resolved), indent=1) + "\n")
     trials = {folder.name: trial_records(_study(folder, search)) for folder, search in todo.items()
               if holds_study(folder)}
     write_whole(files.trials, json.dumps(trials, indent=1, sort_keys=True) + "\n")
@@ -344,12 +349,14 @@ def trial_records(study) -> list[dict]:
 
 
 def _ranges(trial) -> dict:
-    """A trial's searched ranges and queued published settings, for the report's picks (:mod:`.picks`)."""
+    """A trial's searched ranges, every option it set (the drawn ones and those derived from them) and queued
+    published settings, for the report's picks (:mod:`.picks`)."""
     return {"ranges": {k: span(d) for k, d in trial.distributions.items()},
+            **({"options": trial.user_attrs["options"]} if "options" in trial.user_attrs else {}),
             **({"published": trial.user_attrs["published_from"]} if "published_from" in trial.user_attrs else {})}
 
 
-def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
+def tuned_preset(scale: str, picks: dict, data_dir=None, resolved: dict | None = None) -> dict:
     """The ``tuned`` column as a preset: {table key: {model: the options its runs train with, but the seed}},
     each model's entry whole (its ``paper-params`` entry or the task's procedure, the scale's size and length, the
     pick), so that ``--preset NAME`` alone trains a tuned model as the grid did; a variant's entry (e.g. nnRNN
@@ -358,7 +365,7 @@ def tuned_preset(scale: str, picks: dict, data_dir=None) -> dict:
     preset: dict = {"_description": f"The `{scale}` grid's tuned column (nnrnn reproduce --scale {scale}): each "
                                     "model at nnRNN's parameter count with the options its search picked.",
                     "_source": f"nnrnn reproduce --scale {scale}, OUT/tuned.json; docs/design.md says how it searched"}
-    for planned in plan(SCALES[scale], picks=picks, seeds=[0], data_dir=data_dir):
+    for planned in plan(SCALES[scale], picks=picks, seeds=[0], data_dir=data_dir, resolved=resolved):
         if planned.column != TUNED:
             continue
         bptt = planned.options.get("bptt")
@@ -391,25 +398,22 @@ def share_runs(out: Path, runs_dir) -> None:
 
 def _check_filters(scale: str, models, tasks) -> None:
     """An OptionError for a task or model the scale does not run (it would plan an empty grid)."""
-    settings = SCALES[scale]["tasks"].items()
-    has_tasks = list(dict.fromkeys(spec.get("task", name) for name, spec in settings))
-    has_models = list(dict.fromkeys(m for _, spec in settings for m in (
-        *spec.get("models", PAPER_MODELS), *(v["model"] for v in spec.get("variants", {}).values()))))
+    has_tasks, has_models = SCALES[scale].tasks, SCALES[scale].models
     for given, has, what in ((tasks, has_tasks, "task"), (models, has_models, "model")):
         missing = [g for g in given or () if g not in has]
         if missing:
             raise OptionError(f"scale {scale} has no {what} {', '.join(missing)}; its {what}s are {', '.join(has)}")
 
 
-def _costed_plan(spec: dict, tuned: Path, models, tasks, seeds, data_dir) -> list[PlannedRun]:
+def _costed_plan(spec: Scale, tuned: Path, models, tasks, seeds, data_dir, resolved: dict) -> list[PlannedRun]:
     """The runs a grid's cost counts: a tuned grid's with the picks its searches made (``tuned``), or, before they
     exist, every label planned as its search starts it (the same sizes and lengths; a pick changes rates and
-    options, not a run's shape); every rung of a ladder (its ceiling)."""
-    if "tune" not in spec:
-        return plan(spec, models, tasks, seeds, data_dir)
+    options, not a run's shape); every rung of a ladder (its ceiling).  A grid without a search trains these."""
+    if spec.tune is None:
+        return plan(spec, models, tasks, seeds, data_dir, resolved=resolved)
     if tuned.is_file():
-        return plan(spec, models, tasks, seeds, data_dir, json.loads(tuned.read_text()))
-    return plan(spec, models, tasks, seeds, data_dir, searching=True)
+        return plan(spec, models, tasks, seeds, data_dir, json.loads(tuned.read_text()), resolved=resolved)
+    return plan(spec, models, tasks, seeds, data_dir, searching=True, resolved=resolved)
 
 
 def _to_train(grid: Grid, searching: bool) -> list[PlannedRun]:
@@ -439,26 +443,29 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     where = _where(devices, runs_per_device, jobs, cluster)
     _check_filters(scale, models, tasks)
     spec = SCALES[scale]
-    grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir))  # every option checked first
-    costed = planned_grid(out, scale, _costed_plan(spec, grid.tuned, models, tasks, seeds, data_dir))
-    todo = _to_train(costed, searching="tune" in spec and not grid.tuned.is_file())
-    found = searches(spec, models, tasks, data_dir) if "tune" in spec else {}
-    pending = [s for name, s in found.items() if ended_trials(grid.searches / name, s) < s["trials"]]
+    resolved: dict = {}  # every configuration this invocation resolves, each once (grid.resolve_once)
+    files = GridFolder(Path(out))
+    # every option checked first
+    costed = planned_grid(out, scale, _costed_plan(spec, files.tuned, models, tasks, seeds, data_dir, resolved))
+    todo = _to_train(costed, searching=spec.tune is not None and not files.tuned.is_file())
+    found = searches(spec, models, tasks, data_dir, resolved) if spec.tune is not None else {}
+    pending = [s for name, s in found.items() if ended_trials(files.searches / name, s) < s["trials"]]
     local = visible_devices()[0] if where.cluster is not None else where.slots[0]
     cost = estimate(todo, pending, [local] * len(where.slots), log)
-    runs = f"at most {len(costed.planned)}" if "climb" in spec else str(len(costed.planned))  # a ladder may stop
+    runs = f"at most {len(costed.planned)}" if spec.climb is not None else str(len(costed.planned))  # a ladder may stop
     log(f"{scale}: {runs} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
     if plan_only:
         return None
     if runs_dir is not None:
-        share_runs(grid.out, runs_dir)
-    with runlock.hold(grid.out):  # one reproduce per folder; its runs lock their own folders as they train
-        record_plan(grid.out, scale, spec)  # the rules fixed before the runs: a report says if they change as it runs
-        if "tune" in spec:
-            picks = tune(scale, grid.out, models, tasks, data_dir, log, where)
-            grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks))
-        if "climb" in spec:  # an adaptive grid (grids/memory.py) plans each rung from the results of the last
-            grid = spec["climb"](grid, lambda rung: execute(rung, log, where))
+        share_runs(files.out, runs_dir)
+    grid = costed  # what a grid without a search trains
+    with runlock.hold(files.out):  # one reproduce per folder; its runs lock their own folders as they train
+        record_plan(files.out, scale, spec)  # the rules fixed before the runs: a report says if they change as it runs
+        if spec.tune is not None:
+            picks = tune(scale, files.out, models, tasks, data_dir, log, where, found, resolved)
+            grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks, resolved=resolved))
+        if spec.climb is not None:  # an adaptive grid (grids/memory.py) plans each rung from the last's results
+            grid = spec.climb(grid, lambda rung: execute(rung, log, where))
         else:
             execute(grid, log, where)
         if report_of(grid).prepare:

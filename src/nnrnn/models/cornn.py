@@ -10,6 +10,7 @@ from ..kernels.operations import choose_cells
 from ..kernels.settings import COMPILED
 from . import fused_cells
 from .cells import CellModel
+from .published import Published
 
 
 def check_positive(name: str, value) -> float:
@@ -90,7 +91,14 @@ class CoRNN(CellModel):
         weight_ih_l[k]: V, (N, N_in); bias_ih_l[k]: b, (N); weight_hh_l[k]: [W, 𝒲], (N, 2N), acting on [y, z].
         All drawn as ``torch.nn.Linear`` draws the authors' one layer of [u, z, y]: U(±1/sqrt(N_in + 2N)).
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("psmnist", "test accuracy (%)", 97.3,
+                  "N = 256 (134K parameters), the 60,000 training images, 120 epochs",
+                  "tk-rusch/coRNN README (97.34 in its first version, the last epoch's test accuracy)"),
+    )
     DISPLAY_NAME = "coRNN"
+    PAPER_OPTIMIZER = "adam"  # Rusch & Mishra's code, every task
     LINE_STYLE = ('#17becf', (0, (12, 3, 3, 3)))
 
     CONFIG_OPTIONS = ("bias", "dt", "gamma", "epsilon", "damping", "state_noise")

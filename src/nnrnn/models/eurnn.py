@@ -28,6 +28,7 @@ from ..kernels.autograd import LOW_PRECISION, eager_or_traced, exporting_to_onnx
 
 from ..kernels.operations import givens_chunks
 from .base import RecurrentModel
+from .published import Published
 
 
 def default_capacity(hidden_size: int) -> int:
@@ -297,7 +298,12 @@ class EURNN(RecurrentModel):
         odd_angles_l[k]: (⌊L/2⌋, ⌊(N-1)/2⌋), U(-π, π).
         weight_hh_l[k]: V (N, N), composed from the angles on access; it cannot be assigned.
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("ptb", "test bpc", 1.69, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    )
     DISPLAY_NAME = "EURNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#2ca02c', (0, (1, 1.5)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("capacity",)

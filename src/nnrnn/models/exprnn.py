@@ -6,6 +6,7 @@ import torch
 from ..parametrizations import INITS, check_init, orthogonal
 from ..parametrizations.orthogonal import init_skew_
 from .base import RecurrentModel, check_flag
+from .published import Published
 
 
 class ExpRNN(RecurrentModel):
@@ -32,7 +33,14 @@ class ExpRNN(RecurrentModel):
         weight_hh_l[k]: V (N, N) = exp(A), composed on access; A's free entries are the strict lower
             triangle of ``parametrizations.weight_hh_l[k].original`` (N × N).
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("psmnist", "test accuracy (%)", 96.6, "N = 512 (137K parameters), the 60,000 training images",
+                  "Lezcano-Casado & Martínez-Rubio 2019, as quoted by the asRNN repository's README"),
+        Published("ptb", "test bpc", 1.51, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    )
     DISPLAY_NAME = "expRNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#d62728', (0, (6, 2, 1, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "dynamic")

@@ -9,6 +9,7 @@ from ..kernels.settings import COMPILED
 from . import fused_cells
 from .cells import CellModel
 from .cornn import check_positive
+from .published import Published
 
 
 def lem_loop(x, y0, z0, weight_ih, weight_hh, weight_zy, bias, dt: float, noise: torch.Tensor | None = None):
@@ -60,7 +61,16 @@ class LEM(CellModel):
         weight_hh_l[k]: [W_2; W_1; W_z] (3N, N), acting on y; weight_zy_l[k]: W_y (N, N), acting on z_n.
         All U(±1/sqrt(N)), as the authors' code draws every parameter.
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("psmnist", "test accuracy (%)", 96.6,
+                  "N = 128 (68K parameters), the 60,000 training images, 120 epochs",
+                  "tk-rusch/LEM README (96.62 in its log)"),
+        Published("ptb", "test bpc", 1.25, "N = 1024, T_PTB = 150, one layer, the full training file",
+                  "tk-rusch/LEM README and its PTB configuration"),
+    )
     DISPLAY_NAME = "LEM"
+    PAPER_OPTIMIZER = "adam"  # Rusch et al.'s code, every task
     LINE_STYLE = ('#800000', (0, (5, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("bias", "dt", "state_noise")

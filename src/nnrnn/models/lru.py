@@ -125,6 +125,7 @@ class LRU(CellModel):
     ``"scan"`` or ``"loop"``; docs/performance.md measures the two.
     """
     DISPLAY_NAME = "LRU"
+    PAPER_OPTIMIZER = "adam"  # Orvieto et al. train with AdamW; nnrnn has Adam (the nnLRU inherits it)
     LINE_STYLE = ('#000080', (0, (1, 3)))
 
     CONFIG_OPTIONS = ("bias", "r_min", "r_max", "state_noise")

@@ -13,6 +13,7 @@ from . import noise
 from .base import as_given, cell_suffix, check_constructor, check_input, check_state, reverse_within, time_major
 from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
 from .traits import Traits
+from .published import Published
 
 GATES = ("input", "forget", "cell", "output")  # torch's row order in weight_hh_l0
 INITS = ("xavier", "concat", CHRONO, *CHAINS)
@@ -96,7 +97,13 @@ class LSTM(nn.LSTM, Traits):
     Attributes: torch.nn.LSTM's (``weight_ih_l[k]`` (4N, N_in), ``weight_hh_l[k]`` (4N, N), ``bias_ih_l[k]``,
     ``bias_hh_l[k]`` (4N)), gates in torch's order (input, forget, cell, output).
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("ptb", "test bpc", 1.37, "N = 1024, the full training file",
+                  "the paper's §4.2 (its text, not a table)"),
+    )
     DISPLAY_NAME = "LSTM"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#9467bd', (0, (3, 1, 1, 1, 1, 1)))
 
     CONFIG_OPTIONS = ("init", "bias", "chrono_tmax", "state_noise")  # the traits beyond these: Traits'

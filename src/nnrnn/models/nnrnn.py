@@ -6,6 +6,7 @@ import torch
 from ..parametrizations import INITS, check_fixed_gamma, check_init, free_triangular_entries, schur
 from ..parametrizations.schur import check_t_init
 from .base import RecurrentModel, check_flag
+from .published import Published
 
 
 class NonNormalRNN(RecurrentModel):
@@ -70,7 +71,12 @@ class NonNormalRNN(RecurrentModel):
     With ``nonlinearity=None, bias=False``: h_t = V h_{t-1} + W_ih x_t exactly.  Train P's generator at
     its own learning rate (:func:`nnrnn.param_groups`) and add :meth:`regularization` to the loss.
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("ptb", "test bpc", 1.47, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    )
     DISPLAY_NAME = "nnRNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release (utils.select_optimizer)
     LINE_STYLE = ('#000000', '-')
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init", "triangular", "dynamic", "fixed_gamma", "t_init")

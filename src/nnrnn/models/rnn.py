@@ -10,6 +10,7 @@ from ..parametrizations.expm import expm_skew
 from ..parametrizations.orthogonal import init_skew_, skew
 from .base import RecurrentModel
 from .init import CHAINS, accepts_init, chain_matrix
+from .published import Published
 
 
 class VanillaRNN(RecurrentModel):
@@ -35,7 +36,12 @@ class VanillaRNN(RecurrentModel):
         weight_ih_l[k], bias_ih_l[k], modrelu_bias_l[k]: as :class:`~nnrnn.NonNormalRNN`.
         weight_hh_l[k]: V (N, N), Glorot normal.
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("ptb", "test bpc", 2.89, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    )
     DISPLAY_NAME = "RNN"
+    PAPER_OPTIMIZER = "rmsprop"  # the paper's release trains every one of its models with RMSprop
     LINE_STYLE = ('#1f77b4', (0, (10, 2)))
 
     CONFIG_OPTIONS = RecurrentModel.CONFIG_OPTIONS + ("init",)
@@ -81,6 +87,10 @@ class OrthogonalInitRNN(VanillaRNN):
             ``'henaff'``: the exponential of that scheme's skew-symmetric matrix (the paper's PTB-300
             setting uses Cayley).
     """
+    # its published figures on the protocols the grids run (nnrnn.models.published)
+    PUBLISHED = (
+        Published("ptb", "test bpc", 1.62, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
+    )
     DISPLAY_NAME = "RNN-orth"
     LINE_STYLE = ('#ff7f0e', (0, (6, 2)))
 

@@ -35,6 +35,10 @@ class Traits:
     # The own options a grid's search tunes beside the learning rate, every model at most the same number
     # (nnrnn.experiments.planning.searching.equal_space, OWN_OPTIONS): names of SEARCHED or of the supplement's options.
     TUNED_OPTIONS: tuple[str, ...] = ()
+    # The optimizer its paper trains it with ("rmsprop" or "adam"; None: its paper names none we follow, and it
+    # trains with its preset's or the task's). nnrnn has Adam and RMSprop, so the LRU's AdamW is Adam here. A grid
+    # setting with ``paper_optimizer`` trains it so, over the task's procedure (docs/design.md).
+    PAPER_OPTIMIZER: str | None = None
     # The real features a read-out sees per hidden unit (2 for a complex state: [Re h, Im h]).
     REAL_FEATURES_PER_UNIT: int = 1
     # The stacked layers its paper trains (a grid with ``paper_depth`` runs it so deep, at the grid's parameter
@@ -44,6 +48,10 @@ class Traits:
     # (nnrnn analyze) refuse it, and the reports' learned structure reads its complex Schur factors
     # (nnrnn.experiments.reporting.collect.structure_of).
     COMPLEX_RECURRENCE: bool = False
+    # Its published figures (nnrnn.models.published.Published: task, measure, value, the scale it was measured at,
+    # source) on the protocols the grids run, which a report sets beside its own (nnrnn.experiments.grids.modern);
+    # a class's own, never inherited (tests/models/test_models.py).
+    PUBLISHED: tuple = ()
     # Whether its Schur form's T is a plain parameter of its own rather than a Parametrization (the nnLRU's packed T):
     # then the layer gives its penalty itself, ``regularization(delta, t_decay)`` (nnrnn.models.regularization).
     OWN_PENALTY: bool = False

@@ -56,6 +56,22 @@ class Task:
     # heading and digits, and the learning curves' axis
     reported: Reported = Reported("loss", "test", "test loss", 4)
     curve_axis: str = "validation loss"
+    # The gray reference line of its curves (nnrnn.experiments.reporting.figures): for a loss task, what its no-memory
+    # baseline predicts, in words; for another, which of its references (:meth:`references`) the line draws and the
+    # line's label, a format of that value (None: no line).
+    baseline_words: str = "no memory"
+    reference_line: tuple[str, str] | None = None
+    # A second result its results table shows beside the first (PTB's test accuracy, the paper's supplementary Table
+    # 2); whether papers print its reported metric, a share, in percent; whether its curves fall by decades (a loss
+    # from its no-memory baseline toward 0), drawn on a log axis.
+    reported_beside: Reported | None = None
+    percent: bool = False
+    log_axis: bool = False
+
+    @classmethod
+    def lower_is_better(cls) -> bool:
+        """Whether a lower value of its validation metric (:attr:`monitor`) is better (a loss, bits per character)."""
+        return cls.monitor[1] == "min"
 
     @classmethod
     def title(cls, options: dict) -> str:
@@ -163,6 +179,7 @@ class SyntheticTask(Task):
     training batch k from stream (seed, 0, k), evaluation batch i from (seed, 1 or 2, i)."""
 
     has_data_files = False
+    log_axis = True
 
     TRAIN, VALID, TEST = 0, 1, 2
 

@@ -48,6 +48,7 @@ class CopyTask(SyntheticTask):
     predict_at = "all"
     default_steps = 3000
     curve_axis = "validation cross-entropy (nats per step)"  # the mean over all T + 20 steps
+    baseline_words = "always the blank"
 
     @classmethod
     def title(cls, options: dict) -> str:

@@ -58,6 +58,8 @@ class PermutedMNISTTask(Task):
     monitor = ("accuracy", "max")
     reported = Reported("accuracy", "test", "test accuracy", 3)
     curve_axis = "validation accuracy"
+    reference_line = ("chance", "chance {:.0%} (a uniform guess)")
+    percent = True
 
     @classmethod
     def title(cls, options: dict) -> str:

@@ -66,6 +66,8 @@ class PTBTask(Task):
     monitor = ("bpc", "min")
     reported = Reported("bpc", "test", "test bpc", 3)
     curve_axis = "validation bits per character"
+    reference_line = ("baseline", "unigram {:.3f} bpc (the training text's character frequencies)")
+    reported_beside = Reported("accuracy", "test", "test accuracy", 3)
     vocab_size = VOCABULARY_SIZE  # the official files'; an instance reads its own from its data
 
     @classmethod

@@ -8,16 +8,19 @@ Its report's own sections: the non-normal family against the paper's models, eac
 tuned, the comparisons the family was built for, the project's own goal and what each model learned."""
 from __future__ import annotations
 
+from ...tasks import task_class
 
 from ..reporting.collect import copy_speed, early_stat, group, learned_structure, results, setting_task_of
 from ..planning.grid import Grid, metric
+from ..judging import family
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
 from ..judging.comparisons import compare
 from ..judging.labels import variant
-from ..judging.statistics import missing
+from ..judging.statistics import labelled, missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from ..reporting.tuning import tuning_section as tuned_alike
 from ..reporting.sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_COPY, LONG_PSMNIST, LONG_PTB
@@ -43,8 +46,8 @@ def questions_section(grid: Grid) -> list[str]:
              "accuracy.", ""]
     tables = {s: results(grid, s) for s in settings}
     task_of = {s: setting_task_of(grid.planned, s) for s in settings}
-    lower = {s: task_of[s] != "psmnist" for s in settings}
-    digits = {s: 4 if task_of[s] == "copy" else 3 for s in settings}
+    lower = {s: task_class(task_of[s]).lower_is_better() for s in settings}
+    digits = {s: task_class(task_of[s]).reported.digits for s in settings}
 
     lines += ["### Does the delay initialisation change nnRNN's learning speed or final score?", ""]
     for setting in settings:
@@ -59,8 +62,9 @@ def questions_section(grid: Grid) -> list[str]:
                 speed = "updates until solved: " + speed
             else:
                 key = metric(task_of[setting])
-                early = {m: early_stat(grid, group(grid.planned, setting, column, m), key)
-                         for m in ("nnrnn delay", "nnrnn")}
+                early = labelled({m: early_stat(grid, group(grid.planned, setting, column, m), key)
+                                  for m in ("nnrnn delay", "nnrnn")}, ", after a quarter of training",
+                                 name)
                 speed, _ = compare("nnrnn delay", early["nnrnn delay"], "nnrnn", early["nnrnn"], digits[setting],
                                    lower[setting])
                 speed = "validation score after a quarter of training: " + speed
@@ -88,7 +92,7 @@ def compared_section(grid: Grid) -> list[str]:
     then = scoring_at_start(grid)
     if then is None:
         return now
-    with judged_by({"SCORED_BY": then}):
+    with judged_by({"SCORED_BY": then}), family.unrecorded():  # judged again: no new members of its family
         before = questions_section(grid)
     # line by line (the goal table is one string of rows): a row of it that moved is shown alone
     moved = [(b, n) for b, n in zip("\n".join(before).split("\n"), "\n".join(now).split("\n")) if b != n]
@@ -120,10 +124,10 @@ def goal_section(tables: dict, task_of: dict, digits: dict) -> str:
         cells, reached = [], True
         for task, rival in (("ptb", "lstm"), ("copy", "exprnn"), ("psmnist", "exprnn")):
             table = by_task.get(task, {})
-            lower = task != "psmnist"
+            lower = task_class(task).lower_is_better()
             bar = _best([table.get(c, {}).get(rival) for c in ("params", "tuned")], lower)
             ours = table.get("tuned", {}).get(model)
-            sentence, sign = compare(model, ours, rival, bar, 4 if task == "copy" else 3, lower)
+            sentence, sign = compare(model, ours, rival, bar, task_class(task).reported.digits, lower)
             cells.append(sentence)
             reached &= sign == 1 if task == "ptb" else sign >= 0 and not missing(ours, bar)
         rows.append(f"| {name(model)} | " + " | ".join(cells) + f" | {'yes' if reached else 'no'} |")
@@ -158,23 +162,24 @@ BEYOND_MODELS = ("nnrnn", "exprnn", "lstm", "gru", "nngru", "nnrnn-complex")
 # that trains on psMNIST and PTB from its start (docs/design.md)
 # nnRNN with T started as the delay line of the paper's §3
 DELAY = variant("nnrnn delay", "nnRNN (delay init)", ("#8db600", (0, (14, 4))))
-DELAY_INIT = {DELAY: {"model": "nnrnn", "t_init": "delay:0.02", "columns": ("params", TUNED)}}
+DELAY_INIT = {DELAY: Variant(model="nnrnn", options={"t_init": "delay:0.02"}, columns=("params", TUNED))}
 REPORT = Report("Beyond the paper: the non-normal family", (
     tuning_section, settings_sections, compared_section, judged_again(questions_section), family_learned_section,
     settled_section))
 NAME = "beyond"
-SCALE = {
-    "about": "beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "
-             "docs/beyond/report.md)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tune": {"trials": 5, "share": 0.2, "seed": TUNE_SEED},
-    "tasks": {
-        "copy": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                 "options": {**LONG_COPY, "steps": 2000}},
-        "psmnist": {"hidden": 64, "columns": ("params", TUNED), "models": BEYOND_MODELS,
-                    "variants": DELAY_INIT, "options": {**LONG_PSMNIST, "epochs": 5}},
-        "ptb": {"hidden": 128, "columns": ("params", TUNED), "models": BEYOND_MODELS, "variants": DELAY_INIT,
-                "options": {**LONG_PTB, "epochs": 30}},
+SCALE = Scale(
+    name=NAME,
+    about="beyond: the non-normal family, each model tuned alike (0 h 57 min with --jobs 2 on 2 cores, "
+          "docs/beyond/report.md)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    tune=Search(trials=5, share=0.2, seed=TUNE_SEED),
+    settings={
+        "copy": Setting(task="copy", hidden=128, columns=("params", TUNED), models=BEYOND_MODELS,
+                        variants=DELAY_INIT, options={**LONG_COPY, "steps": 2000}),
+        "psmnist": Setting(task="psmnist", hidden=64, columns=("params", TUNED), models=BEYOND_MODELS,
+                           variants=DELAY_INIT, options={**LONG_PSMNIST, "epochs": 5}),
+        "ptb": Setting(task="ptb", hidden=128, columns=("params", TUNED), models=BEYOND_MODELS,
+                       variants=DELAY_INIT, options={**LONG_PTB, "epochs": 30}),
     },
-}
+)

@@ -56,7 +56,8 @@ from ..reporting.tuning import tuning_section
 from ..reporting.figures import line_style
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ..reporting.picks import picks_section
-from ..reporting.sections import Report
+from ..reporting.signal import no_signal
+from ..reporting.sections import Report, judged_again
 from ..judging.statistics import Stat
 from ..judging.labels import variant
 from ..judging.words import name
@@ -64,6 +65,7 @@ import dataclasses
 
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED, TUNED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from .beyond import DELAY
 from .modern import CHAIN_ELU
 
@@ -169,23 +171,27 @@ def protocol_section(grid: Grid) -> list[str]:
     return ["## The protocol", "",
             f"The copy task (memorise 10 symbols, recall them after a delay T) at T = "
             f"{', '.join(map(str, delays))}, at this grid's CPU scale: every model at nnRNN's parameter count "
-            f"with N = {grid.spec['tasks'][grid.settings[0]]['hidden'] if grid.settings else '?'} nnRNN units, "
+            f"with N = {grid.spec.settings[grid.settings[0]].hidden if grid.settings else '?'} nnRNN units, "
             f"and a budget of {sample.get('steps', 0):,} updates of {sample.get('batch_size', 0)} sequences per delay "
             f"(the same at every delay; stated beside every row). The data is synthetic and unlimited: every "
             "update draws new sequences. A run stops once solved, its validation loss below "
             f"{SOLVED_SHARE:g} × the memoryless baseline 10 log 8 / (T + 20) at {SOLVED_IN_A_ROW} validations in a "
             f"row (every {sample.get('eval_every', 0)} updates), and a model climbs to the next delay only while at "
-            f"least {SOLVED_BY} of its {len(grid.spec['seeds'])} seeds solved the last. Each model's options were "
+            f"least {SOLVED_BY} of its {len(grid.spec.seeds)} seeds solved the last. Each model's options were "
             "searched once, alike for every model, at one delay (the scale's `tune`), and held for the whole ladder.",
             ""]
 
 
-def _row(label: str, rungs: list[dict], cap: Stat) -> str:
+UNMEASURABLE = "not measurable at this budget"  # a label that solved nothing and whose search found no signal
+
+
+def _row(label: str, rungs: list[dict], cap: Stat, quiet: bool = False) -> str:
     top = longest(rungs)
     last = rungs[-1]
     budget = f"{last['budget']:,} × {last['batch']}"
     if top is None:
-        return f"| {name(label)} | none (T = {rungs[0]['T']}: {rungs[0]['solved']} of {rungs[0]['seeds']}) | | | " \
+        said = f"{UNMEASURABLE} (no search trial learned; " if quiet else "none ("
+        return f"| {name(label)} | {said}T = {rungs[0]['T']}: {rungs[0]['solved']} of {rungs[0]['seeds']}) | | | " \
                f"{budget} | {cap.show(2, 'not measured')} |"
     return (f"| {name(label)} | {top['T']} ({top['solved']} of {top['seeds']} seeds) | {top['updates'].show(0)} | "
             f"{top['seconds'].show(0)} | {budget} | {cap.show(2, 'not measured')} |")
@@ -194,6 +200,7 @@ def _row(label: str, rungs: list[dict], cap: Stat) -> str:
 def horizon_section(grid: Grid) -> list[str]:
     """Per model: the longest delay solved, updates and seconds to solve it, the budget, the memory capacity."""
     found = ladder(grid)
+    quiet = no_signal(grid)  # searches that found no signal: their labels' memory is not measurable here
     lines = ["## The memory horizon", "",
              f"Per model, the longest delay T that at least {SOLVED_BY} seeds solved, the updates and seconds "
              "(wall time of the run, validations included; a run resumed after an interruption counts its last "
@@ -211,7 +218,7 @@ def horizon_section(grid: Grid) -> list[str]:
     for label, rungs in found.items():
         last = rungs[-1]["T"]
         runs = [r for r in grid.planned if r.label == label and r.options["T"] == last]
-        lines.append(_row(label, rungs, capacity(grid, runs)))
+        lines.append(_row(label, rungs, capacity(grid, runs), label in quiet))
     lines += ["", "Each delay a model trained at (solved seeds of all; updates to solve, mean ± s.e.; — not reached):",
               "", "| model | " + " | ".join(f"T = {r.options['T']}" for r in _firsts(grid)) + " |",
               "|---|" + "---|" * len(_firsts(grid))]
@@ -219,7 +226,7 @@ def horizon_section(grid: Grid) -> list[str]:
         by_t = {r["T"]: r for r in rungs}
         cells = [_cell(by_t.get(r.options["T"])) for r in _firsts(grid)]
         lines.append(f"| {name(label)} | " + " | ".join(cells) + " |")
-    return lines + [""] + comparisons(found) + [""] + horizon_figure(grid, found)
+    return lines + [""] + comparisons(found, quiet) + [""] + horizon_figure(grid, found)
 
 
 def _firsts(grid: Grid) -> list[PlannedRun]:
@@ -241,16 +248,18 @@ PAIRS = (("nnrnn", "nnrnn normal", "the nnRNN with its non-normal part T against
          ("nnlru", "lru", "the LRU with the nnRNN's non-normal part against the LRU"))
 
 
-def comparisons(found: dict[str, list[dict]]) -> list[str]:
-    """The ladder in sentences: the models by the longest delay they solved, and the pairs that test the paper's
+def comparisons(found: dict[str, list[dict]], quiet=frozenset()) -> list[str]:
+    """The ladder in sentences: the models by the longest delay they solved (those that solved none and whose
+    search found no signal, ``quiet``, as not measurable at this budget), and the pairs that test the paper's
     thesis, each by the test that fits it (:mod:`..judging.significance`)."""
     by_delay: dict[int, list[str]] = {}
     for label, rungs in found.items():
         top = longest(rungs)
-        by_delay.setdefault(top["T"] if top else 0, []).append(name(label))
+        by_delay.setdefault(top["T"] if top else -1 if label in quiet else 0, []).append(name(label))
     order = sorted(by_delay, reverse=True)
     lines = ["Longest delay solved: " + "; ".join(
-        (f"T = {t}: " if t else "none: ") + ", ".join(by_delay[t]) for t in order) + "."]
+        (f"T = {t}: " if t > 0 else "none: " if t == 0 else f"{UNMEASURABLE}: ") + ", ".join(by_delay[t])
+        for t in order) + "."]
     for a, b, what in PAIRS:
         if a in found and b in found:
             lines.append(f"- {what}: {compare(a, b, found[a], found[b])}")
@@ -271,7 +280,7 @@ def compare(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> str:
                 + _shared_delay(longer, shorter, rungs[longer], rungs[shorter]) + ".")
     if not t_a:
         return f"neither solved the first delay (T = {rungs_a[0]['T']})."
-    test = _times_test(top_a, top_b)
+    test = _times_test(top_a, top_b).named(f"{name(a)} at T = {t_a}", f"{name(b)} at T = {t_b}")
     shown = f"{top_a['updates'].show(0)} against {top_b['updates'].show(0)} updates over the seeds that solved"
     if test.passes:
         faster, slower = (a, b) if test.effect < 0 else (b, a)
@@ -297,7 +306,9 @@ def _parting(longer: str, shorter: str, rungs_l: list[dict], rungs_s: list[dict]
     if failed is None or there is None:
         return (f"{name(longer)} solved a longer delay than {name(shorter)} {reached}, untested (no delay both "
                 "trained at where one solved and the other did not)")
-    test = significance.fisher(there["solved"], there["seeds"], failed["solved"], failed["seeds"])
+    test = significance.fisher(there["solved"], there["seeds"], failed["solved"], failed["seeds"]).named(
+        f"{name(longer)} at T = {failed['T']}: {there['solved']} of {there['seeds']} solved",
+        f"{name(shorter)}: {failed['solved']} of {failed['seeds']}")
     verdict = (f"{name(longer)} clearly solved a longer delay than {name(shorter)} {reached}:" if test.passes else
                f"{name(longer)} reached a longer delay than {name(shorter)} {reached}, but not clearly:")
     return (f"{verdict} where the ladders part, at T = {failed['T']}, "
@@ -314,7 +325,7 @@ def _shared_delay(a: str, b: str, rungs_a: list[dict], rungs_b: list[dict]) -> s
     if not shared:
         return ""
     here, there = shared[-1]
-    test = _times_test(here, there)
+    test = _times_test(here, there).named(f"{name(a)} at T = {here['T']}", f"{name(b)} at T = {there['T']}")
     words = ("clearly fewer than" if test.effect < 0 else "clearly more than") if test.passes else \
         "not clearly different from"
     return (f"; at T = {here['T']} {name(a)} solved in {here['updates'].show(0)} updates ({here['solved']} of "
@@ -364,7 +375,7 @@ def tuned_section(grid: Grid) -> list[str]:
     the ladder."""
     if not grid.tune:
         return []
-    delays = sorted({r.options["T"] for r in grid.planned if r.setting in grid.tune.get("settings", ())})
+    delays = sorted({r.options["T"] for r in grid.planned if r.setting in (grid.tune.settings or ())})
     at = f"T = {', '.join(map(str, delays))}" if delays else "one delay"
     return tuning_section(grid, (
         f"Every search ran once, on copy at {at} (the ladder's first delay), and its pick was held at every delay "
@@ -376,7 +387,8 @@ def tuned_section(grid: Grid) -> list[str]:
 
 
 REPORT = Report("The memory horizon: the longest copy delay each model solves",
-                (protocol_section, tuned_section, picks_section, horizon_section), files=(CAPACITY,),
+                (protocol_section, tuned_section, picks_section, horizon_section, judged_again(horizon_section)),
+                files=(CAPACITY,),
                 prepare=measure_capacity)
 
 
@@ -390,18 +402,18 @@ NORMAL = variant("nnrnn normal", "nnRNN without T (normal)", ("#56b4e9", (0, (6,
 VARIANTS = {
     **CHAIN_ELU,
     # the paper's thesis isolated: the nnRNN without its non-normal part (T ≡ 0, V = PΛPᵀ normal)
-    NORMAL: {"model": "nnrnn", "triangular": "none"},
+    NORMAL: Variant(model="nnrnn", options={"triangular": "none"}),
     # T started as the delay line of the paper's §3, at the α the beyond grid uses (docs/design.md)
-    DELAY: {"model": "nnrnn", "t_init": "delay:0.02"},
+    DELAY: Variant(model="nnrnn", options={"t_init": "delay:0.02"}),
 }
 
 
-def rung(T: int) -> dict:
+def rung(T: int) -> Setting:
     """One rung of the ladder: copy at delay ``T`` with the grid's budget, every model at nnRNN's count."""
-    return {"task": "copy", "hidden": HIDDEN, "paper_depth": True, "columns": (TUNED,), "models": MEMORY_MODELS,
-            "variants": VARIANTS,
-            "options": {"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
-                        "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE}}
+    return Setting(task="copy", hidden=HIDDEN, paper_depth=True, paper_optimizer=True, columns=(TUNED,),
+                   models=MEMORY_MODELS, variants=VARIANTS,
+                   options={"T": T, "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
+                            "log_every": EVAL_EVERY, "stop_when_solved": SOLVED_SHARE})
 
 
 def solved(grid: Grid, planned) -> bool:
@@ -430,14 +442,15 @@ def climb(grid: Grid, execute) -> Grid:
 
 
 NAME = "memory"
-SCALE = {
-    "about": "memory: the longest copy delay (T = 50 to 800) each model solves within a fixed budget, every model at "
-             "nnRNN's parameter count and tuned alike, with its linear memory capacity (about 1 h with --jobs 2 on "
-             "2 cores, 47 min measured: a model stops climbing at its first unsolved delay, so --plan's count of "
-             "every delay is an upper bound; it resumes across sittings)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "climb": climb,
-    "tune": {"trials": 5, "share": 1.0, "seed": TUNE_SEED, "startup": 3, "settings": (copy_setting(TUNE_RUNG),)},
-    "tasks": {copy_setting(T): rung(T) for T in RUNGS},
-}
+SCALE = Scale(
+    name=NAME,
+    about="memory: the longest copy delay (T = 50 to 800) each model solves within a fixed budget, every model at "
+          "nnRNN's parameter count and tuned alike, with its linear memory capacity (about 1 h with --jobs 2 on "
+          "2 cores, 47 min measured: a model stops climbing at its first unsolved delay, so --plan's count of "
+          "every delay is an upper bound; it resumes across sittings)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    climb=climb,
+    tune=Search(trials=5, share=1.0, seed=TUNE_SEED, startup=3, settings=(copy_setting(TUNE_RUNG),)),
+    settings={copy_setting(T): rung(T) for T in RUNGS},
+)

@@ -19,6 +19,7 @@ model with the best mean is clearly best when it is clearly better than every ot
 clearly worse than it are the leading group, and no model is clearly best."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import platform
@@ -29,13 +30,15 @@ import torch
 from ...kernels.host import describe_cpu
 from ...doctor.harness import alternate, medians
 from ...doctor.timing import TimedUpdate, TorchBaseline
-from ...models import create
+from ...models import MODELS, create, model_class
+from ...models.published import Published
 from ...tasks import task_class
 from ..reporting.tuning import tuning_section
 from ..reporting.collect import convergence, group, labels, results, scored, setting_task_of
 from ..reporting.figures import line_style, reference, reference_line
 from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finished, metric, network_sizes, search_name,
                              sizes)
+from ..judging import family
 from ..judging.rules import judged_by, rule
 from ..reporting.sections import (judged_again, memoryless_baseline, ptb_data_scope, rescored_intro, scope,
                                   scoring_at_start)
@@ -45,31 +48,17 @@ from ..judging.labels import variant
 from ..judging.words import name, title
 from ...models import PAPER_MODELS
 from ..planning.grid import TUNE_SEED
+from ..planning.declaration import Scale, Search, Setting, Variant
 from ..reporting.picks import picks_section
 from ..reporting.sections import Report, settings_sections, settled_section
 from .cpu_long import LONG_PSMNIST, LONG_PTB
 
-# Published figures on these protocols, each with the size and training it was measured at and where it is printed.
-# Only what was read in a paper or its authors' repository; the protocols without one (copy at T = 1000 and adding
-# at T = 2000 are plots in their papers) have none.  (setting, label, value, their scale, source)
-PUBLISHED = (
-    ("psmnist", "cornn", 97.3, "N = 256 (134K parameters), the 60,000 training images, 120 epochs",
-     "tk-rusch/coRNN README (97.34 in its first version, the last epoch's test accuracy)"),
-    ("psmnist", "lem", 96.6, "N = 128 (68K parameters), the 60,000 training images, 120 epochs",
-     "tk-rusch/LEM README (96.62 in its log)"),
-    ("psmnist", "exprnn", 96.6, "N = 512 (137K parameters), the 60,000 training images",
-     "Lezcano-Casado & Martínez-Rubio 2019, as quoted by the asRNN repository's README"),
-    ("ptb", "nnrnn", 1.47, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
-    ("ptb", "exprnn", 1.51, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
-    ("ptb", "eurnn", 1.69, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
-    ("ptb", "rnn-orth", 1.62, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
-    ("ptb", "rnn", 2.89, "N = 1024, T_PTB = 150, the full training file", "the paper's Table 1"),
-    ("ptb", "lstm", 1.37, "N = 1024, the full training file", "the paper's §4.2 (its text, not a table)"),
-    ("ptb", "lem", 1.25, "N = 1024, T_PTB = 150, one layer, the full training file",
-     "tk-rusch/LEM README and its PTB configuration"),
-    ("ptb", "rnn chain", 1.308, "a 3-layer model in the awd-lstm-lm setup, the full training file (size and "
-     "T_PTB not stated)", "Orhan & Pitkow 2020, Table 1 (test loss at the end of training)"),
-)
+# The published figures the report sets beside its own, per protocol in the order its table shows them first (each
+# figure is its model class's PUBLISHED, nnrnn.models.published, or its variant's; a label with a figure that is not
+# listed follows in plan order).  The protocols without one (copy at T = 1000 and adding at T = 2000 are plots in
+# their papers) have none.
+PUBLISHED_ORDER = {"psmnist": ("cornn", "lem", "exprnn"),
+                   "ptb": ("nnrnn", "exprnn", "eurnn", "rnn-orth", "rnn", "lstm", "lem", "rnn chain")}
 NO_PUBLISHED = {"copy": "copy at T = 1000 appears in expRNN's paper as a plot of the loss only, and in none of the "
                         "other models' papers",
                 "adding": "adding at T = 2000 appears in coRNN's and LEM's papers as plots only (LEM's repository "
@@ -116,7 +105,7 @@ def best_so_far(trials: list[dict], lower: bool) -> list[float | None]:
 
 
 def _lower(planned: list[PlannedRun], setting: str) -> bool:
-    return setting_task_of(planned, setting) != "psmnist"
+    return task_class(setting_task_of(planned, setting)).lower_is_better()
 
 
 def best_so_far_section(grid: Grid) -> list[str]:
@@ -187,7 +176,7 @@ def _best_so_far_figure(planned: list[PlannedRun], labels: list[str], setting: s
     task = setting_task_of(planned, setting)
     baseline = memoryless_baseline(planned, setting, "valid")  # the trials score on validation sequences
     reference_line(ax, task, baseline, None if baseline is not None else reference(planned, setting))
-    if task in ("copy", "adding"):
+    if task_class(task).log_axis:
         ax.set_yscale("log")
     ax.set_xlabel("trial")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # trials are counted, not measured
@@ -295,7 +284,7 @@ def standings_section(grid: Grid) -> list[str]:
     for setting in settings:
         table = results(grid, setting).get(TUNED, {})
         lower = _lower(grid.planned, setting)
-        digits = 4 if setting_task_of(grid.planned, setting) in ("copy", "adding") else 3
+        digits = task_class(setting_task_of(grid.planned, setting)).reported.digits
         best, group = leaders(table, lower)
         if best is None:
             lines.append(f"- **{title(grid.planned, setting)}**: no finished runs yet.")
@@ -318,7 +307,7 @@ def standings_section(grid: Grid) -> list[str]:
         if unfinished:
             head = f"(so far: not finished {_names(unfinished)}) " + head
         failed = untuned(grid, setting)
-        seed = grid.tune.get("seed", 0)
+        seed = grid.tune.seed
         none = (f" No result for {_names(failed)}: every trial of its search diverged (or was stopped), and with "
                 f"no pick it has no tuned runs. Every trial trains seed {seed}, so they share one initial recurrent "
                 "matrix: this says that the model diverges from that start at every learning rate tried, not from "
@@ -366,7 +355,7 @@ def rescored_section(grid: Grid) -> list[str]:
              "| protocol | verdict | under the scoring at the start | now |", "|---|---|---|---|"]
     for setting in moved_settings:
         now = verdicts(grid, setting)
-        with judged_by({"SCORED_BY": then}):
+        with judged_by({"SCORED_BY": then}), family.unrecorded():  # judged again: no new members of its family
             before = verdicts(grid, setting)
             table = results(grid, setting).get(TUNED, {})
         moved = [key for key in dict.fromkeys([*before, *now]) if before.get(key) != now.get(key)]
@@ -391,6 +380,14 @@ def scored_words(task: str, scoring: str) -> str:
         return scored(task).label
 
 
+def published(grid: Grid, label: str) -> tuple[Published, ...]:
+    """The published figures of ``label``: its model class's, or those its grid declares with its variant."""
+    if label in MODELS:
+        return model_class(label).PUBLISHED
+    variant = next((s.variants[label] for s in grid.spec.settings.values() if label in s.variants), None)
+    return variant.published if variant is not None else ()
+
+
 def published_section(grid: Grid) -> list[str]:
     settings = grid.settings
     lines = ["## Published figures beside these", "",
@@ -402,12 +399,15 @@ def published_section(grid: Grid) -> list[str]:
     for setting in settings:
         task = setting_task_of(grid.planned, setting)
         table = results(grid, setting).get(TUNED, {})
-        rows = [p for p in PUBLISHED if p[0] == task and p[1] in table]
-        for _, label, value, scale_words, source in rows:
+        rows = [(label, p) for label in dict.fromkeys([*PUBLISHED_ORDER.get(task, ()), *table]) if label in table
+                for p in published(grid, label) if p.task == task]
+        for label, figure in rows:
+            value, scale_words, source = figure.value, figure.scale, figure.source
             here = table.get(label)
-            if here is not None and task == "psmnist":  # in percent, as the papers print it
+            percent = task_class(task).percent
+            if here is not None and percent:  # in percent, as the papers print it
                 here = Stat(here.mean * 100, here.se * 100, here.n, here.failed)
-            shown = "not finished" if here is None else here.show(1 if task == "psmnist" else 3)
+            shown = "not finished" if here is None else here.show(1 if percent else 3)
             lines.append(f"| {title(grid.planned, setting)} | {name(label)} | {value:g} | {scale_words} | {source} | "
                          f"{shown} |")
         if task in NO_PUBLISHED:
@@ -492,27 +492,31 @@ MODERN_MODELS = PAPER_MODELS + ("gru", "nngru", "nnrnn-complex", "cornn", "lem",
 # Orhan & Pitkow's chain, at the gain their released code's example trains copy with (eminorhan/nonnormal-init),
 # with their RNN's nonlinearity for the task: ELU on copy and psMNIST (ReLU on adding); on PTB, where they trained
 # only LSTMs, it keeps the non-gated models' modReLU
-CHAIN = {"model": "rnn", "init": "chain:1.02"}
+CHAIN = Variant(model="rnn", options={"init": "chain:1.02"}, published=(
+    Published("ptb", "test bpc", 1.308, "a 3-layer model in the awd-lstm-lm setup, the full training file (size and "
+              "T_PTB not stated)", "Orhan & Pitkow 2020, Table 1 (test loss at the end of training)"),))
 CHAIN_LABEL = variant("rnn chain", "RNN (chain init)", ("#ff00ff", (0, (7, 1, 1, 1, 1, 1, 1, 1))))
 CHAIN_INIT = {CHAIN_LABEL: CHAIN}
-CHAIN_ELU = {CHAIN_LABEL: {**CHAIN, "nonlinearity": "elu"}}
+CHAIN_ELU = {CHAIN_LABEL: dataclasses.replace(CHAIN, options={**CHAIN.options, "nonlinearity": "elu"})}
 REPORT = Report("Today's long-memory RNNs beside the nnRNN", (
     tuned_section, picks_section, best_so_far_section, settings_sections, standings_section,
     judged_again(standings_section), published_section,
     update_time_section, settled_section), files=(SPEED,), prepare=measure_speed_once)
 NAME = "modern"
-SCALE = {
-    "about": "modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
-             "the paper's models, tuned alike, on psMNIST and PTB (3.3 h with --jobs 2 on 2 cores; "
-             "docs/modern/report.md; it resumes across sittings)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tune": {"trials": 4, "share": 1.0, "seed": TUNE_SEED, "startup": 2},
-    "tasks": {
-        "psmnist": {"hidden": 64, "preset": "long-memory", "paper_depth": True, "columns": (TUNED,),
-                    "models": MODERN_MODELS, "variants": CHAIN_ELU,
-                    "options": {**LONG_PSMNIST, "epochs": 5, "eval_every": 50}},
-        "ptb": {"hidden": 128, "paper_depth": True, "columns": (TUNED,), "models": MODERN_MODELS,
-                "variants": CHAIN_INIT, "options": {**LONG_PTB, "epochs": 20}},
+SCALE = Scale(
+    name=NAME,
+    about="modern: today's long-memory RNNs (coRNN, LEM, LRU, minGRU, a chain-initialised RNN) beside nnRNN and "
+          "the paper's models, tuned alike, on psMNIST and PTB (3.3 h with --jobs 2 on 2 cores; "
+          "docs/modern/report.md; it resumes across sittings)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    tune=Search(trials=4, share=1.0, seed=TUNE_SEED, startup=2),
+    settings={
+        "psmnist": Setting(task="psmnist", hidden=64, preset="long-memory", paper_depth=True, paper_optimizer=True,
+                           columns=(TUNED,), models=MODERN_MODELS, variants=CHAIN_ELU,
+                           options={**LONG_PSMNIST, "epochs": 5, "eval_every": 50}),
+        "ptb": Setting(task="ptb", hidden=128, paper_depth=True, paper_optimizer=True, columns=(TUNED,),
+                       models=MODERN_MODELS,
+                       variants=CHAIN_INIT, options={**LONG_PTB, "epochs": 20}),
     },
-}
+)

@@ -11,6 +11,7 @@ learned over every seed; the theory.  Every number comes from the run folders or
 comparison follows the rule in :mod:`.statistics`."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -18,13 +19,13 @@ from ...analysis import analyze_model, claim_numbers, plots, theta_example
 from ...training.network import best_checkpoint, load_model
 from ..reporting.collect import (PROBED, bptt_of, converged, converged_table, copy_speed, done, final_value, group,
                                  held_gamma, learned_structure, probe_norms, results, scored, setting_task_of, spike)
-from ..judging import rules
+from ..judging import family, rules
 from ..planning.grid import COLUMNS, PLAN as OUT_PLAN, Grid, GridFolder, metrics, recorded_rules
 from ..judging.paper import GAMMA_HELD, GAMMA_ONE
 from ..judging.rules import Claim, not_converged, rule
 from ..reporting.sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section,
                                   settings_sections, settled_section)
-from ..judging.statistics import Stat
+from ..judging.statistics import Stat, labelled
 from ..judging.gamma_sentences import (all_or_nothing_claim, backprop_claim, gamma_claims, gradient_claim,
                                        regularization_claim)
 from ..judging.structure_sentences import structure_claims
@@ -32,7 +33,7 @@ from ..judging.task_sentences import (copy_claims, copy_columns_claim, gap_claim
                                       ptb_accuracy_claim, ptb_claim)
 from ..judging.theory_sentences import theory_claims
 from ..judging.words import column_words, name, title
-from ..planning.grid import BOTH
+from ..planning.declaration import BOTH, Scale, Setting
 
 def analyse_first_seed(grid: Grid) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
@@ -100,7 +101,9 @@ def judge(grid: Grid, settings: list[str], baseline, numbers: tuple) -> list[Cla
                                      scope=row_scope(grid, first_ptb, "hidden")))
     sizes = {r.task: r.hidden for r in reversed(grid.planned) if r.column == "hidden" and r.label == "nnrnn"}
     claims += structure_claims(learned_structure(grid), sizes)
-    return claims + theory_claims(*numbers)
+    claims += theory_claims(*numbers)
+    # each row names the comparisons it rests on, listed with their tests and p values at the report's end
+    return [dataclasses.replace(c, here=c.here + family.cited(c.claim)) for c in claims]
 
 
 def rules_section(grid: GridFolder, claims: list[Claim], rejudge) -> list[str]:
@@ -119,7 +122,7 @@ def rules_section(grid: GridFolder, claims: list[Claim], rejudge) -> list[str]:
     if rules.fingerprint({**rules.values(), **started}) == now and set(started) >= set(rules.RULES):
         return lines + [f"They are the rules this grid recorded when it started (`{OUT_PLAN}`).", ""]
     at_start = rules.as_recorded(started)
-    with rules.judged_by(at_start):
+    with rules.judged_by(at_start), family.unrecorded():  # judged again, not new members of the report's family
         then = rejudge()
     lines += ["", f"**The rules changed after this grid started** (fingerprint then `{rules.fingerprint(started)}`): "
               + "; ".join(rules.changed(started)) + ". Under the rules at the start, a rule added since takes the "
@@ -129,7 +132,7 @@ def rules_section(grid: GridFolder, claims: list[Claim], rejudge) -> list[str]:
         return lines + ["No verdict moved: every claim has the same verdict under the rules at the start.", ""]
     blame = {}
     for key in (n for n in rules.RULES if at_start[n] != rules.RULES[n].value):
-        with rules.judged_by({key: at_start[key]}):
+        with rules.judged_by({key: at_start[key]}), family.unrecorded():
             for c, t in zip(claims, rejudge()):
                 if c.verdict != t.verdict:
                     blame.setdefault(c.claim, []).append(key)
@@ -154,7 +157,7 @@ def ptb_claims(grid: Grid, setting: str) -> list:
         claims.append(gated_claim(bpc["hidden"], bptt, scope=row_scope(grid, setting, "hidden")))
     if held_gamma(grid.planned, setting):
         where = row_scope(grid, setting, "hidden")
-        claims += gamma_claims(converged_table(grid, setting), bptt, criterion=not_converged(), scope=where)
+        claims += gamma_claims(_converged(grid, setting), bptt, criterion=not_converged(), scope=where)
         claims.append(gradient_claim({label: [spike(grid.run_folder(r), rule('WARM_UP')) for r in members]
                                       for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                       if (members := done(grid, group(grid.planned, setting, "hidden", label)))},
@@ -164,12 +167,17 @@ def ptb_claims(grid: Grid, setting: str) -> list:
               spike(grid.run_folder(r))) for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
              for r in sorted(done(grid, group(grid.planned, setting, "hidden", label)), key=lambda r: r.seed)],
             bptt, scope=where))
-        claims.append(regularization_claim(converged_table(grid, setting),
+        claims.append(regularization_claim(_converged(grid, setting),
                                            {label: [spike(grid.run_folder(r)) for r in members]
                                             for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
                                             if (members := done(grid, group(grid.planned, setting, "hidden", label)))},
                                            bptt, scope=where))
     return claims
+
+
+def _converged(grid: Grid, setting: str) -> dict:
+    """The γ table's results over the runs that converged, each named for the report's list of comparisons."""
+    return labelled(converged_table(grid, setting), ", the runs that converged", name)
 
 
 def ptb_gap_claims(grid: Grid, settings: list[str]) -> list:
@@ -300,14 +308,16 @@ def theory_section(figures: Path, claims: list | None = None, numbers: tuple | N
 
 
 NAME = "paper"
-SCALE = {
-    "about": "paper: the paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)",
-    "seeds": [0, 1, 2],
-    "report": REPORT,
-    "tasks": {
+SCALE = Scale(
+    name=NAME,
+    about="paper: the paper's sizes and the release's 100 epochs (for GPUs; its time is not measured)",
+    seeds=(0, 1, 2),
+    report=REPORT,
+    settings={
         # the release's lengths: copytask.py's 1500 updates, sMNIST.py's and language_task.py's 100 epochs
-        "copy": {"hidden": None, "columns": BOTH, "options": {"T": 200, "batch_size": 10, "steps": 1500}},
-        "psmnist": {"hidden": None, "columns": BOTH, "options": {"batch_size": 128, "epochs": 100}},
-        "ptb": {"hidden": None, "columns": BOTH, "options": {"bptt": 150, "batch_size": 128, "epochs": 100}},
+        "copy": Setting(task="copy", hidden=None, columns=BOTH, options={"T": 200, "batch_size": 10, "steps": 1500}),
+        "psmnist": Setting(task="psmnist", hidden=None, columns=BOTH, options={"batch_size": 128, "epochs": 100}),
+        "ptb": Setting(task="ptb", hidden=None, columns=BOTH,
+                       options={"bptt": 150, "batch_size": 128, "epochs": 100}),
     },
-}
+)

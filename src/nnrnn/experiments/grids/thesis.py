@@ -59,6 +59,7 @@ at T = 50, 0.037 at σ = 0 and 0.074 at 0.03.  So the delays start at T = 50, wh
 be told apart.  The cost is ``nnrnn reproduce --scale thesis --plan``'s."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ... import presets
@@ -68,6 +69,7 @@ from ..judging.labels import variant
 from ..judging.rules import rule
 from ..judging.statistics import Stat
 from ..judging.words import name
+from ..planning.declaration import Scale, Setting, Variant
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ...analysis.mechanism import flat, read_record
 from ..reporting import collect
@@ -85,9 +87,9 @@ SOLVED_SHARE = 0.1
 
 NORMAL_PARAMS = variant("nnrnn normal, equal params", "nnRNN without T, equal params", ("#0072b2", (0, (1, 1))))
 ARMS = {
-    NORMAL: {"model": "nnrnn", "triangular": "none"},
-    NORMAL_PARAMS: {"model": "nnrnn", "triangular": "none", "equal_params": True},
-    DELAY: {"model": "nnrnn", "t_init": "delay:0.02"},
+    NORMAL: Variant(model="nnrnn", options={"triangular": "none"}),
+    NORMAL_PARAMS: Variant(model="nnrnn", options={"triangular": "none"}, equal_params=True),
+    DELAY: Variant(model="nnrnn", options={"t_init": "delay:0.02"}),
 }
 REFERENCE = "nnrnn"
 PAIRS = ((REFERENCE, NORMAL, "H1"), (REFERENCE, NORMAL_PARAMS, "H2"), (DELAY, REFERENCE, "H3"),
@@ -111,7 +113,7 @@ OPTION_SETS = {"published": published(),
 def arms(option_set: str) -> dict:
     """The variants of :data:`ARMS` with the set's Schur-form options (the L2 decay on T is idle where T ≡ 0)."""
     own = {k: v for k, v in OPTION_SETS[option_set].items() if k in SCHUR_OPTIONS and k != "triangular"}
-    return {label: {**own, **arm} for label, arm in ARMS.items()}
+    return {label: dataclasses.replace(arm, options={**own, **arm.options}) for label, arm in ARMS.items()}
 
 
 def setting_name(option_set: str, sigma: float, T: int) -> str:
@@ -122,11 +124,12 @@ def setting_name(option_set: str, sigma: float, T: int) -> str:
 SETTINGS = {setting_name(o, s, T): (o, s, T) for o in OPTION_SETS for s in NOISE for T in DELAYS}
 
 
-def _setting(option_set: str, sigma: float, T: int) -> dict:
-    return {"task": "copy", "hidden": HIDDEN, "columns": ("params",), "models": (REFERENCE, "exprnn"),
-            "variants": arms(option_set),
-            "options": {**{k: v for k, v in OPTION_SETS[option_set].items() if k not in SCHUR_OPTIONS}, "T": T, "batch_size": BATCH, "steps": UPDATES,
-                        "eval_every": EVAL_EVERY, "log_every": EVAL_EVERY, "state_noise": sigma}}
+def _setting(option_set: str, sigma: float, T: int) -> Setting:
+    return Setting(task="copy", hidden=HIDDEN, columns=("params",), models=(REFERENCE, "exprnn"),
+                   variants=arms(option_set),
+                   options={**{k: v for k, v in OPTION_SETS[option_set].items() if k not in SCHUR_OPTIONS}, "T": T,
+                            "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
+                            "log_every": EVAL_EVERY, "state_noise": sigma})
 
 
 # ------------------------------------------------------------------------------------------- measures
@@ -313,10 +316,11 @@ REPORT = Report("The paper's thesis at equal options: the nnRNN with and without
                 )
 
 NAME = "thesis"
-SCALE = {
-    "about": "thesis: the nnRNN with and without its non-normal part T at equal options, copy at T = 50, 100, 200 "
-             "with and without noise in the state, 10 seeds per arm (--plan gives its cost)",
-    "seeds": list(SEEDS),
-    "report": REPORT,
-    "tasks": {setting: _setting(*of) for setting, of in SETTINGS.items()},
-}
+SCALE = Scale(
+    name=NAME,
+    about="thesis: the nnRNN with and without its non-normal part T at equal options, copy at T = 50, 100, 200 "
+          "with and without noise in the state, 10 seeds per arm (--plan gives its cost)",
+    seeds=SEEDS,
+    report=REPORT,
+    settings={setting: _setting(*of) for setting, of in SETTINGS.items()},
+)

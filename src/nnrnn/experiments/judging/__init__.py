@@ -3,10 +3,13 @@
 Layered bottom to top, each module importing only from those listed before it:
 
 * :mod:`.rules`: the words of a verdict and every threshold and window a claim is judged by;
+* :mod:`.family`: a report's family of comparisons, controlled together by Benjamini–Hochberg (rule FAMILY): the
+  level each comparison passes at, and the comparisons each claim row rests on;
 * :mod:`.significance`: the tests each measure is compared by, from scipy.stats (Welch, permutation and bootstrap,
   Fisher's exact, Kaplan–Meier and log-rank on censored times, Benjamini–Hochberg);
-* :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`) and the rule that says when two differ
-  (rule TEST: the Welch test now, two standard errors for a grid started before it);
+* :mod:`.statistics`: a result over seeds (:class:`~.statistics.Stat`, with the seeds' values) and the rule that says
+  when two differ (rule TEST: the Welch test now, two standard errors for a grid started before it; at the level of
+  the report's family, rule FAMILY);
 * :mod:`.paper`: the paper's published numbers, and its groups of models read from the model classes;
 * :mod:`.labels`: what a report calls each label and how its figures draw it (a model's from its class, a
   variant's as the grid that defines it declares it);

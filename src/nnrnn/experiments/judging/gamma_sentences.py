@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from . import family
 from . import gamma_verdicts as judge
 from .comparisons import _needs, relation
 from .paper import GAMMA_HELD, GAMMA_ONE, PAPER_GAMMA
@@ -14,6 +15,7 @@ from .words import _join, _paper, _ratio, _scoped, _show_bpc, name
 
 
 # --------------------------------------------------------------------------------------------- γ
+@family.rests_on
 def gamma_claims(bpc: dict, bptt: int, criterion: str = "diverged", scope: str = "") -> list[Claim]:
     """Supplementary Table 7 at one T_PTB: nnRNN with γ held at 1 and at 0.958 against nnRNN (fixed hidden
     units).  ``bpc[GAMMA_ONE]`` is γ = 1's Stat over the runs that converged, with ``failed`` the runs that did
@@ -21,6 +23,7 @@ def gamma_claims(bpc: dict, bptt: int, criterion: str = "diverged", scope: str =
     return [_gamma_one_claim(bpc, bptt, criterion, scope), _gamma_held_claim(bpc, bptt, scope)]
 
 
+@family.rests_on
 def _gamma_one_claim(bpc: dict, bptt: int, criterion: str, scope: str) -> Claim:
     j = judge.gamma_one(bpc, bptt)
     one, nn = bpc.get(GAMMA_ONE), bpc.get("nnrnn")
@@ -45,6 +48,7 @@ def _gamma_one_claim(bpc: dict, bptt: int, criterion: str, scope: str) -> Claim:
     return Claim(claim, paper, _scoped(here, scope), j.verdict)
 
 
+@family.rests_on
 def _gamma_held_claim(bpc: dict, bptt: int, scope: str) -> Claim:
     """"Virtually identical", with the smallest gap the rule can see given beside it."""
     j = judge.gamma_held(bpc, bptt)
@@ -68,6 +72,7 @@ def _gamma_held_claim(bpc: dict, bptt: int, scope: str) -> Claim:
                  "of nnRNN with regularized γ\"", paper, _scoped(here, scope), j.verdict)
 
 
+@family.rests_on
 def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") -> Claim:
     """§3: regularization on γ "yields the best results with most stable training", against γ held at 1 and at
     0.958 (:func:`.gamma_verdicts.regularization`).  ``bpc``: test bpc per label, γ = 1 over the runs that converged
@@ -90,6 +95,7 @@ def regularization_claim(bpc: dict, spikes: dict, bptt: int, scope: str = "") ->
 
 
 # --------------------------------------------------------------------------------------------- gradients
+@family.rests_on
 def all_or_nothing_claim(runs: list[tuple], bptt: int, scope: str = "") -> Claim:
     """Supplement: "gradient explosion leading to diverging training runs appears to be an all-or-nothing event"
     (:func:`.gamma_verdicts.all_or_nothing`)."""
@@ -113,6 +119,7 @@ def all_or_nothing_claim(runs: list[tuple], bptt: int, scope: str = "") -> Claim
     return Claim(claim, paper, _scoped(here, scope), j.verdict)
 
 
+@family.rests_on
 def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation and throughout
     training" (:func:`.gamma_verdicts.gradient`)."""
@@ -139,6 +146,7 @@ def gradient_claim(spikes: dict, bptt: int, threshold: float | None = None, scop
     return Claim(claim, paper, _scoped("; ".join(parts), scope), j.verdict)
 
 
+@family.rests_on
 def backprop_claim(norms: list[float] | None, bptt: int, scope: str = "") -> Claim:
     """Supplement, gradient propagation: "gradient norms behave nicely during backpropagation", its figure's
     "growing polynomially", and §3's "gradients explode polynomially in time rather than exponentially"

@@ -43,6 +43,11 @@ def _known(label: str) -> Label:
     return VARIANTS[label]
 
 
+def declared(label: str) -> bool:
+    """The label is a model's or a declared variant's."""
+    return label in MODELS or label in VARIANTS
+
+
 def display_name(label: str) -> str:
     """A label's name in a report: its model class's, or its variant's as its grid declared it."""
     return _known(label).name

@@ -111,6 +111,12 @@ RULES: dict[str, Rule] = {
                           "combined standard errors apart, which at 2 to 3 seeds passes differences a test does not "
                           "(issue 67)", before="two standard errors"),
     "LEVEL": Rule(0.05, "the level every test of the reports passes at: two-sided, 5%"),
+    "FAMILY": Rule("benjamini-hochberg", "a report's comparisons are one family, controlled together for their "
+                                         "multiplicity: a comparison passes (\"clearly\") when its Benjamini–Hochberg "
+                                         "adjusted p value over the family is below LEVEL (:mod:`.family` says what "
+                                         "each report's family holds); before this rule each comparison passed at "
+                                         "LEVEL alone, so that of many comparisons some passed by chance (issue 67)",
+                   before="none"),
     "EXPLORATORY_UNDER": Rule(5, "a comparison with fewer seeds than this on a side is exploratory: its sentence says "
                                  "so"),
 }

@@ -19,11 +19,12 @@ a side is exploratory (:attr:`Test.exploratory`), and its sentence says so.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
 
+from . import family
 from .rules import rule
 
 
@@ -40,11 +41,32 @@ class Test:
     high: float
     n: tuple[int, int]
     detectable: float = math.nan
+    sides: tuple[str, str] = ("", "")  # what a and b are, for the report's list of its comparisons
+    inputs: tuple = ()  # what was compared (values, counts, times), so that two comparisons are told apart
+
+    def named(self, a: str, b: str) -> Test:
+        return replace(self, sides=(a, b))
+
+    @property
+    def key(self) -> tuple:
+        """What identifies this comparison in a family: its test, its sides and what it compared (two pairs of
+        models whose seeds came out alike are two comparisons)."""
+        return self.test, self.sides, self.inputs
+
+    def _member(self) -> family.Member:
+        return family.Member(self.test, *self.sides, ("", ""), self.p, self.effect, self.low, self.high, self.n,
+                             "t" if math.isfinite(self.low) else "")
 
     @property
     def passes(self) -> bool:
-        """The comparison passes at the level in force (p below ``LEVEL``)."""
-        return math.isfinite(self.p) and self.p < rule("LEVEL")
+        """The comparison passes at the level in force: p below ``LEVEL``, or, in a report's family of comparisons,
+        its adjusted p value below it (:mod:`.family`)."""
+        return math.isfinite(self.p) and self.p < family.level(self.key, self.p, self._member)
+
+    @property
+    def adjusted(self) -> float:
+        """Its adjusted p value in the report's family (NaN outside one)."""
+        return family.adjusted(self.key) if math.isfinite(self.p) else math.nan
 
     @property
     def exploratory(self) -> bool:
@@ -56,17 +78,27 @@ class Test:
         for a comparison that does not pass, the smallest difference the design could have detected."""
         what = "difference of Kaplan–Meier medians" if self.test == "log-rank" else \
             "difference of shares" if self.test == "Fisher's exact" else "difference"
-        text = f"{self.test} p = {_p(self.p)}" + (f", {what} {self.effect:{form}}{unit}"
-                                                    if math.isfinite(self.effect) else "")
+        passes = self.passes  # records it in the report's family before its adjusted p value is read
+        text = f"{self.test} p = {_p(self.p)}" + adjusted_words(self.adjusted) + (
+            f", {what} {self.effect:{form}}{unit}" if math.isfinite(self.effect) else "")
         if math.isfinite(self.low) and math.isfinite(self.high):
             text += f" ({1 - rule('LEVEL'):.0%} interval {self.low:{form}} to {self.high:{form}})"
-        if not self.passes:
-            text += (f"; the smallest difference these seeds could show is {self.detectable:{form}}{unit}"
+        if not passes:
+            text += (f"; the smallest difference these seeds could show at {rule('LEVEL'):g} is "
+                     f"{self.detectable:{form}}{unit}"
                      if math.isfinite(self.detectable) else "; no outcome of these seeds could pass"
                      if math.isinf(self.detectable) else "")
         if self.exploratory:
             text += f"; exploratory ({self.n[0]} and {self.n[1]} seeds)"
         return text
+
+
+def adjusted_words(adjusted: float) -> str:
+    """" (0.12 adjusted over the report's 40 comparisons)" where a report's family is controlled, else ""."""
+    fam = family.active()
+    if fam is None or not math.isfinite(adjusted):
+        return ""
+    return f" ({_p(adjusted)} adjusted over the report's {family.size()} comparisons)"
 
 
 def _p(p: float) -> str:
@@ -88,12 +120,12 @@ def welch_df(se_a: float, df_a: float, se_b: float, df_b: float) -> float:
     return (va + vb) ** 2 / (va ** 2 / df_a + vb ** 2 / df_b)
 
 
-def critical(se: float, df: float) -> float:
+def critical(se: float, df: float, level: float | None = None) -> float:
     """The smallest difference of means with standard error ``se`` on ``df`` degrees of freedom that a two-sided
-    test at the level in force calls a difference: t_{1 − LEVEL/2, df} · se."""
+    test at ``level`` (default: the level in force) calls a difference: t_{1 − level/2, df} · se."""
     if not (math.isfinite(se) and df > 0):
         return math.nan
-    return float(stats.t.ppf(1 - rule("LEVEL") / 2, df)) * se
+    return float(stats.t.ppf(1 - (rule("LEVEL") if level is None else level) / 2, df)) * se
 
 
 def welch_summary(mean_a: float, se_a: float, df_a: float, n_a: int, mean_b: float, se_b: float, df_b: float,
@@ -107,7 +139,8 @@ def welch_summary(mean_a: float, se_a: float, df_a: float, n_a: int, mean_b: flo
         return Test("Welch", math.nan, diff, math.nan, math.nan, (n_a, n_b))
     p = float(2 * stats.t.sf(abs(diff) / se, df))
     half = critical(se, df)
-    return Test("Welch", p, diff, diff - half, diff + half, (n_a, n_b), half)
+    return Test("Welch", p, diff, diff - half, diff + half, (n_a, n_b), half,
+                inputs=(mean_a, se_a, df_a, n_a, mean_b, se_b, df_b, n_b))
 
 
 def bootstrap_interval(a, b, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -120,6 +153,18 @@ def bootstrap_interval(a, b, resamples: int = 2000, seed: int = 0) -> tuple[floa
         d = float(a.mean() - b.mean())
         return d, d
     result = stats.bootstrap((a, b), _difference, n_resamples=resamples, confidence_level=1 - rule("LEVEL"),
+                             method="percentile", **_generator(stats.bootstrap, seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def mean_interval(a, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A percentile bootstrap interval (level ``1 − LEVEL``) of mean(a); NaN with fewer than 2 values."""
+    a = _finite(a)
+    if len(a) < 2:
+        return math.nan, math.nan
+    if np.ptp(a) == 0:
+        return float(a[0]), float(a[0])
+    result = stats.bootstrap((a,), np.mean, n_resamples=resamples, confidence_level=1 - rule("LEVEL"),
                              method="percentile", **_generator(stats.bootstrap, seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
@@ -147,7 +192,7 @@ def welch(a, b) -> Test:
     low, high = bootstrap_interval(xa, xb)
     detectable = critical(math.hypot(se_a, se_b), welch_df(se_a, len(xa) - 1, se_b, len(xb) - 1))
     return Test("Welch", float(result.pvalue), float(xa.mean() - xb.mean()), low, high, (len(xa), len(xb)),
-                detectable)
+                detectable, inputs=(tuple(xa), tuple(xb)))
 
 
 def permutation(a, b, resamples: int = 9999, seed: int = 0) -> Test:
@@ -162,7 +207,7 @@ def permutation(a, b, resamples: int = 9999, seed: int = 0) -> Test:
     # the smallest p value any outcome can reach is 2 / C(n_a + n_b, n_a): at or above the level, none can pass
     none_can = 2 / math.comb(len(xa) + len(xb), len(xa)) >= rule("LEVEL")
     return Test("permutation", float(result.pvalue), float(xa.mean() - xb.mean()), low, high, (len(xa), len(xb)),
-                math.inf if none_can else math.nan)
+                math.inf if none_can else math.nan, inputs=(tuple(xa), tuple(xb)))
 
 
 def fisher(solved_a: int, seeds_a: int, solved_b: int, seeds_b: int) -> Test:
@@ -174,7 +219,8 @@ def fisher(solved_a: int, seeds_a: int, solved_b: int, seeds_b: int) -> Test:
     effect = solved_a / seeds_a - solved_b / seeds_b if seeds_a and seeds_b else math.nan
     passing = [abs(i / seeds_a - j / seeds_b) for i in range(seeds_a + 1) for j in range(seeds_b + 1)
                if stats.fisher_exact([[i, seeds_a - i], [j, seeds_b - j]]).pvalue < rule("LEVEL")]
-    return Test("Fisher's exact", p, effect, math.nan, math.nan, (seeds_a, seeds_b), min(passing, default=math.inf))
+    return Test("Fisher's exact", p, effect, math.nan, math.nan, (seeds_a, seeds_b), min(passing, default=math.inf),
+                inputs=(solved_a, seeds_a, solved_b, seeds_b))
 
 
 def censored(times, budget: float) -> stats.CensoredData:
@@ -213,16 +259,13 @@ def log_rank(times_a, budget_a: float, times_b, budget_b: float) -> Test:
     effect = m_a - m_b if not (math.isinf(m_a) and math.isinf(m_b)) else math.nan
     if not (a.num_censored() < n[0] or b.num_censored() < n[1]):  # neither side solved: nothing to compare
         return Test("log-rank", math.nan, effect, math.nan, math.nan, n)
-    return Test("log-rank", float(stats.logrank(a, b).pvalue), effect, math.nan, math.nan, n)
+    inputs = tuple(tuple(None if t is None or not math.isfinite(t) else float(t) for t in times)
+                   for times in (times_a, times_b)) + (budget_a, budget_b)
+    return Test("log-rank", float(stats.logrank(a, b).pvalue), effect, math.nan, math.nan, n, inputs=inputs)
 
 
 def controlled(ps) -> list[float]:
     """Benjamini–Hochberg adjusted p values of a family of comparisons (``scipy.stats.false_discovery_control``),
-    in their order; a NaN p value (a comparison that could not be made) stays NaN and is not counted."""
-    ps = list(ps)
-    finite = [i for i, p in enumerate(ps) if math.isfinite(p)]
-    out = [math.nan] * len(ps)
-    if finite:
-        for i, q in zip(finite, stats.false_discovery_control([ps[i] for i in finite])):
-            out[i] = float(q)
-    return out
+    in their order; a NaN p value (a comparison that could not be made) stays NaN and is not counted
+    (:func:`.family.controlled`, which a report's family of comparisons is controlled by)."""
+    return family.controlled(ps)

@@ -11,7 +11,8 @@ seed-to-seed standard deviation (se·√n) as its standard error, on that result
 values are not comparable; against a fixed value it is compared by its mean alone.  The critical difference
 (:func:`margin`) is also the smallest gap the rule can see with these seeds: where a claim rests on "not clearly
 different", its sentence gives that gap, so that a large s.e. from few seeds is not read as agreement.  Counts of
-seeds and censored times to solve have their own tests (:mod:`.significance`).
+seeds and censored times to solve have their own tests (:mod:`.significance`).  Under rule FAMILY the level is the
+report's family's (:mod:`.family`): the Benjamini–Hochberg level of each comparison given the report's others.
 
 The rule compares finite means only (:func:`below`, :func:`differ`, :func:`order`): a result whose every
 seed failed (diverged, or never reached a threshold) is below nothing and nothing is below it.  Each claim
@@ -29,37 +30,53 @@ missing.  Each claim's ``here`` can end with this scale's size (``scope``), besi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from scipy import stats
 
+from . import family
 from .rules import rule
-from .significance import critical, welch_df
+from .significance import bootstrap_interval, critical, mean_interval, welch_df
 
 
 @dataclass(frozen=True)
 class Stat:
     """Mean ± standard error over the seeds that gave a value; ``failed`` seeds gave none (diverged, or a
     threshold never reached).  ``resolution``: the spacing of the grid the values lie on (a time to solve is read at
-    validations ``eval_every`` updates apart); 0 for values stored at full precision."""
+    validations ``eval_every`` updates apart); 0 for values stored at full precision.  ``values``: the seeds' finite
+    values in order, where the result was made from them (:meth:`of`; () for a published or derived result), so
+    that a difference can be given a bootstrap interval; ``label``: what the result is of, for the report's list of
+    comparisons; ``published``: a number of the paper's, which no family of this report's comparisons counts
+    (:mod:`.family`)."""
     mean: float
     se: float
     n: int
     failed: int = 0
     resolution: float = 0.0
+    values: tuple = ()
+    label: str = field(default="", compare=False)
+    published: bool = field(default=False, compare=False)
 
     @classmethod
-    def of(cls, values, resolution: float = 0.0) -> Stat:
+    def of(cls, values, resolution: float = 0.0, label: str = "") -> Stat:
         values = list(values)
         ok = [float(v) for v in values if v is not None and math.isfinite(v)]
         failed = len(values) - len(ok)
         if not ok:
-            return cls(math.nan, math.nan, 0, failed, resolution)
+            return cls(math.nan, math.nan, 0, failed, resolution, label=label)
         se = math.nan
         if len(ok) > 1:
             mean = sum(ok) / len(ok)
             se = math.sqrt(sum((v - mean) ** 2 for v in ok) / (len(ok) - 1) / len(ok))
-        return cls(sum(ok) / len(ok), se, len(ok), failed, resolution)
+        return cls(sum(ok) / len(ok), se, len(ok), failed, resolution, tuple(ok), label)
+
+    def scaled(self, k: float) -> Stat:
+        """The same result in units k times smaller (a share as a percentage: k = 100)."""
+        return replace(self, mean=k * self.mean, se=k * self.se, resolution=k * self.resolution,
+                       values=tuple(k * v for v in self.values))
+
+    def named(self, label: str) -> Stat:
+        return replace(self, label=label)
 
     @property
     def empty(self) -> bool:
@@ -76,6 +93,12 @@ class Stat:
         return text + (f" ({self.failed} of {self.n + self.failed} seeds {failed})" if self.failed else "")
 
 
+def labelled(table: dict, suffix: str = "", names=str) -> dict:
+    """{label: Stat} with every result that names nothing named by its key as ``names`` shows it, and ``suffix``,
+    for the report's list of comparisons (None stays None)."""
+    return {key: s if s is None or s.label else s.named(f"{names(key)}{suffix}") for key, s in table.items()}
+
+
 def rule_words() -> str:
     """The rule in force, in words, for a report's methods."""
     if rule("TEST") == "two standard errors":
@@ -87,7 +110,11 @@ def rule_words() -> str:
             f"says so at the same level. A comparison with fewer than {rule('EXPLORATORY_UNDER')} seeds on a side "
             "is exploratory, and its sentence says so; seeds that solved are compared by Fisher's exact test, and "
             "times to solve, the unsolved seeds censored at the budget, by the log-rank test "
-            "(`src/nnrnn/experiments/judging/significance.py`).")
+            "(`src/nnrnn/experiments/judging/significance.py`)."
+            + (" A report's comparisons are controlled together: each passes when its Benjamini–Hochberg adjusted p "
+               "value over the report's family is below the level (rule FAMILY, "
+               "`src/nnrnn/experiments/judging/family.py`; the list at the report's end)."
+               if rule("FAMILY") == family.BH else ""))
 
 
 def _own_error(a: Stat) -> float:
@@ -125,7 +152,38 @@ def margin(a: Stat, b: Stat) -> float:
     se = math.hypot(se_a, se_b)
     if rule("TEST") == "two standard errors":
         return 2 * se
-    return critical(se, welch_df(se_a, _freedom(a, b), se_b, _freedom(b, a)))
+    return critical(se, welch_df(se_a, _freedom(a, b), se_b, _freedom(b, a)), _level(a, b))
+
+
+def _token(a: Stat) -> tuple:
+    """What identifies a result in a family of comparisons (NaN, which equals nothing, as None)."""
+    return tuple(None if isinstance(v, float) and math.isnan(v) else v
+                 for v in (a.label, a.mean, a.se, a.n, a.failed, a.resolution, a.values))
+
+
+def _level(a: Stat, b: Stat) -> float:
+    """The level the Welch test of a against b passes at: LEVEL, or under a report's family its controlled level
+    (:func:`.family.level`); the paper's published numbers against each other are outside any family."""
+    if (a.published and b.published) or _token(a) == _token(b):  # the paper's own rows; one result against itself
+        return rule("LEVEL")
+    return family.level(("Welch", frozenset((_token(a), _token(b)))), p_value(a, b), lambda: _member(a, b))
+
+
+def _member(a: Stat, b: Stat) -> family.Member:
+    low, high = bootstrap_interval(a.values, b.values)
+    return family.Member("Welch", a.label, b.label, (_shown(a), _shown(b)), p_value(a, b), a.mean - b.mean, low,
+                         high, (a.n + a.failed, b.n + b.failed), "bootstrap" if math.isfinite(low) else "")
+
+
+def _shown(a: Stat) -> str:
+    """A result in a report's list of comparisons: "0.817 ± 0.0067 (3 seeds)", with the seeds that gave none."""
+    text = f"{a.mean:.4g}" + ("" if math.isnan(a.se) else f" ± {a.se:.2g}")
+    return text + (f" ({a.n} of {a.n + a.failed} seeds; {a.failed} gave none)" if a.failed else "")
+
+
+def adjusted_p(a: Stat, b: Stat) -> float:
+    """The adjusted p value of a against b in the report's family (NaN outside one)."""
+    return family.adjusted(("Welch", frozenset((_token(a), _token(b)))))
 
 
 def p_value(a: Stat, b: Stat) -> float:
@@ -175,20 +233,37 @@ def ranking(a, b, lower_is_better: bool = True) -> int:
     return order(a, b) * (-1 if lower_is_better else 1)
 
 
-def _value_margin(a: Stat) -> float:
-    """How far a's mean must lie from a fixed value for the rule to call it below or above: a one-sample t test's
-    t_{1 − LEVEL/2, n − 1} · se (2·se under the two-standard-error rule; 0 for a single seed, compared by its mean)."""
+def _value_margin(a: Stat, x: float) -> float:
+    """How far a's mean must lie from the fixed value ``x`` for the rule to call it below or above: a one-sample t
+    test's t_{1 − LEVEL/2, n − 1} · se, at the level of the report's family where one is controlled (2·se under the
+    two-standard-error rule; 0 for a single seed, compared by its mean)."""
     if a.n < 2 or rule("TEST") == "two standard errors":
         return 2 * a.err()
-    return critical(a.err(), a.n - 1) if a.err() else 0.0
+    if not a.err():
+        return 0.0
+    key = ("one-sample t", _token(a), x)
+    if a.published:
+        return critical(a.err(), a.n - 1)
+    return critical(a.err(), a.n - 1, family.level(key, value_p(a, x), lambda: _value_member(a, x)))
+
+
+def value_p(a: Stat, x: float) -> float:
+    """The two-sided one-sample t test's p value of a's mean against ``x``."""
+    return float(2 * stats.t.sf(abs(a.mean - x) / a.err(), a.n - 1))
+
+
+def _value_member(a: Stat, x: float) -> family.Member:
+    low, high = mean_interval(a.values)
+    return family.Member("one-sample t", a.label, "", (_shown(a), f"{x:.4g}"), value_p(a, x), a.mean - x,
+                         low - x, high - x, (a.n + a.failed, 0), "bootstrap" if math.isfinite(low) else "")
 
 
 def below_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean + _value_margin(a) < x
+    return not a.empty and a.mean + _value_margin(a, x) < x
 
 
 def above_value(a: Stat, x: float) -> bool:
-    return not a.empty and a.mean - _value_margin(a) > x
+    return not a.empty and a.mean - _value_margin(a, x) > x
 
 
 def last_fifth_share(points) -> float:

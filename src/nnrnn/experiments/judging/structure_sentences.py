@@ -3,12 +3,14 @@ the delay line, the eigenvalues' moduli) in their own words, as :class:`~.rules.
 of :mod:`.structure_verdicts`."""
 from __future__ import annotations
 
+from . import family
 from . import structure_verdicts as judge
 from .comparisons import relation
 from .rules import UNEQUAL, UNTESTED, Claim, rule
 
 
 # --------------------------------------------------------------------------------------------- learned structure
+@family.rests_on
 def structure_claims(learned: dict, sizes: dict | None = None) -> list[Claim]:
     """§4.3 and the supplement on what nnRNN learned (:func:`.structure_verdicts.structure_judgements`)."""
     triangle, order_, uniform, aligned, delay, modulus = judge.structure_judgements(learned, sizes)
@@ -20,6 +22,7 @@ def _show(stats, quantity) -> str:
     return "no runs" if stats is None else stats[quantity].show(3)
 
 
+@family.rests_on
 def _triangle_claim(j: judge.Learned) -> Claim:
     return Claim(
         "\"For the copy task, Θ is practically composed of 2×2 rotation blocks along its diagonal (i.e. T = 0) [...] "
@@ -29,6 +32,7 @@ def _triangle_claim(j: judge.Learned) -> Claim:
         f"(T ≈ 0 read as below {rule('NEAR_ZERO'):.0%})", j.verdict)
 
 
+@family.rests_on
 def _order_claim(j: judge.TaskOrder) -> Claim:
     copy, ps, ptb, quantity, sizes = j.copy, j.psmnist, j.ptb, j.quantity, j.sizes
     here = (f"‖T‖/‖Θ‖: copy {_show(copy, 'triangular_fraction')}, psMNIST {_show(ps, 'triangular_fraction')}, "
@@ -48,6 +52,7 @@ def _order_claim(j: judge.TaskOrder) -> Claim:
                  "Fig. 3 and the supplement's psMNIST Θ", here, j.verdict)
 
 
+@family.rests_on
 def _angle_claims(uniform: judge.Learned, aligned: judge.Learned) -> list[Claim]:
     """How the angles look after each task (Fig. 3's insets)."""
     copy, ps, ptb = uniform.copy, uniform.psmnist, uniform.ptb
@@ -68,6 +73,7 @@ def _in_block(stats) -> str:
         "abs(T) of a link entry)")
 
 
+@family.rests_on
 def _delay_claim(j: judge.Learned) -> Claim:
     copy, ps, ptb = j.copy, j.psmnist, j.ptb
     return Claim(
@@ -79,6 +85,7 @@ def _delay_claim(j: judge.Learned) -> Claim:
         f"{_in_block(ptb)}, copy {_in_block(copy)}, psMNIST {_in_block(ps)}", j.verdict)
 
 
+@family.rests_on
 def _modulus_claim(j: judge.Learned) -> Claim:
     copy, ps, ptb = j.copy, j.psmnist, j.ptb
     return Claim(

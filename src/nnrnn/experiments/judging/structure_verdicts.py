@@ -44,7 +44,9 @@ def structure_judgements(learned: dict, sizes: dict | None = None) -> list[Learn
     judged like with like: ‖T‖/‖Θ‖ grows with N, so two tasks at unequal N are not ordered by it.  In order: T
     near 0 after copy and structured after PTB, the order of the tasks, uniform angles, aligned angles, the delay
     line, the mean eigenvalue norm."""
-    tasks = tuple(learned.get(t) for t in ("copy", "psmnist", "ptb"))
+    tasks = tuple(None if learned.get(t) is None else {q: s.named(f"{t}: {q.replace('_', ' ')}")
+                                                       for q, s in learned[t].items()}
+                  for t in ("copy", "psmnist", "ptb"))
     return [triangle(*tasks), task_order(*tasks, sizes or {}), uniform_angles(*tasks), aligned_angles(*tasks),
             delay_line(*tasks), modulus(*tasks)]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from . import family
 from . import task_verdicts as judge
 from .comparisons import _needs, _versus
 from .paper import NON_GATED, ORTHOGONAL, PAPER_LSTM_BPC, PAPER_PTB_ACCURACY, PAPER_PTB_BPC
@@ -18,6 +19,7 @@ from .words import _join, _paper, _said, _scoped, _show_bpc, _show_speed, column
 
 
 # --------------------------------------------------------------------------------------------- copy
+@family.rests_on
 def copy_claims(loss: dict, speed: dict, baseline: float, column: str, scope: str = "") -> list[Claim]:
     """Main text §4.1 on the copy task in one column (:func:`.task_verdicts.copy_judgements`)."""
     where = "N = 128, Fig. 2" if column == "hidden" else "18.9K parameters, supplement"
@@ -105,6 +107,7 @@ def _copy_lstm_rnn(j: judge.CopyLstmRnn) -> str:
 _COPY_COLUMNS = "copy: \"We see little difference if we match the number of parameters\" (with ∼18.9K)"
 
 
+@family.rests_on
 def copy_columns_claim(hidden: dict, params: dict, scope: str = "") -> Claim:
     """§4.1: "We see little difference if we match the number of parameters" (:func:`.task_verdicts.copy_columns`)."""
     j = judge.copy_columns(hidden, params)
@@ -122,6 +125,7 @@ def _show_acc(stat) -> str:
     return _said(stat, 3)
 
 
+@family.rests_on
 def psmnist_claim(accuracy: dict, column: str, scope: str = "") -> Claim:
     """§4.1: "the nnRNN matches orthogonal RNNs in performance, whereas RNN and LSTM show lesser performances"
     (:func:`.task_verdicts.psmnist`)."""
@@ -161,6 +165,7 @@ def _psmnist_judged(j: judge.Psmnist) -> str:
 
 
 # --------------------------------------------------------------------------------------------- PTB
+@family.rests_on
 def ptb_claim(bpc: dict, bptt: int, column: str, scope: str = "") -> Claim:
     """Table 1: nnRNN has the lowest test bpc of the non-gated models."""
     paper, here, verdict = _nnrnn_best(judge.nnrnn_best(bpc, lower=True), PAPER_PTB_BPC[(bptt, column)])
@@ -168,6 +173,7 @@ def ptb_claim(bpc: dict, bptt: int, column: str, scope: str = "") -> Claim:
                  "models (Table 1)", paper, _scoped(here, scope), verdict)
 
 
+@family.rests_on
 def ptb_accuracy_claim(accuracy: dict, bptt: int, column: str, scope: str = "") -> Claim:
     """Supplementary Table 2: nnRNN has the highest test accuracy of the non-gated models; ``accuracy`` maps a
     model to its test accuracy as a fraction, shown here in percent as the paper gives it."""
@@ -196,6 +202,7 @@ def _nnrnn_best(j: judge.NnrnnBest, paper: dict) -> tuple[str, str, str]:
     return paper_text, here, j.verdict
 
 
+@family.rests_on
 def gated_claim(bpc: dict, bptt: int, scope: str = "") -> Claim:
     """§4.2: "Gated networks are well-suited for such tasks, and we could get an LSTM with N = 1024 hidden units to
     achieve 1.37 ± 0.003 BPC", against Table 1's non-gated models at N = 1024 (:func:`.task_verdicts.gated`).  The
@@ -217,6 +224,7 @@ def gated_claim(bpc: dict, bptt: int, scope: str = "") -> Claim:
 
 
 # --------------------------------------------------------------------------------------------- the gap to expRNN
+@family.rests_on
 def gap_claims(bpc150: dict, bpc300: dict, scope: str = "") -> list[Claim]:
     """§4.2 on the gap to expRNN.  ``bpc150`` and ``bpc300`` map a column ("params", "hidden") to {model: Stat
     of test bpc} at T_PTB = 150 and 300 (the shape :func:`nnrnn.experiments.reporting.collect.results` gives).  The
@@ -254,6 +262,7 @@ def _paper_gap(column: str) -> str:
             f"{g300.se:.2g} at 300; by this rule: {_gap_words(g150, g300, judge.gap_order(g150, g300))}")
 
 
+@family.rests_on
 def _gap_change_claim(b150: dict, b300: dict, column: str, scope: str) -> Claim:
     j = judge.gap_change(b150, b300)
     claim = (f"PTB ({column_words(column)}): the gap to expRNN \"is modest for equal number of parameters and "
@@ -284,6 +293,7 @@ def _column_gaps(g: judge.ColumnGaps) -> str:
                       f"not clearly different (the rule needs a difference above {margin(exp_p, exp_h):.3f})"))
 
 
+@family.rests_on
 def _hidden_gap_claim(bpc150: dict, bpc300: dict, scope: str) -> Claim:
     j = judge.hidden_gap(bpc150, bpc300)
     claim = ("PTB: \"Where the nnRNN shines is for equal numbers of hidden units, where the performance gap to "

@@ -197,7 +197,7 @@ def nnrnn_best(values: dict, lower: bool) -> NnrnnBest:
 
 def in_percent(accuracy: dict) -> dict:
     """Test accuracies as fractions, in percent as the paper gives them."""
-    return {m: None if v is None else Stat(100 * v.mean, 100 * v.se, v.n, v.failed) for m, v in accuracy.items()}
+    return {m: None if v is None else v.scaled(100) for m, v in accuracy.items()}
 
 
 @dataclass(frozen=True)
@@ -219,10 +219,11 @@ def gated(bpc: dict) -> Gated:
 # --------------------------------------------------------------------------------------------- the gap to expRNN
 def gap(exp: Stat, nn: Stat) -> Stat:
     """expRNN − nnRNN ± sqrt(se_e² + se_n²); +∞ when every expRNN seed diverged (the worse of the two)."""
+    published = exp.published and nn.published
     if exp.empty:
-        return Stat(math.inf, 0.0, 1)
+        return Stat(math.inf, 0.0, 1, published=published)
     se = math.nan if math.isnan(exp.se) and math.isnan(nn.se) else math.hypot(exp.err(), nn.err())
-    return Stat(exp.mean - nn.mean, se, min(exp.n, nn.n))
+    return Stat(exp.mean - nn.mean, se, min(exp.n, nn.n), label="expRNN − nnRNN", published=published)
 
 
 def gap_order(small: Stat, large: Stat) -> int | None:

@@ -2,6 +2,7 @@
 :class:`~.rules.Claim` rows from the judgements of :mod:`.theory_verdicts`."""
 from __future__ import annotations
 
+from . import family
 from . import theory_verdicts as theory
 from .rules import HOLDS, Claim, rule
 
@@ -30,6 +31,7 @@ def _when(transient: dict) -> str:
     return f"{transient['peak_t']}" + (" (no transient)" if transient["peak_t"] == 0 else "")
 
 
+@family.rests_on
 def transient_claims(numbers: dict) -> list[Claim]:
     """Fig. 1(b)'s three claims (:func:`.theory_verdicts.transients`) in words."""
     growth, ended, strength = theory.transients(numbers)
@@ -56,6 +58,7 @@ def transient_claims(numbers: dict) -> list[Claim]:
     return claims + [_strength_claim(strength, setting)]
 
 
+@family.rests_on
 def _strength_claim(j: theory.Strength, setting: str) -> Claim:
     runs, alphas, betas = j.numbers["runs"], j.alphas, j.betas
     conclusion = ("α and β both amplify: β sets the strength as well as the shape" if j.strong and j.beta_amplifies
@@ -72,6 +75,7 @@ def _strength_claim(j: theory.Strength, setting: str) -> Claim:
                  "structures the shape of the transient\"", setting, here, j.verdict)
 
 
+@family.rests_on
 def fisher_memory_claims(numbers: dict) -> list[Claim]:
     """Fig. 1(c)'s three claims (:func:`.theory_verdicts.fisher_memory`) in words."""
     retains, beta, diagonal = theory.fisher_memory(numbers)
@@ -88,6 +92,7 @@ def fisher_memory_claims(numbers: dict) -> list[Claim]:
     return claims + [_beta_claim(beta, setting), _diagonal_claim(diagonal, setting)]
 
 
+@family.rests_on
 def _beta_claim(j: theory.BetaKept, setting: str) -> Claim:
     floor = rule('NOT_DEGRADED')
     totals = "J_tot from β = 0 to β > 0: " + "; ".join(f"α = {a:g}: {t0:.3f} → {t1:.3f}"
@@ -103,6 +108,7 @@ def _beta_claim(j: theory.BetaKept, setting: str) -> Claim:
                  "line\"", f"{setting}, β = 0.005 against β = 0 at d = 0", here, j.verdict)
 
 
+@family.rests_on
 def _diagonal_claim(j: theory.Diagonal, setting: str) -> Claim:
     diagonal, near = j.diagonal, j.diagonal[j.low]["near_optimal"]
     missed = [f"{part} not at {_settings([k[:2] for k in diagonal if k not in keys])}"
@@ -123,6 +129,7 @@ def _diagonal_claim(j: theory.Diagonal, setting: str) -> Claim:
 MPMATH_TOLERANCE = 1e-6
 
 
+@family.rests_on
 def table3_claim(rows: list[dict]) -> Claim:
     """Supplementary Table 3 (:func:`.theory_verdicts.table3`) in words."""
     j = theory.table3(rows)
@@ -147,6 +154,7 @@ def table3_claim(rows: list[dict]) -> Claim:
                  ", ".join(f"{r['paper']:#.3g}" for r in rows), here, j.verdict)
 
 
+@family.rests_on
 def proposition1_claim(numbers: dict) -> Claim:
     """Proposition 1 (:func:`.theory_verdicts.proposition1`) in words."""
     j = theory.proposition1(numbers)
@@ -164,6 +172,7 @@ def proposition1_claim(numbers: dict) -> Claim:
                  "proof in the supplement; Fig. 1c", here, j.verdict)
 
 
+@family.rests_on
 def proposition2_claim(numbers: dict) -> Claim:
     """Proposition 2 (:func:`.theory_verdicts.proposition2`) in words."""
     j = theory.proposition2(numbers)
@@ -183,6 +192,7 @@ def proposition2_claim(numbers: dict) -> Claim:
                  "proof in the supplement (induction on t)", here, j.verdict)
 
 
+THEORY = "the theory's comparisons"  # their family (:mod:`.family`)
 OWN_MODEL = ("; this is the paper's own deterministic model, computed: a verdict short of \"holds\" says the paper's "
              "words go further than its model shows, not that a reproduction failed")
 
@@ -193,6 +203,8 @@ def _own_model(claims: list[Claim]) -> list[Claim]:
 
 
 def theory_claims(transients: dict, memory: dict, table: list[dict], prop1: dict, prop2: dict) -> list[Claim]:
-    """Every theory claim, in the paper's order: Fig. 1b (3 rows), Fig. 1c (3), Table 3, Propositions 1 and 2."""
-    return (_own_model(transient_claims(transients) + fisher_memory_claims(memory)) + [table3_claim(table)]
-            + [proposition1_claim(prop1), proposition2_claim(prop2)])
+    """Every theory claim, in the paper's order: Fig. 1b (3 rows), Fig. 1c (3), Table 3, Propositions 1 and 2; their
+    comparisons (means over a deterministic model's initial conditions) are a family of their own."""
+    with family.group(THEORY):
+        return (_own_model(transient_claims(transients) + fisher_memory_claims(memory)) + [table3_claim(table)]
+                + [proposition1_claim(prop1), proposition2_claim(prop2)])

@@ -8,6 +8,8 @@ Layered bottom to top, each module importing only from those listed before it (a
 * :mod:`.objective`: one trial of a search, an ordinary training run;
 * :mod:`.summary`: a study's best trials as a table;
 * :mod:`.sweep`: a search's life (:func:`~.sweep.run_sweep`: its study, its first trial, its trials);
+* :mod:`.declaration`: a grid's declaration by types (:class:`~.declaration.Scale`, its settings, variants and
+  search), checked when a grid's module is imported;
 * :mod:`.grid`: a grid's planning: :class:`~.grid.PlannedRun` (one per run), :class:`~.grid.Grid` (its folder and
   the name of every file in it, its scale, its planned runs);
 * :mod:`.placement`: which device each run of a grid trains on, on one machine (:class:`~.placement.Slots`);

@@ -249,9 +249,9 @@ class Costs:
                 _write_cache({p: self.fresh[p] if p == part else {} for p in PARTS})
         return self.cache[part][key]
 
-    def run(self, options: dict, preset: str | None) -> float:
-        """Seconds of the run of ``options`` over ``preset``."""
-        config = resolve_config({**options, "device": self.device, "progress": False}, preset)
+    def run(self, config: dict) -> float:
+        """Seconds of the run of the resolved configuration ``config`` on this device."""
+        config = {**config, "device": self.device, "progress": False}
         shape = {k: v for k, v in config.items() if k not in NOT_SHAPE}
         counted = {k: v for k, v in config.items() if k not in NOT_COUNTED}
         times = self._cached("shapes", f"{self.where} | {json.dumps(shape, sort_keys=True, default=str)}",
@@ -323,10 +323,10 @@ def estimate(runs: list[PlannedRun], searches: list[dict], slots: list[str], log
     seconds = []
     try:
         for planned in runs:
-            seconds.append(costs.run(planned.options, planned.preset))
+            seconds.append(costs.run(planned.resolved()))  # as planned, not resolved again
         for search in searches:
             options = {**search["options"], "task": search["task"], "model": search["model"]}
-            seconds.append(search["trials"] * costs.run(options, search["preset"]))
+            seconds.append(search["trials"] * costs.run(resolve_config(options, search["preset"])))
         start = costs.process() if seconds else 0.0
     finally:
         if any(costs.fresh.values()):

@@ -8,21 +8,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ... import presets
-from ...models import PAPER_MODELS, hidden_size_for, model_class, parameter_count
+from ...models import hidden_size_for, model_class, parameter_count
 from ...tasks import make_task, task_class
 from ...training.config import DEFAULTS, model_options, resolve_config
 from ...training.network import embedding_width
 from ...training import checkpoint, outcome
 from ...training.runlog import read_metrics
 from ..judging import rules
-
-BOTH = ("hidden", "params")
-TUNED = "tuned"
-TPE_STARTUP = 10  # Optuna's TPE draws this many trials at random before it models the results (its default)
+# the columns and the search's default, declared with the types of a declaration and read from here too
+from .declaration import BOTH, COLUMN_PRESETS, COLUMNS, TPE_STARTUP, TUNED, Scale, Search, Setting  # noqa: F401
 # the files of a grid's folder that its compact data holds whole (:mod:`.compact`), so named here rather than on
 # :class:`GridFolder` alone
 SPEED = "speed.json"  # the modern report's update times (nnrnn.experiments.grids.modern)
@@ -30,19 +28,15 @@ TRIALS = "trials.json"  # every search's trials in order (nnrnn.experiments.repr
 PLAN = "plan.json"  # what a grid recorded when it started (its scale and the rules' values)
 TUNE_SEED = 100  # the seed a scale's searches train on: none of the seeds its tables report, so no pick is chosen
 #                 on a run its row then averages in
-COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
-COLUMNS = tuple(COLUMN_PRESETS)
-# a variant's key: the variant runs at the column's parameter count even where its model is nnRNN (whose own N is
-# the reference), e.g. nnRNN without T at the parameter count of nnRNN with T (grids/thesis.py)
-EQUAL_PARAMS = "equal_params"
 
 
 @dataclass(frozen=True)
 class PlannedRun:
     """One run of a grid as planned: its setting (a task with the scale's options, e.g. ``ptb-300``), task,
     column, label (a model, or a variant's name), model, seed, hidden size, preset (None: the task's procedure),
-    resolved options, the column's parameter budget, its folder's name (:func:`run_name`) and the options that
-    make a variant."""
+    resolved options, the column's parameter budget, its folder's name (:func:`run_name`), the options that
+    make a variant, and its configuration as :func:`plan` resolved it (None for a run read back from a grid's
+    compact data, which stores no configuration)."""
     setting: str
     task: str
     column: str
@@ -55,10 +49,23 @@ class PlannedRun:
     budget: int
     name: str
     extra: dict = field(default_factory=dict)
+    config: dict | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
-        """The planned run as the compact data stores it (:mod:`.compact`)."""
-        return asdict(self)
+        """The planned run as the compact data stores it (:mod:`.compact`): every field of :meth:`stored`."""
+        found = asdict(replace(self, config=None))
+        del found["config"]  # the data holds what was planned; the configuration follows from it
+        return found
+
+    @classmethod
+    def stored(cls) -> tuple[str, ...]:
+        """The fields the compact data stores of a planned run (:meth:`as_dict`)."""
+        return tuple(f.name for f in fields(cls) if f.name != "config")
+
+    def resolved(self) -> dict:
+        """Its configuration: as :func:`plan` resolved it once, or, for a run read back from compact data, resolved
+        from its options now."""
+        return self.config if self.config is not None else resolve_config(self.options, self.preset)
 
     @property
     def units(self) -> str:
@@ -148,18 +155,18 @@ class Grid(GridFolder):
     report the date it gives (None: today) and the lines of its first seeds' analysis figures (None: made from the
     checkpoints)."""
     scale: str = ""
-    spec: dict = field(default_factory=dict)
+    spec: Scale | None = None
     planned: list[PlannedRun] = field(default_factory=list)
     date: str | None = None
     analysis_lines: list[str] | None = None
 
     @property
-    def tune(self) -> dict:
+    def tune(self) -> Search:
         """The budget its searches had: as recorded when the grid started (:func:`record_plan`), else its scale's
         ``tune`` now (a grid recorded before the record held it)."""
         path = self.plan_record
         recorded = json.loads(path.read_text()).get("tune") if path.is_file() else None
-        return recorded or self.spec["tune"]
+        return Search.from_record(recorded) if recorded else self.spec.tune
 
     def searched_labels(self, setting: str) -> list[str]:
         """Every label ``setting`` searched for, models then variants, as recorded when the grid started
@@ -168,7 +175,7 @@ class Grid(GridFolder):
         recorded = json.loads(path.read_text()).get("labels") if path.is_file() else None
         if recorded and setting in recorded:
             return recorded[setting]
-        return setting_labels(self.spec["tasks"][setting])
+        return self.spec.settings[setting].labels
 
     @property
     def settings(self) -> list[str]:
@@ -176,10 +183,10 @@ class Grid(GridFolder):
         return list(dict.fromkeys(r.setting for r in self.planned))
 
 
-def column_preset(setting: dict, column: str) -> str:
+def column_preset(setting: Setting, column: str) -> str:
     """The preset a setting's column starts from: the setting's own (a protocol's, e.g. ``long-memory``) or the
     column's."""
-    return setting.get("preset") or COLUMN_PRESETS[column]
+    return setting.preset or COLUMN_PRESETS[column]
 
 
 def metric(task: str) -> str:
@@ -231,39 +238,44 @@ def _label_options(column: str, preset: str, task: str, bptt, variant: dict, set
     return base, extra, procedure
 
 
-def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
-         searching: bool = False) -> list[PlannedRun]:
+def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks: dict | None = None,
+         searching: bool = False, resolved: dict | None = None) -> list[PlannedRun]:
     """One entry per run of the scale ``spec`` (a module of :mod:`.grids`): its setting, task, column, label,
     model, seed and resolved options.
 
     A setting runs its ``models`` (default: the paper's six) in each of its columns, and its ``variants``
     (a label → the model and the options that make it, e.g. nnRNN with γ held) in the setting's first column
     (or the columns the variant names).  A column holds the hidden units fixed (``hidden``) or the parameter
-    count (``params``, ``tuned``: nnRNN's count at the reference size).  ``hidden`` and ``params`` take the
+    count (``params``, ``tuned``: nnRNN's count at the reference size; nnRNN itself keeps the reference size there,
+    a variant of it too unless it says ``equal_params``).  ``hidden`` and ``params`` take the
     paper's hyperparameters (presets ``paper``, ``paper-params``) and leave out models the paper gives none
     for; ``tuned`` takes each label's options from ``picks[setting][label]`` (the grid's own search,
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
     (``searching``: plans them without one, the runs a search starts from).  A setting may name its own
     ``preset`` (a protocol's), which then replaces the column's; with ``paper_depth`` each model stacks the layers
-    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows.  ``models`` and
-    ``tasks`` filter by model and task name (a variant goes with its model)."""
+    its paper does (its class's ``DEPTH``), each layer as wide as the parameter count allows; with
+    ``paper_optimizer`` each model whose paper names an optimizer trains with it (:func:`paper_optimizer`).
+    ``models`` and ``tasks`` filter by model and task name (a variant goes with its model).  Every configuration
+    is resolved once per ``resolved`` (:func:`resolve_once`; the plans of one invocation share one), each run's
+    carried in its :class:`PlannedRun`."""
     found = []
-    for setting_name, setting in spec["tasks"].items():
-        task = setting.get("task", setting_name)
+    resolved = {} if resolved is None else resolved
+    for setting_name, setting in spec.settings.items():
+        task = setting.task
         if tasks and task not in tasks:
             continue
         cls = task_class(task)
         io = sizes(task, data_dir)
-        columns = setting.get("columns", BOTH)
-        entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.get("models", PAPER_MODELS)]
-        entries += [(label, {k: v for k, v in variant.items() if k not in ("columns", EQUAL_PARAMS)},
-                     variant.get("columns", columns[:1])) for label, variant in setting.get("variants", {}).items()]
-        at_budget = {label for label, variant in setting.get("variants", {}).items() if variant.get(EQUAL_PARAMS)}
-        bptt = setting["options"].get("bptt")
+        columns = setting.columns
+        entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.models]
+        entries += [(label, variant.as_entry(), variant.columns or columns[:1])
+                    for label, variant in setting.variants.items()]
+        at_budget = {label for label, variant in setting.variants.items() if variant.equal_params}
+        bptt = setting.options.get("bptt")
         for column in columns:
             preset = column_preset(setting, column)
-            reference = setting["hidden"] or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
-            reference_config = resolve_config({"task": task, "model": "nnrnn", **setting["options"]}, preset)
+            reference = setting.hidden or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
+            reference_config = resolve_once({"task": task, "model": "nnrnn", **setting.options}, preset, resolved)
             budget = network_parameters(reference_config, reference, io)
             for label, variant, label_columns in entries:
                 model = variant["model"]
@@ -271,34 +283,40 @@ def plan(spec: dict, models=None, tasks=None, seeds=None, data_dir=None, picks: 
                     continue
                 pick = None if column != TUNED else {} if searching else \
                     (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
-                planned = _label_options(column, preset, task, bptt, variant, setting["options"], pick)
+                planned = _label_options(column, preset, task, bptt, variant, setting.options, pick)
                 if planned is None:
                     continue
                 base, extra, procedure = planned
-                model_config = resolve_config({"task": task, **procedure, **variant, **setting["options"]}, base)
+                procedure = {**procedure, **paper_optimizer(model, setting)}
+                model_config = resolve_once({"task": task, **procedure, **variant, **setting.options}, base, resolved)
                 hidden = reference if column == "hidden" or model == "nnrnn" and label not in at_budget else \
                     budget_hidden(model, budget, model_config, io)
-                for seed in seeds or spec["seeds"]:
+                for seed in seeds or spec.seeds:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
-                               **procedure, **setting["options"], **extra}
+                               **procedure, **setting.options, **extra}
                     if data_dir and cls.has_data_files:
                         options["data_dir"] = data_dir
+                    config = resolve_once(options, base, resolved)
                     found.append(PlannedRun(setting_name, task, column, label, model, seed, hidden, base, options,
-                                            budget, run_name(options, base),
-                                            {k: v for k, v in variant.items() if k != "model"}))
+                                            budget, run_name(config),
+                                            {k: v for k, v in variant.items() if k != "model"}, config))
     return found
 
 
-def setting_labels(setting: dict) -> list[str]:
-    """The labels a grid setting plans: its models (default: the paper's six), then its variants."""
-    return [*setting.get("models", PAPER_MODELS), *setting.get("variants", {})]
-
-
-def _depth(model: str, setting: dict) -> dict:
+def _depth(model: str, setting: Setting) -> dict:
     """``num_layers`` at the model's paper's depth (its ``DEPTH``) where ``setting`` asks for ``paper_depth`` and
     that paper stacks layers; else nothing (one layer, the default, which keeps the run names of one layer)."""
     depth = model_class(model).DEPTH
-    return {"num_layers": depth} if setting.get("paper_depth") and depth > 1 else {}
+    return {"num_layers": depth} if setting.paper_depth and depth > 1 else {}
+
+
+def paper_optimizer(model: str, setting: Setting) -> dict:
+    """``optimizer`` as the model's paper names it (its class's ``PAPER_OPTIMIZER``) where ``setting`` asks for
+    ``paper_optimizer``; else nothing.  It goes with the task's procedure, over it and over the preset's, and under
+    the setting's own options and a label's (what a grid gives explicitly wins): issue 67, where a procedure's
+    RMSprop won over the Adam a search derived from the paper."""
+    chosen = model_class(model).PAPER_OPTIMIZER
+    return {"optimizer": chosen} if setting.paper_optimizer and chosen else {}
 
 
 def _shape(config: dict) -> dict:
@@ -313,15 +331,25 @@ def budget_hidden(model: str, budget: int, config: dict, io) -> int:
     return hidden_size_for(model, budget, input_size, output_size, vocab, **_shape(config))
 
 
-def run_name(options: dict, preset: str | None) -> str:
-    """TASK-MODEL-hN-sSEED-DIGEST, the digest of every option that differs from the defaults: runs with
-    identical settings share a folder, in any grid, and adding an option keeps the names valid."""
-    config = resolve_config(options, preset)
-    for name in ("data_dir", "preset"):  # neither changes what is trained
-        config.pop(name, None)
-    config = {k: v for k, v in config.items() if k not in DEFAULTS or DEFAULTS[k] != v}
-    digest = hashlib.md5(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
-    return f"{options['task']}-{options['model']}-h{options['hidden']}-s{options['seed']}-{digest}"
+def resolve_once(options: dict, preset: str | None, resolved: dict) -> dict:
+    """``resolve_config(options, preset)``, resolved once per ``resolved`` ({options and preset: configuration},
+    one per invocation): a grid's plans share their runs (a tuned grid plans before and after its searches), and
+    planning, its cost and its workers read what was resolved.  The configuration returned is shared: read it, or
+    copy it to change it."""
+    key = json.dumps([options, preset], sort_keys=True, default=str)
+    if key not in resolved:
+        resolved[key] = resolve_config(options, preset)
+    return resolved[key]
+
+
+def run_name(config: dict) -> str:
+    """TASK-MODEL-hN-sSEED-DIGEST of a resolved configuration, the digest of every option that differs from the
+    defaults: runs with identical settings share a folder, in any grid, and adding an option keeps the names
+    valid."""
+    kept = {k: v for k, v in config.items() if k not in ("data_dir", "preset")}  # neither changes what is trained
+    kept = {k: v for k, v in kept.items() if k not in DEFAULTS or DEFAULTS[k] != v}
+    digest = hashlib.md5(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:6]
+    return f"{config['task']}-{config['model']}-h{config['hidden']}-s{config['seed']}-{digest}"
 
 
 _read_once: list[dict] = []  # inside reading_once(): {run folder: its metrics records}
@@ -361,24 +389,24 @@ def diverged(folder: Path) -> bool:
     return ended is not None and ended.name == outcome.DIVERGED
 
 
-def searches(spec: dict, models=None, tasks=None, data_dir=None) -> dict:
+def searches(spec: Scale, models=None, tasks=None, data_dir=None, resolved: dict | None = None) -> dict:
     """{folder name: search} for every (setting, label) of the ``tuned`` column of the scale ``spec``: the run it
-    tunes (seed ``tune["seed"]``, at its size, over ``paper-params`` where that covers the model), each length cut
-    to the scale's ``tune["share"]``, and ``tune["trials"]`` trials, of which the first ``tune["startup"]`` (default
-    :data:`TPE_STARTUP`) are drawn at random."""
+    tunes (seed ``tune.seed``, at its size, over ``paper-params`` where that covers the model), each length cut
+    to the scale's ``tune.share``, and ``tune.trials`` trials, of which the first ``tune.startup`` are drawn at
+    random."""
     found = {}
-    for planned in plan(spec, models, tasks, [spec["tune"].get("seed", 0)], data_dir, searching=True):
-        if planned.column != TUNED or planned.setting not in spec["tune"].get("settings", (planned.setting,)):
+    tune = spec.tune
+    for planned in plan(spec, models, tasks, [tune.seed], data_dir, searching=True, resolved=resolved):
+        if planned.column != TUNED or planned.setting not in (tune.settings or (planned.setting,)):
             continue  # a scale may tune at some of its settings only (the memory grid: at one rung)
         options = {k: v for k, v in planned.options.items() if k not in ("task", "model", "progress")}
         for length in ("steps", "epochs"):
             if options.get(length):
-                options[length] = max(1, round(options[length] * spec["tune"]["share"]))
+                options[length] = max(1, round(options[length] * tune.share))
         found[search_name(planned.setting, planned.label)] = {
             "setting": planned.setting, "label": planned.label, "task": planned.task,
             "model": planned.model, "preset": planned.preset, "options": options,
-            "extra": sorted(planned.extra), "trials": spec["tune"]["trials"],
-            "startup": spec["tune"].get("startup", TPE_STARTUP)}
+            "extra": sorted(planned.extra), "trials": tune.trials, "startup": tune.startup}
     return found
 
 
@@ -389,19 +417,19 @@ def search_name(setting: str, label: str) -> str:
 
 
 
-def record_plan(out: Path, scale: str, spec: dict | None = None) -> dict:
+def record_plan(out: Path, scale: str, spec: Scale | None = None) -> dict:
     """Record, once, when a grid starts: its scale, the verdict rules' values and fingerprint (:mod:`.rules`) and
-    its searches' budget (``spec["tune"]``, ``spec`` the scale's settings).  A grid that resumes keeps the record of
-    its start, so that a report can tell rules changed while it ran and says how its own searches searched."""
-    spec = spec or {}
+    its searches' budget (``spec.tune``, ``spec`` the scale's declaration).  A grid that resumes keeps the record
+    of its start, so that a report can tell rules changed while it ran and says how its own searches searched."""
     path = GridFolder(Path(out)).plan_record
     if path.is_file():
         return json.loads(path.read_text())
     record = {"scale": scale, "rules": rules.values(), "fingerprint": rules.fingerprint()}
-    if "tune" in spec:  # how its searches search, which the report states (the scale's module may change later)
-        record["tune"] = json.loads(json.dumps(spec["tune"]))
+    if spec is not None and spec.tune is not None:  # how its searches search, which the report states (the
+        # scale's module may change later), in the record's form of before the declarations were types
+        record["tune"] = spec.tune.as_record()
         # and what each setting searched for: a label whose every trial failed has no runs to tell it
-        record["labels"] = {name: setting_labels(setting) for name, setting in spec.get("tasks", {}).items()}
+        record["labels"] = {name: setting.labels for name, setting in spec.settings.items()}
     write_whole(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
 

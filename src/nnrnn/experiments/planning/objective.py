@@ -45,13 +45,11 @@ class _Objective:
         self.interrupted = None
 
     def _options(self, trial) -> tuple[dict, dict]:
-        """(the drawn options, every option the trial sets beyond the fixed ones): a queued first trial's
-        published extras (user attribute ``published``), then the drawn ones and what is derived from them, which
+        """(the drawn options, every option the trial sets beyond the fixed ones): the drawn ones (a queued first
+        trial's too: :func:`~nnrnn.experiments.planning.searching.published`) and what is derived from them, which
         the trial records as ``options`` (a pick is that whole set, not only the drawn ones)."""
         params = suggest(trial, self.space)
-        derived = self.searching.derive(self.model, params, list(self.options))
-        published_extras = {k: v for k, v in trial.user_attrs.get("published", {}).items() if k not in params}
-        options = {**derived, **published_extras, **params}
+        options = {**self.searching.derive(self.model, params, list(self.options)), **params}
         trial.set_user_attr("options", options)
         return params, options
 

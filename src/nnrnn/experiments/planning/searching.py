@@ -48,20 +48,11 @@ LR_ORTH_RATIO = 0.1
 OWN_OPTIONS = 2  # K: the most own options (a model class's TUNED_OPTIONS) any model searches beside lr
 # the supplement's options a model may name among its TUNED_OPTIONS (the others come from its class's SEARCHED)
 SUPPLEMENT_CHOICES = {"alpha": ALPHAS, "delta": DELTAS, "t_decay": T_DECAYS, "init": INITS}
-# each model's paper's optimizer (None: its paper names none we follow, and it trains with the default, RMSprop);
-# nnrnn has Adam and RMSprop, so the LRU's AdamW is Adam here (docs/design.md)
-PAPER_OPTIMIZERS = {"rnn": "rmsprop", "rnn-orth": "rmsprop", "eurnn": "rmsprop", "exprnn": "rmsprop",
-                    "nnrnn": "rmsprop", "lstm": "rmsprop", "cornn": "adam", "lem": "adam", "lru": "adam",
-                    "nnlru": "adam"}
 # where a model's published settings are looked for (the search's own preset first), and the tasks nearest to each
 # where its papers report none for the task itself
 PUBLISHED_PRESETS = ("long-memory", "paper-params", "paper")
 NEAREST_TASKS = {"copy": ("adding", "psmnist"), "adding": ("copy", "psmnist"), "psmnist": ("adding", "copy"),
                  "ptb": ("psmnist", "copy", "adding")}
-# the options of a published entry a first trial takes beside the searched ones (the grid keeps its sizes, lengths
-# and batches): the model's own settings, its orthogonal factor's rate and the clipping its code uses
-PUBLISHED_EXTRAS = ("lr_orth", "clip")
-
 
 # --------------------------------------------------------------------------- search space
 
@@ -124,14 +115,13 @@ def no_derived(model: str, params: dict, fixed=()) -> dict:
 
 def tie_rates(model: str, params: dict, fixed=()) -> dict:
     """What an equal search sets from the drawn options: lr_orth = lr × :data:`LR_ORTH_RATIO` for a model with an
-    orthogonal factor, and the model's paper's optimizer (:data:`PAPER_OPTIMIZERS`); an option in ``fixed`` (given
-    by the user) is left as given."""
-    derived = {}
-    if model_class(model).ORTHOGONAL_FACTOR and "lr" in params:
-        derived["lr_orth"] = params["lr"] * LR_ORTH_RATIO
-    if PAPER_OPTIMIZERS.get(model):
-        derived["optimizer"] = PAPER_OPTIMIZERS[model]
-    return {k: v for k, v in derived.items() if k not in set(fixed)}
+    orthogonal factor; an option in ``fixed`` (given by the user) is left as given.  The optimizer is not the
+    search's to set: a grid's plan gives each run its paper's where the grid asks so
+    (:func:`nnrnn.experiments.planning.grid.paper_optimizer`), so that no fixed option of the task's procedure
+    silently wins over it (issue 67)."""
+    if model_class(model).ORTHOGONAL_FACTOR and "lr" in params and "lr_orth" not in set(fixed):
+        return {"lr_orth": params["lr"] * LR_ORTH_RATIO}
+    return {}
 
 
 def best_value(curve: list[tuple[int, float]], minimize: bool) -> float:
@@ -176,20 +166,39 @@ SUPPLEMENT = Searching(search_space, no_derived, best_value, False)  # ``nnrnn s
 EQUAL = Searching(equal_space, tie_rates, curve_area, True)  # a grid's searches: every model alike
 
 
-def published(task: str, model: str, bptt: int | None = None, preset: str | None = None) -> tuple[dict, str] | None:
+def published(task: str, model: str, bptt: int | None = None, preset: str | None = None,
+              space: dict | None = None) -> tuple[dict, str] | None:
     """(options, where from) of ``model``'s published settings for ``task``, or for the nearest task its papers
     report (:data:`NEAREST_TASKS`), as the presets hold them (``preset`` first, then :data:`PUBLISHED_PRESETS`):
-    the options an equal search draws, the model's own settings and :data:`PUBLISHED_EXTRAS`; None when no preset
-    gives the model a learning rate for any of those tasks."""
-    cls = model_class(model)
-    wanted = {*equal_space(model), *cls.CONFIG_OPTIONS, *PUBLISHED_EXTRAS} - {"bias", "hidden"}
+    its values of the dimensions of ``space`` (default: the model's :func:`equal_space`), from the first entry
+    whose every such value lies in its range (:func:`inside`); None when no preset gives the model a learning
+    rate inside the range for any of those tasks.
+
+    One space per search (issue 67): the first trial is a point of the space the others are drawn from.  It takes
+    only the searched values, so every option a search does not search is the same in all its trials (coRNN's γ
+    among them, which the adding entry set to 66 in the first trial alone), lr_orth is tied to lr in it as in every
+    other (:func:`tie_rates`; the nnRNN's published 1e-6 is not), and an entry with a value outside its range
+    (coRNN's adding ε = 15 against [0.5, 9.9]) gives way to the next nearest task's."""
+    space = equal_space(model) if space is None else space
     names = tuple(dict.fromkeys(p for p in (preset, *PUBLISHED_PRESETS) if p))
     for near in (task, *NEAREST_TASKS.get(task, ())):
         for name in names:
             entry = presets.load(name).get(presets.table_key(near, bptt if near == "ptb" else None), {}).get(model)
-            if entry and "lr" in entry:
-                return {k: v for k, v in entry.items() if k in wanted}, f"{name}: {presets.table_key(near, bptt)}"
+            if not entry or "lr" not in entry:
+                continue
+            values = {k: v for k, v in entry.items() if k in space}
+            if "lr" in space and "lr" not in values:
+                continue
+            if all(inside(v, space[k]) for k, v in values.items()):
+                return values, f"{name}: {presets.table_key(near, bptt)}"
     return None
+
+
+def inside(value, distribution) -> bool:
+    """Whether ``value`` is a point of the Optuna ``distribution`` (one of its choices, or within its range)."""
+    if hasattr(distribution, "choices"):
+        return value in distribution.choices
+    return distribution.low <= value <= distribution.high
 
 
 def span(distribution) -> dict:

@@ -135,18 +135,15 @@ def _optimize(the_study, objective, url: str, **options) -> None:
 
 
 def queue_published(study, task: str, model: str, options: dict, preset: str | None, space: dict) -> dict | None:
-    """Queue ``model``'s published settings (:func:`published`) as ``study``'s next trial: the searched options
-    among them as its parameters (out of a range too: Optuna takes a queued value as given), the others (the model's
-    own settings it does not search, lr_orth, clipping) as its ``published`` user attribute, which the objective
-    applies; options the search holds fixed stay fixed.  Returns what was queued (None: nothing published)."""
-    found = published(task, model, options.get("bptt"), preset)
+    """Queue ``model``'s published settings (:func:`published`: its values of the searched options, each inside
+    its range) as ``study``'s next trial; every other option is the search's, as in its other trials.  Returns what
+    was queued (None: nothing published)."""
+    found = published(task, model, options.get("bptt"), preset, space)
     if found is None:
         return None
-    settings, source = found
-    params = {k: v for k, v in settings.items() if k in space}
-    extras = {k: v for k, v in settings.items() if k not in space and k not in options}
-    study.enqueue_trial(params, user_attrs={"published": extras, "published_from": source})
-    return {**extras, **params}
+    params, source = found
+    study.enqueue_trial(params, user_attrs={"published_from": source})
+    return params
 
 
 def _pruner_and_sampler(base: dict, pruner, sampler, prune_startup, prune_warmup) -> tuple:

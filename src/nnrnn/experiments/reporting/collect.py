@@ -15,6 +15,7 @@ from ...analysis.trained import angle_concentration, henrici_departure, matrix_s
 from ...tasks import task_class
 from ...tasks.base import Reported
 from ...training import outcome, runfolder
+from ...training.config import resolve_config
 from ...training.network import best_checkpoint, load_model
 from ...training.train import lr_halvings
 from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, diverged, finished, metric, metrics
@@ -27,6 +28,30 @@ STRUCTURE = {"triangular_fraction": "triangular_fraction", "departure": "departu
              "delay_line": "delay_line", "in_block": "in_block_mean", "in_block_to_link": "in_block_to_link",
              "mean_gamma": "mean_gamma_parameter"}
 
+
+
+# what a run's saved configuration names that is the machine's, not the run's: where it wrote and read
+HOST_OPTIONS = ("out", "data_dir")
+
+
+def saved_config(folder: Path) -> dict | None:
+    """The configuration the run in ``folder`` trained with, as the trainer saved it (its config.json), less
+    :data:`HOST_OPTIONS`; None where it saved none (a run not started, or a folder written back from compact data
+    that carried no configurations)."""
+    try:
+        saved = json.loads(runfolder.config_file(folder).read_text())
+    except (OSError, ValueError):
+        return None
+    return {k: v for k, v in saved.items() if k not in HOST_OPTIONS} if isinstance(saved, dict) else None
+
+
+def ran_config(grid: GridFolder, planned: PlannedRun) -> dict:
+    """The resolved configuration of ``planned``'s run, which every settings table of a report reads (issue 67:
+    a table printed what the plan meant, not what ran): its folder's saved configuration (:func:`saved_config`;
+    the compact data carries it, :mod:`.compact`), else, for compact data written before it carried them, the run's
+    options as planned resolved over its preset, as the trainer resolved them when it started."""
+    saved = saved_config(grid.run_folder(planned))
+    return saved if saved is not None else resolve_config(planned.options, planned.preset)
 
 
 def labels(planned: list[PlannedRun], setting: str) -> list[str]:
@@ -53,7 +78,7 @@ def stat(grid: GridFolder, members: list[PlannedRun], key: str, split: str) -> S
     folders = [grid.run_folder(r) for r in members]
     if not any(finished(f) for f in folders):
         return None
-    return Stat.of(final_value(f, key, split) for f in folders if finished(f))
+    return Stat.of((final_value(f, key, split) for f in folders if finished(f)), label=members[0].label)
 
 
 # what copy's runs were scored by before the rule SCORED_BY: their last validation loss
@@ -109,7 +134,7 @@ def copy_speed(grid: Grid, setting: str, baseline: float) -> dict:
             if members:  # read at validations eval_every updates apart: that is its resolution
                 speed.setdefault(column, {})[label] = Stat.of(
                     (updates_to_solve(grid.run_folder(r), rule('SOLVED_SHARE') * baseline) for r in members),
-                    resolution=members[0].options.get("eval_every", 0))
+                    resolution=members[0].options.get("eval_every", 0), label=label)
     return speed
 
 

@@ -1,7 +1,8 @@
 """A grid's compact data: everything its report is computed from, in one file beside the report (``data.json``), so
 that anyone can compute the report again without the run folders.
 
-Per run folder: whether it finished or diverged, its wall time, and its metrics records cut to what the report
+Per run folder: whether it finished or diverged, its wall time, the configuration it trained with (its config.json
+less the machine's folders; data written before 2026-12-02 holds none) and its metrics records cut to what the report
 reads (every validation and test record; of the training records the update, the gradient norm and the learning
 rate); per trained model the learned-structure statistics the claims use (``analysis/structure.json``); the
 plan (every run's options), the rules the grid recorded when it started, the picks of a tuned column and its
@@ -18,8 +19,8 @@ import shutil
 from pathlib import Path
 
 from ...analysis.mechanism import read_record
-from ...training.runfolder import DIVERGED_MARKER, MECHANISM, WALL_SECONDS
-from .collect import PROBED, STRUCTURE, probe_norms
+from ...training.runfolder import CONFIG, DIVERGED_MARKER, MECHANISM, WALL_SECONDS
+from .collect import PROBED, STRUCTURE, probe_norms, saved_config
 from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics, write_whole
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
@@ -39,10 +40,16 @@ def _records(folder: Path) -> list[dict]:
 
 def _folder(folder: Path) -> dict:
     wall = folder / WALL_SECONDS
-    return {"diverged": diverged(folder), "finished": finished(folder),
-            "wall_seconds": float(wall.read_text()) if wall.is_file() else None,
-            "records": _records(folder),
-            **({"mechanism": record} if (record := read_record(folder)) is not None else {})}
+    entry = {"diverged": diverged(folder), "finished": finished(folder),
+             "wall_seconds": float(wall.read_text()) if wall.is_file() else None,
+             "records": _records(folder)}
+    config = saved_config(folder)
+    if config is not None:  # what the run trained with, which the settings tables read (collect.ran_config)
+        entry["config"] = config
+    record = read_record(folder)
+    if record is not None:  # only where a run measured it, so that data written before records stays as it was
+        entry["mechanism"] = record
+    return entry
 
 
 def write_data(grid: Grid) -> Path:
@@ -62,7 +69,7 @@ def write_data(grid: Grid) -> Path:
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
             "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
-            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec["report"].files)
+            "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec.report.files)
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}
     path = grid.data
@@ -84,7 +91,7 @@ def problem(data: dict, settings) -> str:
     if not table_of("structure", dict) or not table_of("folders", dict):
         return "its structure and folders are not tables of run folders"
     runs = data.get("runs")
-    fields = set(PlannedRun.__dataclass_fields__)
+    fields = set(PlannedRun.stored())
     if not isinstance(runs, list) or not all(isinstance(r, dict) and set(r) <= fields and
                                              fields - {"extra"} <= set(r) and isinstance(r["options"], dict)
                                              and isinstance(r["name"], str) for r in runs):
@@ -100,14 +107,15 @@ def problem(data: dict, settings) -> str:
     for name, entry in data["folders"].items():
         if not (isinstance(entry.get("records"), list) and all(isinstance(r, dict) for r in entry["records"])
                 and isinstance(entry.get("diverged"), bool)
-                and (entry.get("wall_seconds") is None or isinstance(entry["wall_seconds"], (int, float)))):
+                and (entry.get("wall_seconds") is None or isinstance(entry["wall_seconds"], (int, float)))
+                and isinstance(entry.get("config", {}), dict)):
             return f"its folder {name} is not a run's records"
     return ""
 
 
 def materialize(data: dict, out: Path, data_dir=None) -> list[PlannedRun]:
-    """Write ``data``'s run folders (metrics.jsonl, DIVERGED, wall_seconds), structure cache, plan and picks into
-    ``out``; return its plan, with ``data_dir`` (when given) as every run's data folder."""
+    """Write ``data``'s run folders (metrics.jsonl, DIVERGED, wall_seconds, config.json), structure cache, plan and
+    picks into ``out``; return its plan, with ``data_dir`` (when given) as every run's data folder."""
     grid = GridFolder(Path(out))
     out = grid.out
     for name, entry in data["folders"].items():
@@ -120,6 +128,8 @@ def materialize(data: dict, out: Path, data_dir=None) -> list[PlannedRun]:
             (folder / DIVERGED_MARKER).write_text("diverged (from the grid's compact data)\n")
         if entry["wall_seconds"] is not None:
             (folder / WALL_SECONDS).write_text(f"{entry['wall_seconds']}\n")
+        if entry.get("config") is not None:
+            (folder / CONFIG).write_text(json.dumps(entry["config"], indent=1))
         if entry.get("mechanism") is not None:  # .get: data written before runs recorded their mechanism
             (folder / MECHANISM).write_text(json.dumps(entry["mechanism"], indent=1))
     # no checkpoints here: an entry stamped "" is what the report's cache holds for a folder without them

@@ -26,18 +26,15 @@ def line_style(label: str, planned: list[PlannedRun]) -> tuple[str, object]:
 
 
 GRADIENT_HEADROOM = 10.0  # a gradient panel's top: this many times its highest median, on a log axis
-# What the no-memory baseline of a loss task predicts, for its line's label.
-BASELINE_WORDS = {"copy": "always the blank", "adding": "always answering 1, on these validation sequences"}
 
 
 def reference(planned: list[PlannedRun], setting: str) -> tuple[float, str] | None:
     """The reference line of a setting whose curves are not a loss (the loss tasks' baselines are
     :func:`.sections.memoryless_baseline`'s): psMNIST's chance accuracy (a uniform guess over the classes, 10%) and
     PTB's unigram model of the training text the runs saw (the entropy of its character frequencies, in bits per
-    character, :meth:`nnrnn.tasks.ptb.PTB.references`); None for another task."""
+    character, :meth:`nnrnn.tasks.ptb.PTB.references`): its task's ``reference_line``; None for a task without one."""
     task = setting_task_of(planned, setting)
-    kind = {"psmnist": ("chance", "chance {:.0%} (a uniform guess)"),
-            "ptb": ("baseline", "unigram {:.3f} bpc (the training text's character frequencies)")}.get(task)
+    kind = task_class(task).reference_line
     if kind is None:
         return None
     first = next(r for r in planned if r.setting == setting)
@@ -50,7 +47,7 @@ def reference_line(ax, task: str, baseline: float | None, other: tuple[float, st
     sequences, labelled with its value), or ``other`` (:func:`reference`)."""
     if baseline is not None:
         ax.axhline(baseline, color="gray", linestyle=":",
-                   label=f"baseline {baseline:.4f} ({BASELINE_WORDS.get(task, 'no memory')})")
+                   label=f"baseline {baseline:.4f} ({task_class(task).baseline_words})")
     elif other is not None:
         ax.axhline(other[0], color="gray", linestyle=":", label=other[1])
 

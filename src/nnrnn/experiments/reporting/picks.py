@@ -8,13 +8,14 @@ the range, not the model, may have decided the result.  A choice among a set (e.
 given as "k of n" and not named, since two of three values of a three-value set are ends."""
 from __future__ import annotations
 
-import json
 import math
-
 from ...tasks import task_class
-from ...training.config import resolve_config
+from .collect import ran_config
+from .signal import best_trial, read_trials, signal_lines, signals
+from .tuning import short
 from ..planning.grid import Grid, PlannedRun, search_name
-from ..planning.searching import PAPER_OPTIMIZERS, search_space, span
+from ...models import model_class
+from ..planning.searching import search_space, span
 from ..judging.words import name
 
 EDGE = 0.05  # a pick within this fraction of the log range of an end is named
@@ -35,38 +36,28 @@ def at_edge(fraction: float) -> bool:
     return fraction <= EDGE or fraction >= 1 - EDGE
 
 
-def _read_trials(grid: Grid) -> dict:
-    return json.loads(grid.trials.read_text()) if grid.trials.is_file() else {}
-
-
-def supplement_ranges(planned: PlannedRun) -> dict:
+def supplement_ranges(grid: Grid, planned: PlannedRun) -> dict:
     """{option: its span (:func:`nnrnn.experiments.planning.searching.span`)} of the supplement's search of
     ``planned``'s model
     and optimizer, as a grid searched it before trials recorded their ranges (:data:`SUPPLEMENT_BEFORE`)."""
-    optimizer = resolve_config(planned.options, planned.preset)["optimizer"]
+    optimizer = ran_config(grid, planned)["optimizer"]
     ranges = {k: span(d) for k, d in search_space(planned.model, optimizer=optimizer).items()}
     return {**ranges, **SUPPLEMENT_BEFORE.get(planned.model, {})}
-
-
-def _best(trials: list[dict], lower: bool) -> dict | None:
-    """The finished trial with the best value (the study's best trial), None when none finished."""
-    done = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None]
-    return (min if lower else max)(done, key=lambda t: t["value"]) if done else None
 
 
 def pick_rows(grid: Grid) -> list[dict]:
     """One row per searched option of every search that finished a trial: setting, label, option, range (its
     span, :func:`nnrnn.experiments.planning.searching.span`), pick, and position (:func:`place`)."""
-    trials, rows = _read_trials(grid), []
+    trials, rows = read_trials(grid), []
     for setting in grid.settings:
         members = [r for r in grid.planned if r.setting == setting]
         lower = task_class(members[0].task).monitor[1] == "min"
         for label in dict.fromkeys(r.label for r in members):
             found = trials.get(search_name(setting, label), [])
-            best = _best(found, lower)
+            best = best_trial(found, lower)
             if best is None:
                 continue
-            ranges = best.get("ranges") or supplement_ranges(next(r for r in members if r.label == label))
+            ranges = best.get("ranges") or supplement_ranges(grid, next(r for r in members if r.label == label))
             for option, searched in ranges.items():
                 if option not in best["params"]:
                     continue
@@ -87,7 +78,13 @@ def place(value, span: dict):
 
 
 def _shown(value) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    """A pick (:func:`~.tuning.short`: no 0.9999 shown as "1")."""
+    return short(value) if isinstance(value, float) else str(value)
+
+
+def _searched(value) -> str:
+    """A bound or choice of a searched range as it was searched: every digit it has (12 significant at most)."""
+    return f"{value:.12g}" if isinstance(value, float) else str(value)
 
 
 def _place(where) -> str:
@@ -95,10 +92,12 @@ def _place(where) -> str:
 
 
 def _range_words(span: dict) -> str:
+    """A searched range as it was searched (no bound or choice rounded: the LRU's r_max choices 0.999 and 0.9999
+    read as "0.999, 1" before)."""
     if "choices" in span:
-        return "{" + ", ".join(map(_shown, span["choices"])) + "}"
+        return "{" + ", ".join(map(_searched, span["choices"])) + "}"
     kind, (low, high) = next(iter(span.items()))
-    return f"{_shown(low)} to {_shown(high)} ({kind})"
+    return f"{_searched(low)} to {_searched(high)} ({kind})"
 
 
 def edge_picks(rows: list[dict]) -> list[dict]:
@@ -108,15 +107,17 @@ def edge_picks(rows: list[dict]) -> list[dict]:
 
 def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
     """(label, the optimizer its runs trained with) for every label the grid trains: read from each run's resolved
-    configuration (its options over its preset's and the defaults, as the run resolves them), not from the paper's
-    intent, and beside it the paper's optimizer where that differs (a fixed option of the task's procedure wins over
-    the optimizer a search derives from the paper: issue 67)."""
+    configuration (:func:`~.collect.ran_config`), not from the paper's intent, and beside it the paper's optimizer
+    (its class's ``PAPER_OPTIMIZER``) where that differs (issue 67: the committed grids' task procedure fixed one,
+    which won over the optimizer the search derived from the paper)."""
     rows = []
     for label in dict.fromkeys(r.label for r in grid.planned):
         runs = [r for r in grid.planned if r.label == label]
-        by_setting = {r.setting: resolve_config(r.options, r.preset)["optimizer"] for r in runs}
+        by_setting = {}
+        for r in runs:
+            by_setting.setdefault(r.setting, ran_config(grid, r)["optimizer"])
         ran = sorted(set(by_setting.values()))
-        paper = PAPER_OPTIMIZERS.get(runs[0].model)
+        paper = model_class(runs[0].model).PAPER_OPTIMIZER
         words = ran[0] if len(ran) == 1 else ", ".join(f"{o} on {s}" for s, o in by_setting.items())
         if paper is None:
             words += " (its paper names none we follow)"
@@ -131,7 +132,7 @@ def optimizer_rows(grid: Grid) -> list[tuple[str, str]]:
 def picks_section(grid: Grid) -> list[str]:
     """The report's section: each model's optimizer, each search's queued published settings, and where every
     pick fell in its range, the picks at an edge named."""
-    trials = _read_trials(grid)
+    trials = read_trials(grid)
     if not trials:
         return []
     if not any("ranges" in t for found in trials.values() for t in found):
@@ -150,25 +151,48 @@ def picks_section(grid: Grid) -> list[str]:
              "configurations say.", "",
              "| label | optimizer it trained with |", "|---|---|",
              *[f"| {name(m)} | {words} |" for m, words in optimizer_rows(grid)], "",
-             "| setting | model | first trial |", "|---|---|---|"]
-    for setting in grid.settings:
-        for label in dict.fromkeys(r.label for r in grid.planned if r.setting == setting):
-            first = (trials.get(search_name(setting, label)) or [{}])[0]
-            source = first.get("published")
-            lines.append(f"| {setting} | {name(label)} | "
-                         + (f"published settings ({source})" if source else "drawn (none published)") + " |")
-    lines += ["", f"Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a pick "
+             "| setting | model | first trial |", "|---|---|---|",
+             *first_trial_rows(grid, trials)]
+    if any("options" not in found[0] for found in trials.values() if found):
+        lines += ["", "A first trial above gives its searched values only: these searches ran before one space per "
+                  "search (issue 67), when a published first trial also took the published values of options it "
+                  "did not search (the model's own settings, lr_orth, clipping), which the trial records did not "
+                  "keep."]
+    lines += ["", *signal_lines(grid)]
+    lines += [f"Position: the pick's place in its range on the log scale (0 the floor, 1 the ceiling); a pick "
                   f"within {EDGE:.0%} of an end is named below the table.", ""]
     return lines + _pick_table(grid)
 
 
+def first_trial_rows(grid: Grid, trials: dict) -> list[str]:
+    """One row per search that ran (a rung or setting where none ran is not listed): where its first trial came
+    from and every value it set, as its record holds them (the drawn and derived options; a record made before
+    they were kept holds the drawn ones)."""
+    rows = []
+    for setting in grid.settings:
+        for label in dict.fromkeys(r.label for r in grid.planned if r.setting == setting):
+            found = trials.get(search_name(setting, label))
+            if not found:
+                continue
+            first = found[0]
+            values = ", ".join(f"{k}={_shown(v)}" for k, v in sorted((first.get("options") or first["params"]).items()))
+            source = first.get("published")
+            rows.append(f"| {setting} | {name(label)} | "
+                        + (f"published settings ({source})" if source else "drawn (none published)")
+                        + (f": {values}" if values else "") + " |")
+    return rows
+
+
 def _pick_table(grid: Grid) -> list[str]:
     """The table of every pick's place in its range, and the picks at an edge named."""
+    quiet = {key for key, signal in signals(grid).items() if not signal.learned}
     rows = pick_rows(grid)
     lines = ["| setting | model | option | range | pick | position |", "|---|---|---|---|---|---|",
              *[f"| {r['setting']} | {name(r['label'])} | {r['option']} | {_range_words(r['range'])} | "
-               f"{_shown(r['pick'])} | {_place(r['position'])} |" for r in rows], ""]
-    edges = edge_picks(rows)
+               + (f"none (no trial learned; its best trial had {_shown(r['pick'])}) | |"
+                  if (r['setting'], r['label']) in quiet else f"{_shown(r['pick'])} | {_place(r['position'])} |")
+               for r in rows], ""]
+    edges = [r for r in edge_picks(rows) if (r["setting"], r["label"]) not in quiet]
     lines.append("Picks at an edge of their range: " + ("; ".join(
         f"{name(r['label'])}'s {r['option']} on {r['setting']} ({_shown(r['pick'])}, at {r['position']:.2f})"
         for r in edges) + "." if edges else "none."))

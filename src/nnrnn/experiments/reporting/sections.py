@@ -20,8 +20,9 @@ from ...training.network import build_task
 from ...training.runfolder import WALL_SECONDS
 from .collect import convergence, copy_speed, group, labels, results, scored, setting_task_of
 from .figures import learning_curves
-from ..judging import rules
+from ..judging import family, rules
 from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
+from ..judging.labels import declared
 from ..judging.paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
 from ..judging.rules import rule
 from ..judging.statistics import rule_words
@@ -218,8 +219,9 @@ def results_section(grid: Grid, setting: str) -> list[str]:
     # the task's options: those every run of the setting shares (a tuned model's picks are its own, in tuned.json)
     shared = {k: v for k, v in members[0].options.items() if all(r.options.get(k) == v for r in members)}
     table = results(grid, setting)
-    extra = results(grid, setting, "accuracy", "test") if task == "ptb" else None
-    per_column = f"{label} | test accuracy | N" if extra else f"{label} | N"
+    beside = task_class(task).reported_beside
+    extra = results(grid, setting, beside.metric, beside.split) if beside else None
+    per_column = f"{label} | {beside.label} | N" if extra else f"{label} | N"
     present = [c for c in COLUMNS if any(r.setting == setting and r.column == c for r in grid.planned)]
     lines = [f"## {title(grid.planned, setting)}", "",
              "Task options: " + ", ".join(f"{k}={v}" for k, v in shared.items()
@@ -238,7 +240,7 @@ def results_section(grid: Grid, setting: str) -> list[str]:
             cells.append(shown)
             if extra:
                 a = extra.get(column, {}).get(model)
-                cells.append("" if not members or a is None else a.show(3))
+                cells.append("" if not members or a is None else a.show(beside.digits))
             cells.append(members[0].units if members else "")
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
     drawn = memoryless_baseline(grid.planned, setting, "valid")  # the curves are validation curves
@@ -264,27 +266,23 @@ def scoring_at_start(grid: GridFolder) -> str | None:
     return rule_at_start(grid, "SCORED_BY")
 
 
-def test_at_start(grid: GridFolder) -> str | None:
-    """The rule TEST as the grid started under it (:func:`rule_at_start`): the two-standard-error rule, or None."""
-    return rule_at_start(grid, "TEST")
-
-
 def judged_again(*sections: Callable[[Grid], list[str]]) -> Callable[[Grid], list[str]]:
     """A section of the lines of ``sections`` that state a comparison ("clearly", "not clearly") and that the test
-    the grid started with (rule TEST) gave otherwise, each beside the line now: the verdicts the change of test
-    moved, shown under the rule at the start and the rule now (rules before runs)."""
+    the grid started with (rules TEST and FAMILY) gave otherwise, each beside the line now: the verdicts the change of
+    test moved, shown under the rules at the start and the rules now (rules before runs)."""
     def section(grid: Grid) -> list[str]:
-        then = test_at_start(grid)
-        if then is None:
+        then = {key: value for key in ("TEST", "FAMILY") if (value := rule_at_start(grid, key)) is not None}
+        if not then:
             return []
         now = [line for s in sections for line in "\n".join(s(grid)).split("\n")]
-        with rules.judged_by({"TEST": then}):
+        with rules.judged_by(then), family.unrecorded():  # judged again: no new members of the report's family
             before = [line for s in sections for line in "\n".join(s(grid)).split("\n")]
         moved = [(b, n) for b, n in zip(before, now) if "clearly" in b and _verdicts(b) != _verdicts(n)]
+        changes = "; ".join(f"{key} then {value}, now {rules.rule(key)}" for key, value in then.items())
+        reasons = " ".join(rules.RULES[key].reason[0].upper() + rules.RULES[key].reason[1:] + "." for key in then)
         lines = ["### The comparisons under the test at the start", "",
-                 f"**The test changed after this grid started** (the rule TEST in "
-                 f"`src/nnrnn/experiments/judging/rules.py`): then {then}, now {rules.rule('TEST')} at "
-                 f"{rules.rule('LEVEL'):g}. {rules.RULES['TEST'].reason[0].upper() + rules.RULES['TEST'].reason[1:]}. "
+                 f"**The test changed after this grid started** (the rules TEST and FAMILY in "
+                 f"`src/nnrnn/experiments/judging/rules.py`): {changes}, at {rules.rule('LEVEL'):g}. {reasons} "
                  "The sentences above are under the test now; below, every one whose verdict the test at the start "
                  "gave otherwise, with what it said then.", ""]
         if not moved:
@@ -357,6 +355,51 @@ def speed_section(speed: dict, baseline: float, every: int) -> list[str]:
         lines.append(f"| {name(model)} | " + " | ".join(cells) + " |")
     return lines + [""]
 
+
+
+def family_section(controlled: family.Family) -> list[str]:
+    """Every comparison the report's verdicts rest on, numbered as its sentences and rows cite them, per family
+    (:mod:`..judging.family`): the two sides, the test, the difference with its interval where the data hold
+    per-seed values, the raw and the Benjamini–Hochberg adjusted p value, whether it passes and whether it is
+    exploratory."""
+    groups = {g: m for g, m in controlled.members.items() if m}
+    if not groups:
+        return []
+    level, under = rule("LEVEL"), rule("EXPLORATORY_UNDER")
+    lines = ["## The report's comparisons, controlled together", "",
+             f"Every comparison a verdict above rests on, in the order first made. A report's comparisons are one "
+             f"family (rule FAMILY, `src/nnrnn/experiments/judging/family.py`; the theory's claims, about the "
+             f"paper's own deterministic model, are a family of their own, and the paper's published numbers "
+             f"compared among themselves are in none): a comparison passes (\"clearly\") when its "
+             f"Benjamini–Hochberg adjusted p value (`scipy.stats.false_discovery_control`) is below {level:g}. "
+             f"The interval of a difference is a {1 - level:.0%} percentile bootstrap over the seeds where both "
+             "sides hold per-seed values (each side resampled on its own), the t interval of a result that keeps "
+             "only its mean and standard error where the test gives one, and \"–\" where neither (a difference of "
+             f"two gaps, a count, a median time). With fewer than {under} seeds on a side a comparison is "
+             "exploratory.", ""]
+    for name_, members in groups.items():
+        lines += [f"### {name_[0].upper() + name_[1:]} ({sum(math.isfinite(m.p) for m in members.values())})", "",
+                  "| # | a | b | test | a − b | interval | p | adjusted p | passes | seeds |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        adjusted = family.controlled([m.p for m in members.values()])
+        for i, (m, q) in enumerate(zip(members.values(), adjusted), 1):
+            sides = [" ".join(w for w in ((name(label) if declared(label) else label), shown) if w)
+                     for label, shown in zip((m.a, m.b), m.shown)]
+            interval = (f"{m.low:.3g} to {m.high:.3g} ({m.interval})" if math.isfinite(m.low) and
+                        math.isfinite(m.high) else "–")
+            seeds = f"{m.n[0]} against a fixed value" if m.test == "one-sample t" else f"{m.n[0]} and {m.n[1]}"
+            if min(n for n in m.n if n or m.test != "one-sample t") < under:
+                seeds += ", exploratory"
+            effect = f"{m.effect:.3g}" if math.isfinite(m.effect) else "–"
+            passes = "yes" if math.isfinite(q) and q < level else "no"
+            lines.append(f"| {i} | {sides[0] or '–'} | {sides[1] or '–'} | {m.test} | {effect} | {interval} | "
+                         f"{_p(m.p)} | {_p(q)} | {passes} | {seeds} |")
+        lines.append("")
+    return lines
+
+
+def _p(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else f"{p:.2g}" if p >= 1e-3 else "< 0.001"
 
 
 def claims_section(claims) -> list[str]:

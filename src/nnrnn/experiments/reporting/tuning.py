@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+from ... import presets
 from ...models import model_class
-from ..planning.grid import TPE_STARTUP, Grid, search_name
+from .collect import ran_config
+from .signal import signals
+from ..planning.grid import TUNED, Grid, search_name
 from ..planning.searching import EQUAL_LR_RANGE, LR_ORTH_RATIO, OWN_OPTIONS, SEARCHED
 from ..judging.words import name
 
@@ -17,36 +20,77 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
     words) and each pick."""
     spec = grid.tune
     picks = json.loads(grid.tuned.read_text()) if grid.tuned.is_file() else {}
-    startup = spec.get("startup", TPE_STARTUP)
+    startup = spec.startup
     sampler = (f"Optuna's TPE sampler, which draws its first {startup} trials at random and models the rest on "
-               "them" if startup < spec["trials"] else
+               "them" if startup < spec.trials else
                f"Optuna's TPE sampler, which draws its first {startup} trials at random, so all of these")
     lines = ["## How every model was tuned", "",
-             f"Every model and variant got the same search on every task: {spec['trials']} "
-             f"trial{'s' if spec['trials'] != 1 else ''} of `nnrnn sweep` "
-             f"({sampler}; its median pruner), each a run of seed {spec.get('seed', 0)} at the model's "
-             f"size and {spec['share']:.0%} of the run's updates (or epochs), "
+             f"Every model and variant got the same search on every task: {spec.trials} "
+             f"trial{'s' if spec.trials != 1 else ''} of `nnrnn sweep` "
+             f"({sampler}; its median pruner), each a run of seed {spec.seed} at the model's "
+             f"size and {spec.share:.0%} of the run's updates (or epochs), "
              + (_equal_space_words(grid) if searched_alike(grid) else _supplement_space_words(grid))
              + " " + starts, "",
              *(["Seed 0, on which every search trained, is also one of the seeds the tables report: each tuned "
                 "pick was chosen on a seed its row then averages in, which favours every model's pick a little and "
-                "alike.", ""] if spec.get("seed", 0) in grid.spec["seeds"] else
-               [f"No table reports seed {spec['seed']}, on which every search trained: no pick was chosen on a run "
+                "alike.", ""] if spec.seed in grid.spec.seeds else
+               [f"No table reports seed {spec.seed}, on which every search trained: no pick was chosen on a run "
                 "its row averages in.", ""]),
              "| table | model | tuned options |", "|---|---|---|"]
+    quiet = {(_table_key(grid, setting), label) for (setting, label), signal in signals(grid).items()
+             if not signal.learned}
     for setting, chosen in picks.items():
         for label, options in chosen.items():
-            shown = ", ".join(f"{k}={_short(v)}" if isinstance(v, float) else f"{k}={v}"
-                              for k, v in sorted(options.items()))
-            lines.append(f"| {setting} | {name(label)} | {shown} |")
+            ran = ran_options(grid, setting, label, options)
+            lines.append(f"| {setting} | {name(label)} | "
+                         + (f"none: no trial learned (its runs trained with the best trial's {ran})"
+                            if (setting, label) in quiet else ran) + " |")
     searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
-              for setting in (key, key.split("-")[0], *spec.get("settings", ()))}  # the task, table key or rung
+              for setting in (key, key.split("-")[0], *(spec.settings or ()))}  # the task, table key or rung
     unpicked = [folder for folder in searched if folder not in picked]
     if unpicked:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "
                   "column: " + ", ".join(f"`{m}`" for m in unpicked) + "."]
     return lines + [""]
+
+
+def _table_key(grid: Grid, setting: str) -> str:
+    """The picks' table key of a setting (its task, with PTB's length)."""
+    run = next(r for r in grid.planned if r.setting == setting)
+    return presets.table_key(run.task, run.options.get("bptt"))
+
+
+def ran_options(grid: Grid, key: str, label: str, pick: dict) -> str:
+    """The tuned options of ``label``'s runs for the table ``key`` as they trained with them, in words: the options
+    its pick sets, its optimizer and, for a model with an orthogonal factor, lr_orth, each read from the runs'
+    resolved configurations (:func:`~.collect.ran_config`; issue 67: a fixed option won over what a search
+    derived, and the table printed the pick); a value that differs between settings is given per setting, and a
+    label with no tuned run yet shows its pick."""
+    runs = [r for r in grid.planned if r.column == TUNED and r.label == label
+            and presets.table_key(r.task, r.options.get("bptt")) == key]
+    if not runs:
+        return _words(sorted(pick.items()))
+    shown = {*pick, "optimizer", *(["lr_orth"] if model_class(runs[0].model).ORTHOGONAL_FACTOR else [])}
+    configs = {}
+    for r in runs:  # a setting's seeds share their options
+        configs.setdefault(r.setting, ran_config(grid, r))
+    words = []
+    for option in sorted(shown):
+        values = {setting: config.get(option, pick.get(option)) for setting, config in configs.items()}
+        if len(set(map(repr, values.values()))) == 1:
+            words.append(_words([(option, next(iter(values.values())))]))
+        else:
+            words.append(f"{option}=" + ", ".join(f"{_value(v)} on {s}" for s, v in values.items()))
+    return ", ".join(words)
+
+
+def _value(value) -> str:
+    return short(value) if isinstance(value, float) else str(value)
+
+
+def _words(options) -> str:
+    return ", ".join(f"{k}={_value(v)}" for k, v in options)
 
 
 def searched_alike(grid: Grid) -> bool:
@@ -65,9 +109,9 @@ def _equal_space_words(grid: Grid) -> str:
            if model_class(m).TUNED_OPTIONS]
     return (f"over the same dimensions for every model: its learning rate, log-uniform in [{lo:g}, {hi:g}] for every "
             f"model and optimizer (the orthogonal factor's rate tied at {LR_ORTH_RATIO:g} × it), and at most "
-            f"{OWN_OPTIONS} of its own options" + (f" ({'; '.join(own)})" if own else "") + ", each model with its "
-            "paper's optimizer unless the task's procedure fixes one (the optimizer each label ran with is in "
-            "\"Where the picks fell\") and its published settings queued as the first trial, a trial judged by the "
+            f"{OWN_OPTIONS} of its own options" + (f" ({'; '.join(own)})" if own else "") + ", each label with the "
+            "optimizer its runs' configurations name (\"Where the picks fell\", beside its paper's) and its "
+            "published settings queued as the first trial, a trial judged by the "
             "area under its validation curve over its length (`src/nnrnn/experiments/planning/searching.py`, each "
             "model's `TUNED_OPTIONS`; "
             "\"Where the picks fell\" below). The best trial's options are the tuned column's; they are in "
@@ -85,7 +129,7 @@ def _supplement_space_words(grid: Grid) -> str:
             "(by the validation metric) are the tuned column's; they are in `tuned.json` beside this report.")
 
 
-def _short(value: float) -> str:
+def short(value: float) -> str:
     """Three significant digits, or as many as it takes not to show a value near 0 or 1 as 0 or 1 (an LRU ring's
     r_max of 0.9999)."""
     shown = f"{value:.3g}"
