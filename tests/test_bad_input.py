@@ -432,7 +432,7 @@ GOOD = {"--steps": ["2"], "--hidden": ["6", "8"], "--seed": ["0", "3"], "--lr": 
         "--T": ["3"], "--model": ["nnrnn", "exprnn", "rnn", "lstm", "eurnn", "rnn-orth"]}
 BAD = {"--steps": ["0", "-2", "x"], "--hidden": ["0", "-1", "2.5"], "--seed": ["-1", "1e3"],
        "--lr": ["0", "inf", "nan", "-3"], "--lr-orth": ["inf", "0"], "--alpha": ["1", "2", "nan"],
-       "--delta": ["-1", "inf"], "--t-decay": ["nan"],
+       "--delta": ["-1", "inf"], "--t-decay": ["nan"], "--state-noise": ["-0.5", "nan"],
        "--clip": ["-1", "inf"], "--batch-size": ["0"], "--T": ["0", "-4"], "--epochs": ["3"],
        "--device": ["cuda", "gpu", "cuda:9"], "--input-init": ["normal"], "--readout-bias-init": ["uniform:x"],
        "--init": ["orthogonal"], "--model": ["rwkv"], "--max-bad-steps": ["0"], "--log-every": ["-1"],

@@ -278,7 +278,7 @@ def test_a_search_whose_best_trial_did_not_leave_the_baseline_names_no_pick_and_
     assert "1 of 2 searches found a signal." in section and "| copy-50 | LSTM | 0.950 | no trial learned |" in section
     assert "| copy-50 | LSTM | lr | 1e-05 to 0.03 (log) | none (no trial learned; its best trial had 0.029) | |" in \
         section and "LSTM's lr" not in section.split("Picks at an edge")[1]  # its place at the ceiling is not named
-    tuned = "\n".join(tuning.tuning_section(dataclasses.replace(made, spec={**made.spec, "tune": {
-        "trials": 2, "share": 1.0, "seed": 100}}), ""))
+    tuned = "\n".join(tuning.tuning_section(dataclasses.replace(made, spec=dataclasses.replace(
+        made.spec, tune=Search(trials=2, share=1.0, seed=100, settings=("copy-4",)))), ""))
     assert "| copy | LSTM | none: no trial learned (its runs trained with the best trial's lr=0.029" in tuned
     assert "| copy | RNN | lr=0.001" in tuned

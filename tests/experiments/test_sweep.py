@@ -457,7 +457,7 @@ def test_a_published_entry_with_a_value_outside_its_range_gives_way_to_the_next_
         {"lr": 0.0054, "dt": 0.076, "epsilon": 8.0}, "long-memory: psmnist")
 
 
-@pytest.mark.parametrize("scale", [s for s, spec in grids.SCALES.items() if "tune" in spec])
+@pytest.mark.parametrize("scale", [s for s, spec in grids.SCALES.items() if spec.tune is not None])
 def test_the_first_trial_of_every_grids_search_is_a_point_of_the_space_its_other_trials_are_drawn_from(scale,
                                                                                                       tmp_path):
     """Issue 67: the nnRNN family's published trial trained lr_orth 1e-6 where every drawn one had 0.1 × lr, and

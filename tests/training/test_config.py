@@ -200,6 +200,10 @@ def test_chrono_takes_its_t_max_from_the_option_else_the_tasks_sequence_length(m
     rnn = network_module.build_network({**config, "hidden": 64}, 10, 9, "all").rnn
     u = rnn.bias_ih_l0.detach().chunk(gates)[gate].exp()
     assert u.min() >= 1 and u.max() <= 50 - 1 and u.max() > 25
+    # no --T: the task's own default length, copy's T = 200, adding's 200 (no steps beyond T)
+    assert config_module.model_options(resolve_config({"model": model, "init": "chrono"}))["chrono_tmax"] == 220
+    assert config_module.model_options(resolve_config({"task": "adding", "model": model,
+                                                       "init": "chrono"}))["chrono_tmax"] == 200
     ptb = resolve_config({"task": "ptb", "model": model, "init": "chrono", "bptt": 300})
     assert config_module.model_options(ptb)["chrono_tmax"] == 300
     for options, message in (({"chrono_tmax": 10.0}, "give --init chrono with it"),

@@ -130,11 +130,13 @@ def test_resume_after_interruption_is_exact(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_run_with_state_noise_resumes_exactly_and_scores_its_checkpoints_again(tmp_path):
+@pytest.mark.parametrize("model", ["nnrnn", "lstm", "lru"])
+def test_a_run_with_state_noise_resumes_exactly_and_scores_its_checkpoints_again(tmp_path, model):
     """--state-noise draws in training and evaluation: a run stopped after update 6 and resumed gives the metrics
     and weights of one uninterrupted run, its checkpoints score what they scored in training, and the noise acts
-    (a noiseless run differs)."""
-    options = {"steps": 12, "checkpoint_every": 2, "eval_every": 2, "state_noise": 0.5, "num_layers": 2}
+    (a noiseless run differs); for a model on the fused loops, one on its reference loop, one on its scan."""
+    options = {"model": model, "steps": 12, "checkpoint_every": 2, "eval_every": 2, "state_noise": 0.5,
+               "num_layers": 2}
     train(tiny(tmp_path, "whole", **options))
 
     def stop_at_six(step, record):

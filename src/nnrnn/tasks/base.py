@@ -6,6 +6,7 @@ uninterrupted run would have seen, and no data-loader state needs saving.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
@@ -194,7 +195,10 @@ class SyntheticTask(Task):
 
     @classmethod
     def sequence_length(cls, options: dict) -> int:
-        return options.get("T", 0) + cls.sequence_extra
+        T = options.get("T")
+        if T is None:  # not given (a configuration's None too): the task's own default, its constructor's
+            T = inspect.signature(cls).parameters["T"].default
+        return T + cls.sequence_extra
 
     def batch_shapes(self):
         steps = self.T + self.sequence_extra
