@@ -87,3 +87,18 @@ def test_the_comparisons_are_tested_on_the_runs_and_adjusted_together(tmp_path):
     assert found["H3"]["primary"].effect == pytest.approx(0) and found["H3"]["q_primary"] > 0.5
     lines = "\n".join(thesis.comparisons_section(made))
     assert lines.count("| yes |") == 3 and lines.count("| no |") == 1
+
+
+def test_the_report_is_written_from_the_runs_with_every_section(tmp_path):
+    from nnrnn.experiments.reporting import report
+    setting = next(iter(thesis.SETTINGS))
+    planned = [r for r in grid.plan(SCALES["thesis"]) if r.setting == setting]
+    made = grid.Grid(tmp_path, "thesis", SCALES["thesis"], planned)
+    for run in planned:
+        _write(made.run_folder(run), 0.05 * (1 + 0.1 * run.seed), run.options["T"], 1000)
+    text = report.write_report(made).read_text()
+    for heading in ("## What this grid tests, declared before it ran", "## What ran", "## Outcome",
+                    "## The pre-declared comparisons", "## Mechanism beside outcome"):
+        assert heading in text
+    assert "| published | nnRNN | rmsprop | 0.0005 | 0.99 | 1e-06 | 0.0001 | 1e-06 | henaff |" in text  # what ran
+    assert "| published | expRNN | rmsprop | 0.0005 | 0.99 | 1e-06 | — | — | henaff |" in text

@@ -215,17 +215,22 @@ def protocol_section(grid: Grid) -> list[str]:
     for (setting, label), runs in by.items():
         if setting == first:
             lines.append(f"| {name(label)} | {runs[0].hidden} | {runs[0].budget if label == REFERENCE else '—'} |")
-    keys = ("optimizer", "lr", "alpha", "lr_orth", "delta", "t_decay", "init")
-    sets: dict[str, set] = {}
-    for run in grid.planned:  # every run of a set, so that a set whose runs differed shows each way they ran
-        sets.setdefault(SETTINGS[run.setting][0], set()).add(tuple(run.options.get(k) for k in keys))
-    lines += ["", "Option sets (as every run of the set resolved them):", "",
-              "| option set | " + " | ".join(("optimizer", "lr", "α", "lr_orth", "δ", "L2 on T", "init")) + " |",
-              "|---|" + "---|" * 7]
-    for label, ways in sets.items():
-        for options in sorted(ways, key=str):
-            lines.append(f"| {label} | " + " | ".join(f"{v:g}" if isinstance(v, float) else str(v)
-                                                       for v in options) + " |")
+    keys = ("optimizer", "lr", "alpha", "lr_orth", "delta", "t_decay", "init", "input_init", "readout_init")
+    ways: dict[tuple, set] = {}
+    for run in grid.planned:  # every run, so that a set whose runs differed shows each way they ran
+        config = collect.ran_config(grid, run)
+        ways.setdefault((SETTINGS[run.setting][0], run.label), set()).add(
+            tuple(config.get(k) for k in keys if run.model == REFERENCE or k not in SCHUR_OPTIONS))
+    lines += ["", "Option sets as every run resolved them (δ and the L2 decay on T: the nnRNN's arms only):", "",
+              "| option set | arm | " + " | ".join(("optimizer", "lr", "α", "lr_orth", "δ", "L2 on T", "init",
+                                                     "input init", "read-out init")) + " |",
+              "|---|---|" + "---|" * len(keys)]
+    for (option_set, label), found in ways.items():
+        for values in sorted(found, key=str):
+            shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+            if len(values) < len(keys):  # no Schur form: no δ, no decay on T
+                shown[4:4] = ["—", "—"]
+            lines.append(f"| {option_set} | {name(label)} | " + " | ".join(shown) + " |")
     sample = grid.planned[0].options if grid.planned else {}
     lines += ["", f"Copy at T = {', '.join(str(t) for t in sorted({r.options['T'] for r in grid.planned}))}, noise "
               f"σ = {', '.join(f'{s:g}' for s in sorted({r.options.get('state_noise', 0.0) for r in grid.planned}))} "
