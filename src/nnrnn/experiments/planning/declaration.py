@@ -66,6 +66,9 @@ class Variant:
     """The training options that make it, over the setting's (e.g. ``{"fixed_gamma": 1.0, "delta": 0.0}``)."""
     columns: tuple[str, ...] | None = None
     """The columns it runs in; None: the setting's first column."""
+    equal_params: bool = False
+    """Whether it runs at the column's parameter count even where its model is nnRNN, whose own N is the reference
+    (the nnRNN without T at the parameter count of the nnRNN with T, :mod:`nnrnn.experiments.grids.thesis`)."""
     published: tuple[Published, ...] = ()
     """Its published figures, as a model class's ``PUBLISHED`` (:mod:`nnrnn.models.published`)."""
 
@@ -78,6 +81,8 @@ class Variant:
         if self.columns is not None:
             _tuple_of(self.columns, str, where, "columns")
             _names(self.columns, setting_columns, where, "column(s) (not among its setting's columns)")
+        if not isinstance(self.equal_params, bool):
+            raise TypeError(f"{where}: equal_params must be True or False; got {self.equal_params!r}")
         if not isinstance(self.published, tuple) or not all(isinstance(p, Published) for p in self.published):
             raise TypeError(f"{where}: published must be a tuple of Published; got {self.published!r}")
 

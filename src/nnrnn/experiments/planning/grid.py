@@ -246,7 +246,8 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
     A setting runs its ``models`` (default: the paper's six) in each of its columns, and its ``variants``
     (a label → the model and the options that make it, e.g. nnRNN with γ held) in the setting's first column
     (or the columns the variant names).  A column holds the hidden units fixed (``hidden``) or the parameter
-    count (``params``, ``tuned``: nnRNN's count at the reference size).  ``hidden`` and ``params`` take the
+    count (``params``, ``tuned``: nnRNN's count at the reference size; nnRNN itself keeps the reference size there,
+    a variant of it too unless it says ``equal_params``).  ``hidden`` and ``params`` take the
     paper's hyperparameters (presets ``paper``, ``paper-params``) and leave out models the paper gives none
     for; ``tuned`` takes each label's options from ``picks[setting][label]`` (the grid's own search,
     :func:`tune`) over ``paper-params`` where it covers the model, and leaves out labels without a pick
@@ -269,6 +270,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
         entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.models]
         entries += [(label, variant.as_entry(), variant.columns or columns[:1])
                     for label, variant in setting.variants.items()]
+        at_budget = {label for label, variant in setting.variants.items() if variant.equal_params}
         bptt = setting.options.get("bptt")
         for column in columns:
             preset = column_preset(setting, column)
@@ -287,7 +289,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                 base, extra, procedure = planned
                 procedure = {**procedure, **paper_optimizer(model, setting)}
                 model_config = resolve_once({"task": task, **procedure, **variant, **setting.options}, base, resolved)
-                hidden = reference if column == "hidden" or model == "nnrnn" else \
+                hidden = reference if column == "hidden" or model == "nnrnn" and label not in at_budget else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec.seeds:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
