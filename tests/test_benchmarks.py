@@ -29,6 +29,7 @@ SMOKE = {  # script: (arguments at a tiny size, a line its output must hold)
     "defaults_learn.py": (["--tasks", "copy", "--small", "--steps", "2"], "best valid loss"),
     "threads.py": (["--rounds", "1"], "an update with 2 threads takes"),
     "import_time.py": (["--rounds", "1"], "nnrnn beyond torch"),
+    "composition.py": (["--sizes", "8", "--norms", "1", "--repeats", "1"], "products, programs"),
     "state_noise.py": (["--steps", "5", "--batch", "2", "--hidden", "4", "--rounds", "2"], "noisy / quiet"),
 }
 

@@ -267,17 +267,14 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
         cls = task_class(task)
         io = sizes(task, data_dir)
         columns = setting.columns
-        entries = [(m, {"model": m, **_depth(m, setting)}, columns) for m in setting.models]
-        entries += [(label, variant.as_entry(), variant.columns or columns[:1])
-                    for label, variant in setting.variants.items()]
-        at_budget = {label for label, variant in setting.variants.items() if variant.equal_params}
+        entries = _entries(setting)
         bptt = setting.options.get("bptt")
         for column in columns:
             preset = column_preset(setting, column)
             reference = setting.hidden or presets.load("paper")[presets.table_key(task, bptt)]["nnrnn"]["hidden"]
             reference_config = resolve_once({"task": task, "model": "nnrnn", **setting.options}, preset, resolved)
             budget = network_parameters(reference_config, reference, io)
-            for label, variant, label_columns in entries:
+            for label, variant, label_columns, at_budget in entries:
                 model = variant["model"]
                 if column not in label_columns or models and model not in models:
                     continue
@@ -289,7 +286,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                 base, extra, procedure = planned
                 procedure = {**procedure, **paper_optimizer(model, setting)}
                 model_config = resolve_once({"task": task, **procedure, **variant, **setting.options}, base, resolved)
-                hidden = reference if column == "hidden" or model == "nnrnn" and label not in at_budget else \
+                hidden = reference if column == "hidden" or model == "nnrnn" and not at_budget else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec.seeds:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,
@@ -301,6 +298,16 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                                             budget, run_name(config),
                                             {k: v for k, v in variant.items() if k != "model"}, config))
     return found
+
+
+def _entries(setting: Setting) -> list[tuple[str, dict, tuple[str, ...], bool]]:
+    """(label, the model and the options that make it, its columns, whether it is sized by the column's parameter
+    count even as an nnRNN) of every label a setting plans: its models in every column (each at its paper's depth
+    where the setting asks), its variants in theirs (the first one's unless a variant names its own)."""
+    columns = setting.columns
+    entries = [(m, {"model": m, **_depth(m, setting)}, columns, False) for m in setting.models]
+    return entries + [(label, variant.as_entry(), variant.columns or columns[:1], variant.equal_params)
+                      for label, variant in setting.variants.items()]
 
 
 def _depth(model: str, setting: Setting) -> dict:
