@@ -248,8 +248,8 @@ def spike(folder: Path, skip: float = 0.0) -> float | None:
 
 
 def converged(folder: Path, key: str) -> bool:
-    """Whether a run's validation ``key``, a metric lower is better of, fell clearly below its first value (the
-    trainer's rule LEARNED): what the paper's Table 7 calls converged."""
+    """Whether a run's validation ``key`` (a metric whose lower values are better) fell clearly below its first
+    value (the trainer's rule LEARNED): what the paper's Table 7 calls converged."""
     if diverged(folder):
         return False
     curve = [r[key] for r in metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
