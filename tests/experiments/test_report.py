@@ -86,13 +86,13 @@ def test_a_run_did_not_converge_when_it_stopped_learning_at_its_start(tmp_path):
             + json.dumps({"step": 1000, "split": "test", "bpc": min(valid)}) + "\n")
         return folder
     learned = run([4.5, 3.0, 2.3], "learned")  # a gradient spike at its start does not matter
-    assert converged(learned) and spike(learned) == pytest.approx(200)
+    assert converged(learned, "bpc") and spike(learned) == pytest.approx(200)
     stuck = run([4.5, 4.29, 4.31], "stuck")  # 5% below its first validation, then flat
-    assert not converged(stuck)
+    assert not converged(stuck, "bpc")
     assert _per_run(stuck, "bpc", "test") == ("4.290 (validation 4.50 first, 4.29 best; largest gradient norm "
                                                      "200× its median), did not converge")
     (learned / runfolder.DIVERGED_MARKER).write_text("")
-    assert spike(learned) is None and not converged(learned)
+    assert spike(learned) is None and not converged(learned, "bpc")
 
 
 @needs_ptb

@@ -242,3 +242,31 @@ def test_what_a_report_asks_of_a_task_is_its_classs():
     assert {name: task_class(name).reference_line[0] for name in TASKS if task_class(name).reference_line} == {
         "psmnist": "chance", "ptb": "baseline"}
     assert task_class("ptb").reported_beside.metric == "accuracy" and task_class("copy").reported_beside is None
+
+
+def test_what_a_grid_asks_of_a_task_beyond_its_report_is_its_classs():
+    """Copy is solved by its baseline (a report times how fast, its curves draw the line) and was scored by its last
+    validation loss before the rule SCORED_BY; PTB's runs halve their rates on a plateau; a search starts from the
+    nearest task's published settings, copy and adding each other's first; the floor run keeps the length of copy
+    and PTB only (adding's floor is measured at its default T, as before these traits)."""
+    from nnrnn.tasks import TASKS, task_class
+    from nnrnn.tasks.base import Reported
+    assert [name for name in TASKS if task_class(name).solved_by_baseline] == ["copy"]
+    assert {name: task_class(name).scored_before for name in TASKS} == {
+        "copy": Reported("loss", "valid", "valid loss", 4), "adding": None, "psmnist": None, "ptb": None}
+    assert [name for name in TASKS if task_class(name).halves_rates] == ["ptb"]
+    assert {name: task_class(name).nearest_tasks for name in TASKS} == {
+        "copy": ("adding", "psmnist"), "adding": ("copy", "psmnist"), "psmnist": ("adding", "copy"),
+        "ptb": ("psmnist", "copy", "adding")}
+    for name in TASKS:  # the nearest are other tasks that exist
+        assert name not in task_class(name).nearest_tasks and set(task_class(name).nearest_tasks) <= set(TASKS)
+    assert {name: task_class(name).floor_keeps for name in TASKS} == {
+        "copy": ("T",), "adding": (), "psmnist": (), "ptb": ("bptt",)}
+    for name in TASKS:  # each kept option is one the task reads
+        assert set(task_class(name).floor_keeps) <= set(task_class(name).CONFIG_OPTIONS)
+
+
+def test_a_generated_task_adds_nothing_to_a_rows_scope_about_its_data():
+    from nnrnn.tasks.adding import AddingTask
+    from nnrnn.tasks.copy import CopyTask
+    assert CopyTask(T=10).data_scope() == AddingTask(T=10).data_scope() == ""

@@ -40,6 +40,7 @@ class AddingTask(SyntheticTask):
     predict_at = "last"
     default_steps = 3000
     baseline_words = "always answering 1, on these validation sequences"
+    nearest_tasks = ("copy", "psmnist")
 
     @classmethod
     def title(cls, options: dict) -> str:

@@ -68,6 +68,23 @@ class Task:
     reported_beside: Reported | None = None
     percent: bool = False
     log_axis: bool = False
+    # What a report scored its runs by under the scoring before the rule SCORED_BY
+    # (nnrnn.experiments.judging.rules.COPY_LAST_VALID: copy's last validation loss); None: its :attr:`reported`.
+    scored_before: Reported | None = None
+    # Whether a model "solves" it, its validation loss staying below a share of its no-memory baseline (the rule
+    # SOLVED_SHARE): a report then says how fast each model solves it, and its loss curves draw that line (copy).
+    solved_by_baseline: bool = False
+    # Whether its runs follow the plateau schedule, which halves the learning rates when validation stalls (the
+    # paper's PTB): a report's table of how settled the runs are says how many times.
+    halves_rates: bool = False
+    # The tasks nearest to it, nearest first, whose published settings a search starts from for a model whose
+    # papers report none for this task (nnrnn.experiments.planning.searching.published).
+    nearest_tasks: tuple[str, ...] = ()
+    # The options a run of it keeps when the cost model measures the task's floor on a tiny network
+    # (nnrnn.experiments.planning.cost.measure_floor): those whose value moves what every run costs beyond its
+    # shape (copy's T, PTB's segment length; the adding task keeps none, so its floor is measured at its default T);
+    # the floor is measured once per task, at the first run's values.
+    floor_keeps: tuple[str, ...] = ()
 
     @classmethod
     def lower_is_better(cls) -> bool:
@@ -143,6 +160,11 @@ class Task:
         """(steps, sequences) of a training batch and of an evaluation batch, at most: what the trainer's memory
         check multiplies by the hidden size before anything is allocated."""
         raise NotImplementedError
+
+    def data_scope(self) -> str:
+        """What a report's claim row adds to its scope about the data its runs read (a clause starting "; "), for a
+        task with data files (nnrnn.experiments.reporting.sections.row_scope); "" when the data limits nothing."""
+        return ""
 
     def data_state(self) -> dict | None:
         """What a checkpoint records of the data this task read (e.g. its vocabulary), so that

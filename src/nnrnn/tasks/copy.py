@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import SyntheticTask
+from .base import Reported, SyntheticTask
 
 N_SYMBOLS = 8
 COPY_LENGTH = 10
@@ -49,6 +49,10 @@ class CopyTask(SyntheticTask):
     default_steps = 3000
     curve_axis = "validation cross-entropy (nats per step)"  # the mean over all T + 20 steps
     baseline_words = "always the blank"
+    scored_before = Reported("loss", "valid", "valid loss", 4)  # its last validation loss
+    solved_by_baseline = True
+    nearest_tasks = ("adding", "psmnist")
+    floor_keeps = ("T",)
 
     @classmethod
     def title(cls, options: dict) -> str:

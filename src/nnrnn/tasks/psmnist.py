@@ -60,6 +60,7 @@ class PermutedMNISTTask(Task):
     curve_axis = "validation accuracy"
     reference_line = ("chance", "chance {:.0%} (a uniform guess)")
     percent = True
+    nearest_tasks = ("adding", "copy")
 
     @classmethod
     def title(cls, options: dict) -> str:

@@ -68,6 +68,9 @@ class PTBTask(Task):
     curve_axis = "validation bits per character"
     reference_line = ("baseline", "unigram {:.3f} bpc (the training text's character frequencies)")
     reported_beside = Reported("accuracy", "test", "test accuracy", 3)
+    halves_rates = True
+    nearest_tasks = ("psmnist", "copy", "adding")
+    floor_keeps = ("bptt",)
     vocab_size = VOCABULARY_SIZE  # the official files'; an instance reads its own from its data
 
     @classmethod
@@ -173,6 +176,16 @@ class PTBTask(Task):
                      "learning rates early; bits per character are higher than the paper's and not comparable "
                      "with them. The test file is the official one, so test scores of different models here are "
                      "comparable with each other.")
+
+    def data_scope(self) -> str:
+        """The share of the official training text its runs trained on, and that the paper's N = 1024 over-fits so
+        little text (a report's notes); nothing when the runs had the official training file."""
+        characters = len(self.corpus.train)
+        if characters >= 1_000_000:
+            return ""
+        return (f"; trained on {characters:,} characters, as many as {characters / OFFICIAL_TRAIN_CHARACTERS:.0%} of "
+                "the official training file, on which the paper's N = 1024 over-fits (the notes): the paper's size is "
+                "not tested here")
 
     def data_state(self) -> dict:
         """What a checkpoint should record (the vocabulary above all) to check a resumed run's data."""

@@ -14,9 +14,10 @@ from ..reporting.collect import copy_speed, early_stat, group, learned_structure
 from ..planning.grid import Grid, metric
 from ..judging import family
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import copy_baseline, judged_again, rescored_intro, scoring_at_start
+from ..reporting.sections import judged_again, rescored_intro, scoring_at_start, solved_baseline
 from ..judging.comparisons import compare
 from ..judging.labels import variant
+from ..judging.paper import ANALYSED
 from ..judging.statistics import labelled, missing
 from ..judging.words import column_words, name, title
 from ..planning.grid import TUNE_SEED, TUNED
@@ -39,7 +40,7 @@ def tuning_section(grid: Grid) -> list[str]:
 
 
 def questions_section(grid: Grid) -> list[str]:
-    settings, baseline = grid.settings, copy_baseline(grid.planned)
+    settings, baseline = grid.settings, solved_baseline(grid.planned)
     lines = ["## What the comparison shows", "",
              "Each sentence compares two results by the rule above (\"clearly\": a two-sided Welch test passes at "
              f"{rule('LEVEL'):g}). Lower is better for copy's loss and PTB's bits per character, higher for psMNIST's "
@@ -144,7 +145,7 @@ def family_learned_section(grid: Grid) -> list[str]:
              "| task | model | mean abs(λ) | departure (normalised) | ‖T‖/‖Θ‖ | delay line |",
              "|---|---|---|---|---|---|"]
     for label in dict.fromkeys(r.label for r in grid.planned if r.column == "tuned"):
-        for task, stats in learned_structure(grid, "tuned", label).items():
+        for task, stats in learned_structure(grid, ANALYSED, "tuned", label).items():
             cells = [stats[q].show(3, failed="n/a") for q in ("mean_modulus", "departure", "triangular_fraction")]
             # T ≈ 0 (expRNN): the delay line would be a ratio of rounding noise
             near_zero = not stats["triangular_fraction"].empty and stats["triangular_fraction"].mean < rule('NO_T')

@@ -40,7 +40,7 @@ from ..planning.grid import (SPEED, TUNED, Grid, GridFolder, PlannedRun, finishe
                              sizes)
 from ..judging import family
 from ..judging.rules import judged_by, rule
-from ..reporting.sections import (judged_again, memoryless_baseline, ptb_data_scope, rescored_intro, scope,
+from ..reporting.sections import (data_scope, judged_again, memoryless_baseline, rescored_intro, scope,
                                   scoring_at_start)
 from ..judging.statistics import Stat, below_value, margin
 from ..judging.comparisons import compare
@@ -271,7 +271,7 @@ def protocol_scope(grid: Grid, setting: str) -> str:
         if share > rule("STILL_MOVING"):
             moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth of updates)")
     text = f"{scope(grid.planned, setting, TUNED)}, {length}, {seeds} seeds"
-    text += ptb_data_scope(options) if members[0].task == "ptb" else ""
+    text += data_scope(members[0].task, options)
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from ...analysis import analyze_model, claim_numbers, plots, theta_example
 from ...training.network import best_checkpoint, load_model
-from ..reporting.collect import (PROBED, bptt_of, converged, converged_table, copy_speed, done, final_value, group,
+from ..reporting.collect import (bptt_of, converged, converged_table, copy_speed, done, final_value, group,
                                  held_gamma, learned_structure, probe_norms, results, scored, setting_task_of, spike)
 from ..judging import family, rules
 from ..planning.grid import COLUMNS, PLAN as OUT_PLAN, Grid, GridFolder, metrics, recorded_rules
-from ..judging.paper import GAMMA_HELD, GAMMA_ONE
+from ..judging.paper import ANALYSED, GAMMA_HELD, GAMMA_ONE
 from ..judging.rules import Claim, not_converged, rule
-from ..reporting.sections import (Report, claims_section, copy_baseline, row_scope, scope, scope_section,
+from ..reporting.sections import (Report, claims_section, row_scope, scope, scope_section, solved_baseline,
                                   settings_sections, settled_section)
 from ..judging.statistics import Stat, labelled
 from ..judging.gamma_sentences import (all_or_nothing_claim, backprop_claim, gamma_claims, gradient_claim,
@@ -38,7 +38,7 @@ from ..planning.declaration import BOTH, Scale, Setting
 def analyse_first_seed(grid: Grid) -> list[str]:
     """The analysis figures (Θ, spectrum, gradients) of the first seed's nnRNN per task."""
     lines = []
-    for task in PROBED:
+    for task in ANALYSED:
         setting = next((r.setting for r in grid.planned if r.task == task), None)
         members = sorted(group(grid.planned, setting, "hidden", "nnrnn"), key=lambda r: r.seed) if setting else []
         if not members or not best_checkpoint(grid.run_folder(members[0])).exists():
@@ -58,10 +58,10 @@ def judged_sections(grid: Grid) -> list[str]:
     """Everything after the settings' results: nnRNN with γ held, the rules the verdicts follow, the paper's claims
     judged, how settled the runs are, what nnRNN learned, the first seeds' analysis and the theory (its figures and
     numbers are made first: the claims judge them too)."""
-    settings, baseline = grid.settings, copy_baseline(grid.planned)
+    settings, baseline = grid.settings, solved_baseline(grid.planned)
     numbers = theory_numbers(grid.figures)
     claims = judge(grid, settings, baseline, numbers)
-    learned = learned_structure(grid)
+    learned = learned_structure(grid, ANALYSED)
     changes = rules_section(grid, claims, lambda: judge(grid, settings, baseline, numbers))
     lines = gamma_section(grid, settings) + changes + claims_section(claims)
     lines += settled_section(grid) + learned_section(learned)
@@ -100,7 +100,7 @@ def judge(grid: Grid, settings: list[str], baseline, numbers: tuple) -> list[Cla
         claims.append(backprop_claim(probe_norms(grid, "ptb"), bptt_of(grid.planned, first_ptb),
                                      scope=row_scope(grid, first_ptb, "hidden")))
     sizes = {r.task: r.hidden for r in reversed(grid.planned) if r.column == "hidden" and r.label == "nnrnn"}
-    claims += structure_claims(learned_structure(grid), sizes)
+    claims += structure_claims(learned_structure(grid, ANALYSED), sizes)
     claims += theory_claims(*numbers)
     # each row names the comparisons it rests on, listed with their tests and p values at the report's end
     return [dataclasses.replace(c, here=c.here + family.cited(c.claim)) for c in claims]
@@ -163,7 +163,7 @@ def ptb_claims(grid: Grid, setting: str) -> list:
                                       if (members := done(grid, group(grid.planned, setting, "hidden", label)))},
                                      bptt, scope=where))
         claims.append(all_or_nothing_claim(
-            [(label, r.seed, final_value(grid.run_folder(r), "bpc", "test"), converged(grid.run_folder(r)),
+            [(label, r.seed, final_value(grid.run_folder(r), "bpc", "test"), converged(grid.run_folder(r), "bpc"),
               spike(grid.run_folder(r))) for label in ("nnrnn", GAMMA_ONE, GAMMA_HELD)
              for r in sorted(done(grid, group(grid.planned, setting, "hidden", label)), key=lambda r: r.seed)],
             bptt, scope=where))
@@ -240,7 +240,7 @@ def _per_run(folder: Path, key: str, split: str) -> str:
         shown += f" (validation {curve[0]:.2f} first, {min(curve):.2f} best"
         shown += "" if ratio is None else f"; largest gradient norm {ratio:.3g}× its median"
         shown += ")"
-    return shown + ("" if converged(folder) else ", did not converge")
+    return shown + ("" if converged(folder, key) else ", did not converge")
 
 
 

@@ -1,10 +1,10 @@
 """The paper's published numbers, as data: Table 1 (test bpc), supplementary Tables 2 (test accuracy) and 7 (γ held),
 the labels of the grid's γ-held variants, the groups of models the paper's sentences name (read from the models'
-classes) and the size of the official PTB training file."""
+classes); the size of the official PTB training file is the task's
+(:data:`nnrnn.tasks.ptb.OFFICIAL_TRAIN_CHARACTERS`)."""
 from __future__ import annotations
 
 from ...models import PAPER_MODELS, model_class
-from ...tasks.ptb import OFFICIAL_TRAIN_CHARACTERS
 from .statistics import Stat
 
 GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
@@ -12,9 +12,11 @@ GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN wi
 # non-gated models in its tables' order: read from each model class's ORTHOGONAL and GATES.
 ORTHOGONAL = tuple(reversed([m for m in PAPER_MODELS if model_class(m).ORTHOGONAL]))
 NON_GATED = tuple(m for m in PAPER_MODELS if model_class(m).GATES == 1)
+# The tasks whose trained nnRNN the paper analyses (its Figures 3 and 4 and the structure it reports learned): the
+# first seed's probes and the learned structure over every seed that a report shows.
+ANALYSED = ("copy", "psmnist", "ptb")
 # Runs per result where the paper says: supplementary Table 7's asterisks count failed runs "out of 5" (PTB).
 PAPER_SEEDS = {"ptb": 5}
-OFFICIAL_PTB_TRAIN = OFFICIAL_TRAIN_CHARACTERS  # characters in ptb.char.train.txt, as usually published
 
 
 def _paper_table(rows: dict) -> dict:  # published: no family of this report's comparisons counts them

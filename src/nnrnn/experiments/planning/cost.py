@@ -40,6 +40,7 @@ import torch
 from ... import environment
 from ...kernels import tuning
 from ...kernels.host import describe_cpu
+from ...tasks import task_class
 from ...training.config import evaluation_interval, resolve_config, total_steps
 from ...training.network import build_task
 from ...training.pace import duration
@@ -58,8 +59,8 @@ NOT_SHAPE = ("seed", "out", "steps", "epochs", "eval_every", "log_every", "check
 NOT_COUNTED = ("seed", "out", "progress", "device", "threads")
 # the run a task's floor is measured on: a tiny network, one update, one validation, its test and its curves
 FLOOR_RUN = {"model": "rnn", "hidden": 4, "batch_size": 2, "steps": 1, "eval_every": 1, "progress": False}
-# the options a floor run keeps from the run it stands for: where its data is, its device, and the task's length
-FLOOR_KEEPS = {"copy": ("T",), "ptb": ("bptt",)}
+# the options a floor run keeps from the run it stands for: where its data is, its device, and those its task's class
+# names (Task.floor_keeps: the task's length)
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def measure_floor(config: dict) -> float:
     ``config``'s task: what a run of that task costs beyond its shape's work (its curves are most of it)."""
     import matplotlib.pyplot  # noqa: F401  once per process: the process's start, not a run's floor
     with tempfile.TemporaryDirectory() as folder:
-        kept = {k: config[k] for k in ("data_dir", "device", *FLOOR_KEEPS.get(config["task"], ()))
+        kept = {k: config[k] for k in ("data_dir", "device", *task_class(config["task"]).floor_keeps)
                 if config.get(k) is not None}
         config = resolve_config({**FLOOR_RUN, **kept, "task": config["task"], "out": str(Path(folder) / "run")},
                                 None)

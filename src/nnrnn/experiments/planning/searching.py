@@ -25,6 +25,7 @@ from typing import Callable
 
 from ... import presets
 from ...models import model_class
+from ...tasks import task_class
 
 
 LR_RANGE = (1e-5, 5e-3)           # log-uniform
@@ -48,11 +49,9 @@ LR_ORTH_RATIO = 0.1
 OWN_OPTIONS = 2  # K: the most own options (a model class's TUNED_OPTIONS) any model searches beside lr
 # the supplement's options a model may name among its TUNED_OPTIONS (the others come from its class's SEARCHED)
 SUPPLEMENT_CHOICES = {"alpha": ALPHAS, "delta": DELTAS, "t_decay": T_DECAYS, "init": INITS}
-# where a model's published settings are looked for (the search's own preset first), and the tasks nearest to each
-# where its papers report none for the task itself
+# where a model's published settings are looked for (the search's own preset first); where its papers report none
+# for the task itself, the tasks nearest to it are its class's (Task.nearest_tasks)
 PUBLISHED_PRESETS = ("long-memory", "paper-params", "paper")
-NEAREST_TASKS = {"copy": ("adding", "psmnist"), "adding": ("copy", "psmnist"), "psmnist": ("adding", "copy"),
-                 "ptb": ("psmnist", "copy", "adding")}
 
 # --------------------------------------------------------------------------- search space
 
@@ -169,10 +168,10 @@ EQUAL = Searching(equal_space, tie_rates, curve_area, True)  # a grid's searches
 def published(task: str, model: str, bptt: int | None = None, preset: str | None = None,
               space: dict | None = None) -> tuple[dict, str] | None:
     """(options, where from) of ``model``'s published settings for ``task``, or for the nearest task its papers
-    report (:data:`NEAREST_TASKS`), as the presets hold them (``preset`` first, then :data:`PUBLISHED_PRESETS`):
-    its values of the dimensions of ``space`` (default: the model's :func:`equal_space`), from the first entry
-    whose every such value lies in its range (:func:`inside`); None when no preset gives the model a learning
-    rate inside the range for any of those tasks.
+    report (the task class's :attr:`~nnrnn.tasks.base.Task.nearest_tasks`), as the presets hold them (``preset``
+    first, then :data:`PUBLISHED_PRESETS`): its values of the dimensions of ``space`` (default: the model's
+    :func:`equal_space`), from the first entry whose every such value lies in its range (:func:`inside`); None when
+    no preset gives the model a learning rate inside the range for any of those tasks.
 
     One space per search (issue 67): the first trial is a point of the space the others are drawn from.  It takes
     only the searched values, so every option a search does not search is the same in all its trials (coRNN's γ
@@ -181,9 +180,9 @@ def published(task: str, model: str, bptt: int | None = None, preset: str | None
     (coRNN's adding ε = 15 against [0.5, 9.9]) gives way to the next nearest task's."""
     space = equal_space(model) if space is None else space
     names = tuple(dict.fromkeys(p for p in (preset, *PUBLISHED_PRESETS) if p))
-    for near in (task, *NEAREST_TASKS.get(task, ())):
-        for name in names:
-            entry = presets.load(name).get(presets.table_key(near, bptt if near == "ptb" else None), {}).get(model)
+    for near in (task, *task_class(task).nearest_tasks):
+        for name in names:  # a table's key names the length only where the presets key a task by it (PTB's T_PTB)
+            entry = presets.load(name).get(presets.table_key(near, bptt), {}).get(model)
             if not entry or "lr" not in entry:
                 continue
             values = {k: v for k, v in entry.items() if k in space}

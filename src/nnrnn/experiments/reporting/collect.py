@@ -81,17 +81,15 @@ def stat(grid: GridFolder, members: list[PlannedRun], key: str, split: str) -> S
     return Stat.of((final_value(f, key, split) for f in folders if finished(f)), label=members[0].label)
 
 
-# what copy's runs were scored by before the rule SCORED_BY: their last validation loss
-LAST_VALID = {"copy": Reported("loss", "valid", "valid loss", 4)}
-
-
 def scored(task: str) -> Reported:
     """What a report's tables score ``task``'s runs by, under the rule SCORED_BY in force: the task's
     :attr:`~nnrnn.tasks.base.Task.reported` (the best checkpoint's test score), or, judged under the scoring before
-    the rule, copy's last validation loss.  Every reader of a run's result goes through here."""
-    if rule("SCORED_BY") == COPY_LAST_VALID and task in LAST_VALID:
-        return LAST_VALID[task]
-    return task_class(task).reported
+    the rule, the task's :attr:`~nnrnn.tasks.base.Task.scored_before` where it has one (copy's last validation
+    loss).  Every reader of a run's result goes through here."""
+    cls = task_class(task)
+    if rule("SCORED_BY") == COPY_LAST_VALID and cls.scored_before is not None:
+        return cls.scored_before
+    return cls.reported
 
 
 def results(grid: Grid, setting: str, key: str | None = None, split: str | None = None) -> dict:
@@ -172,13 +170,14 @@ def structure_of(folder: Path) -> dict | None:
     return {quantity: summary.get(key, math.nan) for quantity, key in STRUCTURE.items()}
 
 
-def learned_structure(grid: Grid, column: str = "hidden", label: str = "nnrnn") -> dict:
-    """{task: {quantity: Stat over every seed}} of ``label``'s trained models in ``column``, in the copy, psMNIST
-    and the first PTB setting; measured once per checkpoint (cached in ``OUT/analysis/structure.json``)."""
+def learned_structure(grid: Grid, tasks: tuple[str, ...], column: str = "hidden", label: str = "nnrnn") -> dict:
+    """{task: {quantity: Stat over every seed}} of ``label``'s trained models in ``column``, in the first setting of
+    each of ``tasks`` (the paper's analysed tasks, :data:`nnrnn.experiments.judging.paper.ANALYSED`); measured once
+    per checkpoint (cached in ``OUT/analysis/structure.json``)."""
     cache_path = grid.structure
     cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
     learned = {}
-    for task in ("copy", "psmnist", "ptb"):
+    for task in tasks:
         setting = next((r.setting for r in grid.planned if r.task == task), None)
         members = [r for r in group(grid.planned, setting, column, label) if finished(grid.run_folder(r))] \
             if setting else []
@@ -201,9 +200,6 @@ def learned_structure(grid: Grid, column: str = "hidden", label: str = "nnrnn") 
     cache_path.write_text(json.dumps(cache, indent=1))
     return learned
 
-
-
-PROBED = ("copy", "psmnist", "ptb")  # the tasks whose first nnRNN seed the report analyses
 
 
 def probe_norms(folder: GridFolder, task: str) -> list[float] | None:
@@ -251,10 +247,11 @@ def spike(folder: Path, skip: float = 0.0) -> float | None:
 
 
 
-def converged(folder: Path) -> bool:
+def converged(folder: Path, key: str) -> bool:
+    """Whether a run's validation ``key`` (a metric whose lower values are better) fell clearly below its first
+    value (the trainer's rule LEARNED): what the paper's Table 7 calls converged."""
     if diverged(folder):
         return False
-    key = metric("ptb")
     curve = [r[key] for r in metrics(folder) if r.get("split") == "valid" and key in r and math.isfinite(r[key])]
     return bool(curve) and outcome.clearly_below(min(curve), curve[0], rule('LEARNED'))  # the trainer's rule
 
@@ -265,9 +262,9 @@ def converged_table(grid: Grid, setting: str) -> dict:
     table = dict(results(grid, setting)["hidden"])
     members = done(grid, group(grid.planned, setting, "hidden", GAMMA_ONE))
     if members:
-        key, split, _, _ = scored("ptb")
+        key, split, _, _ = scored(setting_task_of(grid.planned, setting))
         table[GAMMA_ONE] = Stat.of(final_value(grid.run_folder(r), key, split)
-                                   if converged(grid.run_folder(r)) else None for r in members)
+                                   if converged(grid.run_folder(r), key) else None for r in members)
     return table
 
 

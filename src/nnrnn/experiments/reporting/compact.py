@@ -19,8 +19,9 @@ import shutil
 from pathlib import Path
 
 from ...analysis.mechanism import read_record
+from ...tasks import TASKS
 from ...training.runfolder import CONFIG, DIVERGED_MARKER, MECHANISM, WALL_SECONDS
-from .collect import PROBED, STRUCTURE, probe_norms, saved_config
+from .collect import STRUCTURE, probe_norms, saved_config
 from ..planning.grid import TRIALS, Grid, GridFolder, PlannedRun, diverged, finished, metrics, write_whole
 
 TRAIN_KEYS = ("step", "split", "grad_norm", "lr")  # what the report reads of a training record
@@ -68,7 +69,7 @@ def write_data(grid: Grid) -> Path:
             "plan": json.loads(plan.read_text()) if plan.is_file() else None,
             "tuned": json.loads(tuned.read_text()) if tuned.is_file() else None, "searches": searches,
             "structure": {name: entry["values"] for name, entry in cache.items() if name in folders},
-            "probes": {task: norms for task in PROBED if (norms := probe_norms(grid, task)) is not None},
+            "probes": {task: norms for task in TASKS if (norms := probe_norms(grid, task)) is not None},
             "files": {name: json.loads((out / name).read_text()) for name in (*FILES, *grid.spec.report.files)
                       if (out / name).is_file()},
             "folders": {name: _folder(folder) for name, folder in sorted(folders.items())}}

@@ -57,13 +57,13 @@ SHOWN_ABOVE = 1.5  # a cut loss axis reaches this many times the highest of the 
 
 
 def baseline_axis(ax, task: str, baseline: float, lowest: float, floor: float = 0.0) -> None:
-    """A loss panel's baseline line (and copy's "solved" line), on a log scale from the best curve up to just above
-    the baseline: the vanilla RNN's spikes (up to 1e12) are cut off so that the region the claims are about can be
-    read.  The top reaches above ``floor``, the highest of the curves' lowest points, so that every curve shows
-    (a short grid's curves, the smoke scale's, are all above 3× the baseline)."""
+    """A loss panel's baseline line (and, for a task solved by its baseline, copy, the "solved" line), on a log scale
+    from the best curve up to just above the baseline: the vanilla RNN's spikes (up to 1e12) are cut off so that the
+    region the claims are about can be read.  The top reaches above ``floor``, the highest of the curves' lowest
+    points, so that every curve shows (a short grid's curves, the smoke scale's, are all above 3× the baseline)."""
     reference_line(ax, task, baseline, None)
     bottom = max(1e-5, lowest / 3) if math.isfinite(lowest) else 1e-5
-    if task == "copy":
+    if task_class(task).solved_by_baseline:
         solved = rule('SOLVED_SHARE') * baseline
         ax.axhline(solved, color="gray", linestyle="-.", lw=0.8, label="10% of baseline")
         bottom = min(bottom, solved / 2)  # the line a solved run crosses stays in view

@@ -14,7 +14,6 @@ from statistics import fmean
 
 from ... import presets
 from ...tasks import TASKS, make_task, task_class
-from ...tasks.copy import baseline_loss
 from ...training.config import resolve_config
 from ...training.network import build_task
 from ...training.runfolder import WALL_SECONDS
@@ -23,7 +22,7 @@ from .figures import learning_curves
 from ..judging import family, rules
 from ..planning.grid import COLUMNS, Grid, GridFolder, PlannedRun, finished, network_parameters, recorded_rules, sizes
 from ..judging.labels import declared
-from ..judging.paper import OFFICIAL_PTB_TRAIN, PAPER_SEEDS
+from ..judging.paper import PAPER_SEEDS
 from ..judging.rules import rule
 from ..judging.statistics import rule_words
 from ..judging.words import column_words, name, title
@@ -183,7 +182,7 @@ def row_scope(grid: Grid, setting: str, column: str) -> str:
         share = convergence(grid, done, task)["last_fifth_share"] if done else math.nan
         if share > rule('STILL_MOVING'):
             moving.append(f"{name(label)} ({share:.0%} of its validation change in its last fifth of updates)")
-    text += ptb_data_scope(options) if task == "ptb" else ""
+    text += data_scope(task, options)
     return text + ("; still moving at the end: " + ", ".join(moving) if moving else "")
 
 
@@ -193,20 +192,10 @@ def data_task(task: str, data_dir):
     return make_task(task, data_dir=data_dir, batch_size=1)
 
 
-def ptb_split_sizes(data_dir) -> tuple[int, int, int]:
-    """Characters of PTB's train, valid and test splits as the runs read them from ``data_dir``, read once."""
-    corpus = data_task("ptb", data_dir).corpus
-    return len(corpus.train), len(corpus.valid), len(corpus.test)
-
-
-def ptb_data_scope(options: dict) -> str:
-    """What a PTB row's data limits: the share of the official training text its runs trained on, and that the
-    paper's N = 1024 over-fits so little text (the notes); nothing when the runs had the official training file."""
-    characters = ptb_split_sizes(options.get("data_dir"))[0]
-    if characters >= 1_000_000:
-        return ""
-    return (f"; trained on {characters:,} characters, as many as {characters / OFFICIAL_PTB_TRAIN:.0%} of the official "
-            "training file, on which the paper's N = 1024 over-fits (the notes): the paper's size is not tested here")
+def data_scope(task: str, options: dict) -> str:
+    """What a claim row of ``task`` on ``options`` adds about the data its runs read (:meth:`Task.data_scope`,
+    PTB's share of the official training text): nothing for a task that generates its data."""
+    return data_task(task, options.get("data_dir")).data_scope() if task_class(task).has_data_files else ""
 
 
 def results_section(grid: Grid, setting: str) -> list[str]:
@@ -309,10 +298,11 @@ def rescored_intro(then: str) -> list[str]:
             "above are under the scoring now; below, beside them, what the scoring at the start gave.", ""]
 
 
-def copy_baseline(planned: list[PlannedRun]) -> float | None:
-    """The baseline loss of the grid's copy setting (always predicting the blank), or None without one."""
-    copy_T = next((r.options["T"] for r in planned if r.task == "copy"), None)
-    return baseline_loss(copy_T) if copy_T else None
+def solved_baseline(planned: list[PlannedRun]) -> float | None:
+    """The no-memory baseline loss of the grid's first setting of a task a model solves by its baseline
+    (:attr:`~nnrnn.tasks.base.Task.solved_by_baseline`: copy, always predicting the blank), or None without one."""
+    first = next((r for r in planned if task_class(r.task).solved_by_baseline), None)
+    return build_task(first.options).baseline if first else None
 
 
 def memoryless_baseline(planned: list[PlannedRun], setting: str, split: str) -> float | None:
@@ -327,12 +317,12 @@ def memoryless_baseline(planned: list[PlannedRun], setting: str, split: str) -> 
 
 
 def settings_sections(grid: Grid) -> list[str]:
-    """Every setting's results with its figures (:func:`results_section`), and for copy how fast each model solves
-    it (:func:`speed_section`): the part every report shares."""
-    lines, baseline = [], copy_baseline(grid.planned)
+    """Every setting's results with its figures (:func:`results_section`), and for a task a model solves by its
+    baseline (copy) how fast each model solves it (:func:`speed_section`): the part every report shares."""
+    lines, baseline = [], solved_baseline(grid.planned)
     for setting in grid.settings:
         lines += results_section(grid, setting)
-        if setting_task_of(grid.planned, setting) == "copy" and baseline:
+        if task_class(setting_task_of(grid.planned, setting)).solved_by_baseline and baseline:
             every = next(r.options["eval_every"] for r in grid.planned if r.setting == setting)
             lines += speed_section(copy_speed(grid, setting, baseline), baseline, every)
     return lines
@@ -429,7 +419,8 @@ def settled_section(grid: Grid) -> list[str]:
                 c = convergence(grid, members, task)
                 share = "n/a" if math.isnan(c["last_fifth_share"]) else f"{c['last_fifth_share']:.0%}"
                 low, high = c["halvings"] or (None, None)
-                halvings = "" if low is None or task != "ptb" else f"{low}" if low == high else f"{low}–{high}"
+                halvings = ("" if low is None or not task_class(task).halves_rates else f"{low}" if low == high
+                            else f"{low}–{high}")
                 lines.append(f"| {title(grid.planned, setting)} | {column} | {name(label)} | {share} | "
                              f"{halvings} |")
     return lines + [""]
