@@ -2,6 +2,7 @@
 its rule, a second invocation trains nothing new, and the report is written again from its compact data alone."""
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -209,7 +210,9 @@ def test_the_horizon_figure_takes_every_labels_colour_and_line_style_from_the_on
 
     from nnrnn.experiments.judging import labels as label_table
     kept = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: kept.append(fig))
+    # kept, and a placeholder where it would be drawn (the figure is saved whole: written, then renamed)
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, path, *a, **k: (kept.append(fig), Path(path).write_bytes(b"")))
     labels = ("nnrnn", "nnrnn normal", "exprnn")
     planned = [synthetic.planned(setting="copy-50", task="copy", label=label, model="nnrnn", options={"T": 50},
                                  name=label) for label in labels]

@@ -53,7 +53,7 @@ from ...training.network import load_saved
 from ...training.runfolder import WALL_SECONDS, best_checkpoint
 from ..judging import significance
 from ..reporting.tuning import tuning_section
-from ..reporting.figures import line_style
+from ..reporting.figures import line_style, save_whole
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ..reporting.picks import picks_section
 from ..reporting.signal import no_signal
@@ -363,10 +363,8 @@ def horizon_figure(grid: Grid, found: dict[str, list[dict]]) -> list[str]:
     ax.set_ylabel("updates to solve (mean ± s.e. over solving seeds)")
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    path = grid.figures / "memory_horizon.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    grid.figures.mkdir(parents=True, exist_ok=True)
+    save_whole(fig, grid.figures / "memory_horizon.png")  # whole or not at all, as every report's figure
     return ["![updates to solve against the delay, one line per model](figures/memory_horizon.png)", ""]
 
 

@@ -73,7 +73,7 @@ from ..planning.declaration import Scale, Setting, Variant
 from ..planning.grid import Grid, PlannedRun, finished, metrics
 from ...analysis.mechanism import flat, read_record
 from ..reporting import collect
-from ..reporting.figures import line_style
+from ..reporting.figures import line_style, save_whole
 from ..reporting.sections import Report
 from .beyond import DELAY
 from .memory import NORMAL, solved_at
@@ -309,10 +309,8 @@ def outcome_figure(grid: Grid) -> list[str]:
     ax.set_ylabel("log10 last validation loss / baseline")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    path = grid.figures / "outcome_vs_nonnormality.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    grid.figures.mkdir(parents=True, exist_ok=True)
+    save_whole(fig, grid.figures / "outcome_vs_nonnormality.png")  # whole or not at all, as every report's figure
     return ["![outcome against non-normality across runs](figures/outcome_vs_nonnormality.png)", ""]
 
 
