@@ -86,7 +86,8 @@ def test_the_comparisons_are_tested_on_the_runs_and_adjusted_together(tmp_path):
         assert found[h]["q_primary"] < 0.001 and found[h]["q_secondary"] < 0.01
     assert found["H3"]["primary"].effect == pytest.approx(0) and found["H3"]["q_primary"] > 0.5
     lines = "\n".join(thesis.comparisons_section(made))
-    assert lines.count("| yes |") == 3 and lines.count("| no |") == 1
+    assert lines.count("| supports |") == 3 and lines.count("| not clear |") == 1
+    assert thesis.verdict(0.5, 0.001, 0.05) == "contradicts" and thesis.verdict(-0.5, 0.2, 0.05) == "not clear"
 
 
 def test_the_report_is_written_from_the_runs_with_every_section(tmp_path):

@@ -207,7 +207,7 @@ def test_chrono_takes_its_t_max_from_the_option_else_the_tasks_sequence_length(m
     ptb = resolve_config({"task": "ptb", "model": model, "init": "chrono", "bptt": 300})
     assert config_module.model_options(ptb)["chrono_tmax"] == 300
     for options, message in (({"chrono_tmax": 10.0}, "give --init chrono with it"),
-                             ({"init": "chrono", "chrono_tmax": 2.0}, "chrono_tmax must be above 2"),
+                             ({"init": "chrono", "chrono_tmax": 2.0}, r"chrono_tmax \(--chrono-tmax\) must be above 2"),
                              ({"init": "chrono", "chrono_tmax": -1.0},
                               r"chrono_tmax \(--chrono-tmax\) must be a positive")):
         with pytest.raises(OptionError, match=message):

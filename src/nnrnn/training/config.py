@@ -126,10 +126,10 @@ def _check_model_options(config: dict) -> None:
         names = ", ".join("none" if a is None else a for a in allowed)
         raise OptionError(f"nonlinearity must be one of {names} for {config['model']}; got {config['nonlinearity']!r}")
     if config.get("chrono_tmax") is not None and "chrono_tmax" in model.CONFIG_OPTIONS and config["init"] != CHRONO:
-        raise OptionError(f"chrono_tmax is T_max of the chrono initialisation; give --init chrono with it, or leave "
-                          f"it out (got init {config['init']!r})")
+        raise OptionError(f"chrono_tmax (--chrono-tmax) is T_max of the chrono initialisation; give --init chrono "
+                          f"with it, or leave it out (got --init {config['init'] or 'the default'})")
     if config.get("chrono_tmax") is not None and config["chrono_tmax"] <= 2:
-        raise OptionError(f"chrono_tmax must be above 2 (the biases are log U(1, T_max − 1)); "
+        raise OptionError(f"chrono_tmax (--chrono-tmax) must be above 2 (the biases are log U(1, T_max − 1)); "
                           f"got {config['chrono_tmax']!r}")
     if config.get("schur_gates") and "schur_gates" not in model.CONFIG_OPTIONS:  # .get: configs saved before it
         raise OptionError(f"schur_gates puts a GRU's reset and update gates in Schur form: nngru has them, "
