@@ -341,7 +341,9 @@ NAME = "thesis"
 SCALE = Scale(
     name=NAME,
     about="thesis: the nnRNN with and without its non-normal part T at equal options, copy at T = 50, 100, 200 "
-          "with and without noise in the state, 10 seeds per arm (--plan gives its cost)",
+          "with and without noise in the state, 10 seeds per arm (600 runs: --plan read 88 min with --jobs 2 on a "
+          "nearly quiet 2-core AMD EPYC, and it ran at about half that pace with other work beside it; it resumes "
+          "across sittings)",
     seeds=SEEDS,
     report=REPORT,
     settings={setting: _setting(*of) for setting, of in SETTINGS.items()},
