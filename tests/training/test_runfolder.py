@@ -33,6 +33,8 @@ def test_a_run_is_replaced_only_with_overwrite_and_its_user_files_stay(capsys, f
     run = tmp_path / "run"
     shutil.copytree(finished, run)
     (run / "notes.txt").write_text("mine")
+    (run / "analysis").mkdir()  # what `nnrnn analyze` wrote of the run being replaced
+    (run / "analysis" / "summary.json").write_text("{}")
     before = snapshot(run)
     one_line(*run_cli(capsys, "train", "copy", "--steps", "2", "--out", run, *TINY), "already holds a run",
              "--overwrite")
@@ -41,6 +43,7 @@ def test_a_run_is_replaced_only_with_overwrite_and_its_user_files_stay(capsys, f
              "--resume or --overwrite, not both")
     assert run_cli(capsys, "train", "copy", "--steps", "3", "--out", run, "--overwrite", *TINY)[0] == 0
     assert (run / "notes.txt").read_text() == "mine"
+    assert not (run / "analysis").exists()  # an analysis of the replaced run would read as this one's
     assert checkpoint.load(run / "checkpoints" / "last.pt")["step"] == 3
     assert [r["step"] for r in read_metrics(run) if r["split"] == "test"] == [3]
 

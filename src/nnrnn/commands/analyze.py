@@ -13,6 +13,7 @@ from ..analysis.outputs import output_folder
 from ..analysis.plots import plot_training_gradients
 from ..analysis.trained import analyze_model, model_name, recurrent_layer
 from ..errors import UserError
+from ..training import runfolder
 from ..models import MODELS
 from ..training.network import initial_network, initial_of, load_saved
 from ..training.runlock import hold
@@ -32,7 +33,7 @@ def add_arguments(p) -> None:
 def default_analysis_dir(path) -> Path:
     path = Path(path)
     if path.is_dir():
-        return path / "analysis"
+        return path / runfolder.ANALYSIS
     return path.with_name(path.stem + "-analysis")
 
 

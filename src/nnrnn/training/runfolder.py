@@ -32,12 +32,14 @@ TENSORBOARD = "tensorboard"
 CURVES = "curves.png"
 OUTCOME = "outcome.json"
 MECHANISM = "mechanism.json"
+ANALYSIS = "analysis"  # what `nnrnn analyze RUN` writes into the run folder: of the run it replaces, after --overwrite
 CHECKPOINTS = "checkpoints"
 LAST = f"{CHECKPOINTS}/last.pt"
 BEST = f"{CHECKPOINTS}/best.pt"
 DIVERGED_MARKER = "DIVERGED"  # in a grid run that diverged (nnrnn reproduce; older grids wrote no outcome.json)
 WALL_SECONDS = "wall_seconds"  # a grid run's training time in seconds, written by nnrnn reproduce
-RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME, MECHANISM)  # what --overwrite removes
+# what --overwrite removes
+RUN_FILES = (CHECKPOINTS, METRICS, TENSORBOARD, CURVES, CONFIG, OUTCOME, MECHANISM, ANALYSIS)
 
 
 def last_checkpoint(folder) -> Path:
