@@ -91,6 +91,7 @@ NOISE = (0.0, 0.03)  # σ: the pilot (the module's docstring) found 0.03 the lev
 SEEDS = tuple(range(10))
 UPDATES, BATCH, EVAL_EVERY = 2000, 16, 50
 SOLVED_SHARE = 0.1
+MARKERS = "o^s"  # one per delay, beside each arm's colour
 
 NORMAL_PARAMS = variant("nnrnn normal, equal params", "nnRNN without T, equal params", ("#0072b2", (0, (1, 1))))
 ARMS = {
@@ -309,28 +310,42 @@ def mechanism_section(grid: Grid) -> list[str]:
 
 
 def outcome_figure(grid: Grid) -> list[str]:
-    """Outcome against non-normality across runs: log10 loss / baseline against Henrici / ‖V‖, per arm."""
+    """Outcome against non-normality across runs: log10 last validation loss / baseline against Henrici / ‖V‖, one
+    panel per option set and noise level, each arm in its colour, each delay a marker of its own."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    points = {}
+    panels: dict[tuple, dict] = {}
     for run in grid.planned:
         x, y = mechanism_of(grid, run)["departure_normalized"], ratio(grid, run)
         if x is not None and y:
-            points.setdefault(run.label, []).append((x, math.log10(y)))
-    if not points:
+            option_set, sigma, T = SETTINGS[run.setting]
+            panels.setdefault((option_set, sigma), {}).setdefault((run.label, T), []).append((x, math.log10(y)))
+    if not panels:
         return []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, xy in points.items():
-        colour, _ = line_style(label, grid.planned)
-        ax.scatter(*zip(*xy), s=12, color=colour, label=name(label), alpha=0.7)
-    ax.set_xlabel("departure from normality of the trained V (Henrici / ‖V‖_F)")
-    ax.set_ylabel("log10 last validation loss / baseline")
-    ax.legend(fontsize=7)
+    delays = sorted({T for _, _, T in SETTINGS.values()})
+    columns = min(2, len(panels))  # two panels a row, so that four stay readable on a page
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, ((option_set, sigma), points) in zip(axes.flat, panels.items()):
+        for (label, T), xy in points.items():
+            colour, _ = line_style(label, grid.planned)
+            ax.scatter(*zip(*xy), s=14, color=colour, marker=MARKERS[delays.index(T) % len(MARKERS)], alpha=0.75,
+                       label=f"{name(label)}, T = {T}")
+        ax.set_title(f"{option_set}, σ = {sigma:g}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("Henrici departure / ‖V‖_F of the trained V", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("log10 last valid loss / baseline", fontsize=8)
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     grid.figures.mkdir(parents=True, exist_ok=True)
     save_whole(fig, grid.figures / "outcome_vs_nonnormality.png")  # whole or not at all, as every report's figure
-    return ["![outcome against non-normality across runs](figures/outcome_vs_nonnormality.png)", ""]
+    return ["![outcome against non-normality across runs, per option set and noise level]"
+            "(figures/outcome_vs_nonnormality.png)", ""]
 
 
 REPORT = Report("The paper's thesis at equal options: the nnRNN with and without its non-normal part",
