@@ -103,3 +103,31 @@ def test_the_report_is_written_from_the_runs_with_every_section(tmp_path):
         assert heading in text
     assert "| published | nnRNN | rmsprop | 0.0005 | 0.99 | 1e-06 | 0.0001 | 1e-06 | henaff |" in text  # what ran
     assert "| published | expRNN | rmsprop | 0.0005 | 0.99 | 1e-06 | — | — | henaff |" in text
+
+
+def test_a_hypothesis_over_the_delays_reads_from_its_verdicts_alone():
+    assert thesis.summary(["supports"] * 3) == "holds"
+    assert thesis.summary(["supports", "not clear", "not clear"]) == "holds at some delays"
+    assert thesis.summary(["not clear"] * 3) == "not shown"
+    assert thesis.summary(["contradicts", "not clear"]) == "is contradicted"
+    assert thesis.summary(["supports", "contradicts"]) == "mixed"
+
+
+def test_the_claim_is_answered_per_option_set_and_noise_in_the_papers_words(tmp_path):
+    # the nnRNN with T lower than every other arm at the two shortest delays of one option set and noise level,
+    # alike to every arm at the longest
+    chosen = {s for s, (o, sigma, T) in thesis.SETTINGS.items() if o == "published" and sigma == 0.03}
+    planned = [r for r in grid.plan(SCALES["thesis"]) if r.setting in chosen]
+    made = grid.Grid(tmp_path, "thesis", SCALES["thesis"], planned)
+    longest = max(thesis.DELAYS)
+    for run in planned:
+        good = run.label in (thesis.REFERENCE, thesis.DELAY) and run.options["T"] != longest
+        _write(made.run_folder(run), (0.01 if good else 0.5) * (1 + 0.1 * run.seed), run.options["T"], None)
+    text = "\n".join(thesis.claim_section(made))
+    assert thesis.CLAIM in text and thesis.COPY_FINDING in text
+    row = next(line for line in text.splitlines() if line.startswith("| published | 0.03 |"))
+    h1, h2, h3, h4 = row.split(" | ")[2:6]
+    assert h1.startswith("holds at some delays (T = 50: supports, T = 100: supports, T = 200: not clear)")
+    assert h2.startswith("holds at some delays") and h4.startswith("holds at some delays")
+    assert h3.startswith("not shown")
+    assert "cannot show" in text

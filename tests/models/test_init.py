@@ -114,3 +114,10 @@ def test_the_cell_takes_chrono_too(name):
     cell = nnrnn.CELLS[name](3, N, init="chrono", chrono_tmax=T_MAX)
     b = gate(cell.bias_ih_l0, 1, 4 if name == "lstm" else 3)
     assert b.exp().min() >= 1 and b.exp().max() <= T_MAX - 1
+
+
+@pytest.mark.parametrize("model", ["lstm", "gru"])
+def test_the_repr_shows_an_init_away_from_its_default_and_its_t_max(model):
+    assert repr(nnrnn.create(model, 3, 4, init="chrono", chrono_tmax=50)).endswith(
+        "init='chrono', chrono_tmax=50)")
+    assert "init" not in repr(nnrnn.create(model, 3, 4))

@@ -14,7 +14,7 @@ from ..kernels.settings import COMPILED
 from . import fused_cells, noise
 from .base import (as_given, assign_constrained, cell_suffix, check_constructor, check_hx, check_input, kept,
                    stack_layers, time_major)
-from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, init_repr, parse_chain
 from .traits import Traits
 
 GATES = ("reset", "update", "new")  # torch's row order in weight_hh_l0
@@ -208,7 +208,8 @@ class GRU(nn.GRU, Traits):
             return super().forward(input, hx)
 
     def extra_repr(self) -> str:
-        return ", ".join([super().extra_repr(), *noise.repr_part(self.state_noise)])
+        # the options beyond torch's, each only where it is not its default, as torch shows its own
+        return ", ".join([super().extra_repr(), *init_repr(self), *noise.repr_part(self.state_noise)])
 
     def _update_flat_weights(self) -> None:
         # torch.nn.GRU.forward reads every weight again to see whether it changed, which composes each constrained

@@ -13,6 +13,7 @@ name them; docs/design.md has the table).
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -128,3 +129,13 @@ def check_chrono(init: str, chrono_tmax, bias: bool):
 def chrono_(bias: torch.Tensor, t_max: float) -> torch.Tensor:
     """Fill ``bias`` in place with log(u), u ~ U(1, T_max − 1) (torch's global generator), and return it."""
     return bias.uniform_(1.0, t_max - 1.0).log_()
+
+
+def init_repr(module) -> list[str]:
+    """A gated layer's repr's mention of its ``init`` (and ``chrono_tmax``): nothing at its class's default, as torch
+    shows only the options a user changed."""
+    default = inspect.signature(type(module).__init__).parameters["init"].default
+    shown = [f"init={module.init!r}"] if module.init != default else []
+    if getattr(module, "chrono_tmax", None) is not None:
+        shown.append(f"chrono_tmax={module.chrono_tmax:g}")
+    return shown

@@ -11,7 +11,7 @@ from ..kernels.autograd import autocast_enabled
 from ..parametrizations.schur import check_penalty_weights
 from . import noise
 from .base import as_given, cell_suffix, check_constructor, check_input, check_state, reverse_within, time_major
-from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, parse_chain
+from .init import CHAINS, CHRONO, accepts_init, chain_matrix, check_chrono, chrono_, init_, init_repr, parse_chain
 from .traits import Traits
 from .published import Published
 
@@ -219,7 +219,8 @@ class LSTM(nn.LSTM, Traits):
         return as_given(self, x, (h_n, c_n), input, lengths, False)
 
     def extra_repr(self) -> str:
-        return ", ".join([super().extra_repr(), *noise.repr_part(self.state_noise)])
+        # the options beyond torch's, each only where it is not its default, as torch shows its own
+        return ", ".join([super().extra_repr(), *init_repr(self), *noise.repr_part(self.state_noise)])
 
     def _one_step(self, input: torch.Tensor, hx):
         """One time step without autograd (generation): torch's fused LSTM cell per layer and direction, which
