@@ -273,6 +273,9 @@ def test_train_prints_a_line_per_validation_and_a_summary_then_eval_and_resume(t
                in line for line in validations)
     assert f"[nnrnn] run folder {out}:" in lines and any(line.strip().endswith("curves.png: training and "
                                                                               "validation curves") for line in lines)
+    listed = {line.split()[1].rstrip(":/") for line in lines[lines.index(f"[nnrnn] run folder {out}:") + 1:]
+              if line.startswith("[nnrnn]   ")}
+    assert listed == {p.name for p in out.iterdir() if not p.name.startswith(".")}  # every file, once all written
     assert any(line.startswith("[nnrnn] test loss ") for line in lines)
     final = json.loads(lines[-1])  # the last line stays the result as JSON, for scripts
     evaluated = in_process("eval", out, "--json")

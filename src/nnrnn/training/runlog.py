@@ -138,7 +138,8 @@ def summary_lines(folder: Path, monitor: tuple[str, str], data: str | None = Non
     files = [(runfolder.CURVES, "training and validation curves"), (runfolder.METRICS, "every logged point"),
              (runfolder.CHECKPOINTS, "best.pt (best validation), last.pt (for --resume)"),
              (runfolder.TENSORBOARD, f"tensorboard --logdir {folder / runfolder.TENSORBOARD}"),
-             (runfolder.CONFIG, "every option")]
+             (runfolder.CONFIG, "every option"), (runfolder.OUTCOME, "learned, did not learn or diverged, and why"),
+             (runfolder.MECHANISM, "what training made of the recurrent matrix")]
     lines.append(f"[nnrnn] run folder {folder}:")
     lines += [f"[nnrnn]   {name}{'/' if (folder / name).is_dir() else ''}: {what}" for name, what in files
               if (folder / name).exists()]

@@ -260,8 +260,7 @@ def loop(training: Training, restoring: bool, on_eval) -> dict:
         test = score_test(training, log)
     check_converged(training, last_valid)
     if training.main:
-        print("\n".join(summary_lines(training.folder, task.monitor, task.data_seen())), flush=True)
-        conclude(training, final_outcome(training))
+        conclude(training, final_outcome(training), summary=True)
     return result(training.folder, training.main, test)
 
 
@@ -358,14 +357,17 @@ def final_outcome(training: Training) -> outcome.Outcome:
     return ended
 
 
-def conclude(training: Training, ended: outcome.Outcome) -> None:
-    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines; first, the
-    caller's run-end hook (``on_end``): a grid counts a run with an outcome as finished, so it has what the hook
-    wrote too."""
+def conclude(training: Training, ended: outcome.Outcome, summary: bool = False) -> None:
+    """Record the run's outcome in its folder, in its curves' title, and print it as its last lines (after the run's
+    closing summary, with ``summary``, which lists the files just written); first, the caller's run-end hook
+    (``on_end``): a grid counts a run with an outcome as finished, so it has what the hook wrote too."""
     if training.on_end is not None:
         training.on_end(training.folder)
     outcome.write(training.folder, ended)
     plot_curves(training.folder, training.task.references())
+    if summary:
+        print("\n".join(summary_lines(training.folder, training.task.monitor, training.task.data_seen())),
+              flush=True)
     print("\n".join(ended.lines(training.config.get("preset"))), flush=True)
 
 
