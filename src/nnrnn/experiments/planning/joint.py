@@ -104,8 +104,8 @@ class JointObjective:
         measures = {} if failed else {label: self.search.measure(runs[label].resolved(), metrics(folders[label]))
                                       for label in runs}
         if failed or not all(math.isfinite(m) for m in measures.values()):
-            reason = f"{', '.join(failed)} diverged" if failed else "a measure is not finite"
-            trial.set_user_attr("stopped", "diverged")
+            reason = f"{', '.join(failed)} diverged" if failed else "an arm's measure is not finite"
+            trial.set_user_attr("stopped", "diverged" if failed else "no measure")
             trial.set_user_attr("reason", reason)
             self.log(f"joint search: trial {trial.number} pruned ({reason})")
             raise optuna.TrialPruned(reason)
