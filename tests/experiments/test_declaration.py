@@ -7,7 +7,7 @@ import pytest
 
 from nnrnn.experiments import grids
 from nnrnn.experiments.grids import paper as paper_grid
-from nnrnn.experiments.planning.declaration import Scale, Search, Setting, Variant
+from nnrnn.experiments.planning.declaration import JointSearch, Scale, Search, Setting, Variant
 
 COPY = {"T": 5, "batch_size": 4, "steps": 4}
 
@@ -23,6 +23,7 @@ def test_every_grid_is_declared_by_types():
         assert all(isinstance(s, Setting) for s in spec.settings.values())
         assert all(isinstance(v, Variant) for s in spec.settings.values() for v in s.variants.values())
         assert spec.tune is None or isinstance(spec.tune, Search)
+        assert spec.joint is None or isinstance(spec.joint, JointSearch)
 
 
 def test_a_declaration_is_frozen_and_an_unknown_field_is_a_type_error_naming_it():
@@ -97,3 +98,52 @@ def test_a_search_is_recorded_as_before_it_was_a_type_and_read_back():
     assert Search(trials=5, share=0.2, seed=100).as_record() == {"trials": 5, "share": 0.2, "seed": 100}
     assert Search.from_record(search.as_record()) == search
     assert Search.from_record({"trials": 4, "share": 1.0}).startup == 10  # a record of before startup was given
+
+
+TUNED = Setting(task="copy", hidden=8, columns=("tuned",), options=COPY)
+SPACE = {"lr": ("log", 1e-5, 1e-2), "alpha": ("choices", (0.9, 0.99))}
+
+
+def joint(**fields) -> JointSearch:
+    return JointSearch(**{"setting": "copy", "space": SPACE, "first": {"lr": 1e-3, "alpha": 0.99},
+                          "measure": lambda config, records: 0.0, "trials": 2, "seed": 100, **fields})
+
+
+@pytest.mark.parametrize("fields, kind, words", [
+    (dict(joint=joint(first={"lr": 1.0, "alpha": 0.99})), ValueError,
+     "grid 'toy', joint: first is not a point of space: lr = 1.0"),
+    (dict(joint=joint(first={"lr": 1e-3})), ValueError, "grid 'toy', joint: first must give every dimension"),
+    (dict(joint=joint(space={**SPACE, "lrr": ("log", 1e-5, 1e-2)})), LookupError,
+     "grid 'toy', joint: unknown training option(s) in space 'lrr'"),
+    (dict(joint=joint(space={**SPACE, "lr": ("uniform", 0, 1)})), TypeError,
+     "grid 'toy', joint, space 'lr': a dimension is"),
+    (dict(joint=joint(space={**SPACE, "lr": ("log", 1e-2, 1e-5)})), ValueError,
+     "grid 'toy', joint, space 'lr': a log-uniform range needs 0 < low < high"),
+    (dict(joint=joint(space={**SPACE, "alpha": ("choices", ())})), ValueError,
+     "grid 'toy', joint, space 'alpha': its choices must be at least one"),
+    (dict(joint=joint(measure="mean")), TypeError, "grid 'toy', joint: measure must be callable"),
+    (dict(joint=joint(trials=0)), ValueError, "grid 'toy', joint: trials must be at least 1"),
+    (dict(joint=joint(seed=0)), ValueError, "grid 'toy', joint: seed 0 is one of the grid's seeds"),
+    (dict(joint=joint(setting="copy-50")), LookupError, "grid 'toy', joint: unknown setting 'copy-50'"),
+    (dict(joint=joint(), tune=Search(trials=2, share=1.0)), ValueError,
+     "grid 'toy': give tune (a search per label) or joint (one for all), not both"),
+    (dict(joint={"trials": 2}), TypeError, "grid 'toy': joint must be a JointSearch"),
+])
+def test_a_bad_joint_search_fails_naming_the_grid_and_the_field(fields, kind, words):
+    with pytest.raises(kind) as caught:
+        scale(TUNED, **fields)
+    assert str(caught.value).startswith(words), str(caught.value)
+
+
+def test_a_joint_search_needs_a_tuned_column_for_its_pick():
+    with pytest.raises(ValueError, match="grid 'toy', joint: setting 'copy' has no 'tuned' column for its pick"):
+        scale(joint=joint())
+
+
+def test_a_joint_search_is_recorded_without_its_measure_and_read_back_in_its_order():
+    search = joint()
+    record = search.as_record()
+    assert "measure" not in record and record["space"] == {"lr": ["log", 1e-5, 1e-2], "alpha": ["choices", [0.9, 0.99]]}
+    sorted_record = {**record, "space": dict(sorted(record["space"].items())), "trials": 5}
+    again = search.recorded(sorted_record)
+    assert again == dataclasses.replace(search, trials=5) and list(again.space) == ["lr", "alpha"]

@@ -41,8 +41,9 @@ from ..training import runlock
 from ..training.runfolder import DIVERGED_MARKER, WALL_SECONDS, is_run_folder
 from ..training.pace import Countdown
 from ..training.train import train
-from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, plan, record_plan, searches,
-                            write_whole)
+from .planning import joint
+from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, joint_arms, plan, record_plan,
+                            searches, write_whole)
 from .planning.declaration import Scale
 from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES, planned_grid
@@ -343,9 +344,11 @@ def tune(scale: str, out: Path, models=None, tasks=None, data_dir=None, log=prin
 def trial_records(study) -> list[dict]:
     """Every trial of a study in the order it started: its number, state (COMPLETE, PRUNED, FAIL, ...), why it
     stopped early (the sweep's ``stopped``: "pruned", "diverged", "interrupted"; None for a finished one), value (a
-    finished trial's best validation score, else None) and searched options; what a report's best-so-far reads."""
+    finished trial's best validation score, else None) and searched options; what a report's best-so-far reads.  A
+    joint search's trial adds each arm's measure (``arms``, :mod:`.planning.joint`)."""
     return [{"number": t.number, "state": t.state.name, "stopped": t.user_attrs.get("stopped"), "value": t.value,
-             "params": t.params, **_ranges(t)} for t in sorted(study.trials, key=lambda t: t.number)]
+             "params": t.params, **_ranges(t), **({"arms": t.user_attrs["arms"]} if "arms" in t.user_attrs else {})}
+            for t in sorted(study.trials, key=lambda t: t.number)]
 
 
 def _ranges(trial) -> dict:
@@ -354,6 +357,33 @@ def _ranges(trial) -> dict:
     return {"ranges": {k: span(d) for k, d in trial.distributions.items()},
             **({"options": trial.user_attrs["options"]} if "options" in trial.user_attrs else {}),
             **({"published": trial.user_attrs["published_from"]} if "published_from" in trial.user_attrs else {})}
+
+
+def joint_tune(scale: str, out: Path, data_dir=None, log=print, where: Where = Where(),
+               arms: dict | None = None, resolved: dict | None = None) -> dict:
+    """The ``tuned`` column's picks from the scale's one joint search (:mod:`.planning.joint`), in
+    ``OUT/searches/joint``, in a preset's layout as :func:`tune` gives them (every label of the search's setting its
+    share of the one pick); ``OUT/tuned.json``, ``preset.json`` and ``trials.json`` written as :func:`tune` writes
+    them.  Each trial's runs train as a grid's do (:func:`run_all`: at once on the slots of ``where``, resumed from
+    their checkpoints).  ``arms``: :func:`.grid.joint_arms`, where the caller has them."""
+    spec, files = SCALES[scale], GridFolder(Path(out))
+    resolved = {} if resolved is None else resolved
+    arms = joint_arms(spec, data_dir, resolved) if arms is None else arms
+
+    def train(todo: dict) -> None:
+        run_all(files.out, todo, _train_one, "runs of a joint search trial to train", log, where)
+    study = joint.run_joint(files.joint_search, spec.joint, arms, train, log)
+    best = joint.pick(study)
+    picks: dict = {}
+    if best is not None:  # one pick, each label's share of it
+        for label, arm in arms.items():
+            key = presets.table_key(arm.task, arm.options.get("bptt"))
+            picks.setdefault(key, {})[label] = joint.arm_pick(arm, best)
+    write_whole(files.tuned, json.dumps(picks, indent=1, sort_keys=True) + "\n")
+    write_whole(files.preset, json.dumps(tuned_preset(scale, picks, data_dir, resolved), indent=1) + "\n")
+    write_whole(files.trials, json.dumps({files.joint_search.name: trial_records(study)}, indent=1, sort_keys=True)
+                + "\n")
+    return picks
 
 
 def tuned_preset(scale: str, picks: dict, data_dir=None, resolved: dict | None = None) -> dict:
@@ -409,7 +439,7 @@ def _costed_plan(spec: Scale, tuned: Path, models, tasks, seeds, data_dir, resol
     """The runs a grid's cost counts: a tuned grid's with the picks its searches made (``tuned``), or, before they
     exist, every label planned as its search starts it (the same sizes and lengths; a pick changes rates and
     options, not a run's shape); every rung of a ladder (its ceiling).  A grid without a search trains these."""
-    if spec.tune is None:
+    if not spec.searched:
         return plan(spec, models, tasks, seeds, data_dir, resolved=resolved)
     if tuned.is_file():
         return plan(spec, models, tasks, seeds, data_dir, json.loads(tuned.read_text()), resolved=resolved)
@@ -447,13 +477,18 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
     files = GridFolder(Path(out))
     # every option checked first
     costed = planned_grid(out, scale, _costed_plan(spec, files.tuned, models, tasks, seeds, data_dir, resolved))
-    todo = _to_train(costed, searching=spec.tune is not None and not files.tuned.is_file())
+    todo = _to_train(costed, searching=spec.searched and not files.tuned.is_file())
     found = searches(spec, models, tasks, data_dir, resolved) if spec.tune is not None else {}
     pending = [s for name, s in found.items() if ended_trials(files.searches / name, s) < s["trials"]]
+    arms = joint_arms(spec, data_dir, resolved) if spec.joint is not None else {}
+    lacking = max(0, spec.joint.trials - joint.ended(files.joint_search)) if arms else 0
+    pending += [{"trials": lacking, "arms": list(arms.values())}] if lacking > 0 else []
     local = visible_devices()[0] if where.cluster is not None else where.slots[0]
     cost = estimate(todo, pending, [local] * len(where.slots), log)
     runs = f"at most {len(costed.planned)}" if spec.climb is not None else str(len(costed.planned))  # a ladder may stop
-    log(f"{scale}: {runs} planned runs ({len(todo)} to train), {len(found)} searches; " + cost.line())
+    searched = (f"1 joint search of {spec.joint.trials} trials, {len(arms)} runs each ({lacking} to run)" if arms
+                else f"{len(found)} searches")
+    log(f"{scale}: {runs} planned runs ({len(todo)} to train), {searched}; " + cost.line())
     if plan_only:
         return None
     if runs_dir is not None:
@@ -463,6 +498,9 @@ def reproduce(scale: str, out, models=None, tasks=None, seeds=None, data_dir=Non
         record_plan(files.out, scale, spec)  # the rules fixed before the runs: a report says if they change as it runs
         if spec.tune is not None:
             picks = tune(scale, files.out, models, tasks, data_dir, log, where, found, resolved)
+        elif spec.joint is not None:  # one search for every label together
+            picks = joint_tune(scale, files.out, data_dir, log, where, arms, resolved)
+        if spec.searched:
             grid = planned_grid(out, scale, plan(spec, models, tasks, seeds, data_dir, picks, resolved=resolved))
         if spec.climb is not None:  # an adaptive grid (grids/memory.py) plans each rung from the last's results
             grid = spec.climb(grid, lambda rung: execute(rung, log, where))

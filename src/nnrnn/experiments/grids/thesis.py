@@ -23,9 +23,10 @@ presets and the scale alone:
 * ``published``: the paper's own copy settings for the nnRNN (``paper-params``: RMSprop, lr 5e-4, α 0.99, lr_orth
   1e-6, δ 1e-4, L2 on T 1e-6, Henaff's initialisation), under which the basis P hardly moves;
 * ``moving basis``: the same with lr_orth = 0.1 × lr (the equal-terms tie of :mod:`..planning.searching`, 5e-5),
-  so that P moves.  The issue asks for a joint pick searched once for all arms together; that search is not built
-  yet, and this fixed second regime stands in for it (docs/design.md), so the grid covers a nearly fixed and a
-  moving basis, the factor the memory grid's one T comparison left uncontrolled.
+  so that P moves.  The issue asks for a joint pick searched once for all arms together as well; that is the
+  ``thesis-joint`` scale (:mod:`.thesis_joint`), which trains these settings under it.  This fixed second regime
+  keeps the grid covering a nearly fixed and a moving basis, the factor the memory grid's one T comparison left
+  uncontrolled.
 
 Copy at T = :data:`DELAYS`, with noise of standard deviation σ in :data:`NOISE` added to the hidden state after every
 step (``--state-noise``, in training and evaluation), :data:`SEEDS` seeds per arm, each run :data:`UPDATES` updates
@@ -67,6 +68,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 from ... import presets
 from ...tasks.copy import baseline_loss
@@ -132,12 +134,29 @@ def setting_name(option_set: str, sigma: float, T: int) -> str:
 SETTINGS = {setting_name(o, s, T): (o, s, T) for o in OPTION_SETS for s in NOISE for T in DELAYS}
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What sizes a setting's runs: N, updates, batch and the validation interval (the thesis grid's, or a toy's in
+    the tests)."""
+    hidden: int = HIDDEN
+    updates: int = UPDATES
+    batch: int = BATCH
+    eval_every: int = EVAL_EVERY
+
+
+def arm_setting(variants: dict, options: dict, sigma: float, T: int, columns=("params",),
+                budget: Budget = Budget()) -> Setting:
+    """Copy at delay ``T`` with noise ``sigma``: the reference nnRNN and expRNN beside ``variants``, every arm over
+    ``options`` less the Schur form's own (a variant carries those), in ``columns``, sized by ``budget``."""
+    return Setting(task="copy", hidden=budget.hidden, columns=columns, models=(REFERENCE, "exprnn"),
+                   variants=variants,
+                   options={**{k: v for k, v in options.items() if k not in SCHUR_OPTIONS}, "T": T,
+                            "batch_size": budget.batch, "steps": budget.updates, "eval_every": budget.eval_every,
+                            "log_every": budget.eval_every, "state_noise": sigma})
+
+
 def _setting(option_set: str, sigma: float, T: int) -> Setting:
-    return Setting(task="copy", hidden=HIDDEN, columns=("params",), models=(REFERENCE, "exprnn"),
-                   variants=arms(option_set),
-                   options={**{k: v for k, v in OPTION_SETS[option_set].items() if k not in SCHUR_OPTIONS}, "T": T,
-                            "batch_size": BATCH, "steps": UPDATES, "eval_every": EVAL_EVERY,
-                            "log_every": EVAL_EVERY, "state_noise": sigma})
+    return arm_setting(arms(option_set), OPTION_SETS[option_set], sigma, T)
 
 
 # ------------------------------------------------------------------------------------------- measures
@@ -146,8 +165,14 @@ def ratio(grid: Grid, run: PlannedRun) -> float | None:
     """The primary measure: the run's last validation loss over copy's memoryless baseline (None: not finished)."""
     if not finished(grid.run_folder(run)):
         return None
-    valid = [r for r in metrics(grid.run_folder(run)) if r.get("split") == "valid"]
-    return valid[-1]["loss"] / baseline_loss(run.options["T"]) if valid else None
+    return last_ratio(metrics(grid.run_folder(run)), run.options["T"])
+
+
+def last_ratio(records: list[dict], T: int) -> float | None:
+    """The last validation loss of a run's ``records`` over copy's memoryless baseline 10 log 8 / (T + 20) (None:
+    no validation)."""
+    valid = [r for r in records if r.get("split") == "valid"]
+    return valid[-1]["loss"] / baseline_loss(T) if valid else None
 
 
 def solve_time(grid: Grid, run: PlannedRun) -> float | None:
@@ -219,8 +244,9 @@ def hypotheses_section(grid: Grid) -> list[str]:
             "other way, and is *not clear* otherwise.", ""]
 
 
-def protocol_section(grid: Grid) -> list[str]:
-    """What ran, read from the planned runs: sizes, option sets, delays, noise, seeds, budget."""
+def protocol_section(grid: Grid, settings: dict = SETTINGS) -> list[str]:
+    """What ran, read from the planned runs: sizes, option sets, delays, noise, seeds, budget; ``settings``:
+    {setting: (option set, σ, T)} of the grid's settings (:data:`SETTINGS`, or another grid's of these arms)."""
     by = cells(grid)
     lines = ["## What ran", "", "| arm | N | parameters |", "|---|---|---|"]
     first = grid.settings[0] if grid.settings else None
@@ -231,7 +257,7 @@ def protocol_section(grid: Grid) -> list[str]:
     ways: dict[tuple, set] = {}
     for run in grid.planned:  # every run, so that a set whose runs differed shows each way they ran
         config = collect.ran_config(grid, run)
-        ways.setdefault((SETTINGS[run.setting][0], run.label), set()).add(
+        ways.setdefault((settings[run.setting][0], run.label), set()).add(
             tuple(config.get(k) for k in keys if run.model == REFERENCE or k not in SCHUR_OPTIONS))
     lines += ["", "Option sets as every run resolved them (δ and the L2 decay on T: the nnRNN's arms only):", "",
               "| option set | arm | " + " | ".join(("optimizer", "lr", "α", "lr_orth", "δ", "L2 on T", "init",
@@ -366,7 +392,7 @@ MECHANISM_COLUMNS = (("t_over_lambda", "‖T‖/‖Λ‖"), ("departure_normaliz
                      ("fisher_from_rest", "Fisher memory from rest × ε/‖u‖²"))
 
 
-def mechanism_section(grid: Grid) -> list[str]:
+def mechanism_section(grid: Grid, settings: dict = SETTINGS) -> list[str]:
     by = cells(grid)
     lines = ["## Mechanism beside outcome", "", "Per setting and arm, measured on each trained V when the run ended "
              "(mean ± s.e. over seeds):", "",
@@ -376,12 +402,13 @@ def mechanism_section(grid: Grid) -> list[str]:
         measured = collect.mechanism(grid, runs)
         lines.append(f"| {setting} | {name(label)} | " + " | ".join(
             measured[key].show(3, "—") for key, _ in MECHANISM_COLUMNS) + " |")
-    return lines + [""] + outcome_figure(grid)
+    return lines + [""] + outcome_figure(grid, settings)
 
 
-def outcome_figure(grid: Grid) -> list[str]:
+def outcome_figure(grid: Grid, settings: dict = SETTINGS) -> list[str]:
     """Outcome against non-normality across runs: log10 last validation loss / baseline against Henrici / ‖V‖, one
-    panel per option set and noise level, each arm in its colour, each delay a marker of its own."""
+    panel per option set and noise level (``settings``, as :func:`protocol_section` reads it), each arm in its
+    colour, each delay a marker of its own."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -389,11 +416,11 @@ def outcome_figure(grid: Grid) -> list[str]:
     for run in grid.planned:
         x, y = mechanism_of(grid, run)["departure_normalized"], ratio(grid, run)
         if x is not None and y:
-            option_set, sigma, T = SETTINGS[run.setting]
+            option_set, sigma, T = settings[run.setting]
             panels.setdefault((option_set, sigma), {}).setdefault((run.label, T), []).append((x, math.log10(y)))
     if not panels:
         return []
-    delays = sorted({T for _, _, T in SETTINGS.values()})
+    delays = sorted({T for _, _, T in settings.values()})
     columns = min(2, len(panels))  # two panels a row, so that four stay readable on a page
     rows = -(-len(panels) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows), sharex=True, sharey=True,

@@ -10,7 +10,10 @@ A run costs ``floor + start + updates × u + (validations × valid batches + tes
   end, its summary): one real run of a tiny network on the task timed end to end, once per machine and task;
 * the counts (updates, validations, evaluation batches, saves) from the run's options and its task's data.
 
-A search costs its trials, each a run at the search's options (an upper bound: a pruned trial ends early).
+A search costs its trials, each a run at the search's options (an upper bound: a pruned trial ends early); a joint
+search's trial a run of each of its arms, every arm's runs placed as one unit of work.  A joint trial waits for the
+last of its arms, so that placement is a little short where the slots do not divide the arms (5 arms on 2 slots: 3
+rounds a trial, against the 2.5 it counts).
 Device-hours are the sum; the wall time is the runs placed longest first, each on the slot that frees first (as
 :func:`.reproduce.run_all` hands them out), so it scales with the number of slots.  It leaves out the report
 written after the runs and the start of the worker processes of ``--jobs``.
@@ -313,11 +316,22 @@ def hours(value: float) -> str:
     return duration(value * 3600)
 
 
+def trial_configs(search: dict) -> list[dict]:
+    """The configurations one trial of ``search`` trains: its run's (a search of one label, :func:`.grid.searches`'
+    values), or each of its arms' (a joint search's, whose ``arms`` are :func:`.grid.joint_arms`' runs: at the
+    published options, which size every trial alike)."""
+    if "arms" in search:
+        return [arm.resolved() for arm in search["arms"]]
+    options = {**search["options"], "task": search["task"], "model": search["model"]}
+    return [resolve_config(options, search["preset"])]
+
+
 def estimate(runs: list[PlannedRun], searches: list[dict], slots: list[str], log=None, costs: Costs | None = None
              ) -> Estimate:
     """The cost of training ``runs`` and the ``searches`` (:func:`.grid.searches`' values: a run at the search's
-    options, its trials) on ``slots`` (:func:`.placement.slot_devices`), from ``costs`` (default: this machine's,
-    cached); ``log``, if given, hears of the shapes measured."""
+    options, its trials; a joint search's: its arms' runs, its trials, :func:`trial_configs`) on ``slots``
+    (:func:`.placement.slot_devices`), from ``costs`` (default: this machine's, cached); ``log``, if given, hears of
+    the shapes measured."""
     device = slots[0]
     threads = 1 if device == "cpu" and len(slots) > 1 else torch.get_num_threads()
     costs = costs or Costs(device, threads)
@@ -326,8 +340,8 @@ def estimate(runs: list[PlannedRun], searches: list[dict], slots: list[str], log
         for planned in runs:
             seconds.append(costs.run(planned.resolved()))  # as planned, not resolved again
         for search in searches:
-            options = {**search["options"], "task": search["task"], "model": search["model"]}
-            seconds.append(search["trials"] * costs.run(resolve_config(options, search["preset"])))
+            for config in trial_configs(search):
+                seconds.append(search["trials"] * costs.run(config))
         start = costs.process() if seconds else 0.0
     finally:
         if any(costs.fresh.values()):

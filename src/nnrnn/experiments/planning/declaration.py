@@ -1,6 +1,7 @@
 """A grid's declaration, by types: a :class:`Scale` (its seeds, settings, report and search), each :class:`Setting` (a
 task with the scale's sizes, lengths and columns), each :class:`Variant` (a model with the options that make it) and
-the :class:`Search` of a tuned column.  Each is a frozen dataclass; a :class:`Scale` checks itself and everything it
+the :class:`Search` of a tuned column, or the :class:`JointSearch` that picks one set of options for every label of
+the column together.  Each is a frozen dataclass; a :class:`Scale` checks itself and everything it
 holds as it is declared, that is when the grid's module is imported (the parts are checked there, where the grid's
 and the setting's names are known): a model, task, column, preset or training option that does not exist is a
 LookupError, a bad number a ValueError, a value of the wrong kind a TypeError, each naming the grid, the setting and
@@ -9,7 +10,7 @@ What the declaration means (which runs a setting plans) is :func:`.grid.plan`'s.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from ... import presets
 from ...models import MODELS, PAPER_MODELS
@@ -174,16 +175,7 @@ class Search:
 
     def check(self, where: str) -> None:
         """Raise, naming ``where`` and the field, unless every field holds what it says."""
-        for name, low in (("trials", 1), ("seed", 0), ("startup", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{where}: {name} must be a whole number; got {value!r}")
-            if value < low:
-                raise ValueError(f"{where}: {name} must be at least {low}; got {value}")
-        if not isinstance(self.share, (int, float)) or isinstance(self.share, bool):
-            raise TypeError(f"{where}: share must be a number; got {self.share!r}")
-        if not 0 < self.share <= 1:
-            raise ValueError(f"{where}: share must be in (0, 1]; got {self.share}")
+        _budget(self, where)
         if self.settings is not None:
             _tuple_of(self.settings, str, where, "settings")
 
@@ -202,6 +194,121 @@ class Search:
         return cls(**given)
 
 
+def _budget(search, where: str) -> None:
+    """Raise, naming ``where`` and the field, unless a search's trials, seed, startup and share are what they say."""
+    for name, low in (("trials", 1), ("seed", 0), ("startup", 0)):
+        value = getattr(search, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{where}: {name} must be a whole number; got {value!r}")
+        if value < low:
+            raise ValueError(f"{where}: {name} must be at least {low}; got {value}")
+    if not isinstance(search.share, (int, float)) or isinstance(search.share, bool):
+        raise TypeError(f"{where}: share must be a number; got {search.share!r}")
+    if not 0 < search.share <= 1:
+        raise ValueError(f"{where}: share must be in (0, 1]; got {search.share}")
+
+
+LOG, CHOICES = "log", "choices"  # a joint search's dimension: ("log", low, high) or ("choices", (value, ...))
+
+
+@dataclass(frozen=True, kw_only=True)
+class JointSearch:
+    """One search for every label of one setting's ``tuned`` column together (the thesis-joint grid): every trial
+    draws one set of options and trains each label with it, each option on the labels whose model has it
+    (:func:`.joint.applies`: δ and the L2 decay on T on the Schur form's only), and its value, which the search
+    minimizes, is the mean over the labels of ``measure``.  The pick, the best finished trial's options, is then
+    every label's options in the tuned column at every setting of the task (one option set for all)."""
+    setting: str
+    """The setting it searches at (a name of the scale's settings, one with the ``tuned`` column): its labels are
+    the arms every trial trains."""
+    space: Mapping[str, tuple]
+    """{training option: its dimension}, ``("log", low, high)`` (log-uniform) or ``("choices", (value, ...))``."""
+    first: Mapping
+    """The options of its first trial (the published settings), a point of ``space`` in every dimension."""
+    measure: Callable
+    """``measure(configuration, metrics records) -> float`` of one label's run, lower better; a trial's value is
+    the mean over its labels."""
+    trials: int
+    """Trials, the first included."""
+    share: float = 1.0
+    """Each trial's length, as a share of the setting's updates, in (0, 1]."""
+    seed: int = 0
+    """The seed every trial trains on: none of the scale's seeds (the scale checks), so that no pick is chosen on a
+    run its rows then average in."""
+    startup: int = TPE_STARTUP
+    """The trials Optuna's TPE sampler draws at random before it models the results."""
+
+    def check(self, where: str) -> None:
+        """Raise, naming ``where`` and the field, unless every field holds what it says."""
+        _budget(self, where)
+        if not isinstance(self.setting, str):
+            raise TypeError(f"{where}: setting must be a setting's name; got {self.setting!r}")
+        _options(self.space, where, "space")
+        if not self.space:
+            raise ValueError(f"{where}: space must not be empty")
+        for name, dimension in self.space.items():
+            _dimension(dimension, f"{where}, space {name!r}")
+        _options(self.first, where, "first")
+        if set(self.first) != set(self.space):
+            raise ValueError(f"{where}: first must give every dimension of space, and no other; it gives "
+                             f"{', '.join(self.first) or 'none'}, space has {', '.join(self.space)}")
+        outside = [k for k, v in self.first.items() if not inside(v, self.space[k])]
+        if outside:
+            shown = ", ".join(f"{k} = {self.first[k]!r}" for k in outside)
+            raise ValueError(f"{where}: first is not a point of space: {shown}")
+        if not callable(self.measure):
+            raise TypeError(f"{where}: measure must be callable; got {self.measure!r}")
+
+    def as_record(self) -> dict:
+        """The search as a grid records it when it starts (``plan.json``'s ``joint``): every field but the measure
+        (a function), tuples as JSON's lists."""
+        return json_ready({f.name: getattr(self, f.name) for f in fields(self) if f.name != "measure"})
+
+    def recorded(self, record: Mapping) -> JointSearch:
+        """This search with the budget a grid recorded (:meth:`as_record`), its measure this one's, its dimensions in
+        this one's order (the record's keys are sorted)."""
+        given = record["space"]
+        order = [*(k for k in self.space if k in given), *(k for k in given if k not in self.space)]
+        space = {k: (given[k][0], *given[k][1:]) if given[k][0] == LOG else (given[k][0], tuple(given[k][1]))
+                 for k in order}
+        first = {k: record["first"][k] for k in order if k in record["first"]}
+        return replace(self, **{**record, "space": space, "first": first})
+
+
+def json_ready(value):
+    """``value`` with its tuples as lists, as JSON reads it back."""
+    if isinstance(value, Mapping):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def _dimension(dimension, where: str) -> None:
+    """Raise, naming ``where``, unless ``dimension`` is ``("log", low, high)`` with 0 < low < high or ``("choices",
+    (value, ...))`` with at least one value and none repeated."""
+    if not isinstance(dimension, tuple) or not dimension or dimension[0] not in (LOG, CHOICES):
+        raise TypeError(f"{where}: a dimension is ({LOG!r}, low, high) or ({CHOICES!r}, (value, ...)); "
+                        f"got {dimension!r}")
+    if dimension[0] == LOG:
+        numbers = dimension[1:]
+        if len(numbers) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+            raise TypeError(f"{where}: a log-uniform dimension is ({LOG!r}, low, high); got {dimension!r}")
+        if not 0 < numbers[0] < numbers[1]:
+            raise ValueError(f"{where}: a log-uniform range needs 0 < low < high; got {numbers[0]!r}, {numbers[1]!r}")
+    elif len(dimension) != 2 or not isinstance(dimension[1], tuple):
+        raise TypeError(f"{where}: a dimension of choices is ({CHOICES!r}, (value, ...)); got {dimension!r}")
+    elif not dimension[1] or len(set(dimension[1])) != len(dimension[1]):
+        raise ValueError(f"{where}: its choices must be at least one, none repeated; got {dimension[1]!r}")
+
+
+def inside(value, dimension: tuple) -> bool:
+    """Whether ``value`` is a point of a joint search's ``dimension`` (one of its choices, or within its range)."""
+    if dimension[0] == CHOICES:
+        return value in dimension[1]
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and dimension[1] <= value <= dimension[2]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scale:
     """A grid as ``nnrnn reproduce --scale NAME`` runs it: one module of :mod:`nnrnn.experiments.grids` declares
@@ -218,7 +325,9 @@ class Scale:
     about: str = ""
     """One line on what it is and how long it takes, for ``nnrnn reproduce --help``."""
     tune: Search | None = None
-    """Its searches' budget when it has a ``tuned`` column; None: it searches nothing."""
+    """Its searches' budget when it has a ``tuned`` column, one search per label; None: none of those."""
+    joint: JointSearch | None = None
+    """Its one search for every label of its ``tuned`` column together, instead of ``tune``; None: none."""
     climb: Callable | None = None
     """An adaptive grid's way of training (the memory grid's ladder, ``climb(grid, execute)``, which trains its
     settings in turn, each planned from the results of the last); None: every run at once."""
@@ -247,8 +356,30 @@ class Scale:
             _names(self.tune.settings or (), self.settings, f"{where}, tune", "setting(s)")
             if not any(TUNED in s.columns for s in self.settings.values()):
                 raise ValueError(f"{where}: tune is given, but no setting has the {TUNED!r} column")
+        if self.joint is not None:
+            self._check_joint(where)
         if self.climb is not None and not callable(self.climb):
             raise TypeError(f"{where}: climb must be callable; got {self.climb!r}")
+
+    def _check_joint(self, where: str) -> None:
+        """Raise, naming the field, unless ``joint`` is a :class:`JointSearch` at a tuned setting of this scale, on a
+        seed none of its runs train on, and the scale's only search."""
+        if not isinstance(self.joint, JointSearch):
+            raise TypeError(f"{where}: joint must be a JointSearch; got {self.joint!r}")
+        self.joint.check(f"{where}, joint")
+        if self.tune is not None:
+            raise ValueError(f"{where}: give tune (a search per label) or joint (one for all), not both")
+        _names([self.joint.setting], self.settings, f"{where}, joint", "setting")
+        if TUNED not in self.settings[self.joint.setting].columns:
+            raise ValueError(f"{where}, joint: setting {self.joint.setting!r} has no {TUNED!r} column for its pick")
+        if self.joint.seed in self.seeds:
+            raise ValueError(f"{where}, joint: seed {self.joint.seed} is one of the grid's seeds; search on another, "
+                             "so that no pick is chosen on a run its rows then average in")
+
+    @property
+    def searched(self) -> bool:
+        """Whether a search picks its ``tuned`` column's options (``tune`` or ``joint``)."""
+        return self.tune is not None or self.joint is not None
 
     @property
     def tasks(self) -> list[str]:

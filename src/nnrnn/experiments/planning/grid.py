@@ -20,7 +20,8 @@ from ...training import checkpoint, outcome
 from ...training.runlog import read_metrics
 from ..judging import rules
 # the columns and the search's default, declared with the types of a declaration and read from here too
-from .declaration import BOTH, COLUMN_PRESETS, COLUMNS, TPE_STARTUP, TUNED, Scale, Search, Setting  # noqa: F401
+from .declaration import (BOTH, COLUMN_PRESETS, COLUMNS, TPE_STARTUP, TUNED, JointSearch, Scale, Search,  # noqa: F401
+                          Setting)
 # the files of a grid's folder that its compact data holds whole (:mod:`.compact`), so named here rather than on
 # :class:`GridFolder` alone
 SPEED = "speed.json"  # the modern report's update times (nnrnn.experiments.grids.modern)
@@ -136,6 +137,11 @@ class GridFolder:
         return self.out / "searches"
 
     @property
+    def joint_search(self) -> Path:
+        """A joint search's folder (:mod:`.joint`), among the searches: its study and its trials' runs."""
+        return self.searches / JOINT
+
+    @property
     def structure(self) -> Path:
         """The learned structure of every trained model, measured once (:func:`.collect.learned_structure`)."""
         return self.out / "analysis" / "structure.json"
@@ -167,6 +173,16 @@ class Grid(GridFolder):
         path = self.plan_record
         recorded = json.loads(path.read_text()).get("tune") if path.is_file() else None
         return Search.from_record(recorded) if recorded else self.spec.tune
+
+    @property
+    def joint(self) -> JointSearch | None:
+        """Its joint search as recorded when the grid started (:func:`record_plan`), else its scale's ``joint``
+        now; None for a grid without one."""
+        path = self.plan_record
+        recorded = json.loads(path.read_text()).get("joint") if path.is_file() else None
+        if self.spec.joint is None:
+            return None
+        return self.spec.joint.recorded(recorded) if recorded else self.spec.joint
 
     def searched_labels(self, setting: str) -> list[str]:
         """Every label ``setting`` searched for, models then variants, as recorded when the grid started
@@ -417,6 +433,27 @@ def searches(spec: Scale, models=None, tasks=None, data_dir=None, resolved: dict
     return found
 
 
+JOINT = "joint"  # the folder of a scale's joint search, among its searches
+
+
+def joint_arms(spec: Scale, data_dir=None, resolved: dict | None = None) -> dict[str, PlannedRun]:
+    """{label: its run} of every label a joint search's trial trains (``spec.joint``): its setting's ``tuned``
+    column as that search starts it (over ``paper-params`` where it covers the model), on seed ``joint.seed``, each
+    length cut to ``joint.share``; a trial puts its drawn options over these (:mod:`.joint`)."""
+    joint, resolved = spec.joint, {} if resolved is None else resolved
+    found = {}
+    for planned in plan(spec, seeds=[joint.seed], data_dir=data_dir, searching=True, resolved=resolved):
+        if planned.column != TUNED or planned.setting != joint.setting:
+            continue
+        options = dict(planned.options)
+        for length in ("steps", "epochs"):
+            if options.get(length):
+                options[length] = max(1, round(options[length] * joint.share))
+        config = resolve_once(options, planned.preset, resolved)
+        found[planned.label] = replace(planned, options=options, name=run_name(config), config=config)
+    return found
+
+
 def search_name(setting: str, label: str) -> str:
     """The folder name of the search that tunes ``label`` on ``setting``."""
     return f"{setting}-{label}".replace(" ", "-").replace("γ", "gamma").replace(",", "")
@@ -426,8 +463,9 @@ def search_name(setting: str, label: str) -> str:
 
 def record_plan(out: Path, scale: str, spec: Scale | None = None) -> dict:
     """Record, once, when a grid starts: its scale, the verdict rules' values and fingerprint (:mod:`.rules`) and
-    its searches' budget (``spec.tune``, ``spec`` the scale's declaration).  A grid that resumes keeps the record
-    of its start, so that a report can tell rules changed while it ran and says how its own searches searched."""
+    its searches' budget (``spec.tune`` or ``spec.joint``, ``spec`` the scale's declaration).  A grid that resumes
+    keeps the record of its start, so that a report can tell rules changed while it ran and says how its own searches
+    searched."""
     path = GridFolder(Path(out)).plan_record
     if path.is_file():
         return json.loads(path.read_text())
@@ -436,6 +474,9 @@ def record_plan(out: Path, scale: str, spec: Scale | None = None) -> dict:
         # scale's module may change later), in the record's form of before the declarations were types
         record["tune"] = spec.tune.as_record()
         # and what each setting searched for: a label whose every trial failed has no runs to tell it
+        record["labels"] = {name: setting.labels for name, setting in spec.settings.items()}
+    if spec is not None and spec.joint is not None:  # a joint search's budget, space and first trial likewise
+        record["joint"] = spec.joint.as_record()
         record["labels"] = {name: setting.labels for name, setting in spec.settings.items()}
     write_whole(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record

@@ -115,13 +115,20 @@ class _Objective:
         with its traceback, which was the sweep's last words), no other trial starts, and run_sweep re-raises
         ``exc``, one line.  Optuna would warn twice that NaN "is not acceptable", which reads as a diverged run:
         its warnings are off until run_sweep puts its verbosity back."""
-        import optuna
-        trial.set_user_attr("stopped", "interrupted" if isinstance(exc, Interrupted) else "failed")
-        trial.set_user_attr("reason", str(exc))
         self.interrupted = exc
-        trial.study.stop()
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        return float("nan")
+        return stopped_by(trial, exc)
+
+
+def stopped_by(trial, exc: Interrupted | UserError) -> float:
+    """Mark ``trial`` FAIL for ``exc`` (a signal, or what ends any run) and start no other trial of its study: the
+    value to return from the objective (NaN: Optuna's warnings about it are off until the caller puts its verbosity
+    back), the caller re-raising ``exc`` once the study has stopped (:meth:`_Objective._interrupted`)."""
+    import optuna
+    trial.set_user_attr("stopped", "interrupted" if isinstance(exc, Interrupted) else "failed")
+    trial.set_user_attr("reason", str(exc))
+    trial.study.stop()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    return float("nan")
 
 
 def format_params(params: dict) -> str:
