@@ -94,6 +94,11 @@ def mechanism_section(grid: Grid) -> list[str]:
     return thesis.mechanism_section(grid, option_sets(grid))
 
 
+def claim_section(grid: Grid) -> list[str]:
+    """The paper's claim at this scale (:func:`.thesis.claim_section`), under the joint pick."""
+    return thesis.claim_section(grid, option_sets(grid))
+
+
 def trials_of(grid: Grid) -> list[dict]:
     """The joint search's trials in order (``OUT/trials.json``, :func:`nnrnn.experiments.reproduce.joint_tune`)."""
     return json.loads(grid.trials.read_text()).get(grid.joint_search.name, []) if grid.trials.is_file() else []
@@ -184,7 +189,7 @@ def pick_lines(grid: Grid) -> list[str]:
 
 REPORT = Report("The paper's thesis under one joint pick: the nnRNN with and without its non-normal part",
                 (hypotheses_section, search_section, protocol_section, outcome_section, comparisons_section,
-                 mechanism_section))
+                 claim_section, mechanism_section))
 
 SCALE = joint_scale(
     NAME,
