@@ -6,6 +6,8 @@ from ..judging.paper import GAMMA_HELD, GAMMA_ONE, NON_GATED
 from .paper import REPORT
 
 # Supplementary Table 7: nnRNN with every γ held at 1 or at 0.958 (no δ penalty then), at the reference size.
+variant(GAMMA_ONE, "nnRNN, γ = 1", ("#fb9a99", (0, (4, 1, 4, 4))))
+variant(GAMMA_HELD, "nnRNN, γ = 0.958", ("#8c8cff", (0, (2, 1))))
 GAMMA_CLAMPED = {GAMMA_ONE: Variant(model="nnrnn", options={"fixed_gamma": 1.0, "delta": 0.0}),
                  GAMMA_HELD: Variant(model="nnrnn", options={"fixed_gamma": 0.958, "delta": 0.0})}
 # Why EURNN and RNN-orth miss copy with the paper's settings (docs/design.md, Baselines): EURNN with Jing et al.'s

@@ -5,13 +5,9 @@ classes); the size of the official PTB training file is the task's
 from __future__ import annotations
 
 from ...models import PAPER_MODELS, model_class
-from .labels import variant
 from .statistics import Stat
 
-# the labels of nnRNN with γ held (supplement Table 7), declared here, where the claims that name them read them, so
-# that judging them needs no grid imported first
-GAMMA_ONE = variant("nnrnn γ=1", "nnRNN, γ = 1", ("#fb9a99", (0, (4, 1, 4, 4))))
-GAMMA_HELD = variant("nnrnn γ=0.958", "nnRNN, γ = 0.958", ("#8c8cff", (0, (2, 1))))
+GAMMA_ONE, GAMMA_HELD = "nnrnn γ=1", "nnrnn γ=0.958"  # the labels of nnRNN with γ held (supplement Table 7)
 # The paper's "orthogonal RNNs", in the order its sentences name them (expRNN, EURNN and RNN-orth), and its
 # non-gated models in its tables' order: read from each model class's ORTHOGONAL and GATES.
 ORTHOGONAL = tuple(reversed([m for m in PAPER_MODELS if model_class(m).ORTHOGONAL]))
