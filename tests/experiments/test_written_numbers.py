@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 CPU_LONG = REPO / "docs" / "reproduction-cpu-long"
 BEYOND = REPO / "docs" / "beyond"
 MODERN = REPO / "docs" / "modern"
+THESIS = REPO / "docs" / "thesis"
 RESULTS = REPO / "docs" / "results.md"
 PERFORMANCE = REPO / "docs" / "performance.md"
 
@@ -52,7 +53,7 @@ def given(written: str, reports: str) -> bool:
 
 
 def test_every_mean_and_standard_error_written_by_hand_is_one_a_report_gives(report):
-    reports = report + generated(BEYOND) + generated(MODERN)
+    reports = report + generated(BEYOND) + generated(MODERN) + generated(THESIS)
     for path in (CPU_LONG / "notes.md", BEYOND / "notes.md", MODERN / "notes.md", REPO / "README.md", RESULTS):
         written = re.findall(r"\d+\.\d+ ± \d+\.\d+", path.read_text())
         assert [x for x in written if not given(x, reports)] == [], path
