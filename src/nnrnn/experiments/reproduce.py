@@ -44,7 +44,7 @@ from ..training.train import train
 from .planning import joint
 from .planning.grid import (TPE_STARTUP, TUNED, Grid, GridFolder, PlannedRun, finished, joint_arms, plan, record_plan,
                             searches, write_whole)
-from .planning.declaration import Scale
+from .planning.declaration import PICKED, Scale
 from .planning.cluster import cluster_slots, run_on_cluster
 from .grids import SCALES, planned_grid
 from .planning.cost import estimate
@@ -454,8 +454,8 @@ def _to_train(grid: Grid, searching: bool) -> list[PlannedRun]:
     todo = {}
     for planned in grid.planned:
         folder = grid.run_folder(planned)
-        if searching and planned.column == TUNED:
-            todo[TUNED, folder] = planned
+        if searching and planned.column in PICKED:
+            todo[planned.column, folder] = planned
         elif not finished(folder):
             todo[folder] = planned
     return list(todo.values())

@@ -53,7 +53,7 @@ def _show_speed(stat) -> str:
 
 def column_words(column: str) -> str:
     return {"hidden": "fixed hidden units", "params": "fixed parameter count",
-            "tuned": "fixed parameter count, tuned"}.get(column, column)
+            "tuned": "fixed parameter count, tuned", "tuned-hidden": "fixed hidden units, tuned"}.get(column, column)
 
 
 def _ratio(r) -> str:

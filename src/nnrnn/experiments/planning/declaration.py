@@ -19,8 +19,14 @@ from ...tasks import TASKS
 from ...training.options import DEFAULTS
 
 TUNED = "tuned"
-COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params"}  # each column's preset
+# the tuned column's picks at the hidden units fixed: one factor (the size) apart from ``tuned``, so it has no search
+# of its own (docs/design.md, the memory grid)
+TUNED_HIDDEN = "tuned-hidden"
+COLUMN_PRESETS = {"hidden": "paper", "params": "paper-params", TUNED: "paper-params",
+                  TUNED_HIDDEN: "paper-params"}  # each column's preset
 COLUMNS = tuple(COLUMN_PRESETS)
+PICKED = (TUNED, TUNED_HIDDEN)  # the columns whose runs train with the tuned column's picks
+AT_HIDDEN = ("hidden", TUNED_HIDDEN)  # the columns that hold every model at the reference hidden units
 BOTH = ("hidden", "params")
 TPE_STARTUP = 10  # Optuna's TPE draws this many trials at random before it models the results (its default)
 # the options a setting's own fields (and its runs' seeds) set: given in its options too, they would disagree
@@ -107,7 +113,8 @@ class Setting:
     preset's."""
     columns: tuple[str, ...] = BOTH
     """The columns it runs: ``hidden`` (the hidden units fixed), ``params`` (the parameter count of nnRNN at
-    ``hidden``), ``tuned`` (that count, with each label's options searched: the scale's :class:`Search`)."""
+    ``hidden``), ``tuned`` (that count, with each label's options searched: the scale's :class:`Search`),
+    ``tuned-hidden`` (the hidden units fixed, with the ``tuned`` column's picks)."""
     models: tuple[str, ...] = PAPER_MODELS
     """The models it runs in each column (names of :data:`nnrnn.models.MODELS`)."""
     variants: Mapping[str, Variant] = field(default_factory=dict)
@@ -135,6 +142,9 @@ class Setting:
         _options(self.options, where)
         _tuple_of(self.columns, str, where, "columns")
         _names(self.columns, COLUMNS, where, "column(s)")
+        if TUNED_HIDDEN in self.columns and TUNED not in self.columns:
+            raise ValueError(f"{where}: the {TUNED_HIDDEN!r} column trains with the {TUNED!r} column's picks; "
+                             f"give both columns")
         _tuple_of(self.models, str, where, "models", empty=bool(self.variants))
         _names(self.models, MODELS, where, "model(s)")
         if not isinstance(self.variants, Mapping):

@@ -20,8 +20,8 @@ from ...training import checkpoint, outcome
 from ...training.runlog import read_metrics
 from ..judging import rules
 # the columns and the search's default, declared with the types of a declaration and read from here too
-from .declaration import (BOTH, COLUMN_PRESETS, COLUMNS, TPE_STARTUP, TUNED, JointSearch, Scale, Search,  # noqa: F401
-                          Setting)
+from .declaration import (AT_HIDDEN, BOTH, COLUMN_PRESETS, COLUMNS, PICKED, TPE_STARTUP, TUNED,  # noqa: F401
+                          TUNED_HIDDEN, JointSearch, Scale, Search, Setting)
 # the files of a grid's folder that its compact data holds whole (:mod:`.compact`), so named here rather than on
 # :class:`GridFolder` alone
 SPEED = "speed.json"  # the modern report's update times (nnrnn.experiments.grids.modern)
@@ -241,7 +241,7 @@ def _label_options(column: str, preset: str, task: str, bptt, variant: dict, set
     model = variant["model"]
     base = preset if presets.covers(preset, task, model, bptt) else None
     extra = {k: v for k, v in variant.items() if k != "model"}
-    if column == TUNED:
+    if column in PICKED:
         if pick is None:
             return None
         extra.update(pick)
@@ -294,7 +294,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                 model = variant["model"]
                 if column not in label_columns or models and model not in models:
                     continue
-                pick = None if column != TUNED else {} if searching else \
+                pick = None if column not in PICKED else {} if searching else \
                     (picks or {}).get(presets.table_key(task, bptt), {}).get(label)
                 planned = _label_options(column, preset, task, bptt, variant, setting.options, pick)
                 if planned is None:
@@ -302,7 +302,7 @@ def plan(spec: Scale, models=None, tasks=None, seeds=None, data_dir=None, picks:
                 base, extra, procedure = planned
                 procedure = {**procedure, **paper_optimizer(model, setting)}
                 model_config = resolve_once({"task": task, **procedure, **variant, **setting.options}, base, resolved)
-                hidden = reference if column == "hidden" or model == "nnrnn" and not at_budget else \
+                hidden = reference if column in AT_HIDDEN or model == "nnrnn" and not at_budget else \
                     budget_hidden(model, budget, model_config, io)
                 for seed in seeds or spec.seeds:
                     options = {"task": task, "model": model, "seed": seed, "hidden": hidden, "progress": False,

@@ -47,7 +47,8 @@ def tuning_section(grid: Grid, starts: str) -> list[str]:
                             if (setting, label) in quiet else ran) + " |")
     searched = sorted(p.name for p in grid.searches.iterdir()) if grid.searches.is_dir() else []
     picked = {search_name(setting, label) for key, chosen in picks.items() for label in chosen
-              for setting in (key, key.split("-")[0], *(spec.settings or ()))}  # the task, table key or rung
+              for setting in (key, key.split("-")[0], *dict.fromkeys(r.setting for r in grid.planned))}
+    # (the task, table key or rung; the rungs those the runs trained at, not the declaration's now)
     unpicked = [folder for folder in searched if folder not in picked]
     if unpicked:
         lines += ["", "No trial of these searches finished (every one diverged or was stopped), so they have no tuned "
