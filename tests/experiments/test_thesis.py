@@ -131,3 +131,18 @@ def test_the_claim_is_answered_per_option_set_and_noise_in_the_papers_words(tmp_
     assert h2.startswith("holds at some delays") and h4.startswith("holds at some delays")
     assert h3.startswith("not shown")
     assert "cannot show" in text
+
+
+def test_the_gpu_scale_is_the_same_grid_at_its_sizes_and_delays(planned):
+    """thesis-gpu (issue 68, item 5): every run is the thesis grid's at the same option set, noise level and arm,
+    differing in the size, the delay, the budget and the validation interval alone."""
+    from nnrnn.experiments.grids import thesis_gpu
+    big = grid.plan(SCALES["thesis-gpu"], seeds=[0])
+    assert len(big) == len(planned) and len(SCALES["thesis-gpu"].seeds) == len(SCALES["thesis"].seeds) == 10
+    small = {(*thesis.SETTINGS[r.setting][:2], r.label): r.config for r in planned}
+    sized = {"hidden", "T", "steps", "batch_size", "eval_every", "log_every"}
+    for r in big:
+        option_set, sigma, T = thesis_gpu.SETTINGS[r.setting]
+        assert (r.config["T"], r.config["steps"], r.config["batch_size"]) == (T, 10_000, 128)
+        assert _differences(small[option_set, sigma, r.label], r.config) <= sized, r.label
+    assert {r.hidden for r in big if r.label in (thesis.REFERENCE, thesis.NORMAL, thesis.DELAY)} == {128}

@@ -383,12 +383,29 @@ def claim_section(grid: Grid, settings: dict = SETTINGS) -> list[str]:
     options = ("one option set searched once for all arms at one setting (the search above), so what a longer search "
                "or one at each setting would pick is not tested" if grid.joint is not None else
                f"{len(sets)} option sets fixed in advance (no search), so tuned options are not tested")
+    sizes = sorted({r.hidden for r in grid.planned if r.label == REFERENCE})
+    steps = sorted({r.options["steps"] for r in grid.planned})
     lines += ["", "What this grid cannot show: it is one task (copy), one size (N = "
-              f"{HIDDEN}), delays {', '.join(map(str, delays))} and {UPDATES:,} updates per run on a CPU, and "
+              f"{', '.join(map(str, sizes))}), delays {', '.join(map(str, delays))} and "
+              f"{', '.join(f'{u:,}' for u in steps)} updates per run, and "
               f"{options}; a claim about longer delays, larger networks or other tasks (the paper's psMNIST and "
               "PTB, where it reports T carrying structure) is not tested here. Copy's data is synthetic and "
-              "unlimited, so no run is limited by data.", ""]
+              "unlimited, so no run is limited by data." + _at_gpu_scale(grid), ""]
     return lines
+
+
+def _at_gpu_scale(grid: Grid) -> str:
+    """The sentence naming the same grid at a GPU's scale (:mod:`.thesis_gpu`, read from its declaration), in every
+    report of these arms but its own."""
+    from . import thesis_gpu  # it builds on this module, so it is read here, when a report is written
+    if grid.spec.name == thesis_gpu.NAME:
+        return ""
+    gpu = thesis_gpu.SCALE
+    runs = sum(len(s.models) + len(s.variants) for s in gpu.settings.values()) * len(gpu.seeds)
+    return (f" The same grid at a GPU's scale is `nnrnn reproduce --scale {gpu.name}`: N = {thesis_gpu.HIDDEN}, "
+            f"copy at T = {', '.join(map(str, thesis_gpu.DELAYS))}, {thesis_gpu.UPDATES:,} updates of "
+            f"{thesis_gpu.BATCH} per run, {len(gpu.seeds)} seeds per arm, {runs} runs; its cost on one GPU or on "
+            "eight is what its `--plan` measures with `--devices` on them.")
 
 
 MECHANISM_COLUMNS = (("t_over_lambda", "‖T‖/‖Λ‖"), ("departure_normalized", "Henrici / ‖V‖"),
