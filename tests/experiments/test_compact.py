@@ -87,7 +87,7 @@ def test_a_runs_mechanism_record_travels_in_the_compact_data(tmp_path, copy_scal
     assert (departure.mean, departure.n, departure.failed) == (0.25, 1, 1)
 
 
-@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern", "memory", "thesis"])
+@pytest.mark.parametrize("folder", ["reproduction-cpu-long", "beyond", "modern", "memory", "thesis", "thesis-joint"])
 def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     """Anyone can recompute a committed report: written again from the data.json beside it alone (and the notes
     written by hand beside it), it is the report committed."""
@@ -102,7 +102,7 @@ def test_a_committed_report_is_what_its_committed_data_gives(folder, tmp_path):
     assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text()
 
 
-@pytest.mark.parametrize("folder", ["beyond", "modern", "memory", "thesis"])
+@pytest.mark.parametrize("folder", ["beyond", "modern", "memory", "thesis", "thesis-joint"])
 def test_writing_a_committed_report_from_its_data_trains_times_and_loads_nothing(folder, tmp_path, monkeypatch):
     """A report only reads: written again from its data.json, nothing loads a checkpoint (torch.load), takes a
     gradient (every training update and every timed update does) or steps an optimizer; what it shows was measured
