@@ -3,6 +3,7 @@ factor as the runs resolve it, and the report's pre-declared comparisons are tes
 from the runs' records."""
 import json
 import math
+import re
 
 import pytest
 
@@ -146,3 +147,19 @@ def test_the_gpu_scale_is_the_same_grid_at_its_sizes_and_delays(planned):
         assert (r.config["T"], r.config["steps"], r.config["batch_size"]) == (T, 10_000, 128)
         assert _differences(small[option_set, sigma, r.label], r.config) <= sized, r.label
     assert {r.hidden for r in big if r.label in (thesis.REFERENCE, thesis.NORMAL, thesis.DELAY)} == {128}
+
+
+def test_the_outcome_gives_the_tested_measure_as_a_geometric_mean_with_its_interval(tmp_path):
+    """The comparisons test the mean of log10 ratio: the outcome table shows it back as a ratio, inside its
+    interval, beside the arithmetic mean."""
+    setting = next(iter(thesis.SETTINGS))
+    planned = [r for r in grid.plan(SCALES["thesis"]) if r.setting == setting and r.label == thesis.REFERENCE]
+    made = grid.Grid(tmp_path, "thesis", SCALES["thesis"], planned)
+    ratios = [0.01 * 2 ** (run.seed % 3) for run in planned]  # 0.01, 0.02, 0.04, ...
+    for run, r in zip(planned, ratios):
+        _write(made.run_folder(run), r, run.options["T"], None)
+    row = next(line for line in thesis.outcome_section(made) if line.startswith(f"| {setting} | nnRNN |"))
+    geometric = 10 ** (sum(math.log10(r) for r in ratios) / len(ratios))
+    shown, low, high = (float(x) for x in re.search(r"\| ([\d.]+) \(([\d.]+) to ([\d.]+)\) \|", row).groups())
+    assert shown == pytest.approx(geometric, abs=5e-4) and low < shown < high
+    assert f"{sum(ratios) / len(ratios):.3f} ± " in row
