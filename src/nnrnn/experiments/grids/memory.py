@@ -34,15 +34,16 @@ baseline, nnRNN 29%, the LSTM stayed at it); at N = 64 nnRNN solved T = 50 at up
 2e-3) in 300 (2026-11-28, single runs, ``nnrnn train copy --hidden 64 --T 50 --batch-size 16 --stop-when-solved
 0.1``).
 
-Cost.  ``--plan`` counts every rung of every label at its whole budget, a ceiling the ladder never reaches (21.4 h of
-CPU time on the 2-core AMD EPYC Zen 5, 2026-12-02).  The first grid (3 seeds, one column, 2,000 updates, T = 50 first; before the compiled cell loops)
-trained 114 runs in 66 core-minutes, 47 min of wall time on 2 cores.  This one has 5/3 the seeds, 150 distinct runs
-per rung against 51 (the labels at N = 64 in both columns share their runs), 1.5× the budget for a run that does not
-solve, and two short rungs below T = 50; the gated and oscillator cells' updates are 4–7× cheaper since the compiled
-loops.  Estimated from this host's measured update times (the timings cache ``--plan`` fills) with the first
-grid's horizons (a label solving its rungs in about 45% of the budget up to the delay it reached, 15% below T = 50,
-and failing the next at 95%), the two columns 1.2 h and 1.7 h and the searches 0.3 h of CPU (2026-12-02, the same host): about 1.6 h of wall
-time with ``--jobs 2`` on 2 cores, more where a rung's last runs leave a core idle; the grid resumes exactly.
+Cost. ``--plan`` counts every rung of every label at its whole budget, a ceiling the ladder never reaches (21.4 h
+of CPU time on the 2-core AMD EPYC Zen 5, 2026-12-02). The first grid (3 seeds, one column, 2,000 updates, T = 50
+first; before the compiled cell loops) trained 114 runs in 66 core-minutes, 47 min of wall time on 2 cores. This
+one has 5/3 the seeds, 150 distinct runs per rung against 51 (the labels at N = 64 in both columns share their
+runs), 1.5× the budget for a run that does not solve, and two short rungs below T = 50; the gated and oscillator
+cells' updates are 4–7× cheaper since the compiled loops. Estimated from this host's measured update times (the
+timings cache ``--plan`` fills) with the first grid's horizons (a label solving its rungs in about 45% of the
+budget up to the delay it reached, 15% below T = 50, and failing the next at 95%), the two columns 1.2 h and 1.7 h
+and the searches 0.3 h of CPU (2026-12-02, the same host): about 1.6 h of wall time with ``--jobs 2`` on 2 cores,
+more where a rung's last runs leave a core idle; the grid resumes exactly.
 
 Its report's own sections: per column and model the longest copy delay that a majority of its seeds solved,
 the updates and seconds solving it took, a figure of both against the delay (each label in its colour and line style
