@@ -15,6 +15,11 @@ table gives the median.  Columns:
   it out).
 * ``[Python loop]``, ``[torch kernel]``: a gated or oscillator model with its compiled loop turned off (what ran
   before the compiled cell loops, and what runs where they do not build), for the before/after ratio in one process.
+  ``[Python path]``: the same for the LRU, the nnLRU and minGRU, whose recurrence then runs by its parallel scan or
+  its Python loop, as the kernel policy chooses.
+* ``[grid]``: the LRU, the nnLRU or minGRU as the memory grid plans it: its paper's depth, each layer as wide as an
+  nnRNN of N units' parameter count allows (at the memory size the LRU 6 layers of 11, the nnLRU 6 of 10, minGRU 3
+  of 33).
 * ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
   (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
   the LSTM's gates, 3 for the GRUs') and the read-out (6TBNC).  The composition of V from its
@@ -206,6 +211,14 @@ def implementations():
     # (a diagonal recurrence, a scan over time)
     for name, products in (("cornn", 2), ("lem", 4), ("lru", 0), ("nnlru", 0), ("mingru", 0)):
         impls[name] = ((lambda name: lambda i, n: nnrnn.create(name, i, n))(name), products)
+    # the memory grid's LRU, nnLRU and minGRU (issue 69): their papers' depth (DEPTH), each as wide as the nnRNN's
+    # parameter count at this n allows, as the grid plans them; "[Python path]" with the compiled loops off (their
+    # scans or Python loops, as the kernel policy chooses)
+    for name in ("lru", "nnlru", "mingru"):
+        impls[f"{name} [Python path]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name), 0)
+        impls[f"{name} [grid]"] = ((lambda name: lambda i, n: grid_model(name, i, n))(name), 0)
+        impls[f"{name} [grid] [Python path]"] = ((lambda name: lambda i, n: PythonLoops(grid_model(name, i, n)))(name),
+                                                 0)
     impls["cornn [implicit]"] = (lambda i, n: nnrnn.create("cornn", i, n, damping="implicit"), 2)
     for name in ("cornn", "lem"):
         impls[f"{name} [Python loop]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name),
@@ -218,6 +231,17 @@ def implementations():
     impls["nnrnn-complex [= params] [Python loop]"] = (
         lambda i, n: PythonLoops(nnrnn.create("nnrnn-complex", i, complex_units(n, i))), 1)
     return impls
+
+
+def grid_model(name, i, n):
+    """``name`` at its paper's depth, as wide as an nnRNN of n units' parameter count (read-out included) allows:
+    the memory grid's planning (nnrnn.experiments.planning.grid), at T = 200 the LRU 6 layers of 11, the nnLRU 6 of
+    10, minGRU 3 of 33."""
+    depth = nnrnn.models.model_class(name).DEPTH
+    width = nnrnn.hidden_size_for(name, nnrnn.parameter_count("nnrnn", i, n, CLASSES), i, CLASSES, num_layers=depth)
+    model = nnrnn.create(name, i, width, num_layers=depth)
+    model.output_size = width  # what Update's read-out reads
+    return model
 
 
 def complex_units(n, i):

@@ -1,6 +1,8 @@
 """The gated and oscillator cells' time loops as one autograd node each, with a hand-written backward: the GRU's
 (torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings), LEM's and the complex nnRNN's, each over all
-steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``.  Each computes what its Python
+steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``; and so the linear recurrences of
+the LRU (:class:`DiagonalLoop`), the non-normal LRU (:class:`DenseLinearLoop`) and minGRU (:class:`GatedLoop`),
+whose references are their Python loops and parallel scans (``implementation = "loop"`` or ``"scan"``).  Each computes what its Python
 loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
 :func:`~nnrnn.models.lem.lem_loop`; for the complex nnRNN its Python loops,
 ``nnrnn.models.nnrnn_complex._FusedComplexRecurrence`` and :func:`~nnrnn.models.nnrnn_complex.complex_reference`),
@@ -200,6 +202,92 @@ class ComplexLoop(torch.autograd.Function):
             grad_i = dm_t[n:, :n] - dm_t[:n, n:]
         return (g if need_p else None, torch.mm(g[0], m.t()) if need_h0 else None, grad_r, grad_i,
                 bias_grad if bias is not None and need_b else None)
+
+
+class DiagonalLoop(torch.autograd.Function):
+    r"""states (T, B, 2N) = DiagonalLoop.apply(b, s0, lr, li): the LRU's linear recurrence with a constant complex
+    diagonal λ = lr + i·li (N), on the real features [Re s, Im s] of the state,
+
+    .. math::
+        s_t = \lambda \odot s_{t-1} + b_t, \qquad s_{-1} = s_0,
+
+    b (T, B, 2N) as [Re b, Im b]; what :func:`~nnrnn.models.lru.lru_loop` computes from b with λ s_0 added to its
+    first step.  Backward, with G the gradient written as one complex number per unit, G = ∂L/∂Re + i ∂L/∂Im:
+    G_t = ∂L/∂s_t + conj(λ) G_{t+1} (= ∂L/∂b_t), ∂L/∂s_0 = conj(λ) G_0 and ∂L/∂λ = Σ_{t,b} G_t conj(s_{t−1}).
+    Nothing is saved but the states.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the tests)."""
+
+    @staticmethod
+    def forward(ctx, b, s0, lr, li):
+        b, s0, lr, li = b.contiguous(), s0.contiguous(), lr.contiguous(), li.contiguous()
+        states = torch.empty_like(b, memory_format=torch.contiguous_format)
+        _loops().diagonal_forward(b, s0, lr, li, states)
+        ctx.save_for_backward(states, s0, lr, li)
+        return states
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled LRU recurrence", "; model.implementation = 'loop' or 'scan' runs it through "
+                                                         "autograd, which supports them")
+    def backward(ctx, grad_states):
+        states, s0, lr, li = ctx.saved_tensors
+        n = lr.shape[0]
+        grad_b = torch.empty_like(states)
+        grad_s0 = torch.empty_like(s0)
+        grad_lambda = states.new_zeros(2 * n)
+        _loops().diagonal_backward(grad_states.contiguous(), states, s0, lr, li, grad_b, grad_s0, grad_lambda)
+        return grad_b, grad_s0, grad_lambda[:n], grad_lambda[n:]
+
+
+class DenseLinearLoop(torch.autograd.Function):
+    """states (T, B, W) = DenseLinearLoop.apply(b, z0, m): the non-normal LRU's z_t = M z_{t−1} + b_t from
+    z_{−1} = z0, M (W × W), W even (its [Re s, Im s]); what :func:`~nnrnn.models.nnlru.nnlru_loop` computes with
+    M z0 added to the first step.  It runs on the complex nnRNN's compiled loops without modReLU (their step is
+    cur += prev · Mᵀ in the forward, g_t = ∂L/∂z_t + g_{t+1} M in the backward); ∂L/∂b_t = g_t, ∂L/∂z0 = g_0 M and
+    ∂L/∂M = Σ_t g_tᵀ z_{t−1}, one product over all steps.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the
+    tests)."""
+
+    @staticmethod
+    def forward(ctx, b, z0, m):
+        states = b.clone(memory_format=torch.contiguous_format)
+        z0 = z0.contiguous()
+        _loops().complex_forward(states, z0, m.t().contiguous(), states.new_empty(0))
+        ctx.save_for_backward(states, z0, m)
+        return states
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled nnLRU recurrence", "; model.implementation = 'loop' or 'scan' runs it "
+                                                          "through autograd, which supports them")
+    def backward(ctx, grad_states):
+        states, z0, m = ctx.saved_tensors
+        g = torch.empty_like(states)
+        empty = states.new_empty(0)
+        _loops().complex_backward(g, grad_states.contiguous(), states, m.contiguous(), empty, empty)
+        need_b, need_z0, need_m = ctx.needs_input_grad
+        grad_m = step_products(_flat(g), _flat(_previous(states, z0))) if need_m else None
+        return g, torch.mm(g[0], m) if need_z0 else None, grad_m
+
+
+class GatedLoop(torch.autograd.Function):
+    """h (T, B, N) = GatedLoop.apply(a, b, h0): minGRU's linear recurrence h_t = a_t ⊙ h_{t−1} + b_t from h0,
+    a and b (T, B, N) (a = 1 − z, b = z ⊙ g(k): :func:`~nnrnn.models.mingru.mingru_compiled`).  Backward: G_t = ∂L/∂h_t + a_{t+1} G_{t+1}
+    (= ∂L/∂b_t), ∂L/∂a_t = G_t h_{t−1}, ∂L/∂h0 = a_0 G_0.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the
+    tests)."""
+
+    @staticmethod
+    def forward(ctx, a, b, h0):
+        a, b, h0 = a.contiguous(), b.contiguous(), h0.contiguous()
+        h = torch.empty_like(b, memory_format=torch.contiguous_format)
+        _loops().gated_forward(a, b, h0, h)
+        ctx.save_for_backward(a, h, h0)
+        return h
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled minGRU recurrence", "; model.implementation = 'loop' runs it through "
+                                                           "autograd, which supports them")
+    def backward(ctx, grad_h):
+        a, h, h0 = ctx.saved_tensors
+        grad_a, grad_b, grad_h0 = torch.empty_like(a), torch.empty_like(h), torch.empty_like(h0)
+        _loops().gated_backward(grad_h.contiguous(), a, h, h0, grad_a, grad_b, grad_h0)
+        return grad_a, grad_b, grad_h0
 
 
 def runs(inputs: torch.Tensor) -> bool:

@@ -1,5 +1,6 @@
-// The time loops of the gated and oscillator cells (GRU, coRNN, LEM) and of the complex nnRNN, forward and
-// hand-written backward, each the whole sequence in one call: the same design as recurrence_loops.cpp (whose module registers these).  The
+// The time loops of the gated and oscillator cells (GRU, coRNN, LEM), of the complex nnRNN and of the LRU's and
+// minGRU's elementwise linear recurrences, forward and hand-written backward, each the whole sequence in one call:
+// the same design as recurrence_loops.cpp (whose module registers these).  The
 // input projection of every step is one product done by the caller; each step here is the cell's recurrent
 // product (oneDNN's small-GEMM micro-kernel, or torch's multithreaded addmm for large steps) and its pointwise
 // part, written as plain loops over rows (σ and tanh below).
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -490,6 +492,162 @@ void complex_backward_impl(at::Tensor g, const at::Tensor& grad_h, const at::Ten
   release<T>();
 }
 
+// ------------------------------------------------------------------------------------------------ linear recurrences
+// The elementwise linear recurrences of the LRU and minGRU, whose steps are a few multiply-adds per unit: run from
+// Python, a step is a handful of ATen calls on a (B × N) block, and the parallel scans' log₂ T levels each a dozen
+// more, which at the memory grid's sizes (B = 16, N = 10–33) were most of those models' updates.  Here every step
+// is one pass over the block, forward and backward (nnrnn/models/fused_cells.py has the formulas).
+
+// The LRU's s_t = λ s_{t−1} + b_t in real arithmetic, λ = lr + i·li constant (N), the state rows [Re s | Im s]:
+// b (T, B, 2N), s0 (B, 2N) → s (T, B, 2N).  In the reference's order of operations (nnrnn/models/lru.py, lru_loop).
+template <typename T>
+void diagonal_forward_impl(const at::Tensor& b, const at::Tensor& s0, const at::Tensor& lr, const at::Tensor& li,
+                           at::Tensor s) {
+  const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
+  check<T>(b, "b", {steps, batch, 2 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(lr, "lr", {n});
+  check<T>(li, "li", {n});
+  check<T>(s, "s", {steps, batch, 2 * n});
+  const T* __restrict re_l = lr.data_ptr<T>();
+  const T* __restrict im_l = li.data_ptr<T>();
+  const T* prev = s0.data_ptr<T>();
+  for (int64_t t = 0; t < steps; ++t) {
+    const T* bt = b.data_ptr<T>() + t * batch * 2 * n;
+    T* out = s.data_ptr<T>() + t * batch * 2 * n;
+    for (int64_t r = 0; r < batch; ++r) {
+      const T* __restrict pr = prev + r * 2 * n;
+      const T* __restrict pi = pr + n;
+      const T* __restrict br = bt + r * 2 * n;
+      const T* __restrict bi = br + n;
+      T* __restrict sr = out + r * 2 * n;
+      T* __restrict si = sr + n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T ar = pr[j], ai = pi[j];
+        sr[j] = re_l[j] * ar - im_l[j] * ai + br[j];
+        si[j] = re_l[j] * ai + im_l[j] * ar + bi[j];
+      }
+    }
+    prev = out;
+  }
+}
+
+// From grad_s = ∂L/∂s_t (T, B, 2N): grad_b (T, B, 2N) = G_t, G_t = ∂L/∂s_t + conj(λ) G_{t+1} (as [Re | Im]);
+// grad_s0 (B, 2N) = conj(λ) G_0; grad_lambda (2N, zeroed) += Σ_{t,b} G_t conj(s_{t−1}) as [Re | Im], summed in
+// double (T·B terms per unit).
+template <typename T>
+void diagonal_backward_impl(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& lr,
+                            const at::Tensor& li, at::Tensor grad_b, at::Tensor grad_s0, at::Tensor grad_lambda) {
+  const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
+  check<T>(grad_s, "grad_s", {steps, batch, 2 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(lr, "lr", {n});
+  check<T>(li, "li", {n});
+  check<T>(grad_b, "grad_b", {steps, batch, 2 * n});
+  check<T>(grad_s0, "grad_s0", {batch, 2 * n});
+  check<T>(grad_lambda, "grad_lambda", {2 * n});
+  const T* __restrict re_l = lr.data_ptr<T>();
+  const T* __restrict im_l = li.data_ptr<T>();
+  std::vector<double> sum(2 * n, 0.0);
+  double* __restrict sum_r = sum.data();
+  double* __restrict sum_i = sum_r + n;
+  const int64_t size = batch * 2 * n;
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* gs = grad_s.data_ptr<T>() + t * size;
+    const T* prev = t ? s.data_ptr<T>() + (t - 1) * size : s0.data_ptr<T>();
+    T* g = grad_b.data_ptr<T>() + t * size;
+    const T* next = t + 1 < steps ? g + size : nullptr;
+    for (int64_t r = 0; r < batch; ++r) {
+      const T* __restrict gr_in = gs + r * 2 * n;
+      const T* __restrict gi_in = gr_in + n;
+      const T* __restrict pr = prev + r * 2 * n;
+      const T* __restrict pi = pr + n;
+      T* __restrict gr = g + r * 2 * n;
+      T* __restrict gi = gr + n;
+      if (next) {
+        const T* __restrict nr = next + r * 2 * n;
+        const T* __restrict ni = nr + n;
+        for (int64_t j = 0; j < n; ++j) {
+          gr[j] = gr_in[j] + (re_l[j] * nr[j] + im_l[j] * ni[j]);
+          gi[j] = gi_in[j] + (re_l[j] * ni[j] - im_l[j] * nr[j]);
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          gr[j] = gr_in[j];
+          gi[j] = gi_in[j];
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        sum_r[j] += double(gr[j]) * pr[j] + double(gi[j]) * pi[j];
+        sum_i[j] += double(gi[j]) * pr[j] - double(gr[j]) * pi[j];
+      }
+    }
+  }
+  T* d0 = grad_s0.data_ptr<T>();
+  const T* g0 = grad_b.data_ptr<T>();
+  for (int64_t r = 0; r < (steps ? batch : 0); ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const T gr = g0[r * 2 * n + j], gi = g0[r * 2 * n + n + j];
+      d0[r * 2 * n + j] = re_l[j] * gr + im_l[j] * gi;
+      d0[r * 2 * n + n + j] = re_l[j] * gi - im_l[j] * gr;
+    }
+  }
+  T* dl = grad_lambda.data_ptr<T>();
+  for (int64_t j = 0; j < 2 * n; ++j) dl[j] += T(sum[j]);
+}
+
+// minGRU's h_t = a_t h_{t−1} + b_t, a and b time-varying: a, b (T, B, N), h0 (B, N) → h (T, B, N).
+template <typename T>
+void gated_forward_impl(const at::Tensor& a, const at::Tensor& b, const at::Tensor& h0, at::Tensor h) {
+  const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
+  check<T>(a, "a", {steps, batch, n});
+  check<T>(b, "b", {steps, batch, n});
+  check<T>(h0, "h0", {batch, n});
+  const int64_t size = batch * n;
+  const T* prev = h0.data_ptr<T>();
+  for (int64_t t = 0; t < steps; ++t) {
+    const T* __restrict at_ = a.data_ptr<T>() + t * size;
+    const T* __restrict bt = b.data_ptr<T>() + t * size;
+    const T* __restrict p = prev;
+    T* __restrict out = h.data_ptr<T>() + t * size;
+    for (int64_t k = 0; k < size; ++k) out[k] = at_[k] * p[k] + bt[k];
+    prev = out;
+  }
+}
+
+// From grad_h = ∂L/∂h_t: grad_b (T, B, N) = G_t = ∂L/∂h_t + a_{t+1} G_{t+1}, grad_a = G_t h_{t−1},
+// grad_h0 (B, N) = a_0 G_0.
+template <typename T>
+void gated_backward_impl(const at::Tensor& grad_h, const at::Tensor& a, const at::Tensor& h, const at::Tensor& h0,
+                         at::Tensor grad_a, at::Tensor grad_b, at::Tensor grad_h0) {
+  const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
+  check<T>(grad_h, "grad_h", {steps, batch, n});
+  check<T>(a, "a", {steps, batch, n});
+  check<T>(h0, "h0", {batch, n});
+  check<T>(grad_a, "grad_a", {steps, batch, n});
+  check<T>(grad_b, "grad_b", {steps, batch, n});
+  check<T>(grad_h0, "grad_h0", {batch, n});
+  const int64_t size = batch * n;
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* __restrict gh = grad_h.data_ptr<T>() + t * size;
+    const T* __restrict prev = t ? h.data_ptr<T>() + (t - 1) * size : h0.data_ptr<T>();
+    T* __restrict g = grad_b.data_ptr<T>() + t * size;
+    T* __restrict da = grad_a.data_ptr<T>() + t * size;
+    if (t + 1 < steps) {
+      const T* __restrict next = g + size;
+      const T* __restrict an = a.data_ptr<T>() + (t + 1) * size;
+      for (int64_t k = 0; k < size; ++k) g[k] = gh[k] + an[k] * next[k];
+    } else {
+      std::copy(gh, gh + size, g);
+    }
+    for (int64_t k = 0; k < size; ++k) da[k] = g[k] * prev[k];
+  }
+  T* __restrict d0 = grad_h0.data_ptr<T>();
+  const T* __restrict a0 = a.data_ptr<T>();
+  const T* __restrict g0 = grad_b.data_ptr<T>();
+  for (int64_t k = 0; k < (steps ? size : 0); ++k) d0[k] = a0[k] * g0[k];
+}
+
 // float32 (what the models run) or float64 (the tests' gradcheck), by the dtype of the first tensor
 void gru_forward(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
                  at::Tensor h, at::Tensor gates) {
@@ -540,7 +698,35 @@ void complex_backward(at::Tensor g, const at::Tensor& grad_h, const at::Tensor& 
   else complex_backward_impl<float>(g, grad_h, h, v, bias, bias_grad);
 }
 
+void diagonal_forward(const at::Tensor& b, const at::Tensor& s0, const at::Tensor& lr, const at::Tensor& li,
+                      at::Tensor s) {
+  if (b.scalar_type() == at::kDouble) diagonal_forward_impl<double>(b, s0, lr, li, s);
+  else diagonal_forward_impl<float>(b, s0, lr, li, s);
+}
+
+void diagonal_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& lr,
+                       const at::Tensor& li, at::Tensor grad_b, at::Tensor grad_s0, at::Tensor grad_lambda) {
+  if (grad_s.scalar_type() == at::kDouble) diagonal_backward_impl<double>(
+      grad_s, s, s0, lr, li, grad_b, grad_s0, grad_lambda);
+  else diagonal_backward_impl<float>(grad_s, s, s0, lr, li, grad_b, grad_s0, grad_lambda);
+}
+
+void gated_forward(const at::Tensor& a, const at::Tensor& b, const at::Tensor& h0, at::Tensor h) {
+  if (a.scalar_type() == at::kDouble) gated_forward_impl<double>(a, b, h0, h);
+  else gated_forward_impl<float>(a, b, h0, h);
+}
+
+void gated_backward(const at::Tensor& grad_h, const at::Tensor& a, const at::Tensor& h, const at::Tensor& h0,
+                    at::Tensor grad_a, at::Tensor grad_b, at::Tensor grad_h0) {
+  if (grad_h.scalar_type() == at::kDouble) gated_backward_impl<double>(grad_h, a, h, h0, grad_a, grad_b, grad_h0);
+  else gated_backward_impl<float>(grad_h, a, h, h0, grad_a, grad_b, grad_h0);
+}
+
 void register_cell_loops(pybind11::module& m) {
+  m.def("diagonal_forward", &diagonal_forward, "the LRU's s_t = λ s_{t-1} + b_t over all steps, on [Re s, Im s]");
+  m.def("diagonal_backward", &diagonal_backward, "the LRU's linear recurrence's backward over all steps");
+  m.def("gated_forward", &gated_forward, "minGRU's h_t = a_t h_{t-1} + b_t over all steps");
+  m.def("gated_backward", &gated_backward, "minGRU's linear recurrence's backward over all steps");
   m.def("complex_forward", &complex_forward, "the complex nnRNN's forward over all steps, in its real 2N form");
   m.def("complex_backward", &complex_backward, "the complex nnRNN's backward over all steps");
   m.def("gru_forward", &gru_forward, "the GRU's forward over all steps (nnrnn/models/fused_cells.py)");
