@@ -127,10 +127,14 @@ class PythonLoops(nn.Module):
         self.model = model
         if hasattr(model, "output_size"):  # the complex nnRNN's [Re h, Im h]: what the read-out reads
             self.output_size = model.output_size
+        self.without = {}  # dtype -> the policy without the C++ loops, kept: its decisions (a scan's, timed) too
 
     def forward(self, x):
         kept = policy.policy("cpu", x.dtype)
-        without = policy.KernelPolicy("cpu", x.dtype, dataclasses.replace(Settings.read(), cpp=False))
+        without = self.without.get(x.dtype)
+        if without is None:
+            without = self.without[x.dtype] = policy.KernelPolicy(
+                "cpu", x.dtype, dataclasses.replace(Settings.read(), cpp=False))
         policy.install(without)
         try:
             return self.model(x)

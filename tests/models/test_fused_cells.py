@@ -389,3 +389,22 @@ def test_the_policy_chooses_the_linear_recurrences_compiled_loops_as_the_cells(m
     monkeypatch.setenv("NNRNN_CPP", "0")
     kernel_policy.reset()
     assert all(choose_cells(like, name) == TORCH for name in LINEAR)
+
+
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_of_empty_inputs_take_the_python_path(name, monkeypatch):
+    calls = count_applies(monkeypatch, LINEAR[name])
+    model = nnrnn.MODELS[name](3, 4)
+    out, _ = model(torch.randn(3, 0, 3))
+    assert out.shape == (3, 0, 4) and not calls
+
+
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_without_autograd_match(name):
+    """Inference (no graph) runs the same compiled forward as training."""
+    model = nnrnn.MODELS[name](3, 8)
+    x = torch.randn(6, 2, 3)
+    with torch.no_grad():
+        out_c, _ = model(x)
+    out_g, _ = model(x)
+    assert torch.equal(out_c, out_g.detach())
