@@ -93,6 +93,7 @@ from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
+CLOCK = [time.perf_counter]  # what times an update: wall time, or with --cpu-time the thread's CPU time
 PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
 SIZES = {  # name: (T, B, N, I)
     "memory": (200, 16, 64, 10),  # the memory grid's (docs/memory)
@@ -439,7 +440,7 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
     calls = {}
     for name in names:  # each update followed by the composition of its V alone
         calls[name], calls[name, "compose"] = updates[name], updates[name].compose
-    seconds = medians(alternate(calls, repeats, after_round=roofline.sample))
+    seconds = medians(alternate(calls, repeats, after_round=roofline.sample, clock=CLOCK[0]))
     del updates, calls
     gc.collect()
     mem = measure_memory(size, names, threads) if memory else {}
@@ -464,8 +465,16 @@ def main(argv=None):
                         help="nnrnn.kernels.memory.keep_freed_memory() first, as the nnrnn command line "
                              "does for its training runs (default: the allocator as a library user's program has it)")
     parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time each update by the calling thread's CPU time (time.thread_time), not wall time: "
+                             "on a shared machine other processes preempting this one then inflate no update "
+                             "(needs --threads 1, whose work all runs on that thread; the roofline stays wall time)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cpu_time:
+        if args.threads != 1:
+            parser.error("--cpu-time needs --threads 1: other threads' CPU time is not the calling thread's")
+        CLOCK[0] = time.thread_time
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [name for name in only if name not in implementations()]
     if unknown:
@@ -487,7 +496,8 @@ def main(argv=None):
                                          not args.no_memory, only, roofline)
         base = results[BASELINE][0]
         roof = roofline.best
-        print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
+        print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds"
+              f"{' (thread CPU time)' if CLOCK[0] is time.thread_time else ''}; "
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
         gru = results.get("torch.nn.GRU", (None,))[0]
         lstm = results.get("torch.nn.LSTM", (None,))[0]
