@@ -113,8 +113,8 @@ def nnlru_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
 
 
 def mingru_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
-    """minGRU's recurrence from its gates, with state noise when ``bias`` (the noise is one more input of the
-    compiled loop, added after every step in the Python loop): mingru_compiled against mingru_loop."""
+    """minGRU's layer from its projections, with state noise when ``bias``: mingru_compiled against mingru_loop.
+    The candidates on both sides of g's seam at 0 (k + ½ above, σ(k) below)."""
     gate, candidate, h0, noise = tensors(dtype, seed, (steps, batch, n), (steps, batch, n), (batch, n),
                                          (steps, batch, n), scale=1.0)
     if not bias:
@@ -321,7 +321,7 @@ def test_the_loops_sigma_and_tanh_match_torchs_over_the_float_range(loops):
 
 # ----------------------------------------------------------------------------- the linear recurrences in their models
 
-LINEAR = {"lru": "DiagonalLoop", "nnlru": "DenseLinearLoop", "mingru": "GatedLoop"}
+LINEAR = {"lru": "DiagonalLoop", "nnlru": "DenseLinearLoop", "mingru": "MinGRULoop"}
 
 
 def count_applies(monkeypatch, name):

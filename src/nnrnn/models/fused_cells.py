@@ -1,7 +1,7 @@
 """The gated and oscillator cells' time loops as one autograd node each, with a hand-written backward: the GRU's
 (torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings), LEM's and the complex nnRNN's, each over all
 steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``; and so the linear recurrences of
-the LRU (:class:`DiagonalLoop`), the non-normal LRU (:class:`DenseLinearLoop`) and minGRU (:class:`GatedLoop`),
+the LRU (:class:`DiagonalLoop`), the non-normal LRU (:class:`DenseLinearLoop`) and minGRU (:class:`MinGRULoop`),
 whose references are their Python loops and parallel scans (``implementation = "loop"`` or ``"scan"``).  Each computes what its Python
 loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
 :func:`~nnrnn.models.lem.lem_loop`; for the complex nnRNN its Python loops,
@@ -266,28 +266,37 @@ class DenseLinearLoop(torch.autograd.Function):
         return g, torch.mm(g[0], m) if need_z0 else None, grad_m
 
 
-class GatedLoop(torch.autograd.Function):
-    """h (T, B, N) = GatedLoop.apply(a, b, h0): minGRU's linear recurrence h_t = a_t ⊙ h_{t−1} + b_t from h0,
-    a and b (T, B, N) (a = 1 − z, b = z ⊙ g(k): :func:`~nnrnn.models.mingru.mingru_compiled`).  Backward: G_t = ∂L/∂h_t + a_{t+1} G_{t+1}
-    (= ∂L/∂b_t), ∂L/∂a_t = G_t h_{t−1}, ∂L/∂h0 = a_0 G_0.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the
-    tests)."""
+class MinGRULoop(torch.autograd.Function):
+    r"""h (T, B, N) = MinGRULoop.apply(gate, candidate, h0, noise): minGRU's layer from its projections,
+
+    .. math::
+        z_t = \sigma(\mathrm{gate}_t), \quad \tau_t = g(k_t), \quad h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tau_t
+        + \epsilon_t,
+
+    g(k) = k + ½ for k ≥ 0 and σ(k) below, ε the state noise (None: none); what
+    :func:`~nnrnn.models.mingru.mingru_loop` computes.  σ and g over all steps in one pass each, then the steps.
+    Backward, with G_t = ∂L/∂h_t + (1 − z_{t+1}) G_{t+1} (= ∂L/∂ε_t): ∂L/∂gate_t = G_t (τ_t − h_{t−1}) z_t (1 − z_t),
+    ∂L/∂k_t = G_t z_t g'(k_t) (g' = 1 for k ≥ 0, τ (1 − τ) below), ∂L/∂h0 = (1 − z_0) G_0.  Saved: z, τ, the
+    candidate and the states.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the tests)."""
 
     @staticmethod
-    def forward(ctx, a, b, h0):
-        a, b, h0 = a.contiguous(), b.contiguous(), h0.contiguous()
-        h = torch.empty_like(b, memory_format=torch.contiguous_format)
-        _loops().gated_forward(a, b, h0, h)
-        ctx.save_for_backward(a, h, h0)
+    def forward(ctx, gate, candidate, h0, noise):
+        gate, candidate, h0 = gate.contiguous(), candidate.contiguous(), h0.contiguous()
+        z, tau, h = (torch.empty_like(candidate, memory_format=torch.contiguous_format) for _ in range(3))
+        _loops().mingru_forward(gate, candidate, h0, noise.contiguous() if noise is not None else h.new_empty(0),
+                                z, tau, h)
+        ctx.save_for_backward(z, tau, candidate, h, h0)
         return h
 
     @staticmethod
-    @first_order_only("nnrnn's compiled minGRU recurrence", "; model.implementation = 'loop' runs it through "
-                                                           "autograd, which supports them")
+    @first_order_only("nnrnn's compiled minGRU loop", "; model.implementation = 'loop' runs it through autograd, "
+                                                      "which supports them")
     def backward(ctx, grad_h):
-        a, h, h0 = ctx.saved_tensors
-        grad_a, grad_b, grad_h0 = torch.empty_like(a), torch.empty_like(h), torch.empty_like(h0)
-        _loops().gated_backward(grad_h.contiguous(), a, h, h0, grad_a, grad_b, grad_h0)
-        return grad_a, grad_b, grad_h0
+        z, tau, candidate, h, h0 = ctx.saved_tensors
+        grad_gate, grad_k, grad_noise = torch.empty_like(z), torch.empty_like(z), torch.empty_like(z)
+        grad_h0 = torch.empty_like(h0)
+        _loops().mingru_backward(grad_h.contiguous(), z, tau, candidate, h, h0, grad_gate, grad_k, grad_noise, grad_h0)
+        return grad_gate, grad_k, grad_h0, grad_noise if ctx.needs_input_grad[3] else None
 
 
 def runs(inputs: torch.Tensor) -> bool:

@@ -52,12 +52,9 @@ def mingru_scan(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor) -
 
 def mingru_compiled(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor,
                     noise: torch.Tensor | None = None) -> torch.Tensor:
-    """:func:`mingru_loop`'s h (T, B, H), h_t = a_t h_{t−1} + b_t with a = 1 − σ(gate) and b = σ(gate) g(candidate)
-    (+ the step's noise) formed for all steps at once, then the recurrence in one call of the compiled loop
-    (:class:`~nnrnn.models.fused_cells.GatedLoop`)."""
-    z = torch.sigmoid(gate)
-    b = z * g(candidate)
-    return fused_cells.GatedLoop.apply(1 - z, b if noise is None else b + noise, h0)
+    """:func:`mingru_loop`'s h (T, B, H), the gates, g and the recurrence in one call of the compiled loop
+    (:class:`~nnrnn.models.fused_cells.MinGRULoop`, where the formulas are)."""
+    return fused_cells.MinGRULoop.apply(gate, candidate, h0, noise)
 
 
 class MinGRU(CellModel):

@@ -493,9 +493,9 @@ void complex_backward_impl(at::Tensor g, const at::Tensor& grad_h, const at::Ten
 }
 
 // ------------------------------------------------------------------------------------------------ linear recurrences
-// The elementwise linear recurrences of the LRU and minGRU, whose steps are a few multiply-adds per unit: run from
-// Python, a step is a handful of ATen calls on a (B × N) block, and the parallel scans' log₂ T levels each a dozen
-// more, which at the memory grid's sizes (B = 16, N = 10–33) were most of those models' updates.  Here every step
+// The elementwise linear recurrences of the LRU and minGRU (minGRU's with its σ and g), whose steps are a few
+// multiply-adds per unit: run from Python, a step is a handful of ATen calls on a (B × N) block, and the parallel
+// scans' log₂ T levels each a dozen more, which at the memory grid's sizes (B = 16, N = 10–33) were most of those models' updates.  Here every step
 // is one pass over the block, forward and backward (nnrnn/models/fused_cells.py has the formulas).
 
 // The LRU's s_t = λ s_{t−1} + b_t in real arithmetic, λ = lr + i·li constant (N), the state rows [Re s | Im s]:
@@ -596,56 +596,87 @@ void diagonal_backward_impl(const at::Tensor& grad_s, const at::Tensor& s, const
   for (int64_t j = 0; j < 2 * n; ++j) dl[j] += T(sum[j]);
 }
 
-// minGRU's h_t = a_t h_{t−1} + b_t, a and b time-varying: a, b (T, B, N), h0 (B, N) → h (T, B, N).
+// minGRU: z_t = σ(gate_t), τ_t = g(k_t) (k + ½ for k ≥ 0, σ(k) below), h_t = (1 − z_t) h_{t−1} + z_t τ_t (+ noise_t),
+// in the reference's order of operations (nnrnn/models/mingru.py, mingru_loop).  gate, k (T, B, N), h0 (B, N), noise
+// (T, B, N) or empty → z, tau, h (T, B, N); σ and g over all steps first, in one vectorised pass each.
 template <typename T>
-void gated_forward_impl(const at::Tensor& a, const at::Tensor& b, const at::Tensor& h0, at::Tensor h) {
+void mingru_forward_impl(const at::Tensor& gate, const at::Tensor& k, const at::Tensor& h0, const at::Tensor& noise,
+                         at::Tensor z, at::Tensor tau, at::Tensor h) {
   const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
-  check<T>(a, "a", {steps, batch, n});
-  check<T>(b, "b", {steps, batch, n});
+  check<T>(gate, "gate", {steps, batch, n});
+  check<T>(k, "k", {steps, batch, n});
   check<T>(h0, "h0", {batch, n});
-  const int64_t size = batch * n;
+  check<T>(z, "z", {steps, batch, n});
+  check<T>(tau, "tau", {steps, batch, n});
+  const T* e = noise.numel() ? noise.data_ptr<T>() : nullptr;
+  if (e) check<T>(noise, "noise", {steps, batch, n});
+  const int64_t size = batch * n, total = steps * size;
+  T* __restrict zs = z.data_ptr<T>();
+  T* __restrict ts = tau.data_ptr<T>();
+  const T* __restrict ks = k.data_ptr<T>();
+  std::copy(gate.data_ptr<T>(), gate.data_ptr<T>() + total, zs);
+  sigmoid_values(zs, total);
+  std::copy(ks, ks + total, ts);
+  sigmoid_values(ts, total);
+  for (int64_t j = 0; j < total; ++j) ts[j] = ks[j] >= T(0) ? ks[j] + T(0.5) : ts[j];
   const T* prev = h0.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    const T* __restrict at_ = a.data_ptr<T>() + t * size;
-    const T* __restrict bt = b.data_ptr<T>() + t * size;
+    const T* __restrict zt = zs + t * size;
+    const T* __restrict tt = ts + t * size;
     const T* __restrict p = prev;
     T* __restrict out = h.data_ptr<T>() + t * size;
-    for (int64_t k = 0; k < size; ++k) out[k] = at_[k] * p[k] + bt[k];
+    for (int64_t j = 0; j < size; ++j) out[j] = (T(1) - zt[j]) * p[j] + zt[j] * tt[j];
+    if (e) {
+      const T* __restrict et = e + t * size;
+      for (int64_t j = 0; j < size; ++j) out[j] = out[j] + et[j];
+    }
     prev = out;
   }
 }
 
-// From grad_h = ∂L/∂h_t: grad_b (T, B, N) = G_t = ∂L/∂h_t + a_{t+1} G_{t+1}, grad_a = G_t h_{t−1},
-// grad_h0 (B, N) = a_0 G_0.
+// From grad_h = ∂L/∂h_t: grad_noise (T, B, N) = G_t = ∂L/∂h_t + (1 − z_{t+1}) G_{t+1}; grad_gate = G_t (τ_t − h_{t−1})
+// z_t (1 − z_t); grad_k = G_t z_t g'(k_t), g' = 1 for k ≥ 0 and τ (1 − τ) below; grad_h0 (B, N) = (1 − z_0) G_0.
 template <typename T>
-void gated_backward_impl(const at::Tensor& grad_h, const at::Tensor& a, const at::Tensor& h, const at::Tensor& h0,
-                         at::Tensor grad_a, at::Tensor grad_b, at::Tensor grad_h0) {
+void mingru_backward_impl(const at::Tensor& grad_h, const at::Tensor& z, const at::Tensor& tau, const at::Tensor& k,
+                          const at::Tensor& h, const at::Tensor& h0, at::Tensor grad_gate, at::Tensor grad_k,
+                          at::Tensor grad_noise, at::Tensor grad_h0) {
   const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
   check<T>(grad_h, "grad_h", {steps, batch, n});
-  check<T>(a, "a", {steps, batch, n});
+  check<T>(z, "z", {steps, batch, n});
+  check<T>(tau, "tau", {steps, batch, n});
+  check<T>(k, "k", {steps, batch, n});
   check<T>(h0, "h0", {batch, n});
-  check<T>(grad_a, "grad_a", {steps, batch, n});
-  check<T>(grad_b, "grad_b", {steps, batch, n});
+  check<T>(grad_gate, "grad_gate", {steps, batch, n});
+  check<T>(grad_k, "grad_k", {steps, batch, n});
+  check<T>(grad_noise, "grad_noise", {steps, batch, n});
   check<T>(grad_h0, "grad_h0", {batch, n});
   const int64_t size = batch * n;
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T* __restrict gh = grad_h.data_ptr<T>() + t * size;
+    const T* __restrict zt = z.data_ptr<T>() + t * size;
+    const T* __restrict tt = tau.data_ptr<T>() + t * size;
+    const T* __restrict kt = k.data_ptr<T>() + t * size;
     const T* __restrict prev = t ? h.data_ptr<T>() + (t - 1) * size : h0.data_ptr<T>();
-    T* __restrict g = grad_b.data_ptr<T>() + t * size;
-    T* __restrict da = grad_a.data_ptr<T>() + t * size;
+    T* __restrict g = grad_noise.data_ptr<T>() + t * size;
+    T* __restrict dg = grad_gate.data_ptr<T>() + t * size;
+    T* __restrict dk = grad_k.data_ptr<T>() + t * size;
     if (t + 1 < steps) {
       const T* __restrict next = g + size;
-      const T* __restrict an = a.data_ptr<T>() + (t + 1) * size;
-      for (int64_t k = 0; k < size; ++k) g[k] = gh[k] + an[k] * next[k];
+      const T* __restrict zn = z.data_ptr<T>() + (t + 1) * size;
+      for (int64_t j = 0; j < size; ++j) g[j] = gh[j] + (T(1) - zn[j]) * next[j];
     } else {
       std::copy(gh, gh + size, g);
     }
-    for (int64_t k = 0; k < size; ++k) da[k] = g[k] * prev[k];
+    for (int64_t j = 0; j < size; ++j) {
+      const T zj = zt[j], tj = tt[j];
+      dg[j] = g[j] * (tj - prev[j]) * zj * (T(1) - zj);
+      dk[j] = g[j] * zj * (kt[j] >= T(0) ? T(1) : tj * (T(1) - tj));
+    }
   }
   T* __restrict d0 = grad_h0.data_ptr<T>();
-  const T* __restrict a0 = a.data_ptr<T>();
-  const T* __restrict g0 = grad_b.data_ptr<T>();
-  for (int64_t k = 0; k < (steps ? size : 0); ++k) d0[k] = a0[k] * g0[k];
+  const T* __restrict z0 = z.data_ptr<T>();
+  const T* __restrict g0 = grad_noise.data_ptr<T>();
+  for (int64_t j = 0; j < (steps ? size : 0); ++j) d0[j] = (T(1) - z0[j]) * g0[j];
 }
 
 // float32 (what the models run) or float64 (the tests' gradcheck), by the dtype of the first tensor
@@ -711,22 +742,25 @@ void diagonal_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::
   else diagonal_backward_impl<float>(grad_s, s, s0, lr, li, grad_b, grad_s0, grad_lambda);
 }
 
-void gated_forward(const at::Tensor& a, const at::Tensor& b, const at::Tensor& h0, at::Tensor h) {
-  if (a.scalar_type() == at::kDouble) gated_forward_impl<double>(a, b, h0, h);
-  else gated_forward_impl<float>(a, b, h0, h);
+void mingru_forward(const at::Tensor& gate, const at::Tensor& k, const at::Tensor& h0, const at::Tensor& noise,
+                    at::Tensor z, at::Tensor tau, at::Tensor h) {
+  if (gate.scalar_type() == at::kDouble) mingru_forward_impl<double>(gate, k, h0, noise, z, tau, h);
+  else mingru_forward_impl<float>(gate, k, h0, noise, z, tau, h);
 }
 
-void gated_backward(const at::Tensor& grad_h, const at::Tensor& a, const at::Tensor& h, const at::Tensor& h0,
-                    at::Tensor grad_a, at::Tensor grad_b, at::Tensor grad_h0) {
-  if (grad_h.scalar_type() == at::kDouble) gated_backward_impl<double>(grad_h, a, h, h0, grad_a, grad_b, grad_h0);
-  else gated_backward_impl<float>(grad_h, a, h, h0, grad_a, grad_b, grad_h0);
+void mingru_backward(const at::Tensor& grad_h, const at::Tensor& z, const at::Tensor& tau, const at::Tensor& k,
+                     const at::Tensor& h, const at::Tensor& h0, at::Tensor grad_gate, at::Tensor grad_k,
+                     at::Tensor grad_noise, at::Tensor grad_h0) {
+  if (grad_h.scalar_type() == at::kDouble) mingru_backward_impl<double>(
+      grad_h, z, tau, k, h, h0, grad_gate, grad_k, grad_noise, grad_h0);
+  else mingru_backward_impl<float>(grad_h, z, tau, k, h, h0, grad_gate, grad_k, grad_noise, grad_h0);
 }
 
 void register_cell_loops(pybind11::module& m) {
   m.def("diagonal_forward", &diagonal_forward, "the LRU's s_t = λ s_{t-1} + b_t over all steps, on [Re s, Im s]");
   m.def("diagonal_backward", &diagonal_backward, "the LRU's linear recurrence's backward over all steps");
-  m.def("gated_forward", &gated_forward, "minGRU's h_t = a_t h_{t-1} + b_t over all steps");
-  m.def("gated_backward", &gated_backward, "minGRU's linear recurrence's backward over all steps");
+  m.def("mingru_forward", &mingru_forward, "minGRU's gates and h_t = (1 - z_t) h_{t-1} + z_t g(k_t) over all steps");
+  m.def("mingru_backward", &mingru_backward, "minGRU's backward over all steps");
   m.def("complex_forward", &complex_forward, "the complex nnRNN's forward over all steps, in its real 2N form");
   m.def("complex_backward", &complex_backward, "the complex nnRNN's backward over all steps");
   m.def("gru_forward", &gru_forward, "the GRU's forward over all steps (nnrnn/models/fused_cells.py)");
