@@ -15,6 +15,11 @@ table gives the median.  Columns:
   it out).
 * ``[Python loop]``, ``[torch kernel]``: a gated or oscillator model with its compiled loop turned off (what ran
   before the compiled cell loops, and what runs where they do not build), for the before/after ratio in one process.
+  ``[Python path]``: the same for the LRU, the nnLRU and minGRU, whose recurrence then runs by its parallel scan or
+  its Python loop, as the kernel policy chooses.
+* ``[grid]``: the LRU, the nnLRU or minGRU as the memory grid plans it: its paper's depth, each layer as wide as an
+  nnRNN of N units' parameter count allows (at the memory size the LRU 6 layers of 11, the nnLRU 6 of 10, minGRU 3
+  of 33).
 * ``GFLOP``: matmul FLOPs of one update, counted analytically: the recurrence
   (forward 2TBN(N+I), backward dh 2TBN², dV 2TBN², dW_ih 2TBNI; times 4 for
   the LSTM's gates, 3 for the GRUs') and the read-out (6TBNC).  The composition of V from its
@@ -88,6 +93,7 @@ from nnrnn.doctor.harness import alternate, medians  # noqa: E402
 from nnrnn.kernels.host import describe_cpu  # noqa: E402
 
 CLASSES = 10
+CLOCK = [time.perf_counter]  # what times an update: wall time, or with --cpu-time the thread's CPU time
 PAPER_CODE_COPY_SECONDS = 0.17  # the paper's released code, copy-task sizes (measured before, see the issue)
 SIZES = {  # name: (T, B, N, I)
     "memory": (200, 16, 64, 10),  # the memory grid's (docs/memory)
@@ -122,10 +128,14 @@ class PythonLoops(nn.Module):
         self.model = model
         if hasattr(model, "output_size"):  # the complex nnRNN's [Re h, Im h]: what the read-out reads
             self.output_size = model.output_size
+        self.without = {}  # dtype -> the policy without the C++ loops, kept: its decisions (a scan's, timed) too
 
     def forward(self, x):
         kept = policy.policy("cpu", x.dtype)
-        without = policy.KernelPolicy("cpu", x.dtype, dataclasses.replace(Settings.read(), cpp=False))
+        without = self.without.get(x.dtype)
+        if without is None:
+            without = self.without[x.dtype] = policy.KernelPolicy(
+                "cpu", x.dtype, dataclasses.replace(Settings.read(), cpp=False))
         policy.install(without)
         try:
             return self.model(x)
@@ -206,6 +216,14 @@ def implementations():
     # (a diagonal recurrence, a scan over time)
     for name, products in (("cornn", 2), ("lem", 4), ("lru", 0), ("nnlru", 0), ("mingru", 0)):
         impls[name] = ((lambda name: lambda i, n: nnrnn.create(name, i, n))(name), products)
+    # the memory grid's LRU, nnLRU and minGRU (issue 69): their papers' depth (DEPTH), each as wide as the nnRNN's
+    # parameter count at this n allows, as the grid plans them; "[Python path]" with the compiled loops off (their
+    # scans or Python loops, as the kernel policy chooses)
+    for name in ("lru", "nnlru", "mingru"):
+        impls[f"{name} [Python path]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name), 0)
+        impls[f"{name} [grid]"] = ((lambda name: lambda i, n: grid_model(name, i, n))(name), 0)
+        impls[f"{name} [grid] [Python path]"] = ((lambda name: lambda i, n: PythonLoops(grid_model(name, i, n)))(name),
+                                                 0)
     impls["cornn [implicit]"] = (lambda i, n: nnrnn.create("cornn", i, n, damping="implicit"), 2)
     for name in ("cornn", "lem"):
         impls[f"{name} [Python loop]"] = ((lambda name: lambda i, n: PythonLoops(nnrnn.create(name, i, n)))(name),
@@ -218,6 +236,17 @@ def implementations():
     impls["nnrnn-complex [= params] [Python loop]"] = (
         lambda i, n: PythonLoops(nnrnn.create("nnrnn-complex", i, complex_units(n, i))), 1)
     return impls
+
+
+def grid_model(name, i, n):
+    """``name`` at its paper's depth, as wide as an nnRNN of n units' parameter count (read-out included) allows:
+    the memory grid's planning (nnrnn.experiments.planning.grid), at T = 200 the LRU 6 layers of 11, the nnLRU 6 of
+    10, minGRU 3 of 33."""
+    depth = nnrnn.models.model_class(name).DEPTH
+    width = nnrnn.hidden_size_for(name, nnrnn.parameter_count("nnrnn", i, n, CLASSES), i, CLASSES, num_layers=depth)
+    model = nnrnn.create(name, i, width, num_layers=depth)
+    model.output_size = width  # what Update's read-out reads
+    return model
 
 
 def complex_units(n, i):
@@ -411,7 +440,7 @@ def run_size(label, size, repeats, budget, threads, memory, only, roofline):
     calls = {}
     for name in names:  # each update followed by the composition of its V alone
         calls[name], calls[name, "compose"] = updates[name], updates[name].compose
-    seconds = medians(alternate(calls, repeats, after_round=roofline.sample))
+    seconds = medians(alternate(calls, repeats, after_round=roofline.sample, clock=CLOCK[0]))
     del updates, calls
     gc.collect()
     mem = measure_memory(size, names, threads) if memory else {}
@@ -436,8 +465,16 @@ def main(argv=None):
                         help="nnrnn.kernels.memory.keep_freed_memory() first, as the nnrnn command line "
                              "does for its training runs (default: the allocator as a library user's program has it)")
     parser.add_argument("--only", default="", help="comma-separated implementations (the baseline is always run)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time each update by the calling thread's CPU time (time.thread_time), not wall time: "
+                             "on a shared machine other processes preempting this one then inflate no update "
+                             "(needs --threads 1, whose work all runs on that thread; the roofline stays wall time)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cpu_time:
+        if args.threads != 1:
+            parser.error("--cpu-time needs --threads 1: other threads' CPU time is not the calling thread's")
+        CLOCK[0] = time.thread_time
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [name for name in only if name not in implementations()]
     if unknown:
@@ -459,7 +496,8 @@ def main(argv=None):
                                          not args.no_memory, only, roofline)
         base = results[BASELINE][0]
         roof = roofline.best
-        print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds; "
+        print(f"\n{label}: T={t} B={b} N={n} I={i}, median of {repeats} round-robin rounds"
+              f"{' (thread CPU time)' if CLOCK[0] is time.thread_time else ''}; "
               f"roofline (best float32 {roofline.n}³ product, {roofline.best_kernel}) {roof:.1f} GFLOP/s", flush=True)
         gru = results.get("torch.nn.GRU", (None,))[0]
         lstm = results.get("torch.nn.LSTM", (None,))[0]

@@ -33,3 +33,13 @@ def test_rounds_alternate_so_that_no_call_always_runs_first():
 
 def test_medians_are_per_call():
     assert harness.medians({"a": [3.0, 1.0, 2.0], "b": [5.0]}) == {"a": 2.0, "b": 5.0}
+
+
+def test_rounds_are_timed_by_the_clock_given():
+    """--cpu-time's clock (benchmarks/training_update.py): every call's seconds are that clock's difference, here
+    a clock that advances by the call's own amount only while it runs."""
+    now = [0.0]
+    calls = {"a": lambda: now.__setitem__(0, now[0] + 2.0), "b": lambda: now.__setitem__(0, now[0] + 5.0)}
+    seconds = harness.alternate(calls, 3, after_round=lambda: now.__setitem__(0, now[0] + 100.0),
+                                clock=lambda: now[0])
+    assert seconds == {"a": [2.0, 2.0, 2.0], "b": [5.0, 5.0, 5.0]}

@@ -226,6 +226,10 @@ def test_the_models_scan_and_loop_agree_through_the_whole_layer(name):
 
 @pytest.mark.parametrize("name, module", [("lru", lru_module), ("mingru", mingru_module)])
 def test_auto_takes_the_scan_on_a_cpu_only_below_its_measured_crossover(name, module, monkeypatch):
+    """Where the compiled loop does not run (here NNRNN_CPP=0; tests/models/test_fused_cells.py tests it)."""
+    from nnrnn.kernels import policy as kernel_policy
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
     model = nnrnn.create(name, 3, 8)
     assert model.implementation == "auto"
     ran = []
@@ -246,9 +250,12 @@ def test_auto_takes_the_path_the_kernel_policy_chose(name, module, monkeypatch, 
     """The model does not decide: where the policy times the two (float32 on the CPU, NNRNN_TUNE on) and the timer
     finds the loop faster at a size where the fixed rule says the scan, the model runs its loop, and the decision
     is the policy's, under the model's kind; where the timer finds the scan faster above the crossover, the scan.
-    A run's record pins it as any kernel choice."""
+    A run's record pins it as any kernel choice.  The choice of the Python paths, where the compiled loop does not
+    run (here NNRNN_CPP=0)."""
     from nnrnn.kernels import policy as kernel_policy
     from nnrnn.kernels import tuning as kernel_tuning
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
     monkeypatch.setattr(kernel_tuning, "cpu_seconds", lambda: None)  # a quiet machine
     model = nnrnn.create(name, 3, 4)
     ran = []

@@ -1,6 +1,7 @@
-"""The gated and oscillator cells' compiled time loops (models/fused_cells.py, kernels/csrc/cell_loops.cpp) against
-their Python loops: gradcheck in float64, float32 within the non-gated loops' 1e-5, and the models (stacks,
-bidirectional layers, packed and batch-first input) with the compiled loops on and off."""
+"""The gated and oscillator cells' compiled time loops (models/fused_cells.py, kernels/csrc/cell_loops.cpp), and the
+LRU's, the non-normal LRU's and minGRU's linear recurrences, against their Python loops: gradcheck in float64,
+float32 within the non-gated loops' 1e-5, and the models (stacks, bidirectional layers, packed and batch-first
+input, state noise for the linear ones) with the compiled loops on and off."""
 import shutil
 
 import pytest
@@ -16,6 +17,9 @@ from nnrnn.models import fused_cells
 from nnrnn.models.cornn import cornn_loop
 from nnrnn.models.gru import gru_reference
 from nnrnn.models.lem import lem_loop
+from nnrnn.models.lru import lru_loop
+from nnrnn.models.mingru import mingru_compiled, mingru_loop
+from nnrnn.models.nnlru import nnlru_loop
 from nnrnn.models.nnrnn_complex import complex_reference
 
 
@@ -83,9 +87,45 @@ def complex_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
     return (lambda *a: fused_cells.ComplexLoop.apply(*a), reference, (projected, h0, v_real, v_imag, b))
 
 
+def lru_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
+    """The LRU's recurrence on [Re s, Im s] against its Python loop, s_0 folded into the first step as the model's
+    reference path folds it (``inputs`` and ``bias`` unused: it takes the projection, and has no bias)."""
+    b, s0, lr, li = tensors(dtype, seed, (steps, batch, 2 * n), (batch, 2 * n), (n,), (n,), scale=0.5)
+
+    def reference(b, s0, lr, li):
+        br, bi, sr, si = b[..., :n], b[..., n:], s0[:, :n], s0[:, n:]
+        br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
+        bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])
+        return torch.cat(lru_loop(br, bi, lr, li), -1)
+    return (lambda *a: fused_cells.DiagonalLoop.apply(*a), reference, (b, s0, lr, li))
+
+
+def nnlru_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
+    """The non-normal LRU's z_t = M z_{t-1} + b_t (M dense, 2n × 2n, spectral radius about 0.8) against its Python
+    loop, z_0 folded into the first step as the model's reference path folds it."""
+    b, z0, m = tensors(dtype, seed, (steps, batch, 2 * n), (batch, 2 * n), (2 * n, 2 * n))
+    with torch.no_grad():
+        m.mul_(2 / (2 * n) ** 0.5)
+
+    def reference(b, z0, m):
+        return nnlru_loop(torch.cat([b[:1] + z0 @ m.t(), b[1:]]), m)
+    return (lambda *a: fused_cells.DenseLinearLoop.apply(*a), reference, (b, z0, m))
+
+
+def mingru_case(dtype, steps=4, batch=3, n=5, inputs=2, bias=True, seed=0):
+    """minGRU's layer from its projections, with state noise when ``bias``: mingru_compiled against mingru_loop.
+    The candidates on both sides of g's seam at 0 (k + ½ above, σ(k) below)."""
+    gate, candidate, h0, noise = tensors(dtype, seed, (steps, batch, n), (steps, batch, n), (batch, n),
+                                         (steps, batch, n), scale=1.0)
+    if not bias:
+        return (lambda *a: mingru_compiled(*a), lambda *a: mingru_loop(*a), (gate, candidate, h0))
+    return (lambda *a: mingru_compiled(*a), lambda *a: mingru_loop(*a), (gate, candidate, h0, noise))
+
+
 CASES = {"gru": gru_case, "nnrnn-complex": complex_case,
          "cornn-explicit": lambda *a, **k: cornn_case(*a, "explicit", **k),
-         "cornn-implicit": lambda *a, **k: cornn_case(*a, "implicit", **k), "lem": lem_case}
+         "cornn-implicit": lambda *a, **k: cornn_case(*a, "implicit", **k), "lem": lem_case,
+         "lru": lru_case, "nnlru": nnlru_case, "mingru": mingru_case}
 
 
 def leaves(args):
@@ -277,3 +317,94 @@ def test_the_loops_sigma_and_tanh_match_torchs_over_the_float_range(loops):
     for got, want in ((gates[0, 0, :n], torch.sigmoid(values)), (gates[0, 0, n:2 * n], torch.sigmoid(values)),
                       (gates[0, 0, 3 * n:], torch.tanh(values))):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-37, equal_nan=True)
+
+
+# ----------------------------------------------------------------------------- the linear recurrences in their models
+
+LINEAR = {"lru": "DiagonalLoop", "nnlru": "DenseLinearLoop", "mingru": "MinGRULoop"}
+
+
+def count_applies(monkeypatch, name):
+    calls = []
+    function = getattr(fused_cells, name)
+    original = function.apply
+    monkeypatch.setattr(function, "apply", staticmethod(lambda *a: calls.append(1) or original(*a)))
+    return calls
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.1])
+@pytest.mark.parametrize("layout", ["padded", "packed", "batch_first"])
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_match_their_python_paths_in_their_models(name, layout, noise, monkeypatch):
+    """Two layers, bidirectional, states given, with and without state noise (the same draws: the generator reset
+    before each run): the compiled loop (counted: every cell runs it) against the model's scan or loop
+    (NNRNN_CPP=0), outputs, final states and every parameter's gradient within 1e-5."""
+    torch.manual_seed(0)
+    options = {"t_init": "delay:0.5"} if name == "nnlru" else {}  # a T that is not zero
+    model = nnrnn.MODELS[name](3, 6, num_layers=2, bidirectional=True, batch_first=layout == "batch_first",
+                               state_noise=noise, **options)
+    x = torch.randn(9, 3, 3)
+    lengths = torch.tensor([9, 6, 2])
+    inputs = {"padded": x, "packed": pack_padded_sequence(x, lengths), "batch_first": x.transpose(0, 1)}[layout]
+    hx = torch.randn(4, 3, model.state_width) * 0.5
+    calls = count_applies(monkeypatch, LINEAR[name])
+    torch.manual_seed(1)
+    out_c, states_c, grads_c = run_model(model, inputs, hx)
+    assert len(calls) == 4  # every layer and direction
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
+    torch.manual_seed(1)
+    out_p, states_p, grads_p = run_model(model, inputs, hx)
+    assert len(calls) == 4
+    assert relative_error(out_c, out_p) <= 1e-5
+    for a, b in zip(states_c, states_p):
+        assert relative_error(a, b) <= 1e-5
+    for a, b in zip(grads_c, grads_p):
+        assert relative_error(a, b) <= 1e-5
+
+
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_run_their_python_paths_where_asked_or_in_float64(name, monkeypatch):
+    """``implementation = "scan"`` or ``"loop"`` runs that reference, and float64 runs the Python path (its scan or
+    loop): the compiled loop only for "auto" in float32."""
+    model = nnrnn.MODELS[name](3, 4)
+    calls = count_applies(monkeypatch, LINEAR[name])
+    x = torch.randn(5, 2, 3)
+    auto, _ = model(x)
+    assert len(calls) == 1
+    for implementation in ("scan", "loop"):
+        model.implementation = implementation
+        assert relative_error(model(x)[0], auto) <= 1e-5
+        assert len(calls) == 1
+    model.implementation = "auto"
+    model.double()(x.double())
+    assert len(calls) == 1
+
+
+def test_the_policy_chooses_the_linear_recurrences_compiled_loops_as_the_cells(monkeypatch):
+    like = torch.zeros(1)
+    for name in LINEAR:
+        assert choose_cells(like, name) == COMPILED
+        assert choose_cells(like.double(), name) == TORCH
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
+    assert all(choose_cells(like, name) == TORCH for name in LINEAR)
+
+
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_of_empty_inputs_take_the_python_path(name, monkeypatch):
+    calls = count_applies(monkeypatch, LINEAR[name])
+    model = nnrnn.MODELS[name](3, 4)
+    out, _ = model(torch.randn(3, 0, 3))
+    assert out.shape == (3, 0, 4) and not calls
+
+
+@pytest.mark.parametrize("name", list(LINEAR))
+def test_linear_recurrences_without_autograd_match(name):
+    """Inference (no graph) runs the same compiled forward as training."""
+    model = nnrnn.MODELS[name](3, 8)
+    x = torch.randn(6, 2, 3)
+    with torch.no_grad():
+        out_c, _ = model(x)
+    out_g, _ = model(x)
+    assert torch.equal(out_c, out_g.detach())

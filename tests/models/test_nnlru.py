@@ -74,6 +74,10 @@ def test_the_layers_scan_and_loop_agree_with_a_state_given_in_values_and_gradien
 
 
 def test_auto_takes_the_scan_on_a_cpu_only_at_and_below_its_measured_crossover(monkeypatch):
+    """Where the compiled loop does not run (here NNRNN_CPP=0; tests/models/test_fused_cells.py tests it)."""
+    from nnrnn.kernels import policy as kernel_policy
+    monkeypatch.setenv("NNRNN_CPP", "0")
+    kernel_policy.reset()
     model = nnrnn.create("nnlru", 3, 4)
     ran = []
     for kind in ("scan", "loop"):

@@ -20,14 +20,17 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed(device: torch.device, call: Callable[[], object]) -> float:
+def timed(device: torch.device, call: Callable[[], object],
+          clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds of one ``call()``, the device's queued work finished before and after (CUDA runs kernels
-    asynchronously: without the synchronisations the clock would time their launches only)."""
+    asynchronously: without the synchronisations the clock would time their launches only).  ``clock``: wall time
+    (default), or ``time.thread_time`` for the calling thread's CPU time, which the other processes of a busy
+    machine do not inflate by preempting it (meaningful with one intra-op thread on the CPU only)."""
     synchronize(device)
-    start = time.perf_counter()
+    start = clock()
     call()
     synchronize(device)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def update_memory(device: torch.device, call: Callable[[], object]) -> int | None:
@@ -44,14 +47,15 @@ def update_memory(device: torch.device, call: Callable[[], object]) -> int | Non
 
 
 def alternate(calls: dict[Hashable, Callable[[], object]], rounds: int, device: torch.device = torch.device("cpu"),
-              after_round: Callable[[], object] | None = None) -> dict[Hashable, list[float]]:
-    """The seconds of every call in each of ``rounds`` rounds, round r starting at the (r mod n)-th call;
-    ``after_round`` (if given) runs after each round, untimed."""
+              after_round: Callable[[], object] | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> dict[Hashable, list[float]]:
+    """The seconds of every call in each of ``rounds`` rounds, round r starting at the (r mod n)-th call, by
+    ``clock`` (:func:`timed`); ``after_round`` (if given) runs after each round, untimed."""
     names = list(calls)
     seconds: dict[Hashable, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            seconds[name].append(timed(device, calls[name]))
+            seconds[name].append(timed(device, calls[name], clock))
         if after_round is not None:
             after_round()
     return seconds

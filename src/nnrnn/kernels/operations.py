@@ -24,8 +24,9 @@ def choose_loops(h: torch.Tensor, nonlinearity: str | None = "relu") -> str:
 
 
 def choose_cells(like: torch.Tensor, cell: str) -> str:
-    """COMPILED or TORCH for the time loop of a gated or oscillator ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``) or of
-    the complex nnRNN (``"nnrnn-complex"``), whose parameters are like ``like``: the kernel policy's choice for its
+    """COMPILED or TORCH for the time loop of a gated or oscillator ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``), of
+    the complex nnRNN (``"nnrnn-complex"``) or of a linear recurrence (``"lru"``, ``"nnlru"``, ``"mingru"``: TORCH
+    leaves it to :func:`choose_scan`), whose parameters are like ``like``: the kernel policy's choice for its
     device and dtype (:meth:`nnrnn.kernels.policy.KernelPolicy.cells`); TORCH while torch.compile or torch.export
     traces (the compiled loops are not traceable, the Python loop is)."""
     if torch.compiler.is_compiling():

@@ -4,8 +4,8 @@ The decisions:
 
 * **loops**: which implementation runs the fused recurrence's two time loops (:mod:`.loops`): the
   compiled C++ loops, Python issuing oneDNN products, or Python issuing torch.addmm (``aten``);
-* **cell loops**: whether a gated or oscillator cell (the GRU, the nnGRU, coRNN, LEM) or the complex nnRNN runs
-  its whole time loop
+* **cell loops**: whether a gated or oscillator cell (the GRU, the nnGRU, coRNN, LEM), the complex nnRNN or a
+  linear recurrence (the LRU's, the non-normal LRU's, minGRU's) runs its whole time loop
   in the compiled loops of ``csrc/cell_loops.cpp`` or steps its Python loop (torch.nn.GRU's kernel for the GRUs);
 * **products**: whether an N × N matrix product and its gradient (``operations.matmul``: composing V) go to
   oneDNN or to torch.mm;
@@ -197,7 +197,8 @@ class KernelPolicy:
                                               "large steps without oneDNN preferred, or below oneDNN's sizes"))
 
     def cells(self, cell: str) -> str:
-        """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``, ``"nnrnn-complex"``):
+        """COMPILED or TORCH for the time loop of ``cell`` (``"gru"``, ``"cornn"``, ``"lem"``, ``"nnrnn-complex"``,
+        ``"lru"``, ``"nnlru"``, ``"mingru"``):
         the compiled loops wherever they run (float32 on the CPU, built, ``NNRNN_CPP`` not 0), the Python loop
         elsewhere.  Not timed: at every shape measured the compiled loop was the faster (docs/performance.md,
         'Gated and oscillator cells')."""

@@ -28,10 +28,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from ..kernels import operations
+from ..kernels import operations, settings
+from ..kernels.autograd import exporting_to_onnx
 from ..kernels.candidates import Scanned
 from ..parametrizations.schur import check_penalty_weights
-from . import noise
+from . import fused_cells, noise
 from .base import as_given, cell_suffix, check_constructor, check_state, reverse_within, stacked_repr, time_major
 from .traits import Traits
 
@@ -51,6 +52,16 @@ def use_scan(implementation: str, x: torch.Tensor, width: int, scanned: Scanned)
     if implementation != "auto":
         return implementation == "scan"
     return operations.choose_scan(x, width, scanned)
+
+
+def compiled_here(x: torch.Tensor, like: torch.Tensor, cell: str) -> bool:
+    """Whether a linear recurrence (``cell``: "lru", "nnlru", "mingru") over x (T, B, ·), whose constant part is
+    like ``like``, runs by its compiled loop (:mod:`.fused_cells`): the kernel policy's choice for x's device and
+    dtype (:func:`~nnrnn.kernels.operations.choose_cells`: float32 on the CPU where the loops built), at least one
+    step and one sequence, ``like`` of x's dtype (under autocast x may be lower), and not while ``torch.onnx.export``
+    traces (an autograd Function of compiled code has no ONNX form)."""
+    return (fused_cells.runs(x) and like.dtype == x.dtype and not exporting_to_onnx()
+            and operations.choose_cells(x, cell) == settings.COMPILED)
 
 
 def scanned_recurrences(models) -> tuple[Scanned, ...]:

@@ -1,6 +1,8 @@
 """The gated and oscillator cells' time loops as one autograd node each, with a hand-written backward: the GRU's
 (torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings), LEM's and the complex nnRNN's, each over all
-steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``.  Each computes what its Python
+steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``; and so the linear recurrences of
+the LRU (:class:`DiagonalLoop`), the non-normal LRU (:class:`DenseLinearLoop`) and minGRU (:class:`MinGRULoop`),
+whose references are their Python loops and parallel scans (``implementation = "loop"`` or ``"scan"``).  Each computes what its Python
 loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
 :func:`~nnrnn.models.lem.lem_loop`; for the complex nnRNN its Python loops,
 ``nnrnn.models.nnrnn_complex._FusedComplexRecurrence`` and :func:`~nnrnn.models.nnrnn_complex.complex_reference`),
@@ -200,6 +202,101 @@ class ComplexLoop(torch.autograd.Function):
             grad_i = dm_t[n:, :n] - dm_t[:n, n:]
         return (g if need_p else None, torch.mm(g[0], m.t()) if need_h0 else None, grad_r, grad_i,
                 bias_grad if bias is not None and need_b else None)
+
+
+class DiagonalLoop(torch.autograd.Function):
+    r"""states (T, B, 2N) = DiagonalLoop.apply(b, s0, lr, li): the LRU's linear recurrence with a constant complex
+    diagonal λ = lr + i·li (N), on the real features [Re s, Im s] of the state,
+
+    .. math::
+        s_t = \lambda \odot s_{t-1} + b_t, \qquad s_{-1} = s_0,
+
+    b (T, B, 2N) as [Re b, Im b]; what :func:`~nnrnn.models.lru.lru_loop` computes from b with λ s_0 added to its
+    first step.  Backward, with G the gradient written as one complex number per unit, G = ∂L/∂Re + i ∂L/∂Im:
+    G_t = ∂L/∂s_t + conj(λ) G_{t+1} (= ∂L/∂b_t), ∂L/∂s_0 = conj(λ) G_0 and ∂L/∂λ = Σ_{t,b} G_t conj(s_{t−1}).
+    Nothing is saved but the states.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the tests)."""
+
+    @staticmethod
+    def forward(ctx, b, s0, lr, li):
+        b, s0, lr, li = b.contiguous(), s0.contiguous(), lr.contiguous(), li.contiguous()
+        states = torch.empty_like(b, memory_format=torch.contiguous_format)
+        _loops().diagonal_forward(b, s0, lr, li, states)
+        ctx.save_for_backward(states, s0, lr, li)
+        return states
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled LRU recurrence", "; model.implementation = 'loop' or 'scan' runs it through "
+                                                         "autograd, which supports them")
+    def backward(ctx, grad_states):
+        states, s0, lr, li = ctx.saved_tensors
+        n = lr.shape[0]
+        grad_b = torch.empty_like(states)
+        grad_s0 = torch.empty_like(s0)
+        grad_lambda = states.new_zeros(2 * n)
+        _loops().diagonal_backward(grad_states.contiguous(), states, s0, lr, li, grad_b, grad_s0, grad_lambda)
+        return grad_b, grad_s0, grad_lambda[:n], grad_lambda[n:]
+
+
+class DenseLinearLoop(torch.autograd.Function):
+    """states (T, B, W) = DenseLinearLoop.apply(b, z0, m): the non-normal LRU's z_t = M z_{t−1} + b_t from
+    z_{−1} = z0, M (W × W), W even (its [Re s, Im s]); what :func:`~nnrnn.models.nnlru.nnlru_loop` computes with
+    M z0 added to the first step.  It runs on the complex nnRNN's compiled loops without modReLU (their step is
+    cur += prev · Mᵀ in the forward, g_t = ∂L/∂z_t + g_{t+1} M in the backward); ∂L/∂b_t = g_t, ∂L/∂z0 = g_0 M and
+    ∂L/∂M = Σ_t g_tᵀ z_{t−1}, one product over all steps.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the
+    tests)."""
+
+    @staticmethod
+    def forward(ctx, b, z0, m):
+        states = b.clone(memory_format=torch.contiguous_format)
+        z0 = z0.contiguous()
+        _loops().complex_forward(states, z0, m.t().contiguous(), states.new_empty(0))
+        ctx.save_for_backward(states, z0, m)
+        return states
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled nnLRU recurrence", "; model.implementation = 'loop' or 'scan' runs it "
+                                                          "through autograd, which supports them")
+    def backward(ctx, grad_states):
+        states, z0, m = ctx.saved_tensors
+        g = torch.empty_like(states)
+        empty = states.new_empty(0)
+        _loops().complex_backward(g, grad_states.contiguous(), states, m.contiguous(), empty, empty)
+        need_b, need_z0, need_m = ctx.needs_input_grad
+        grad_m = step_products(_flat(g), _flat(_previous(states, z0))) if need_m else None
+        return g, torch.mm(g[0], m) if need_z0 else None, grad_m
+
+
+class MinGRULoop(torch.autograd.Function):
+    r"""h (T, B, N) = MinGRULoop.apply(gate, candidate, h0, noise): minGRU's layer from its projections,
+
+    .. math::
+        z_t = \sigma(\mathrm{gate}_t), \quad \tau_t = g(k_t), \quad h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tau_t
+        + \epsilon_t,
+
+    g(k) = k + ½ for k ≥ 0 and σ(k) below, ε the state noise (None: none); what
+    :func:`~nnrnn.models.mingru.mingru_loop` computes.  σ and g over all steps in one pass each, then the steps.
+    Backward, with G_t = ∂L/∂h_t + (1 − z_{t+1}) G_{t+1} (= ∂L/∂ε_t): ∂L/∂gate_t = G_t (τ_t − h_{t−1}) z_t (1 − z_t),
+    ∂L/∂k_t = G_t z_t g'(k_t) (g' = 1 for k ≥ 0, τ (1 − τ) below), ∂L/∂h0 = (1 − z_0) G_0.  Saved: z, τ, the
+    candidate and the states.  T ≥ 1, B ≥ 1, float32 on the CPU (float64 for the tests)."""
+
+    @staticmethod
+    def forward(ctx, gate, candidate, h0, noise):
+        gate, candidate, h0 = gate.contiguous(), candidate.contiguous(), h0.contiguous()
+        z, tau, h = (torch.empty_like(candidate, memory_format=torch.contiguous_format) for _ in range(3))
+        _loops().mingru_forward(gate, candidate, h0, noise.contiguous() if noise is not None else h.new_empty(0),
+                                z, tau, h)
+        ctx.save_for_backward(z, tau, candidate, h, h0)
+        return h
+
+    @staticmethod
+    @first_order_only("nnrnn's compiled minGRU loop", "; model.implementation = 'loop' runs it through autograd, "
+                                                      "which supports them")
+    def backward(ctx, grad_h):
+        z, tau, candidate, h, h0 = ctx.saved_tensors
+        grad_gate, grad_k, grad_noise = torch.empty_like(z), torch.empty_like(z), torch.empty_like(z)
+        grad_h0 = torch.empty_like(h0)
+        _loops().mingru_backward(grad_h.contiguous(), z, tau, candidate, h, h0, grad_gate, grad_k, grad_noise, grad_h0)
+        return grad_gate, grad_k, grad_h0, grad_noise if ctx.needs_input_grad[3] else None
 
 
 def runs(inputs: torch.Tensor) -> bool:

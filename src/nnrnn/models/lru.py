@@ -10,8 +10,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..kernels.candidates import Scanned
+from . import fused_cells
 from .base import kept
-from .cells import CellModel, use_scan
+from .cells import CellModel, compiled_here, use_scan
 from .cornn import check_positive
 
 # batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans"): the kernel
@@ -120,9 +121,11 @@ class LRU(CellModel):
 
     Attributes (per layer and direction, suffix ``_l[k]``): weight_ih, bias_ih (the encoder); norm_weight,
     norm_bias (LayerNorm); nu_log, theta_log, gamma_log (N_s); b_real, b_imag (N_s × N); c_real, c_imag
-    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"auto"`` (default: the kernel
-    policy's choice for the shape, timed on this CPU or by its fixed rule, :func:`~nnrnn.models.cells.use_scan`),
-    ``"scan"`` or ``"loop"``; docs/performance.md measures the two.
+    (N × N_s); d (N); glu_weight (2N × N), glu_bias (2N).  ``implementation``: ``"auto"`` (default: the compiled
+    loop, :class:`~nnrnn.models.fused_cells.DiagonalLoop`, where the kernel policy runs the compiled loops: float32
+    on the CPU; elsewhere the kernel policy's choice of the two below for the shape, timed on this CPU or by its
+    fixed rule, :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` or ``"loop"`` (the references);
+    docs/performance.md measures them.
     """
     DISPLAY_NAME = "LRU"
     PAPER_OPTIMIZER = "adam"  # Orvieto et al. train with AdamW; nnrnn has Adam (the nnLRU inherits it)
@@ -209,14 +212,17 @@ class LRU(CellModel):
         u = F.linear(x, p("weight_ih"), p("bias_ih") if self.bias else None)
         v = F.layer_norm(u, (self.hidden_size,), p("norm_weight"), p("norm_bias"), eps=NORM_EPS)
         lr, li, gamma = self._diagonal(suffix)
-        br, bi = gamma * (v @ p("b_real").t()), gamma * (v @ p("b_imag").t())
+        # [Re, Im] of γ ⊙ (B v) and of C s as one product each, γ taken into B's rows: at the memory grid's sizes a
+        # layer's cost is its count of calls, each on a small tensor, more than their arithmetic
+        gamma = torch.cat([gamma, gamma]).unsqueeze(1)
+        b = F.linear(v, torch.cat([p("b_real"), p("b_imag")]) * gamma)
         noise = self._noise(x)
         if noise is not None:  # s_t = Λ s_{t−1} + b_t + ε_t: the noise is one more input, so the scan still runs
-            br, bi = br + noise[..., :self.state_size], bi + noise[..., self.state_size:]
-        xr, xi = self._recurrence(suffix, br, bi, h0, lr, li)
-        y = xr @ p("c_real").t() - xi @ p("c_imag").t() + p("d") * v
-        value, gate = F.linear(F.gelu(y, approximate="tanh"), p("glu_weight"), p("glu_bias")).chunk(2, -1)
-        return u + value * torch.sigmoid(gate), torch.cat([xr, xi], -1)
+            b = b + noise
+        states = self._recurrence(suffix, b, h0, lr, li)  # [Re s, Im s]
+        y = torch.addcmul(F.linear(states, torch.cat([p("c_real"), -p("c_imag")], 1)), p("d"), v)
+        # GLU(a) = (W_1 a + c_1) ⊙ σ(W_2 a + c_2), W_1 and W_2 the halves of glu_weight's rows: F.glu's formula
+        return u + F.glu(F.linear(F.gelu(y, approximate="tanh"), p("glu_weight"), p("glu_bias")), -1), states
 
     def _diagonal(self, suffix) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(Re λ, Im λ, γ), each N_s, from ν, θ and γ's logarithms; kept while autograd is off and none of them
@@ -228,15 +234,20 @@ class LRU(CellModel):
             return modulus * torch.cos(angle), modulus * torch.sin(angle), torch.exp(p[2])
         return kept(self._kept, ("diagonal", suffix), p, compose)
 
-    def _recurrence(self, suffix, br, bi, h0, lr, li):
-        """(Re s, Im s), each (T, B, N_s), of s_t = Λ s_{t−1} + b_t from s_{−1} = h0 ([Re s, Im s]), b = br + i·bi,
-        by the scan or the loop as :func:`~nnrnn.models.cells.use_scan` chooses: the hook the non-normal LRU
-        (:mod:`.nnlru`) replaces."""
-        scan = use_scan(self.implementation, br, self.state_width, self.SCANNED)
+    def _recurrence(self, suffix, b, h0, lr, li):
+        """[Re s, Im s] (T, B, 2N_s) of s_t = Λ s_{t−1} + b_t from s_{−1} = h0 ([Re s, Im s]), b (T, B, 2N_s) as
+        [Re b, Im b]: by the compiled loop (:class:`~nnrnn.models.fused_cells.DiagonalLoop`) where the kernel policy
+        chooses it (``implementation = "auto"``, float32 on the CPU), else by the scan or the loop as
+        :func:`~nnrnn.models.cells.use_scan` chooses: the hook the non-normal LRU (:mod:`.nnlru`) replaces."""
+        if self.implementation == "auto" and compiled_here(b, lr, "lru"):
+            return fused_cells.DiagonalLoop.apply(b, h0, lr, li)
+        scan = use_scan(self.implementation, b, self.state_width, self.SCANNED)
+        s = self.state_size
+        br, bi = b[..., :s], b[..., s:]
         sr, si = h0.chunk(2, -1)  # the carried state enters as the first step's λ s_{-1}
         br = torch.cat([br[:1] + lr * sr - li * si, br[1:]])
         bi = torch.cat([bi[:1] + lr * si + li * sr, bi[1:]])
-        return (lru_scan if scan else lru_loop)(br, bi, lr, li)
+        return torch.cat((lru_scan if scan else lru_loop)(br, bi, lr, li), -1)
 
     @classmethod
     def cell_parameter_count(cls, layer_input, hidden_size, bias=True, state_size=None, **_) -> int:

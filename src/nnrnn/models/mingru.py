@@ -8,7 +8,8 @@ from torch.nn import functional as F
 
 from ..kernels.autograd import exporting_to_onnx
 from ..kernels.candidates import Scanned
-from .cells import CellModel, use_scan
+from . import fused_cells
+from .cells import CellModel, compiled_here, use_scan
 
 # batch × N at and below which the log-space scan beat the loop on a CPU (docs/performance.md, "Parallel scans")
 CPU_SCAN_CROSSOVER = 256
@@ -49,6 +50,13 @@ def mingru_scan(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor) -
     return torch.exp(cumulative) * h0 + torch.exp(cumulative + torch.logcumsumexp(log_values - cumulative, 0))
 
 
+def mingru_compiled(gate: torch.Tensor, candidate: torch.Tensor, h0: torch.Tensor,
+                    noise: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`mingru_loop`'s h (T, B, H), the gates, g and the recurrence in one call of the compiled loop
+    (:class:`~nnrnn.models.fused_cells.MinGRULoop`, where the formulas are)."""
+    return fused_cells.MinGRULoop.apply(gate, candidate, h0, noise)
+
+
 class MinGRU(CellModel):
     r"""minGRU: the GRU with its gates reading only the input, so that time can be computed in parallel:
 
@@ -69,9 +77,10 @@ class MinGRU(CellModel):
     Attributes:
         weight_ih_l[k]: [W_z; W_h] (2N, N_in); bias_ih_l[k]: [b_z; b_h] (2N).  Drawn as ``torch.nn.Linear`` draws
             them, U(±1/sqrt(N_in)) (the paper's code uses ``nn.Linear``).
-        implementation: ``"auto"`` (default: the faster of the two for the batch's size,
+        implementation: ``"auto"`` (default: the compiled loop, :func:`mingru_compiled`, where the kernel policy
+            runs the compiled loops: float32 on the CPU; elsewhere the faster of the two below for the batch's size,
             :func:`~nnrnn.models.cells.use_scan`), ``"scan"`` (:func:`mingru_scan`, log space) or ``"loop"``
-            (:func:`mingru_loop`, the reference); docs/performance.md measures the two.
+            (:func:`mingru_loop`, the reference); docs/performance.md measures them.
     """
     DISPLAY_NAME = "minGRU"
     LINE_STYLE = ('#b8860b', (0, (9, 3, 1, 3, 1, 3)))
@@ -96,12 +105,14 @@ class MinGRU(CellModel):
 
     def _run(self, suffix, x, h0):
         noise = self._noise(x)
+        projected = F.linear(x, getattr(self, "weight_ih" + suffix), getattr(self, "bias_ih" + suffix)
+                             if self.bias else None)
+        gate, candidate = projected.chunk(2, -1)
+        if self.implementation == "auto" and compiled_here(gate, h0, "mingru"):  # all steps in one call, noise too
+            h = mingru_compiled(gate, candidate, h0, noise)
+            return h, h
         # the log-space scan needs positive terms, which noise does not keep: with noise, the loop
         scan = use_scan(self.implementation, x, self.hidden_size, self.SCANNED) and noise is None
-        projected = x @ getattr(self, "weight_ih" + suffix).t()
-        if self.bias:
-            projected = projected + getattr(self, "bias_ih" + suffix)
-        gate, candidate = projected.chunk(2, -1)
         # ONNX has no logcumsumexp: an export traces the loop, which computes the same
         h = mingru_scan(gate, candidate, h0) if scan and not exporting_to_onnx() \
             else mingru_loop(gate, candidate, h0, noise)

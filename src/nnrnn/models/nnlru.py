@@ -8,8 +8,9 @@ import torch
 from ..kernels.candidates import Scanned
 from ..parametrizations import parse_t_init
 from ..parametrizations.schur import check_penalty_weights
+from . import fused_cells
 from .base import kept
-from .cells import use_scan
+from .cells import compiled_here, use_scan
 from .lru import LRU, _interleave
 
 # batch × 2N_s at and below which the scan beat the loop on a CPU (docs/performance.md, "Parallel scans"): the kernel
@@ -82,7 +83,9 @@ class NonNormalLRU(LRU):
     coordinate, the Fisher-memory optimum of the paper's §3.
 
     Time is linear, so it is computed by a parallel scan with the powers A^(2^k) (:func:`nnlru_scan`) or, as its
-    reference, step by step (:func:`nnlru_loop`), both on the real form [Re s, Im s] (:func:`transition`).
+    reference, step by step (:func:`nnlru_loop`), both on the real form [Re s, Im s] (:func:`transition`); with
+    ``implementation = "auto"`` in float32 on the CPU, by the compiled loop
+    (:class:`~nnrnn.models.fused_cells.DenseLinearLoop`).
 
     Args: those of :class:`~nnrnn.models.lru.LRU`, and
         t_init: T at initialisation: ``"zeros"`` (default: the LRU exactly, until T trains) or ``"delay:α"``:
@@ -137,13 +140,18 @@ class NonNormalLRU(LRU):
         """A = Λ + T (complex, N_s × N_s) of one layer and direction."""
         return torch.diag_embed(self.eigenvalues(layer, direction)) + self.triangular(layer, direction)
 
-    def _recurrence(self, suffix, br, bi, h0, lr, li):
-        scan = use_scan(self.implementation, br, self.state_width, self.SCANNED)
+    def _recurrence(self, suffix, b, h0, lr, li):
+        """[Re s, Im s] (T, B, 2N_s) of z_t = M z_{t−1} + b_t, M the real form of Λ + T (:func:`transition`): by the
+        compiled loop (:class:`~nnrnn.models.fused_cells.DenseLinearLoop`) where the kernel policy chooses it
+        (``implementation = "auto"``, float32 on the CPU), else by the scan or the loop as
+        :func:`~nnrnn.models.cells.use_scan` chooses."""
         parts = [getattr(self, name + suffix) for name in ("nu_log", "theta_log", "t_real", "t_imag")]
         m = kept(self._kept, ("transition", suffix), parts, lambda: transition(lr, li, *self._triangular_parts(suffix)))
-        b = torch.cat([br, bi], -1)
+        if self.implementation == "auto" and compiled_here(b, m, "nnlru"):
+            return fused_cells.DenseLinearLoop.apply(b, h0, m)
+        scan = use_scan(self.implementation, b, self.state_width, self.SCANNED)
         b = torch.cat([b[:1] + h0 @ m.t(), b[1:]])  # the carried state enters as the first step's A s_{-1}
-        return (nnlru_scan if scan else nnlru_loop)(b, m).chunk(2, -1)
+        return (nnlru_scan if scan else nnlru_loop)(b, m)
 
     def regularization(self, delta: float = 0.0, t_decay: float = 0.0) -> torch.Tensor:
         """(t_decay / 2) Σ over layers and directions of ‖T‖²_F: the nnRNN's decay on T (its gradient adds

@@ -1,5 +1,6 @@
-// The time loops of the gated and oscillator cells (GRU, coRNN, LEM) and of the complex nnRNN, forward and
-// hand-written backward, each the whole sequence in one call: the same design as recurrence_loops.cpp (whose module registers these).  The
+// The time loops of the gated and oscillator cells (GRU, coRNN, LEM), of the complex nnRNN and of the LRU's and
+// minGRU's elementwise linear recurrences, forward and hand-written backward, each the whole sequence in one call:
+// the same design as recurrence_loops.cpp (whose module registers these).  The
 // input projection of every step is one product done by the caller; each step here is the cell's recurrent
 // product (oneDNN's small-GEMM micro-kernel, or torch's multithreaded addmm for large steps) and its pointwise
 // part, written as plain loops over rows (σ and tanh below).
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -490,6 +492,193 @@ void complex_backward_impl(at::Tensor g, const at::Tensor& grad_h, const at::Ten
   release<T>();
 }
 
+// ------------------------------------------------------------------------------------------------ linear recurrences
+// The elementwise linear recurrences of the LRU and minGRU (minGRU's with its σ and g), whose steps are a few
+// multiply-adds per unit: run from Python, a step is a handful of ATen calls on a (B × N) block, and the parallel
+// scans' log₂ T levels each a dozen more, which at the memory grid's sizes (B = 16, N = 10–33) were most of those models' updates.  Here every step
+// is one pass over the block, forward and backward (nnrnn/models/fused_cells.py has the formulas).
+
+// The LRU's s_t = λ s_{t−1} + b_t in real arithmetic, λ = lr + i·li constant (N), the state rows [Re s | Im s]:
+// b (T, B, 2N), s0 (B, 2N) → s (T, B, 2N).  In the reference's order of operations (nnrnn/models/lru.py, lru_loop).
+template <typename T>
+void diagonal_forward_impl(const at::Tensor& b, const at::Tensor& s0, const at::Tensor& lr, const at::Tensor& li,
+                           at::Tensor s) {
+  const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
+  check<T>(b, "b", {steps, batch, 2 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(lr, "lr", {n});
+  check<T>(li, "li", {n});
+  check<T>(s, "s", {steps, batch, 2 * n});
+  const T* __restrict re_l = lr.data_ptr<T>();
+  const T* __restrict im_l = li.data_ptr<T>();
+  const T* prev = s0.data_ptr<T>();
+  for (int64_t t = 0; t < steps; ++t) {
+    const T* bt = b.data_ptr<T>() + t * batch * 2 * n;
+    T* out = s.data_ptr<T>() + t * batch * 2 * n;
+    for (int64_t r = 0; r < batch; ++r) {
+      const T* __restrict pr = prev + r * 2 * n;
+      const T* __restrict pi = pr + n;
+      const T* __restrict br = bt + r * 2 * n;
+      const T* __restrict bi = br + n;
+      T* __restrict sr = out + r * 2 * n;
+      T* __restrict si = sr + n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T ar = pr[j], ai = pi[j];
+        sr[j] = re_l[j] * ar - im_l[j] * ai + br[j];
+        si[j] = re_l[j] * ai + im_l[j] * ar + bi[j];
+      }
+    }
+    prev = out;
+  }
+}
+
+// From grad_s = ∂L/∂s_t (T, B, 2N): grad_b (T, B, 2N) = G_t, G_t = ∂L/∂s_t + conj(λ) G_{t+1} (as [Re | Im]);
+// grad_s0 (B, 2N) = conj(λ) G_0; grad_lambda (2N, zeroed) += Σ_{t,b} G_t conj(s_{t−1}) as [Re | Im], summed in
+// double (T·B terms per unit).
+template <typename T>
+void diagonal_backward_impl(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& lr,
+                            const at::Tensor& li, at::Tensor grad_b, at::Tensor grad_s0, at::Tensor grad_lambda) {
+  const int64_t steps = s.size(0), batch = s.size(1), n = s.size(2) / 2;
+  check<T>(grad_s, "grad_s", {steps, batch, 2 * n});
+  check<T>(s0, "s0", {batch, 2 * n});
+  check<T>(lr, "lr", {n});
+  check<T>(li, "li", {n});
+  check<T>(grad_b, "grad_b", {steps, batch, 2 * n});
+  check<T>(grad_s0, "grad_s0", {batch, 2 * n});
+  check<T>(grad_lambda, "grad_lambda", {2 * n});
+  const T* __restrict re_l = lr.data_ptr<T>();
+  const T* __restrict im_l = li.data_ptr<T>();
+  std::vector<double> sum(2 * n, 0.0);
+  double* __restrict sum_r = sum.data();
+  double* __restrict sum_i = sum_r + n;
+  const int64_t size = batch * 2 * n;
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* gs = grad_s.data_ptr<T>() + t * size;
+    const T* prev = t ? s.data_ptr<T>() + (t - 1) * size : s0.data_ptr<T>();
+    T* g = grad_b.data_ptr<T>() + t * size;
+    const T* next = t + 1 < steps ? g + size : nullptr;
+    for (int64_t r = 0; r < batch; ++r) {
+      const T* __restrict gr_in = gs + r * 2 * n;
+      const T* __restrict gi_in = gr_in + n;
+      const T* __restrict pr = prev + r * 2 * n;
+      const T* __restrict pi = pr + n;
+      T* __restrict gr = g + r * 2 * n;
+      T* __restrict gi = gr + n;
+      if (next) {
+        const T* __restrict nr = next + r * 2 * n;
+        const T* __restrict ni = nr + n;
+        for (int64_t j = 0; j < n; ++j) {
+          gr[j] = gr_in[j] + (re_l[j] * nr[j] + im_l[j] * ni[j]);
+          gi[j] = gi_in[j] + (re_l[j] * ni[j] - im_l[j] * nr[j]);
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          gr[j] = gr_in[j];
+          gi[j] = gi_in[j];
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        sum_r[j] += double(gr[j]) * pr[j] + double(gi[j]) * pi[j];
+        sum_i[j] += double(gi[j]) * pr[j] - double(gr[j]) * pi[j];
+      }
+    }
+  }
+  T* d0 = grad_s0.data_ptr<T>();
+  const T* g0 = grad_b.data_ptr<T>();
+  for (int64_t r = 0; r < (steps ? batch : 0); ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const T gr = g0[r * 2 * n + j], gi = g0[r * 2 * n + n + j];
+      d0[r * 2 * n + j] = re_l[j] * gr + im_l[j] * gi;
+      d0[r * 2 * n + n + j] = re_l[j] * gi - im_l[j] * gr;
+    }
+  }
+  T* dl = grad_lambda.data_ptr<T>();
+  for (int64_t j = 0; j < 2 * n; ++j) dl[j] += T(sum[j]);
+}
+
+// minGRU: z_t = σ(gate_t), τ_t = g(k_t) (k + ½ for k ≥ 0, σ(k) below), h_t = (1 − z_t) h_{t−1} + z_t τ_t (+ noise_t),
+// in the reference's order of operations (nnrnn/models/mingru.py, mingru_loop).  gate, k (T, B, N), h0 (B, N), noise
+// (T, B, N) or empty → z, tau, h (T, B, N); σ and g over all steps first, in one vectorised pass each.
+template <typename T>
+void mingru_forward_impl(const at::Tensor& gate, const at::Tensor& k, const at::Tensor& h0, const at::Tensor& noise,
+                         at::Tensor z, at::Tensor tau, at::Tensor h) {
+  const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
+  check<T>(gate, "gate", {steps, batch, n});
+  check<T>(k, "k", {steps, batch, n});
+  check<T>(h0, "h0", {batch, n});
+  check<T>(z, "z", {steps, batch, n});
+  check<T>(tau, "tau", {steps, batch, n});
+  const T* e = noise.numel() ? noise.data_ptr<T>() : nullptr;
+  if (e) check<T>(noise, "noise", {steps, batch, n});
+  const int64_t size = batch * n, total = steps * size;
+  T* __restrict zs = z.data_ptr<T>();
+  T* __restrict ts = tau.data_ptr<T>();
+  const T* __restrict ks = k.data_ptr<T>();
+  std::copy(gate.data_ptr<T>(), gate.data_ptr<T>() + total, zs);
+  sigmoid_values(zs, total);
+  std::copy(ks, ks + total, ts);
+  sigmoid_values(ts, total);
+  for (int64_t j = 0; j < total; ++j) ts[j] = ks[j] >= T(0) ? ks[j] + T(0.5) : ts[j];
+  const T* prev = h0.data_ptr<T>();
+  for (int64_t t = 0; t < steps; ++t) {
+    const T* __restrict zt = zs + t * size;
+    const T* __restrict tt = ts + t * size;
+    const T* __restrict p = prev;
+    T* __restrict out = h.data_ptr<T>() + t * size;
+    for (int64_t j = 0; j < size; ++j) out[j] = (T(1) - zt[j]) * p[j] + zt[j] * tt[j];
+    if (e) {
+      const T* __restrict et = e + t * size;
+      for (int64_t j = 0; j < size; ++j) out[j] = out[j] + et[j];
+    }
+    prev = out;
+  }
+}
+
+// From grad_h = ∂L/∂h_t: grad_noise (T, B, N) = G_t = ∂L/∂h_t + (1 − z_{t+1}) G_{t+1}; grad_gate = G_t (τ_t − h_{t−1})
+// z_t (1 − z_t); grad_k = G_t z_t g'(k_t), g' = 1 for k ≥ 0 and τ (1 − τ) below; grad_h0 (B, N) = (1 − z_0) G_0.
+template <typename T>
+void mingru_backward_impl(const at::Tensor& grad_h, const at::Tensor& z, const at::Tensor& tau, const at::Tensor& k,
+                          const at::Tensor& h, const at::Tensor& h0, at::Tensor grad_gate, at::Tensor grad_k,
+                          at::Tensor grad_noise, at::Tensor grad_h0) {
+  const int64_t steps = h.size(0), batch = h.size(1), n = h.size(2);
+  check<T>(grad_h, "grad_h", {steps, batch, n});
+  check<T>(z, "z", {steps, batch, n});
+  check<T>(tau, "tau", {steps, batch, n});
+  check<T>(k, "k", {steps, batch, n});
+  check<T>(h0, "h0", {batch, n});
+  check<T>(grad_gate, "grad_gate", {steps, batch, n});
+  check<T>(grad_k, "grad_k", {steps, batch, n});
+  check<T>(grad_noise, "grad_noise", {steps, batch, n});
+  check<T>(grad_h0, "grad_h0", {batch, n});
+  const int64_t size = batch * n;
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* __restrict gh = grad_h.data_ptr<T>() + t * size;
+    const T* __restrict zt = z.data_ptr<T>() + t * size;
+    const T* __restrict tt = tau.data_ptr<T>() + t * size;
+    const T* __restrict kt = k.data_ptr<T>() + t * size;
+    const T* __restrict prev = t ? h.data_ptr<T>() + (t - 1) * size : h0.data_ptr<T>();
+    T* __restrict g = grad_noise.data_ptr<T>() + t * size;
+    T* __restrict dg = grad_gate.data_ptr<T>() + t * size;
+    T* __restrict dk = grad_k.data_ptr<T>() + t * size;
+    if (t + 1 < steps) {
+      const T* __restrict next = g + size;
+      const T* __restrict zn = z.data_ptr<T>() + (t + 1) * size;
+      for (int64_t j = 0; j < size; ++j) g[j] = gh[j] + (T(1) - zn[j]) * next[j];
+    } else {
+      std::copy(gh, gh + size, g);
+    }
+    for (int64_t j = 0; j < size; ++j) {
+      const T zj = zt[j], tj = tt[j];
+      dg[j] = g[j] * (tj - prev[j]) * zj * (T(1) - zj);
+      dk[j] = g[j] * zj * (kt[j] >= T(0) ? T(1) : tj * (T(1) - tj));
+    }
+  }
+  T* __restrict d0 = grad_h0.data_ptr<T>();
+  const T* __restrict z0 = z.data_ptr<T>();
+  const T* __restrict g0 = grad_noise.data_ptr<T>();
+  for (int64_t j = 0; j < (steps ? size : 0); ++j) d0[j] = (T(1) - z0[j]) * g0[j];
+}
+
 // float32 (what the models run) or float64 (the tests' gradcheck), by the dtype of the first tensor
 void gru_forward(const at::Tensor& xp, const at::Tensor& h0, const at::Tensor& wt, const at::Tensor& bias,
                  at::Tensor h, at::Tensor gates) {
@@ -540,7 +729,38 @@ void complex_backward(at::Tensor g, const at::Tensor& grad_h, const at::Tensor& 
   else complex_backward_impl<float>(g, grad_h, h, v, bias, bias_grad);
 }
 
+void diagonal_forward(const at::Tensor& b, const at::Tensor& s0, const at::Tensor& lr, const at::Tensor& li,
+                      at::Tensor s) {
+  if (b.scalar_type() == at::kDouble) diagonal_forward_impl<double>(b, s0, lr, li, s);
+  else diagonal_forward_impl<float>(b, s0, lr, li, s);
+}
+
+void diagonal_backward(const at::Tensor& grad_s, const at::Tensor& s, const at::Tensor& s0, const at::Tensor& lr,
+                       const at::Tensor& li, at::Tensor grad_b, at::Tensor grad_s0, at::Tensor grad_lambda) {
+  if (grad_s.scalar_type() == at::kDouble) diagonal_backward_impl<double>(
+      grad_s, s, s0, lr, li, grad_b, grad_s0, grad_lambda);
+  else diagonal_backward_impl<float>(grad_s, s, s0, lr, li, grad_b, grad_s0, grad_lambda);
+}
+
+void mingru_forward(const at::Tensor& gate, const at::Tensor& k, const at::Tensor& h0, const at::Tensor& noise,
+                    at::Tensor z, at::Tensor tau, at::Tensor h) {
+  if (gate.scalar_type() == at::kDouble) mingru_forward_impl<double>(gate, k, h0, noise, z, tau, h);
+  else mingru_forward_impl<float>(gate, k, h0, noise, z, tau, h);
+}
+
+void mingru_backward(const at::Tensor& grad_h, const at::Tensor& z, const at::Tensor& tau, const at::Tensor& k,
+                     const at::Tensor& h, const at::Tensor& h0, at::Tensor grad_gate, at::Tensor grad_k,
+                     at::Tensor grad_noise, at::Tensor grad_h0) {
+  if (grad_h.scalar_type() == at::kDouble) mingru_backward_impl<double>(
+      grad_h, z, tau, k, h, h0, grad_gate, grad_k, grad_noise, grad_h0);
+  else mingru_backward_impl<float>(grad_h, z, tau, k, h, h0, grad_gate, grad_k, grad_noise, grad_h0);
+}
+
 void register_cell_loops(pybind11::module& m) {
+  m.def("diagonal_forward", &diagonal_forward, "the LRU's s_t = λ s_{t-1} + b_t over all steps, on [Re s, Im s]");
+  m.def("diagonal_backward", &diagonal_backward, "the LRU's linear recurrence's backward over all steps");
+  m.def("mingru_forward", &mingru_forward, "minGRU's gates and h_t = (1 - z_t) h_{t-1} + z_t g(k_t) over all steps");
+  m.def("mingru_backward", &mingru_backward, "minGRU's backward over all steps");
   m.def("complex_forward", &complex_forward, "the complex nnRNN's forward over all steps, in its real 2N form");
   m.def("complex_backward", &complex_backward, "the complex nnRNN's backward over all steps");
   m.def("gru_forward", &gru_forward, "the GRU's forward over all steps (nnrnn/models/fused_cells.py)");
