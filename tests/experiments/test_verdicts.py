@@ -8,6 +8,7 @@ from nnrnn.experiments.judging import (comparisons, gamma_sentences, gamma_verdi
                                       task_sentences, task_verdicts)
 from nnrnn.experiments.judging.paper import GAMMA_HELD, PAPER_PTB_BPC
 from nnrnn.experiments.judging import rules
+import nnrnn.experiments.grids  # noqa: F401  (the grids declare the variant labels the sentences name)
 from nnrnn.experiments.judging.rules import FAILS, HOLDS, NOT_JUDGED, PARTLY, UNEQUAL, UNTESTED
 from nnrnn.experiments.judging.statistics import Stat
 

@@ -2,8 +2,8 @@
 (torch.nn.GRU's equations, also the nnGRU's), coRNN's (both dampings), LEM's and the complex nnRNN's, each over all
 steps in one call of the compiled loops of ``nnrnn/kernels/csrc/cell_loops.cpp``; and so the linear recurrences of
 the LRU (:class:`DiagonalLoop`), the non-normal LRU (:class:`DenseLinearLoop`) and minGRU (:class:`MinGRULoop`),
-whose references are their Python loops and parallel scans (``implementation = "loop"`` or ``"scan"``).  Each computes what its Python
-loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
+whose references are their Python loops and parallel scans (``implementation = "loop"`` or ``"scan"``).  Each
+computes what its Python loop computes (:func:`~nnrnn.models.gru.gru_reference`, :func:`~nnrnn.models.cornn.cornn_loop`,
 :func:`~nnrnn.models.lem.lem_loop`; for the complex nnRNN its Python loops,
 ``nnrnn.models.nnrnn_complex._FusedComplexRecurrence`` and :func:`~nnrnn.models.nnrnn_complex.complex_reference`),
 which stays beside it as the reference and as the path wherever the compiled
