@@ -144,6 +144,13 @@ class Budget:
     eval_every: int = EVAL_EVERY
 
 
+# the same grid at a GPU's scale (:mod:`.thesis_gpu` declares it; here, so that these reports name it): the paper's
+# nnRNN on copy (N = 128), up to the long-memory protocol's delay, 10,000 updates of 128, validated every 100
+GPU_NAME = "thesis-gpu"
+GPU_DELAYS = (200, 500, 1000)
+GPU_BUDGET = Budget(hidden=128, updates=10_000, batch=128, eval_every=100)
+
+
 def arm_setting(variants: dict, options: dict, sigma: float, T: int, columns=("params",),
                 budget: Budget = Budget()) -> Setting:
     """Copy at delay ``T`` with noise ``sigma``: the reference nnRNN and expRNN beside ``variants``, every arm over
@@ -402,16 +409,14 @@ def claim_section(grid: Grid, settings: dict = SETTINGS) -> list[str]:
 
 
 def _at_gpu_scale(grid: Grid) -> str:
-    """The sentence naming the same grid at a GPU's scale (:mod:`.thesis_gpu`, read from its declaration), in every
-    report of these arms but its own."""
-    from . import thesis_gpu  # it builds on this module, so it is read here, when a report is written
-    if grid.spec.name == thesis_gpu.NAME:
+    """The sentence naming the same grid at a GPU's scale (:data:`GPU_SCALE`, which :mod:`.thesis_gpu` declares), in
+    every report of these arms but its own."""
+    if grid.spec.name == GPU_NAME:
         return ""
-    gpu = thesis_gpu.SCALE
-    runs = sum(len(s.models) + len(s.variants) for s in gpu.settings.values()) * len(gpu.seeds)
-    return (f" The same grid at a GPU's scale is `nnrnn reproduce --scale {gpu.name}`: N = {thesis_gpu.HIDDEN}, "
-            f"copy at T = {', '.join(map(str, thesis_gpu.DELAYS))}, {thesis_gpu.UPDATES:,} updates of "
-            f"{thesis_gpu.BATCH} per run, {len(gpu.seeds)} seeds per arm, {runs} runs; its cost on one GPU or on "
+    runs = len(OPTION_SETS) * len(NOISE) * len(GPU_DELAYS) * (len(ARMS) + 2) * len(SEEDS)  # + nnRNN and expRNN
+    return (f" The same grid at a GPU's scale is `nnrnn reproduce --scale {GPU_NAME}`: N = {GPU_BUDGET.hidden}, "
+            f"copy at T = {', '.join(map(str, GPU_DELAYS))}, {GPU_BUDGET.updates:,} updates of "
+            f"{GPU_BUDGET.batch} per run, {len(SEEDS)} seeds per arm, {runs} runs; its cost on one GPU or on "
             "eight is what its `--plan` measures with `--devices` on them.")
 
 

@@ -21,14 +21,12 @@ from ..planning.declaration import Scale
 from ..planning.grid import Grid
 from ..reporting.sections import Report
 from . import thesis
-from .thesis import (NOISE, OPTION_SETS, SEEDS, Budget, arm_setting, arms, comparisons_section, hypotheses_section,
-                     outcome_section, setting_name)
+from .thesis import (GPU_BUDGET, GPU_DELAYS, GPU_NAME, NOISE, OPTION_SETS, SEEDS, arm_setting, arms,
+                     comparisons_section, hypotheses_section, outcome_section, setting_name)
 
-NAME = "thesis-gpu"
-HIDDEN = 128  # the paper's nnRNN on copy
-DELAYS = (200, 500, 1000)
-UPDATES, BATCH, EVAL_EVERY = 10_000, 128, 100
-BUDGET = Budget(hidden=HIDDEN, updates=UPDATES, batch=BATCH, eval_every=EVAL_EVERY)
+# its sizes are declared in .thesis (GPU_BUDGET, GPU_DELAYS), whose reports name this grid
+NAME, DELAYS, BUDGET = GPU_NAME, GPU_DELAYS, GPU_BUDGET
+HIDDEN, UPDATES, BATCH, EVAL_EVERY = BUDGET.hidden, BUDGET.updates, BUDGET.batch, BUDGET.eval_every
 # {setting: (option set, σ, T)}, in the order the grid trains and the report shows them
 SETTINGS = {setting_name(o, s, T): (o, s, T) for o in OPTION_SETS for s in NOISE for T in DELAYS}
 
