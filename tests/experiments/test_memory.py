@@ -226,7 +226,7 @@ def test_a_label_none_of_whose_seeds_left_the_plateau_is_not_measurable(tmp_path
 def rung(T: int, updates: list, seeds: int = 3) -> dict:
     """One label's result at one rung (:func:`nnrnn.experiments.grids.memory.rung_result`'s shape); None: not solved."""
     solving = [u for u in updates if u is not None]
-    return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving), "times": list(updates),
+    return {"T": T, "seeds": seeds, "finished": seeds, "solved": len(solving), "times": list(updates), "left": seeds,
             "updates": Stat.of(solving, resolution=50), "seconds": Stat.of([1.0] * len(solving)),
             "budget": 2000, "batch": 16}
 

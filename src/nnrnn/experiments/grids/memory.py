@@ -131,12 +131,13 @@ def rung_result(grid: Grid, runs: list[PlannedRun]) -> dict:
     """One label at one rung: its seeds, how many finished and solved, updates and seconds to solve (over the
     solving seeds), the budget."""
     done = [r for r in runs if finished(grid.run_folder(r))]
-    times = [solved_at(metrics(grid.run_folder(r)), r.options) for r in done]
+    records = [metrics(grid.run_folder(r)) for r in done]
+    times = [solved_at(rs, r.options) for r, rs in zip(done, records)]
     solving = [(r, at) for r, at in zip(done, times) if at is not None]
     options = runs[0].options
     threshold = baseline_loss(options["T"])
-    left = sum(any(clearly_below(m["loss"], threshold) for m in metrics(grid.run_folder(r))
-                   if m.get("split") == "valid") for r in done)  # seeds that left the plateau
+    left = sum(any(clearly_below(m["loss"], threshold) for m in rs if m.get("split") == "valid")
+               for rs in records)  # seeds that left the plateau
     return {"T": options["T"], "seeds": len(runs), "finished": len(done), "solved": len(solving), "times": times,
             "left": left,
             "updates": Stat.of([at for _, at in solving], resolution=options["eval_every"]),
@@ -238,7 +239,7 @@ def unmeasurable(grid: Grid, found: dict[str, list[dict]]) -> dict[str, str]:
             continue
         if label in quiet:
             why[label] = "no search trial learned"
-        elif rungs[0].get("left", 1) == 0:
+        elif rungs[0]["left"] == 0:
             why[label] = f"no seed left the plateau at T = {rungs[0]['T']}"
     return why
 
